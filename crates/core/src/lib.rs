@@ -1,0 +1,343 @@
+//! Shared vocabulary of bench: what a request asks for ([`RequestSpec`]), what happened to it
+//! ([`RequestRecord`], [`Outcome`]), the run clock ([`Clock`]) every timestamp is taken against,
+//! and the [`Backend`] trait through which the scheduler hands work to a transport.
+//!
+//! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
+//! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+pub use tokio_util::sync::CancellationToken;
+
+/// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
+/// per-request records independent of the process that took them.
+pub type Nanos = u64;
+
+/// The run's monotonic clock. Every timestamp of a run is a [`Nanos`] offset from one epoch, so
+/// records from the scheduler (intended send), the worker (dispatch, chunks) and the report agree.
+///
+/// Built on `tokio::time::Instant`, so tests on tokio's paused clock see exact, repeatable times.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    epoch: tokio::time::Instant,
+    wall_epoch: SystemTime,
+}
+
+impl Clock {
+    /// Starts a clock whose epoch is now.
+    pub fn start() -> Self {
+        Self {
+            epoch: tokio::time::Instant::now(),
+            wall_epoch: SystemTime::now(),
+        }
+    }
+
+    /// Nanoseconds elapsed since the epoch.
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        self.since(tokio::time::Instant::now())
+    }
+
+    /// The offset of `instant` from the epoch (0 if it is earlier).
+    #[inline]
+    pub fn since(&self, instant: tokio::time::Instant) -> Nanos {
+        instant.saturating_duration_since(self.epoch).as_nanos() as Nanos
+    }
+
+    /// The instant `ns` after the epoch.
+    #[inline]
+    pub fn instant(&self, ns: Nanos) -> tokio::time::Instant {
+        self.epoch + Duration::from_nanos(ns)
+    }
+
+    /// Wall-clock time of the epoch, for turning offsets into dates in reports.
+    pub fn wall_epoch(&self) -> SystemTime {
+        self.wall_epoch
+    }
+
+    /// Wall-clock time of offset `ns`.
+    pub fn wall(&self, ns: Nanos) -> SystemTime {
+        self.wall_epoch + Duration::from_nanos(ns)
+    }
+}
+
+/// One request to send: produced by the loader, consumed by the worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestSpec {
+    /// The prompt text. Chat backends send it as the content of one user message.
+    pub prompt: Arc<str>,
+    /// Prompt tokens as counted by the loader's tokenizer (the message content, not the
+    /// rendered chat template).
+    pub prompt_tokens: u32,
+    /// Output tokens asked for (`max_tokens` and friends). `None` lets the server decide.
+    pub output_tokens: Option<u32>,
+}
+
+/// Where a token count came from. Reports say it, so a requested count is never passed off
+/// as a measured one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's `usage` block (or TGI's `details.generated_tokens`).
+    Usage,
+    /// The client's tokenizer counted the text.
+    Tokenizer,
+    /// The number of streamed content chunks (one token per chunk assumed); used only when the
+    /// server gave no usage and no tokenizer was available.
+    Chunks,
+    /// Not measured at all: the count the client asked for. Reports flag it.
+    Requested,
+}
+
+/// One streamed chunk that carried generated (or reasoning) text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Arrival of the chunk's bytes, taken before JSON parsing.
+    pub at: Nanos,
+    /// Tokens the chunk carried (1 unless the server batches tokens into one event).
+    pub tokens: u32,
+}
+
+/// Which timeout fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutPhase {
+    /// Establishing the connection (TCP and TLS).
+    Connect,
+    /// Waiting for the response headers / first byte.
+    FirstByte,
+    /// Waiting too long between two chunks of the body.
+    Idle,
+    /// The whole request took longer than its limit.
+    Total,
+}
+
+/// What became of a request. Failures are data, counted in reports, never errors that abort a
+/// run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The response ended normally.
+    Completed,
+    /// Cancelled by the scheduler (the benchmark's time ran out, or the user interrupted);
+    /// the record keeps what had arrived.
+    Cancelled,
+    /// The server answered with a non-success status.
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// A bounded excerpt of the body.
+        body: String,
+    },
+    /// The connection could not be made or was lost (refused, reset, TLS failure).
+    Connect {
+        /// What went wrong.
+        message: String,
+    },
+    /// A timeout fired.
+    Timeout {
+        /// Which one.
+        phase: TimeoutPhase,
+    },
+    /// The server sent an error event inside the stream (`data: {"error": ...}`).
+    StreamError {
+        /// The server's message.
+        message: String,
+    },
+    /// The server's reply could not be understood (malformed SSE or JSON, wrong framing).
+    Protocol {
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// The three statuses reports split counts by (guidellm's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Finished normally.
+    Completed,
+    /// Cancelled while in flight.
+    Incomplete,
+    /// Failed.
+    Errored,
+}
+
+impl Outcome {
+    /// The report status of this outcome.
+    pub fn status(&self) -> Status {
+        match self {
+            Outcome::Completed => Status::Completed,
+            Outcome::Cancelled => Status::Incomplete,
+            _ => Status::Errored,
+        }
+    }
+
+    /// A short stable name for grouping errors in reports, e.g. `http_503`, `timeout_idle`.
+    pub fn kind_name(&self) -> String {
+        match self {
+            Outcome::Completed => "completed".into(),
+            Outcome::Cancelled => "cancelled".into(),
+            Outcome::Http { status, .. } => format!("http_{status}"),
+            Outcome::Connect { .. } => "connect".into(),
+            Outcome::Timeout { phase } => match phase {
+                TimeoutPhase::Connect => "timeout_connect".into(),
+                TimeoutPhase::FirstByte => "timeout_first_byte".into(),
+                TimeoutPhase::Idle => "timeout_idle".into(),
+                TimeoutPhase::Total => "timeout_total".into(),
+            },
+            Outcome::StreamError { .. } => "stream_error".into(),
+            Outcome::Protocol { .. } => "protocol".into(),
+        }
+    }
+}
+
+/// How the scheduler released one request: handed to [`Backend::send`].
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatch {
+    /// Sequence number within the benchmark.
+    pub id: u64,
+    /// The run clock.
+    pub clock: Clock,
+    /// When the strategy wanted the request sent (the intended time; latency measured from
+    /// here is free of coordinated omission).
+    pub scheduled: Nanos,
+    /// When the request got a concurrency slot (equals `scheduled` when it did not wait).
+    pub slot: Nanos,
+}
+
+/// Everything that happened to one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Sequence number within the benchmark.
+    pub id: u64,
+    /// Intended send time.
+    pub scheduled: Nanos,
+    /// When a concurrency slot was obtained (client queue time is `slot - scheduled`).
+    pub slot: Nanos,
+    /// Just before the request was written.
+    pub dispatched: Nanos,
+    /// Response headers arrived.
+    pub headers: Option<Nanos>,
+    /// Every chunk that carried generated text, in arrival order. The first is TTFT's end.
+    pub chunks: Vec<Chunk>,
+    /// The response ended (or failed, or was cancelled).
+    pub end: Nanos,
+    /// Prompt tokens: server usage when given, else the loader's count.
+    pub prompt_tokens: u32,
+    /// Where `prompt_tokens` came from.
+    pub prompt_tokens_source: TokenSource,
+    /// Output tokens received.
+    pub output_tokens: u32,
+    /// Where `output_tokens` came from.
+    pub output_tokens_source: TokenSource,
+    /// Output tokens that were asked for, if any.
+    pub requested_output_tokens: Option<u32>,
+    /// What became of the request.
+    pub outcome: Outcome,
+}
+
+impl RequestRecord {
+    /// The arrival of the first generated token.
+    pub fn first_token(&self) -> Option<Nanos> {
+        self.chunks.first().map(|c| c.at)
+    }
+
+    /// The arrival of the last generated token.
+    pub fn last_token(&self) -> Option<Nanos> {
+        self.chunks.last().map(|c| c.at)
+    }
+
+    /// The report status.
+    pub fn status(&self) -> Status {
+        self.outcome.status()
+    }
+}
+
+/// A transport that turns one [`RequestSpec`] into one [`RequestRecord`]. The scheduler is
+/// generic over it, so tests drive the scheduler with a fake backend on tokio's paused clock.
+///
+/// Implementations must never panic on anything a server sends, must return promptly (with
+/// [`Outcome::Cancelled`] and whatever arrived) once `cancel` fires, and must take
+/// `dispatched` just before writing the request.
+pub trait Backend: Send + Sync + 'static {
+    /// Sends one request and records what happened.
+    fn send(
+        &self,
+        spec: RequestSpec,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = RequestRecord> + Send;
+}
+
+impl<B: Backend> Backend for Arc<B> {
+    fn send(
+        &self,
+        spec: RequestSpec,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = RequestRecord> + Send {
+        (**self).send(spec, dispatch, cancel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_status_and_kind() {
+        assert_eq!(Outcome::Completed.status(), Status::Completed);
+        assert_eq!(Outcome::Cancelled.status(), Status::Incomplete);
+        let o = Outcome::Http {
+            status: 503,
+            body: "busy".into(),
+        };
+        assert_eq!(o.status(), Status::Errored);
+        assert_eq!(o.kind_name(), "http_503");
+        assert_eq!(
+            Outcome::Timeout {
+                phase: TimeoutPhase::Idle
+            }
+            .kind_name(),
+            "timeout_idle"
+        );
+    }
+
+    #[test]
+    fn record_round_trips_through_json() {
+        let r = RequestRecord {
+            id: 7,
+            scheduled: 1,
+            slot: 2,
+            dispatched: 3,
+            headers: Some(4),
+            chunks: vec![Chunk { at: 5, tokens: 1 }, Chunk { at: 9, tokens: 2 }],
+            end: 10,
+            prompt_tokens: 11,
+            prompt_tokens_source: TokenSource::Usage,
+            output_tokens: 3,
+            output_tokens_source: TokenSource::Tokenizer,
+            requested_output_tokens: Some(3),
+            outcome: Outcome::Timeout {
+                phase: TimeoutPhase::FirstByte,
+            },
+        };
+        let s = serde_json::to_string(&r).expect("serialize");
+        let back: RequestRecord = serde_json::from_str(&s).expect("deserialize");
+        assert_eq!(back, r);
+        assert_eq!(back.first_token(), Some(5));
+        assert_eq!(back.last_token(), Some(9));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn clock_is_exact_on_paused_time() {
+        let c = Clock::start();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(c.now(), 1_500_000_000);
+        assert_eq!(c.since(c.instant(42)), 42);
+    }
+}

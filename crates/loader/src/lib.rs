@@ -1,0 +1,1 @@
+//! Request data for bench: exact-length synthetic prompts and real datasets

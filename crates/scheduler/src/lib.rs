@@ -1,0 +1,1 @@
+//! The scheduler of bench: drives a backend with request specs according to a load strategy
