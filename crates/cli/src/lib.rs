@@ -1,9 +1,59 @@
 //! The bench command line: turns arguments and profile files into settings, runs them, and
 //! renders results. The only crate that prints, exits or sets up logging.
+//!
+//! Each subcommand lives in its own module with its `Args` and its `run`.
+
+mod error;
+mod mock_server;
+mod report_cmd;
+mod run;
 
 use std::process::ExitCode;
 
-/// Runs the command line and returns the process exit code.
+use clap::{Parser, Subcommand};
+
+pub use error::UsageError;
+
+/// Benchmark LLM inference servers: how much traffic can a deployment carry, and at what
+/// latency?
+#[derive(Debug, Parser)]
+#[command(name = "bench", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Probe synchronous and maximum throughput, then run constant rates between them.
+    Sweep(Box<run::SweepArgs>),
+    /// Run any load shape (--rate-type KIND --rate LIST), or a YAML profile.
+    Run(Box<run::RunArgs>),
+    /// Re-render saved runs (console, JSON, YAML, CSV, HTML), or compare two side by side.
+    Report(report_cmd::ReportArgs),
+    /// Serve the built-in LLM server simulator (OpenAI and TGI APIs).
+    MockServer(Box<mock_server::MockServerArgs>),
+}
+
+/// Runs the command line and returns the process exit code: 0 on success, 1 for a failed run,
+/// 2 for usage and configuration errors.
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    let result = match cli.command {
+        Command::Sweep(args) => run::sweep(*args),
+        Command::Run(args) => run::run(*args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::MockServer(args) => mock_server::run(*args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => error::report(&err),
+    }
 }
