@@ -212,9 +212,11 @@ async fn fetch(config: &HubConfig, url: &str) -> Result<(Vec<u8>, Option<String>
         }
         match status {
             StatusCode::OK => {}
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => return Err(format!(
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                return Err(format!(
                 "HTTP {status}: the model is gated or private; set HF_TOKEN to a token with access"
-            )),
+            ))
+            }
             StatusCode::NOT_FOUND => {
                 return Err(format!("HTTP {status}: no such model, or it has no {FILE}"))
             }

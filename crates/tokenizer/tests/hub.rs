@@ -12,8 +12,11 @@ use bench_tokenizer::{Error, Tokenizer, BUILTIN_JSON};
 /// path and Authorization header.
 struct FakeHub {
     url: String,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Seen,
 }
+
+/// Requests seen: path and Authorization header.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
 type Reply = (u16, Vec<(String, String)>, Vec<u8>);
 
