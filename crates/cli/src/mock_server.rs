@@ -116,7 +116,9 @@ impl MockServerArgs {
     /// Defaults, then the config file, then flags; validated.
     fn resolve(&self) -> anyhow::Result<MockConfig> {
         let mut c = match &self.config {
-            Some(path) => MockConfig::from_file(path).map_err(|e| UsageError::new(e.to_string()))?,
+            Some(path) => {
+                MockConfig::from_file(path).map_err(|e| UsageError::new(e.to_string()))?
+            }
             None => MockConfig::default(),
         };
         c.port = self.port;
@@ -192,9 +194,9 @@ pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
     let rt = rt.build().context("starting the async runtime")?;
     rt.block_on(async move {
         let server = MockServer::start(config).await.map_err(|e| match e {
-            bench_mock::Error::Bind { .. } | bench_mock::Error::Io(_) | bench_mock::Error::Tls(_) => {
-                anyhow::Error::new(e)
-            }
+            bench_mock::Error::Bind { .. }
+            | bench_mock::Error::Io(_)
+            | bench_mock::Error::Tls(_) => anyhow::Error::new(e),
             other => UsageError::new(other.to_string()).into(),
         })?;
         if let (Some(path), Some(pem)) = (&args.cert_out, server.tls_certificate_pem()) {

@@ -210,7 +210,10 @@ impl MockConfig {
             ("prefill_rate", self.prefill_rate),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return Err(invalid(field, format!("must be a finite number >= 0, got {v}")));
+                return Err(invalid(
+                    field,
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
             }
         }
         // One step or prefill longer than an hour is certainly a unit mistake.
@@ -235,7 +238,10 @@ impl MockConfig {
             ("faults.slow_headers", f.slow_headers),
         ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(invalid(field, format!("must be a fraction in [0, 1], got {v}")));
+                return Err(invalid(
+                    field,
+                    format!("must be a fraction in [0, 1], got {v}"),
+                ));
             }
         }
         let http = f.http_429 + f.http_500 + f.http_503;
@@ -289,7 +295,11 @@ mod tests {
             max_batch: 0,
             ..MockConfig::default()
         };
-        assert!(c.validate().expect_err("x").to_string().contains("max_batch"));
+        assert!(c
+            .validate()
+            .expect_err("x")
+            .to_string()
+            .contains("max_batch"));
     }
 
     #[test]

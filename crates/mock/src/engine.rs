@@ -386,11 +386,7 @@ mod tests {
 
     /// Submits a sequence at the current (paused) time and returns the offsets in ms from
     /// `t0` at which each of its tokens was released.
-    fn track(
-        engine: &EngineHandle,
-        t0: Instant,
-        tokens: u32,
-    ) -> tokio::task::JoinHandle<Vec<f64>> {
+    fn track(engine: &EngineHandle, t0: Instant, tokens: u32) -> tokio::task::JoinHandle<Vec<f64>> {
         let h = engine.submit(0, tokens);
         tokio::spawn(async move {
             let mut at = Vec::new();
@@ -411,7 +407,11 @@ mod tests {
         let a = track(&engine, t0, 3);
         let b = track(&engine, t0, 3);
         let c = track(&engine, t0, 3);
-        let (a, b, c) = (a.await.expect("a"), b.await.expect("b"), c.await.expect("c"));
+        let (a, b, c) = (
+            a.await.expect("a"),
+            b.await.expect("b"),
+            c.await.expect("c"),
+        );
         // A and B admitted at 0, first token at 5 (prefill), join the boundary at 12, then one
         // token per 12 ms step (2 slots held).
         assert_eq!(a, vec![5.0, 24.0, 36.0]);

@@ -89,7 +89,11 @@ impl FaultPlan {
         plan.slow_headers = rng.unit() < f.slow_headers;
         let draws = [
             (rng.unit() < f.reset, position(rng), Terminal::Reset),
-            (rng.unit() < f.stream_error, position(rng), Terminal::ErrorEvent),
+            (
+                rng.unit() < f.stream_error,
+                position(rng),
+                Terminal::ErrorEvent,
+            ),
             (rng.unit() < f.stall, position(rng), Terminal::Stall),
         ];
         let malformed = (rng.unit() < f.malformed, position(rng));

@@ -30,7 +30,6 @@ mod render;
 mod request;
 mod server;
 mod tls;
-mod tok_shim;
 mod words;
 
 use std::path::PathBuf;
@@ -69,7 +68,7 @@ pub enum Error {
     },
     /// The tokenizer could not be loaded.
     #[error("simulator tokenizer: {0}")]
-    Tokenizer(#[from] tok_shim::Error),
+    Tokenizer(#[from] bench_tokenizer::Error),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

@@ -48,7 +48,8 @@ impl Metrics {
         if delta >= 0 {
             self.running.fetch_add(delta as u64, Ordering::Relaxed);
         } else {
-            self.running.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+            self.running
+                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
         }
     }
 

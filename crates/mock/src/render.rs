@@ -126,7 +126,11 @@ const DONE: &[u8] = b"data: [DONE]\n\n";
 fn frame_plan(ctx: &Ctx<'_>, plan: &FaultPlan) -> (u32, Option<(u32, Stop)>, bool) {
     // (tokens rendered, stop, error event after them)
     match plan.terminal {
-        Some((k, Terminal::Reset)) => (k.min(ctx.tokens), Some((k.min(ctx.tokens), Stop::Reset)), false),
+        Some((k, Terminal::Reset)) => (
+            k.min(ctx.tokens),
+            Some((k.min(ctx.tokens), Stop::Reset)),
+            false,
+        ),
         Some((k, Terminal::Stall)) => (ctx.tokens, Some((k.min(ctx.tokens), Stop::Stall)), false),
         Some((k, Terminal::ErrorEvent)) => (k.min(ctx.tokens), None, true),
         None => (ctx.tokens, None, false),
@@ -146,7 +150,11 @@ pub(crate) fn oai_stream(
     let frames = frames || plan.touches_stream();
     let per_token = ctx.model.len() + 160;
     let mut b: Vec<u8> = Vec::with_capacity(per_token * (ctx.tokens as usize + 3) + 64);
-    let mut ends = Vec::with_capacity(if frames { rendered_tokens as usize + 1 } else { 0 });
+    let mut ends = Vec::with_capacity(if frames {
+        rendered_tokens as usize + 1
+    } else {
+        0
+    });
 
     // The shared event head `data: {"id":"...","object":"...","created":N,"model":"M",` is
     // written once and copied for every later event.
@@ -230,7 +238,9 @@ pub(crate) fn oai_stream(
         }
     }
     if error_event {
-        b.extend_from_slice(b"data: {\"error\":{\"message\":\"simulated fault: the engine failed after ");
+        b.extend_from_slice(
+            b"data: {\"error\":{\"message\":\"simulated fault: the engine failed after ",
+        );
         push_u64(&mut b, u64::from(rendered_tokens));
         b.extend_from_slice(
             b" tokens\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\n",
@@ -338,8 +348,13 @@ fn push_tgi_details(b: &mut Vec<u8>, ctx: &Ctx<'_>) {
 pub(crate) fn tgi_stream(ctx: &Ctx<'_>, details: bool, plan: &FaultPlan, frames: bool) -> Rendered {
     let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
     let frames = frames || plan.touches_stream();
-    let mut b: Vec<u8> = Vec::with_capacity(140 * (ctx.tokens as usize + 2) + 12 * ctx.tokens as usize);
-    let mut ends = Vec::with_capacity(if frames { rendered_tokens as usize + 1 } else { 0 });
+    let mut b: Vec<u8> =
+        Vec::with_capacity(140 * (ctx.tokens as usize + 2) + 12 * ctx.tokens as usize);
+    let mut ends = Vec::with_capacity(if frames {
+        rendered_tokens as usize + 1
+    } else {
+        0
+    });
     for i in 0..rendered_tokens {
         if i == 0 && plan.malformed_after == Some(0) {
             b.extend_from_slice(b"data:{\"index\":0,\"token\":{\"id\":\n\n");
@@ -435,7 +450,11 @@ mod tests {
     use super::*;
 
     fn words() -> Words {
-        Words::new(vec![(" a".into(), 1), (" \"q\"".into(), 2), (" b".into(), 3)])
+        Words::new(vec![
+            (" a".into(), 1),
+            (" \"q\"".into(), 2),
+            (" b".into(), 3),
+        ])
     }
 
     fn ctx(words: &Words, tokens: u32) -> Ctx<'_> {
@@ -499,7 +518,8 @@ mod tests {
     fn completions_full_and_tgi_are_valid_json() {
         let w = words();
         let c = ctx(&w, 3);
-        let v: serde_json::Value = serde_json::from_slice(&oai_full(Oai::Completions, &c)).expect("j");
+        let v: serde_json::Value =
+            serde_json::from_slice(&oai_full(Oai::Completions, &c)).expect("j");
         assert_eq!(v["choices"][0]["text"], " \"q\" b a");
         assert_eq!(v["usage"]["completion_tokens"], 3);
         let v: serde_json::Value = serde_json::from_slice(&oai_full(Oai::Chat, &c)).expect("j");

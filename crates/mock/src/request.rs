@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::tok_shim::Tokenizer;
+use bench_tokenizer::Tokenizer;
 
 /// The generation endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub(crate) fn parse(
                     [t] => count(tok, t),
                     _ => {
                         return Err(
-                            "the simulator serves one prompt per request; send a string".into(),
+                            "the simulator serves one prompt per request; send a string".into()
                         )
                     }
                 },
@@ -160,7 +160,7 @@ pub(crate) fn parse(
                     [ids] => u32::try_from(ids.len()).unwrap_or(u32::MAX),
                     _ => {
                         return Err(
-                            "the simulator serves one prompt per request; send a string".into(),
+                            "the simulator serves one prompt per request; send a string".into()
                         )
                     }
                 },
@@ -267,9 +267,27 @@ mod tests {
         let p = parse(Api::Completions, br#"{"prompt":[1,2,3]}"#, &tok, L).expect("ok");
         assert_eq!((p.prompt_tokens, p.limit, p.stream), (3, 16, false));
         assert!(parse(Api::Completions, br#"{"prompt":["a","b"]}"#, &tok, L).is_err());
-        assert!(parse(Api::Completions, br#"{"prompt":"a","max_tokens":0}"#, &tok, L).is_err());
-        assert!(parse(Api::Completions, br#"{"prompt":"a","max_tokens":"x"}"#, &tok, L).is_err());
-        assert!(parse(Api::Completions, br#"{"prompt":"a","max_tokens":5000}"#, &tok, L).is_err());
+        assert!(parse(
+            Api::Completions,
+            br#"{"prompt":"a","max_tokens":0}"#,
+            &tok,
+            L
+        )
+        .is_err());
+        assert!(parse(
+            Api::Completions,
+            br#"{"prompt":"a","max_tokens":"x"}"#,
+            &tok,
+            L
+        )
+        .is_err());
+        assert!(parse(
+            Api::Completions,
+            br#"{"prompt":"a","max_tokens":5000}"#,
+            &tok,
+            L
+        )
+        .is_err());
         assert!(parse(Api::Completions, br#"{"prompt":"a""#, &tok, L).is_err());
         assert!(parse(Api::Completions, b"{}", &tok, L).is_err());
     }

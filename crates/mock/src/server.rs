@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::tok_shim::Tokenizer;
+use bench_tokenizer::Tokenizer;
 
 use crate::body::{ConnShared, LogState, MockBody};
 use crate::engine::{self, EngineHandle, EngineParams};
@@ -292,7 +292,10 @@ async fn serve_conn(state: Arc<State>, tcp: TcpStream, tls: Option<tokio_rustls:
 /// `SO_LINGER` 0 so the peer sees a TCP RST rather than an orderly close.
 enum ConnIo {
     Tcp(TcpStream, Arc<ConnShared>),
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>, Arc<ConnShared>),
+    Tls(
+        Box<tokio_rustls::server::TlsStream<TcpStream>>,
+        Arc<ConnShared>,
+    ),
 }
 
 impl Drop for ConnIo {
@@ -417,9 +420,11 @@ async fn handle(
             "text/plain; version=0.0.4",
             MockBody::full(Bytes::from(state.metrics.render()), 0, None),
         ),
-        "/v1/models" | "/health" | "/metrics" => {
-            error_response(None, StatusCode::METHOD_NOT_ALLOWED, "method not allowed: use GET")
-        }
+        "/v1/models" | "/health" | "/metrics" => error_response(
+            None,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed: use GET",
+        ),
         _ => error_response(
             None,
             StatusCode::NOT_FOUND,
@@ -476,11 +481,17 @@ async fn generate(
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(c) => c.to_bytes(),
         Err(e) => {
-            let too_big = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+            let too_big = e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
             return if too_big {
                 fail(log, StatusCode::PAYLOAD_TOO_LARGE, "request body too large")
             } else {
-                fail(log, StatusCode::BAD_REQUEST, &format!("reading the body: {e}"))
+                fail(
+                    log,
+                    StatusCode::BAD_REQUEST,
+                    &format!("reading the body: {e}"),
+                )
             };
         }
     };
@@ -539,7 +550,9 @@ async fn generate(
     let timed = !state.zero_delay;
     if p.stream {
         let rendered = match api {
-            Api::Completions => render::oai_stream(Oai::Completions, &ctx, p.include_usage, &plan, timed),
+            Api::Completions => {
+                render::oai_stream(Oai::Completions, &ctx, p.include_usage, &plan, timed)
+            }
             Api::Chat => render::oai_stream(Oai::Chat, &ctx, p.include_usage, &plan, timed),
             Api::TgiStream | Api::Tgi => render::tgi_stream(&ctx, p.details, &plan, timed),
         };
@@ -550,7 +563,8 @@ async fn generate(
                 None
             }
         };
-        let stall_for = (cfg.faults.stall_ms > 0).then(|| Duration::from_millis(cfg.faults.stall_ms));
+        let stall_for =
+            (cfg.faults.stall_ms > 0).then(|| Duration::from_millis(cfg.faults.stall_ms));
         let body = MockBody::stream(
             rendered,
             tokens,
@@ -578,6 +592,10 @@ async fn generate(
             Api::Chat => render::oai_full(Oai::Chat, &ctx),
             Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
         };
-        response(StatusCode::OK, "application/json", MockBody::full(data, tokens, log))
+        response(
+            StatusCode::OK,
+            "application/json",
+            MockBody::full(data, tokens, log),
+        )
     }
 }

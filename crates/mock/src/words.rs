@@ -1,7 +1,7 @@
 //! The output vocabulary: single-token words of the serving tokenizer, chosen so that any run
 //! of them, concatenated, tokenizes back to exactly one token per word.
 
-use crate::tok_shim::Tokenizer;
+use bench_tokenizer::Tokenizer;
 
 use crate::render::Words;
 

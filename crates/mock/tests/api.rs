@@ -7,7 +7,9 @@ use common::*;
 use serde_json::{json, Value};
 
 async fn zero() -> MockServer {
-    MockServer::start(MockConfig::zero_delay()).await.expect("start")
+    MockServer::start(MockConfig::zero_delay())
+        .await
+        .expect("start")
 }
 
 #[tokio::test]
@@ -71,10 +73,15 @@ async fn chat_stream_starts_with_a_role_only_chunk_like_vllm() {
     assert_eq!(ev.len(), 1 + 5 + 1 + 1);
     let first: Value = serde_json::from_str(&ev[0]).expect("json");
     assert_eq!(first["object"], "chat.completion.chunk");
-    assert_eq!(first["choices"][0]["delta"], json!({"role": "assistant", "content": ""}));
+    assert_eq!(
+        first["choices"][0]["delta"],
+        json!({"role": "assistant", "content": ""})
+    );
     for e in &ev[1..6] {
         let v: Value = serde_json::from_str(e).expect("json");
-        assert!(v["choices"][0]["delta"]["content"].as_str().is_some_and(|c| !c.is_empty()));
+        assert!(v["choices"][0]["delta"]["content"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()));
         assert!(v["choices"][0]["delta"].get("role").is_none());
     }
     let usage: Value = serde_json::from_str(&ev[6]).expect("json");
@@ -209,7 +216,11 @@ async fn models_health_metrics_and_errors() {
     // Malformed JSON: 400 with an OpenAI-style error body.
     let mut c = h1(s.addr()).await;
     let resp = c
-        .send_request(raw_request(s.addr(), "/v1/completions", "{\"prompt\": \"a\",,}"))
+        .send_request(raw_request(
+            s.addr(),
+            "/v1/completions",
+            "{\"prompt\": \"a\",,}",
+        ))
         .await
         .expect("head");
     let r = read(resp, std::time::Instant::now()).await;
@@ -217,11 +228,18 @@ async fn models_health_metrics_and_errors() {
     let v = r.json();
     assert_eq!(v["error"]["code"], 400);
     assert_eq!(v["error"]["type"], "BadRequestError");
-    assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    assert!(v["error"]["message"]
+        .as_str()
+        .is_some_and(|m| !m.is_empty()));
     // Wrong types and missing fields are 400 too; unknown routes 404; wrong method 405.
     let r = post(s.addr(), "/v1/chat/completions", &json!({"messages": "no"})).await;
     assert_eq!(r.status, 400);
-    let r = post(s.addr(), "/v1/completions", &json!({"prompt": "a", "max_tokens": 0})).await;
+    let r = post(
+        s.addr(),
+        "/v1/completions",
+        &json!({"prompt": "a", "max_tokens": 0}),
+    )
+    .await;
     assert_eq!(r.status, 400);
     let r = post(s.addr(), "/generate", &json!({"parameters": {}})).await;
     assert_eq!(r.status, 400);
@@ -270,12 +288,27 @@ async fn output_length_rules_and_seeded_eos() {
         assert_eq!(f, if *n == 50 { "length" } else { "stop" });
     }
     // ignore_eos, or min_tokens at the limit, gives exactly the limit.
-    let b = lengths(11, json!({"prompt": "p", "max_tokens": 50, "ignore_eos": true}), 5).await;
+    let b = lengths(
+        11,
+        json!({"prompt": "p", "max_tokens": 50, "ignore_eos": true}),
+        5,
+    )
+    .await;
     assert!(b.iter().all(|(n, f)| *n == 50 && f == "length"));
-    let c = lengths(11, json!({"prompt": "p", "max_tokens": 20, "min_tokens": 20}), 5).await;
+    let c = lengths(
+        11,
+        json!({"prompt": "p", "max_tokens": 20, "min_tokens": 20}),
+        5,
+    )
+    .await;
     assert!(c.iter().all(|(n, _)| *n == 20));
     // min_tokens below the limit is a floor.
-    let d = lengths(11, json!({"prompt": "p", "max_tokens": 40, "min_tokens": 30}), 20).await;
+    let d = lengths(
+        11,
+        json!({"prompt": "p", "max_tokens": 40, "min_tokens": 30}),
+        20,
+    )
+    .await;
     assert!(d.iter().all(|(n, _)| (30..=40).contains(n)), "{d:?}");
     // No limit given: the server default (128).
     let e = lengths(11, json!({"prompt": "p", "ignore_eos": true}), 1).await;
@@ -291,11 +324,20 @@ async fn server_side_ignore_eos_and_context_limit() {
     })
     .await
     .expect("start");
-    let v = post(s.addr(), "/v1/completions", &json!({"prompt": "p", "max_tokens": 33}))
-        .await
-        .json();
+    let v = post(
+        s.addr(),
+        "/v1/completions",
+        &json!({"prompt": "p", "max_tokens": 33}),
+    )
+    .await
+    .json();
     assert_eq!(v["usage"]["completion_tokens"], 33);
-    let r = post(s.addr(), "/v1/completions", &json!({"prompt": "p", "max_tokens": 100})).await;
+    let r = post(
+        s.addr(),
+        "/v1/completions",
+        &json!({"prompt": "p", "max_tokens": 100}),
+    )
+    .await;
     assert_eq!(r.status, 400);
     assert!(r.json()["error"]["message"]
         .as_str()

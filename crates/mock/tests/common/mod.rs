@@ -30,7 +30,10 @@ pub struct Reply {
 
 impl Reply {
     pub fn body(&self) -> Vec<u8> {
-        self.chunks.iter().flat_map(|(_, b)| b.iter().copied()).collect()
+        self.chunks
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect()
     }
 
     pub fn text(&self) -> String {
@@ -122,7 +125,9 @@ pub fn get(addr: SocketAddr, path: &str) -> Request<Full<Bytes>> {
 pub async fn h1(addr: SocketAddr) -> http1::SendRequest<Full<Bytes>> {
     let tcp = TcpStream::connect(addr).await.expect("connect");
     tcp.set_nodelay(true).expect("nodelay");
-    let (send, conn) = http1::handshake(TokioIo::new(tcp)).await.expect("h1 handshake");
+    let (send, conn) = http1::handshake(TokioIo::new(tcp))
+        .await
+        .expect("h1 handshake");
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -206,7 +211,10 @@ pub async fn post_on(
 pub async fn get_once(addr: SocketAddr, path: &str) -> Reply {
     let mut send = h1(addr).await;
     let sent_at = Instant::now();
-    let resp = send.send_request(get(addr, path)).await.expect("response head");
+    let resp = send
+        .send_request(get(addr, path))
+        .await
+        .expect("response head");
     read(resp, sent_at).await
 }
 
