@@ -52,10 +52,14 @@ pub fn parse(data: &str) -> Result<SyntheticSpec, UsageError> {
     let prompt = prompt
         .ok_or_else(|| UsageError::new(format!("--data `{data}`: prompt_tokens is required")))?;
     if !(1..=1_000_000).contains(&prompt) {
-        return Err(UsageError::new("--data: prompt_tokens must be 1 to 1000000"));
+        return Err(UsageError::new(
+            "--data: prompt_tokens must be 1 to 1000000",
+        ));
     }
     if output == Some(0) || output.is_some_and(|o| o > 1_000_000) {
-        return Err(UsageError::new("--data: output_tokens must be 1 to 1000000"));
+        return Err(UsageError::new(
+            "--data: output_tokens must be 1 to 1000000",
+        ));
     }
     // Keep the prompt pool under ~4M tokens.
     let cap = (4_000_000 / prompt).clamp(1, 1000) as usize;
@@ -141,7 +145,13 @@ mod tests {
         }
         assert_eq!(specs[0], specs[5], "cycles");
         assert_ne!(specs[0].prompt, specs[1].prompt);
-        for bad in ["", "prompt_tokens=x", "output_tokens=3", "foo=1,prompt_tokens=3", "prompt_tokens=0"] {
+        for bad in [
+            "",
+            "prompt_tokens=x",
+            "output_tokens=3",
+            "foo=1,prompt_tokens=3",
+            "prompt_tokens=0",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }

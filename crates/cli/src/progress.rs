@@ -22,7 +22,12 @@ pub fn line(p: &Progress) -> String {
             r.as_secs_f64()
         ),
         None => match p.max_requests {
-            Some(n) => format!("{:.1}s elapsed, {}/{} sent", p.elapsed.as_secs_f64(), p.sent, n),
+            Some(n) => format!(
+                "{:.1}s elapsed, {}/{} sent",
+                p.elapsed.as_secs_f64(),
+                p.sent,
+                n
+            ),
             None => format!("{:.1}s elapsed", p.elapsed.as_secs_f64()),
         },
     };
@@ -55,12 +60,15 @@ pub fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<J
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4));
             let style = ProgressStyle::with_template("{spinner} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner());
-            let overall_style = ProgressStyle::with_template("{bar:30} {pos}/{len} benchmarks {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let overall_style =
+                ProgressStyle::with_template("{bar:30} {pos}/{len} benchmarks {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar());
             let mut overall: Option<ProgressBar> = None;
             let mut current: Option<(usize, ProgressBar)> = None;
             while rx.changed().await.is_ok() {
-                let Some(p) = rx.borrow_and_update().clone() else { continue };
+                let Some(p) = rx.borrow_and_update().clone() else {
+                    continue;
+                };
                 if p.total > 1 && overall.is_none() {
                     let b = multi.add(ProgressBar::new(p.total as u64));
                     b.set_style(overall_style.clone());
@@ -97,7 +105,9 @@ pub fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<J
         } else {
             let mut last: Option<Instant> = None;
             while rx.changed().await.is_ok() {
-                let Some(p) = rx.borrow_and_update().clone() else { continue };
+                let Some(p) = rx.borrow_and_update().clone() else {
+                    continue;
+                };
                 if p.finished || last.is_none_or(|t| t.elapsed() >= PLAIN_EVERY) {
                     eprintln!("{}", line(&p));
                     last = Some(Instant::now());

@@ -52,6 +52,9 @@ pub struct CommonArgs {
     /// Start the built-in simulator in-process and benchmark it instead of a target.
     #[arg(long)]
     pub mock: bool,
+    /// Simulator settings for --mock (a `bench mock-server` YAML config file).
+    #[arg(long, value_name = "FILE.yaml", requires = "mock")]
+    pub mock_config: Option<PathBuf>,
     /// API to speak: openai-completions (default), openai-chat, tgi.
     #[arg(long)]
     pub backend: Option<String>,
@@ -156,6 +159,8 @@ pub struct FileSettings {
     #[serde(default)]
     pub mock: Option<bool>,
     #[serde(default)]
+    pub mock_config: Option<PathBuf>,
+    #[serde(default)]
     pub backend: Option<String>,
     #[serde(default)]
     pub endpoint: Option<String>,
@@ -236,6 +241,8 @@ pub struct Settings {
     pub target: Option<String>,
     /// Benchmark the in-process simulator.
     pub mock: bool,
+    /// Simulator config file for `mock`.
+    pub mock_config: Option<PathBuf>,
     /// API.
     pub backend: BackendKind,
     /// Request path override.
@@ -295,9 +302,9 @@ pub fn parse_rates(parts: &[String]) -> Result<Vec<f64>, UsageError> {
     let mut out = Vec::new();
     for p in parts {
         for x in p.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            let v: f64 = x.parse().map_err(|_| {
-                UsageError::new(format!("--rate: `{x}` is not a number"))
-            })?;
+            let v: f64 = x
+                .parse()
+                .map_err(|_| UsageError::new(format!("--rate: `{x}` is not a number")))?;
             out.push(v);
         }
     }
@@ -306,9 +313,8 @@ pub fn parse_rates(parts: &[String]) -> Result<Vec<f64>, UsageError> {
 
 /// Reads a profile file; unknown keys and bad values are errors naming the file and the key.
 pub fn load_file(path: &Path) -> anyhow::Result<FileSettings> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::new(format!("profile {}: cannot read: {e}", path.display()))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError::new(format!("profile {}: cannot read: {e}", path.display())))?;
     let parsed: FileSettings = serde_yaml::from_str(&text)
         .map_err(|e| UsageError::new(format!("profile {}: {e}", path.display())))?;
     Ok(parsed)
@@ -434,14 +440,12 @@ pub fn resolve(
         over_saturation: over,
     };
     limits.validate().map_err(|e| usage(e.to_string()))?;
-    let transient = |c: &Option<String>, f: &Option<Transient>, key: &str| {
-        match c {
-            Some(s) => s
-                .parse::<Transient>()
-                .map(Some)
-                .map_err(|e| usage(format!("--{key}: {e}"))),
-            None => Ok(*f),
-        }
+    let transient = |c: &Option<String>, f: &Option<Transient>, key: &str| match c {
+        Some(s) => s
+            .parse::<Transient>()
+            .map(Some)
+            .map_err(|e| usage(format!("--{key}: {e}"))),
+        None => Ok(*f),
     };
     let warmup = transient(&cli.warmup, &file.warmup, "warmup")?;
     let cooldown = transient(&cli.cooldown, &file.cooldown, "cooldown")?;
@@ -477,15 +481,23 @@ pub fn resolve(
     if let Some(g) = &goodput {
         bench_report::Goodput::parse(g).map_err(|e| usage(format!("--goodput: {e}")))?;
     }
-    let console = cli.console.or(file.console).unwrap_or(if rate_type == RateType::Sweep {
-        Console::Guidellm
-    } else {
-        Console::Vllm
-    });
+    let console = cli
+        .console
+        .or(file.console)
+        .unwrap_or(if rate_type == RateType::Sweep {
+            Console::Guidellm
+        } else {
+            Console::Vllm
+        });
 
     Ok(Settings {
         target,
         mock,
+        mock_config: if mock {
+            cli.mock_config.clone().or(file.mock_config)
+        } else {
+            None
+        },
         backend,
         endpoint: cli.endpoint.clone().or(file.endpoint),
         model: cli.model.clone().or(file.model),
@@ -574,11 +586,17 @@ mod tests {
         let p = write(&d, "bad.yaml", "target: http://x\nmax_secs: 3\n");
         let e = load_file(&p).expect_err("unknown key");
         let msg = format!("{e:#}");
-        assert!(msg.contains("bad.yaml") && msg.contains("max_secs"), "{msg}");
+        assert!(
+            msg.contains("bad.yaml") && msg.contains("max_secs"),
+            "{msg}"
+        );
         assert!(is_usage(&e));
         let p = write(&d, "bad2.yaml", "target: http://x\nmax_seconds: soon\n");
         let msg = format!("{:#}", load_file(&p).expect_err("bad value"));
-        assert!(msg.contains("bad2.yaml") && msg.contains("max_seconds"), "{msg}");
+        assert!(
+            msg.contains("bad2.yaml") && msg.contains("max_seconds"),
+            "{msg}"
+        );
         let p = write(&d, "bad3.yaml", "target: http://x\nrate_type: fast\n");
         let cli = CommonArgs {
             profile: Some(p),
@@ -592,7 +610,9 @@ mod tests {
     #[test]
     fn usage_errors() {
         let none = CommonArgs::default();
-        assert!(is_usage(&resolve(&none, Some("constant"), &["1".into()], false).expect_err("no target")));
+        assert!(is_usage(
+            &resolve(&none, Some("constant"), &["1".into()], false).expect_err("no target")
+        ));
         let mock = CommonArgs {
             mock: true,
             ..CommonArgs::default()
@@ -617,7 +637,9 @@ mod tests {
             output: vec!["x.txt".into()],
             ..CommonArgs::default()
         };
-        assert!(is_usage(&resolve(&bad_out, None, &[], true).expect_err("bad ext")));
+        assert!(is_usage(
+            &resolve(&bad_out, None, &[], true).expect_err("bad ext")
+        ));
     }
 
     #[test]
