@@ -490,6 +490,13 @@ pub fn resolve(
             Console::Vllm
         });
 
+    let data = cli
+        .data
+        .clone()
+        .or(file.data)
+        .unwrap_or_else(|| DEFAULT_DATA.to_string());
+    crate::data::parse(&data)?;
+
     Ok(Settings {
         target,
         mock,
@@ -504,11 +511,7 @@ pub fn resolve(
         api_key: cli.api_key.clone(),
         http2: cli.http2 || file.http2.unwrap_or(false),
         insecure: cli.insecure || file.insecure.unwrap_or(false),
-        data: cli
-            .data
-            .clone()
-            .or(file.data)
-            .unwrap_or_else(|| DEFAULT_DATA.to_string()),
+        data,
         processor: cli.processor.clone().or(file.processor),
         ignore_eos: cli.ignore_eos.or(file.ignore_eos).unwrap_or(true),
         rate_type,
