@@ -1,0 +1,319 @@
+//! The report's data model: what the JSON file holds (and YAML, CSV and HTML are cut from).
+
+use std::collections::BTreeMap;
+
+use bench_core::{Nanos, RequestRecord};
+use bench_profile::Strategy;
+use serde::{Deserialize, Serialize};
+
+use crate::hist::{Dist, MetricSummary};
+use crate::options::{Goodput, Metric};
+use crate::Error;
+
+/// Version of the JSON layout. Bumped on any incompatible change; `read_run` refuses newer.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole run: settings, environment, and every finished benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Unique id of the run (a UUID).
+    pub run_id: String,
+    /// When the run started, RFC 3339 UTC.
+    pub created: String,
+    /// The resolved settings (no secrets). The guidellm console prints its `profile`, `args`,
+    /// `worker` and `request_loader` objects when present.
+    #[serde(default)]
+    pub config: serde_json::Value,
+    /// Where and against what the run was made.
+    pub environment: Environment,
+    /// One entry per finished benchmark, in run order.
+    pub benchmarks: Vec<BenchmarkReport>,
+}
+
+impl RunReport {
+    /// An empty run with the current schema version.
+    pub fn new(run_id: impl Into<String>, created: impl Into<String>) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            run_id: run_id.into(),
+            created: created.into(),
+            config: serde_json::Value::Null,
+            environment: Environment::default(),
+            benchmarks: Vec::new(),
+        }
+    }
+}
+
+/// Where and against what a run was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    /// bench's version.
+    pub tool_version: String,
+    /// Base URL of the server under test (without credentials).
+    pub target: String,
+    /// Model name sent to the server.
+    pub model: String,
+    /// Backend kind (`openai_completions`, `openai_chat`, `tgi`, ...).
+    pub backend: String,
+    /// Host name of the client machine.
+    pub host: String,
+    /// Tokenizer (processor) used to count tokens, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processor: Option<String>,
+    /// Operating system and architecture of the client.
+    pub os: String,
+    /// Logical CPUs of the client.
+    pub cpus: u32,
+    /// Anything else worth keeping (server version headers, ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Everything reported about one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkReport {
+    /// Row label (guidellm's): `synchronous`, `throughput`, `constant@2.20`, ...
+    pub label: String,
+    /// The load shape with its parameters.
+    pub strategy: Strategy,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub start: String,
+    /// Wall-clock end, RFC 3339 UTC.
+    pub end: String,
+    /// Offsets on the run clock (nanoseconds) of the benchmark and its measurement window.
+    pub timeline: Timeline,
+    /// Length of the measurement window, seconds (every rate is over this window).
+    pub duration_s: f64,
+    /// How long the warmup actually was (start to window open), seconds.
+    pub warmup_s: f64,
+    /// How long the cooldown actually was (window close to end), seconds.
+    pub cooldown_s: f64,
+    /// Why the benchmark stopped (`max_requests`, `max_duration`, `interrupted`, ...).
+    pub stop_reason: String,
+    /// Request counts by status (of the requests inside the window).
+    pub requests: RequestCounts,
+    /// Errored requests by kind (`http_503`, `timeout_idle`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Token counts by status, with where they came from.
+    pub tokens: Tokens,
+    /// Throughput and concurrency over the window.
+    pub rates: Rates,
+    /// Requests meeting every SLO, when `--goodput` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<GoodputReport>,
+    /// Latency distributions summaries.
+    pub metrics: Metrics,
+    /// The histograms behind `metrics`, to merge runs or cut other percentiles.
+    pub histograms: Histograms,
+    /// Every request record, when asked for (`keep_records`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<Vec<RequestRecord>>,
+}
+
+impl BenchmarkReport {
+    /// The summary of `metric`.
+    pub fn metric(&self, metric: Metric) -> &MetricSummary {
+        self.metrics.get(metric)
+    }
+
+    /// Percentile `p` of `metric` in milliseconds: from the saved summary when it holds it,
+    /// else cut from the saved histogram. `None` when the metric is empty or unavailable.
+    pub fn percentile_ms(&self, metric: Metric, p: f64) -> Option<f64> {
+        let s = self.metric(metric);
+        if s.count == 0 {
+            return None;
+        }
+        if p == 50.0 {
+            return Some(s.median);
+        }
+        if let Some(v) = s.percentiles.get(&crate::options::percentile_key(p)) {
+            return Some(*v);
+        }
+        self.distribution(metric)
+            .ok()
+            .and_then(|d| d.percentile_us(p))
+            .map(|us| us / 1000.0)
+    }
+
+    /// The distribution of `metric`, rebuilt from the saved histogram.
+    pub fn distribution(&self, metric: Metric) -> Result<Dist, Error> {
+        let encoded =
+            self.histograms.data.get(metric.json_key()).ok_or_else(|| {
+                Error::Histogram(format!("no histogram for {}", metric.json_key()))
+            })?;
+        Dist::decode(self.metric(metric), encoded)
+    }
+}
+
+/// Offsets on the run clock, nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// First request released.
+    pub start_ns: Nanos,
+    /// Last request finished (or the benchmark was stopped).
+    pub end_ns: Nanos,
+    /// The measurement window opened (end of warmup).
+    pub measure_start_ns: Nanos,
+    /// The measurement window closed (start of cooldown).
+    pub measure_end_ns: Nanos,
+}
+
+/// Request counts. `completed + incomplete + errored` are the requests inside the window
+/// (requests that ended before it opened or were sent after it closed are excluded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    /// Finished normally.
+    pub completed: u64,
+    /// Cancelled while in flight (the benchmark's time ran out).
+    pub incomplete: u64,
+    /// Failed (HTTP, transport, timeout, in-stream error, protocol).
+    pub errored: u64,
+    /// `completed + incomplete + errored`.
+    pub total: u64,
+    /// Excluded: ended before the window opened.
+    pub excluded_warmup: u64,
+    /// Excluded: sent after the window closed.
+    pub excluded_cooldown: u64,
+}
+
+/// Token counts of one kind (prompt or output), by status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenCounts {
+    /// Completed requests.
+    pub completed: TokenStat,
+    /// Incomplete requests (what arrived before cancellation).
+    pub incomplete: TokenStat,
+    /// Errored requests.
+    pub errored: TokenStat,
+    /// Requests by where their count came from (`usage`, `tokenizer`, `chunks`, `requested`).
+    pub sources: BTreeMap<String, u64>,
+}
+
+/// Tokens of the requests of one status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenStat {
+    /// Sum over the requests.
+    pub total: u64,
+    /// Mean per request (0 when there are none).
+    pub per_request: f64,
+}
+
+/// Prompt and output tokens.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// Prompt (input) tokens.
+    pub prompt: TokenCounts,
+    /// Output (generated) tokens.
+    pub output: TokenCounts,
+}
+
+/// Rates over the measurement window. Throughputs count completed requests only (as vLLM
+/// and guidellm do), clipped to the window: a completion counts if it ended inside it, an
+/// output token if it arrived inside it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// Completed requests per second.
+    pub requests_per_s: f64,
+    /// Output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// Prompt plus output tokens per second (a prompt counts when its first token arrived).
+    pub total_tokens_per_s: f64,
+    /// Time-weighted mean of requests in flight (sent, not yet ended), any status.
+    pub concurrency: f64,
+    /// Most requests in flight at once inside the window.
+    pub peak_concurrency: u64,
+    /// Most output tokens arriving in one 1 s bucket of the window (buckets from its start).
+    pub peak_output_tokens_per_s: f64,
+    /// Requests actually sent per second inside the window.
+    pub achieved_rate: f64,
+    /// The rate asked for (open-loop strategies only).
+    #[serde(default)]
+    pub target_rate: Option<f64>,
+}
+
+/// Goodput: completed requests meeting every bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoodputReport {
+    /// The bounds.
+    pub slo: Goodput,
+    /// Good requests (inside the window).
+    pub requests: u64,
+    /// Good requests that ended inside the window, per second.
+    pub per_s: f64,
+    /// Good requests over every request sent (failures count against it), 0..=1.
+    pub fraction: f64,
+}
+
+/// Summaries of every latency metric (milliseconds). See docs/metrics.md.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Time to first token from the actual send.
+    pub ttft_ms: MetricSummary,
+    /// `(t_last - t_first) / (n - 1)` per request (vLLM's TPOT), request-weighted.
+    pub tpot_ms: MetricSummary,
+    /// Every gap between consecutive content chunks, pooled (vLLM's ITL).
+    pub itl_ms: MetricSummary,
+    /// End-to-end latency, `t_end - t_send`.
+    pub e2el_ms: MetricSummary,
+    /// `e2el / n` per request.
+    pub token_latency_ms: MetricSummary,
+    /// guidellm's ITL: `(t_last - t_first) / (n - 1)`, token-weighted.
+    pub itl_per_request_ms: MetricSummary,
+    /// Time to first token from the intended send time.
+    pub ttft_from_scheduled_ms: MetricSummary,
+    /// End-to-end latency from the intended send time (coordinated-omission corrected).
+    pub e2el_from_scheduled_ms: MetricSummary,
+    /// Client queue time, `slot - scheduled`.
+    pub queue_ms: MetricSummary,
+    /// Dispatch delay, `dispatched - slot`.
+    pub dispatch_delay_ms: MetricSummary,
+}
+
+impl Metrics {
+    /// The summary of `metric`.
+    pub fn get(&self, metric: Metric) -> &MetricSummary {
+        match metric {
+            Metric::Ttft => &self.ttft_ms,
+            Metric::Tpot => &self.tpot_ms,
+            Metric::Itl => &self.itl_ms,
+            Metric::E2el => &self.e2el_ms,
+            Metric::TokenLatency => &self.token_latency_ms,
+            Metric::ItlPerRequest => &self.itl_per_request_ms,
+            Metric::TtftFromScheduled => &self.ttft_from_scheduled_ms,
+            Metric::E2elFromScheduled => &self.e2el_from_scheduled_ms,
+            Metric::Queue => &self.queue_ms,
+            Metric::DispatchDelay => &self.dispatch_delay_ms,
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self, metric: Metric) -> &mut MetricSummary {
+        match metric {
+            Metric::Ttft => &mut self.ttft_ms,
+            Metric::Tpot => &mut self.tpot_ms,
+            Metric::Itl => &mut self.itl_ms,
+            Metric::E2el => &mut self.e2el_ms,
+            Metric::TokenLatency => &mut self.token_latency_ms,
+            Metric::ItlPerRequest => &mut self.itl_per_request_ms,
+            Metric::TtftFromScheduled => &mut self.ttft_from_scheduled_ms,
+            Metric::E2elFromScheduled => &mut self.e2el_from_scheduled_ms,
+            Metric::Queue => &mut self.queue_ms,
+            Metric::DispatchDelay => &mut self.dispatch_delay_ms,
+        }
+    }
+}
+
+/// Serialized histograms, keyed like `metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histograms {
+    /// Unit of the recorded values: `us`.
+    pub unit: String,
+    /// Significant figures: 3.
+    pub significant_figures: u8,
+    /// `hdrhistogram-v2-deflate-base64`: HdrHistogram's compressed V2 encoding in base64.
+    pub encoding: String,
+    /// Encoded histogram per metric key (`ttft_ms`, ...).
+    pub data: BTreeMap<String, String>,
+}

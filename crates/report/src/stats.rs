@@ -1,0 +1,657 @@
+//! The accumulator: compact per-request summaries in, one [`BenchmarkReport`] out.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use bench_core::{Nanos, RequestRecord, Status, TokenSource};
+use bench_profile::Strategy;
+
+use crate::hist::{Dist, SIGNIFICANT_FIGURES};
+use crate::model::{
+    BenchmarkReport, GoodputReport, Histograms, Metrics, Rates, RequestCounts, Timeline,
+    TokenCounts, TokenStat, Tokens,
+};
+use crate::options::{Metric, StatsOptions};
+
+/// What the scheduler knows about a finished benchmark, handed to [`Accumulator::finish`].
+#[derive(Debug, Clone)]
+pub struct BenchmarkMeta {
+    /// The load shape.
+    pub strategy: Strategy,
+    /// Run-clock offset of the benchmark's start (first release).
+    pub start: Nanos,
+    /// Run-clock offset of the benchmark's end.
+    pub end: Nanos,
+    /// The measurement window opens (end of warmup); `start` when there is no warmup.
+    pub measure_start: Nanos,
+    /// The measurement window closes (start of cooldown); `end` when there is no cooldown.
+    pub measure_end: Nanos,
+    /// Wall-clock time of the run clock's epoch ([`bench_core::Clock::wall_epoch`]).
+    pub wall_epoch: SystemTime,
+    /// Why the benchmark stopped (`max_requests`, `max_duration`, `all_done`, `interrupted`).
+    pub stop_reason: String,
+    /// Row label; `None` uses [`Strategy::label`].
+    pub label: Option<String>,
+}
+
+impl BenchmarkMeta {
+    /// A benchmark measured from `start` to `end` with no warmup or cooldown.
+    pub fn new(strategy: Strategy, start: Nanos, end: Nanos, wall_epoch: SystemTime) -> Self {
+        Self {
+            strategy,
+            start,
+            end,
+            measure_start: start,
+            measure_end: end,
+            wall_epoch,
+            stop_reason: String::new(),
+            label: None,
+        }
+    }
+}
+
+/// What is kept of one request: a few numbers and the chunk arrival offsets.
+#[derive(Debug, Clone)]
+struct Compact {
+    scheduled: Nanos,
+    slot: Nanos,
+    dispatched: Nanos,
+    end: Nanos,
+    first: Option<Nanos>,
+    last: Option<Nanos>,
+    prompt_tokens: u32,
+    output_tokens: u32,
+    prompt_source: TokenSource,
+    output_source: TokenSource,
+    status: Status,
+    error_kind: Option<Box<str>>,
+    /// Offsets of each chunk from the first chunk, microseconds (saturating).
+    chunk_us: Vec<u32>,
+    /// Tokens per chunk; empty when every chunk carried exactly one token.
+    chunk_tokens: Vec<u32>,
+}
+
+impl Compact {
+    fn from_record(r: &RequestRecord) -> Self {
+        let first = r.first_token();
+        let chunk_us = match first {
+            Some(f) => r
+                .chunks
+                .iter()
+                .map(|c| (c.at.saturating_sub(f) / 1_000).min(u32::MAX as u64) as u32)
+                .collect(),
+            None => Vec::new(),
+        };
+        let chunk_tokens = if r.chunks.iter().all(|c| c.tokens == 1) {
+            Vec::new()
+        } else {
+            r.chunks.iter().map(|c| c.tokens).collect()
+        };
+        let status = r.status();
+        Self {
+            scheduled: r.scheduled,
+            slot: r.slot,
+            dispatched: r.dispatched,
+            end: r.end,
+            first,
+            last: r.last_token(),
+            prompt_tokens: r.prompt_tokens,
+            output_tokens: r.output_tokens,
+            prompt_source: r.prompt_tokens_source,
+            output_source: r.output_tokens_source,
+            status,
+            error_kind: (status == Status::Errored).then(|| r.outcome.kind_name().into()),
+            chunk_us,
+            chunk_tokens,
+        }
+    }
+
+    fn chunk_weight(&self, i: usize) -> f64 {
+        self.chunk_tokens.get(i).copied().unwrap_or(1) as f64
+    }
+
+    /// Output tokens attributed to each chunk's arrival (ns): the measured output count spread
+    /// over the chunks in proportion to their tokens; all at `end` when there were no chunks.
+    fn token_arrivals(&self) -> Vec<(Nanos, f64)> {
+        let n = self.output_tokens as f64;
+        match self.first {
+            Some(f) if !self.chunk_us.is_empty() => {
+                let total: f64 = (0..self.chunk_us.len()).map(|i| self.chunk_weight(i)).sum();
+                let scale = if total > 0.0 { n / total } else { 0.0 };
+                self.chunk_us
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &us)| (f + us as u64 * 1_000, self.chunk_weight(i) * scale))
+                    .collect()
+            }
+            _ => vec![(self.end, n)],
+        }
+    }
+}
+
+/// Collects one benchmark's requests as they finish and computes its report.
+///
+/// Memory stays compact: per request a few integers plus one `u32` per chunk (its arrival
+/// offset in microseconds); whole [`RequestRecord`]s are kept only with
+/// [`StatsOptions::keep_records`]. The measurement window is applied in [`Accumulator::finish`],
+/// because warmup and cooldown may only be known when the benchmark ends.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    opts: StatsOptions,
+    requests: Vec<Compact>,
+    records: Vec<RequestRecord>,
+}
+
+impl Accumulator {
+    /// A new, empty accumulator for one benchmark.
+    pub fn new(opts: &StatsOptions) -> Self {
+        Self {
+            opts: opts.clone(),
+            requests: Vec::new(),
+            records: Vec::new(),
+        }
+    }
+
+    /// Adds one finished request (any outcome).
+    pub fn add(&mut self, record: RequestRecord) {
+        self.requests.push(Compact::from_record(&record));
+        if self.opts.keep_records {
+            self.records.push(record);
+        }
+    }
+
+    /// Requests added so far.
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Whether no request was added.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// Computes the benchmark's report. Requests that ended before `measure_start` or were
+    /// sent after `measure_end` are excluded; rates and concurrency are clipped to the window.
+    pub fn finish(self, meta: BenchmarkMeta) -> BenchmarkReport {
+        let ws = meta.measure_start;
+        let we = meta.measure_end.max(ws);
+        let window_ns = we - ws;
+        let dur_s = window_ns as f64 / 1e9;
+        let per_s = |x: f64| if window_ns > 0 { x / dur_s } else { 0.0 };
+        let in_window = |t: Nanos| t >= ws && t <= we;
+
+        let mut counts = RequestCounts::default();
+        let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+        let mut prompt = [(0u64, 0u64); 3];
+        let mut output = [(0u64, 0u64); 3];
+        let mut prompt_sources: BTreeMap<String, u64> = BTreeMap::new();
+        let mut output_sources: BTreeMap<String, u64> = BTreeMap::new();
+        let mut dists: BTreeMap<Metric, Dist> =
+            Metric::ALL.iter().map(|&m| (m, Dist::new())).collect();
+        let mut rec = |m: Metric, us: f64, w: u64| {
+            if let Some(d) = dists.get_mut(&m) {
+                d.record_n(us, w);
+            }
+        };
+
+        let mut completions_in_window = 0u64;
+        let mut output_in_window = 0.0f64;
+        let mut prompt_in_window = 0.0f64;
+        let mut busy_ns: u128 = 0;
+        let mut events: Vec<(Nanos, i64)> = Vec::new();
+        let bucket_count = window_ns.div_ceil(1_000_000_000).max(1) as usize;
+        let mut buckets = vec![0.0f64; if window_ns > 0 { bucket_count } else { 0 }];
+        let mut sent_in_window = 0u64;
+        let mut good = 0u64;
+        let mut good_in_window = 0u64;
+
+        for r in &self.requests {
+            if r.end < ws {
+                counts.excluded_warmup += 1;
+                continue;
+            }
+            if r.dispatched > we {
+                counts.excluded_cooldown += 1;
+                continue;
+            }
+            let si = match r.status {
+                Status::Completed => {
+                    counts.completed += 1;
+                    0
+                }
+                Status::Incomplete => {
+                    counts.incomplete += 1;
+                    1
+                }
+                Status::Errored => {
+                    counts.errored += 1;
+                    if let Some(k) = &r.error_kind {
+                        *errors.entry(k.to_string()).or_default() += 1;
+                    }
+                    2
+                }
+            };
+            prompt[si].0 += r.prompt_tokens as u64;
+            prompt[si].1 += 1;
+            output[si].0 += r.output_tokens as u64;
+            output[si].1 += 1;
+            *prompt_sources
+                .entry(source_name(r.prompt_source).into())
+                .or_default() += 1;
+            *output_sources
+                .entry(source_name(r.output_source).into())
+                .or_default() += 1;
+
+            // Client-side timing, every status.
+            rec(Metric::Queue, us(r.slot.saturating_sub(r.scheduled)), 1);
+            rec(
+                Metric::DispatchDelay,
+                us(r.dispatched.saturating_sub(r.slot)),
+                1,
+            );
+            if in_window(r.dispatched) {
+                sent_in_window += 1;
+            }
+            // In flight from dispatch to end, clipped to the window.
+            let (a, b) = (r.dispatched.max(ws), r.end.min(we));
+            if b >= a && window_ns > 0 {
+                busy_ns += (b - a) as u128;
+                events.push((a, 1));
+                events.push((b, -1));
+            }
+
+            if r.status != Status::Completed {
+                continue;
+            }
+            let n = r.output_tokens;
+            let e2el = r.end.saturating_sub(r.dispatched);
+            rec(Metric::E2el, us(e2el), 1);
+            rec(
+                Metric::E2elFromScheduled,
+                us(r.end.saturating_sub(r.scheduled)),
+                1,
+            );
+            if n > 0 {
+                rec(Metric::TokenLatency, us(e2el) / n as f64, 1);
+            }
+            let mut ttft_ms = e2el as f64 / 1e6;
+            let mut tpot_ms = 0.0;
+            if let Some(f) = r.first {
+                let ttft = f.saturating_sub(r.dispatched);
+                ttft_ms = ttft as f64 / 1e6;
+                rec(Metric::Ttft, us(ttft), 1);
+                rec(
+                    Metric::TtftFromScheduled,
+                    us(f.saturating_sub(r.scheduled)),
+                    1,
+                );
+                for w in r.chunk_us.windows(2) {
+                    if let [x, y] = w {
+                        rec(Metric::Itl, y.saturating_sub(*x) as f64, 1);
+                    }
+                }
+                if let Some(l) = r.last {
+                    if n > 1 {
+                        let t = us(l.saturating_sub(f)) / (n - 1) as f64;
+                        tpot_ms = t / 1000.0;
+                        rec(Metric::Tpot, t, 1);
+                        rec(Metric::ItlPerRequest, t, (n - 1) as u64);
+                    }
+                }
+            }
+            if let Some(slo) = &self.opts.goodput {
+                if slo.is_met(ttft_ms, tpot_ms, e2el as f64 / 1e6) {
+                    good += 1;
+                    if in_window(r.end) {
+                        good_in_window += 1;
+                    }
+                }
+            }
+            if in_window(r.end) {
+                completions_in_window += 1;
+            }
+            let prompt_at = r.first.unwrap_or(r.end);
+            if in_window(prompt_at) {
+                prompt_in_window += r.prompt_tokens as f64;
+            }
+            for (at, tokens) in r.token_arrivals() {
+                if in_window(at) {
+                    output_in_window += tokens;
+                    let i = ((at - ws) / 1_000_000_000) as usize;
+                    if let Some(bk) = buckets.get_mut(i.min(bucket_count.saturating_sub(1))) {
+                        *bk += tokens;
+                    }
+                }
+            }
+        }
+        counts.total = counts.completed + counts.incomplete + counts.errored;
+
+        // Peak concurrency: ends sort before starts at the same instant (half-open intervals),
+        // except zero-length requests, which still count as one in flight at their instant.
+        events.sort_by_key(|&(t, d)| (t, d));
+        let mut cur = 0i64;
+        let mut peak = 0i64;
+        let mut i = 0;
+        while i < events.len() {
+            let t = events[i].0;
+            let mut starts = 0;
+            let mut ends = 0;
+            while i < events.len() && events[i].0 == t {
+                if events[i].1 > 0 {
+                    starts += 1;
+                } else {
+                    ends += 1;
+                }
+                i += 1;
+            }
+            peak = peak.max(cur + starts);
+            cur += starts - ends;
+        }
+
+        let token_stat = |(total, n): (u64, u64)| TokenStat {
+            total,
+            per_request: if n > 0 { total as f64 / n as f64 } else { 0.0 },
+        };
+        let tokens = Tokens {
+            prompt: TokenCounts {
+                completed: token_stat(prompt[0]),
+                incomplete: token_stat(prompt[1]),
+                errored: token_stat(prompt[2]),
+                sources: prompt_sources,
+            },
+            output: TokenCounts {
+                completed: token_stat(output[0]),
+                incomplete: token_stat(output[1]),
+                errored: token_stat(output[2]),
+                sources: output_sources,
+            },
+        };
+        let rates = Rates {
+            requests_per_s: per_s(completions_in_window as f64),
+            output_tokens_per_s: per_s(output_in_window),
+            total_tokens_per_s: per_s(output_in_window + prompt_in_window),
+            concurrency: if window_ns > 0 {
+                busy_ns as f64 / window_ns as f64
+            } else {
+                0.0
+            },
+            peak_concurrency: peak.max(0) as u64,
+            peak_output_tokens_per_s: buckets.iter().copied().fold(0.0, f64::max),
+            achieved_rate: per_s(sent_in_window as f64),
+            target_rate: meta.strategy.target_rate(),
+        };
+        let goodput = self.opts.goodput.clone().map(|slo| GoodputReport {
+            slo,
+            requests: good,
+            per_s: per_s(good_in_window as f64),
+            fraction: if counts.total > 0 {
+                good as f64 / counts.total as f64
+            } else {
+                0.0
+            },
+        });
+
+        let mut metrics = Metrics::default();
+        let mut histograms = Histograms {
+            unit: "us".into(),
+            significant_figures: SIGNIFICANT_FIGURES,
+            encoding: "hdrhistogram-v2-deflate-base64".into(),
+            data: BTreeMap::new(),
+        };
+        for (m, d) in &dists {
+            *metrics.get_mut(*m) = d.summary(&self.opts.percentiles);
+            histograms.data.insert(m.json_key().into(), d.encode());
+        }
+
+        let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
+        BenchmarkReport {
+            label: meta.label.clone().unwrap_or_else(|| meta.strategy.label()),
+            strategy: meta.strategy.clone(),
+            start: crate::time_fmt::rfc3339(wall(meta.start)),
+            end: crate::time_fmt::rfc3339(wall(meta.end)),
+            timeline: Timeline {
+                start_ns: meta.start,
+                end_ns: meta.end,
+                measure_start_ns: ws,
+                measure_end_ns: we,
+            },
+            duration_s: dur_s,
+            warmup_s: ws.saturating_sub(meta.start) as f64 / 1e9,
+            cooldown_s: meta.end.saturating_sub(we) as f64 / 1e9,
+            stop_reason: meta.stop_reason,
+            requests: counts,
+            errors,
+            tokens,
+            rates,
+            goodput,
+            metrics,
+            histograms,
+            records: self.opts.keep_records.then_some(self.records),
+        }
+    }
+}
+
+fn us(ns: Nanos) -> f64 {
+    ns as f64 / 1_000.0
+}
+
+fn source_name(s: TokenSource) -> &'static str {
+    match s {
+        TokenSource::Usage => "usage",
+        TokenSource::Tokenizer => "tokenizer",
+        TokenSource::Chunks => "chunks",
+        TokenSource::Requested => "requested",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Goodput;
+    use bench_core::{Chunk, Outcome};
+    use proptest::{prop_assert, prop_assert_eq, proptest};
+
+    const MS: Nanos = 1_000_000;
+
+    fn rec(
+        dispatched_ms: u64,
+        chunks_ms: &[u64],
+        end_ms: u64,
+        prompt: u32,
+        outcome: Outcome,
+    ) -> RequestRecord {
+        RequestRecord {
+            id: 0,
+            scheduled: dispatched_ms * MS,
+            slot: dispatched_ms * MS,
+            dispatched: dispatched_ms * MS,
+            headers: None,
+            chunks: chunks_ms
+                .iter()
+                .map(|&c| Chunk {
+                    at: c * MS,
+                    tokens: 1,
+                })
+                .collect(),
+            end: end_ms * MS,
+            prompt_tokens: prompt,
+            prompt_tokens_source: TokenSource::Usage,
+            output_tokens: chunks_ms.len() as u32,
+            output_tokens_source: TokenSource::Usage,
+            requested_output_tokens: None,
+            outcome,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn window_clipping_on_a_hand_built_timeline() {
+        let opts = StatsOptions {
+            goodput: Some(Goodput::parse("ttft:150").expect("valid")),
+            ..StatsOptions::default()
+        };
+        let mut acc = Accumulator::new(&opts);
+        // Ends before the window: excluded.
+        acc.add(rec(0, &[100, 200], 500, 5, Outcome::Completed));
+        // B: straddles the window's start.
+        acc.add(rec(500, &[600, 1500, 2500], 2600, 10, Outcome::Completed));
+        // C: straddles the window's end.
+        acc.add(rec(2000, &[2200, 3500], 3600, 20, Outcome::Completed));
+        // Sent after the window: excluded.
+        acc.add(rec(3200, &[3300], 3400, 7, Outcome::Completed));
+        // E: errored inside the window.
+        acc.add(rec(
+            1200,
+            &[],
+            1800,
+            30,
+            Outcome::Http {
+                status: 500,
+                body: String::new(),
+            },
+        ));
+        let mut meta =
+            BenchmarkMeta::new(Strategy::Synchronous, 0, 4000 * MS, SystemTime::UNIX_EPOCH);
+        meta.measure_start = 1000 * MS;
+        meta.measure_end = 3000 * MS;
+        let r = acc.finish(meta);
+
+        assert_eq!(r.requests.completed, 2);
+        assert_eq!(r.requests.errored, 1);
+        assert_eq!(r.requests.total, 3);
+        assert_eq!(r.requests.excluded_warmup, 1);
+        assert_eq!(r.requests.excluded_cooldown, 1);
+        assert_eq!(r.errors.get("http_500"), Some(&1));
+        assert!(close(r.duration_s, 2.0));
+        assert!(close(r.warmup_s, 1.0) && close(r.cooldown_s, 1.0));
+        // Completions ending inside the window: B only.
+        assert!(close(r.rates.requests_per_s, 0.5));
+        // Output tokens arriving inside: B@1.5, B@2.5, C@2.2.
+        assert!(close(r.rates.output_tokens_per_s, 1.5));
+        // Prompts count when their first token arrives: C's 20 (B's arrived at 0.6 s).
+        assert!(close(r.rates.total_tokens_per_s, 11.5));
+        // In flight inside the window: B 1.6 s, C 1.0 s, E 0.6 s over 2 s.
+        assert!(close(r.rates.concurrency, 1.6));
+        assert_eq!(r.rates.peak_concurrency, 2);
+        assert!(close(r.rates.peak_output_tokens_per_s, 2.0));
+        // Sent inside the window: E at 1.2 s and C at 2.0 s.
+        assert!(close(r.rates.achieved_rate, 1.0));
+        assert_eq!(r.tokens.prompt.completed.total, 30);
+        assert_eq!(r.tokens.prompt.errored.total, 30);
+        assert_eq!(r.tokens.output.completed.total, 5);
+        assert!(close(r.tokens.output.completed.per_request, 2.5));
+
+        let m = &r.metrics;
+        assert!(
+            close(m.ttft_ms.mean, 150.0)
+                && close(m.ttft_ms.min, 100.0)
+                && close(m.ttft_ms.max, 200.0)
+        );
+        assert_eq!(m.itl_ms.count, 3);
+        assert!(close(m.itl_ms.min, 900.0) && close(m.itl_ms.max, 1300.0));
+        assert_eq!(m.tpot_ms.count, 2);
+        assert!(close(m.tpot_ms.min, 950.0) && close(m.tpot_ms.max, 1300.0));
+        // guidellm's ITL is token-weighted: B counts twice, C once.
+        assert_eq!(m.itl_per_request_ms.count, 3);
+        assert!(close(
+            m.itl_per_request_ms.mean,
+            (950.0 * 2.0 + 1300.0) / 3.0
+        ));
+        assert!(close(m.e2el_ms.mean, 1850.0));
+        assert!(close(m.token_latency_ms.min, 700.0) && close(m.token_latency_ms.max, 800.0));
+        assert_eq!(m.queue_ms.count, 3);
+        let g = r.goodput.expect("goodput asked");
+        assert_eq!(g.requests, 1);
+        assert!(close(g.per_s, 0.5));
+        assert!(close(g.fraction, 1.0 / 3.0));
+    }
+
+    #[test]
+    fn latency_from_intended_send_includes_queueing() {
+        let mut acc = Accumulator::new(&StatsOptions::default());
+        let mut r = rec(100, &[150, 160], 170, 1, Outcome::Completed);
+        r.scheduled = 40 * MS;
+        r.slot = 90 * MS;
+        acc.add(r);
+        let b = acc.finish(BenchmarkMeta::new(
+            Strategy::Synchronous,
+            0,
+            200 * MS,
+            SystemTime::UNIX_EPOCH,
+        ));
+        assert!(close(b.metrics.queue_ms.mean, 50.0));
+        assert!(close(b.metrics.dispatch_delay_ms.mean, 10.0));
+        assert!(close(b.metrics.ttft_ms.mean, 50.0));
+        assert!(close(b.metrics.ttft_from_scheduled_ms.mean, 110.0));
+        assert!(close(b.metrics.e2el_ms.mean, 70.0));
+        assert!(close(b.metrics.e2el_from_scheduled_ms.mean, 130.0));
+    }
+
+    #[test]
+    fn empty_and_degenerate_windows_do_not_panic() {
+        let acc = Accumulator::new(&StatsOptions::default());
+        let b = acc.finish(BenchmarkMeta::new(
+            Strategy::Synchronous,
+            5,
+            5,
+            SystemTime::UNIX_EPOCH,
+        ));
+        assert_eq!(b.requests.total, 0);
+        assert_eq!(b.rates.requests_per_s, 0.0);
+        assert_eq!(b.metrics.ttft_ms.count, 0);
+        let mut acc = Accumulator::new(&StatsOptions::default());
+        acc.add(rec(10, &[20], 30, 1, Outcome::Completed));
+        let mut meta =
+            BenchmarkMeta::new(Strategy::Synchronous, 0, 40 * MS, SystemTime::UNIX_EPOCH);
+        meta.measure_start = 30 * MS;
+        meta.measure_end = 20 * MS; // inverted: treated as empty
+        let b = acc.finish(meta);
+        assert_eq!(b.rates.concurrency, 0.0);
+    }
+
+    proptest! {
+        /// Concurrency and completions per second equal a brute-force count on a 1 ms grid.
+        #[test]
+        fn clipping_matches_brute_force(
+            reqs in proptest::collection::vec((0u64..200, 1u64..100, 0u64..2), 1..30),
+            ws in 0u64..150,
+            len in 1u64..150,
+        ) {
+            let we = ws + len;
+            let mut acc = Accumulator::new(&StatsOptions::default());
+            let mut inflight_ms = 0u64;
+            let mut completions = 0u64;
+            let mut peak = 0u64;
+            let mut included = Vec::new();
+            for &(start, dur, kind) in &reqs {
+                let end = start + dur;
+                let outcome = if kind == 0 { Outcome::Completed } else { Outcome::Cancelled };
+                acc.add(rec(start, &[], end, 1, outcome));
+                if end < ws || start > we {
+                    continue;
+                }
+                included.push((start, end));
+                if kind == 0 && end >= ws && end <= we {
+                    completions += 1;
+                }
+            }
+            for t in ws..we {
+                let n = included.iter().filter(|&&(s, e)| s <= t && t < e).count() as u64;
+                inflight_ms += n;
+                peak = peak.max(n);
+            }
+            let mut meta = BenchmarkMeta::new(Strategy::Synchronous, 0, 400 * MS, SystemTime::UNIX_EPOCH);
+            meta.measure_start = ws * MS;
+            meta.measure_end = we * MS;
+            let b = acc.finish(meta);
+            prop_assert!((b.rates.concurrency - inflight_ms as f64 / len as f64).abs() < 1e-9);
+            prop_assert!((b.rates.requests_per_s - completions as f64 / (len as f64 / 1000.0)).abs() < 1e-6);
+            // Instants where one request starts as another ends count once (half-open).
+            prop_assert!(b.rates.peak_concurrency >= peak);
+            prop_assert_eq!(b.requests.total, included.len() as u64);
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The vLLM console: one "Serving Benchmark Result" block per benchmark, as
+//! `vllm bench serve` / `benchmark_serving.py` print it (Python's `{:<40} {:<10}` layout).
+
+use std::fmt::Write as _;
+
+use bench_profile::Strategy;
+
+use crate::model::{BenchmarkReport, RunReport};
+use crate::options::{percentile_word, VllmConsoleOptions, VllmLayout};
+
+/// Renders every benchmark of `run` as vLLM's result block, blocks separated by a blank line.
+pub fn render_vllm(run: &RunReport, opts: &VllmConsoleOptions) -> String {
+    let blocks: Vec<String> = run
+        .benchmarks
+        .iter()
+        .map(|b| render_vllm_benchmark(b, opts))
+        .collect();
+    blocks.join("\n")
+}
+
+fn line_int(out: &mut String, label: &str, v: u64) {
+    let _ = writeln!(out, "{label:<40} {v:<10}");
+}
+
+fn line_f(out: &mut String, label: &str, v: f64) {
+    let _ = writeln!(out, "{label:<40} {:<10}", format!("{v:.2}"));
+}
+
+fn centered(title: &str, fill: char) -> String {
+    // Python's "{s:{c}^{n}}" with n = 50: the extra fill char goes to the right.
+    let len = title.chars().count();
+    if len >= 50 {
+        return title.to_string();
+    }
+    let pad = 50 - len;
+    let left = pad / 2;
+    let right = pad - left;
+    let f = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
+    format!("{}{title}{}", f(left), f(right))
+}
+
+/// Renders one benchmark's block.
+pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", centered(" Serving Benchmark Result ", '='));
+    line_int(&mut out, "Successful requests:", b.requests.completed);
+    let current = opts.layout == VllmLayout::Current;
+    if current {
+        line_int(
+            &mut out,
+            "Failed requests:",
+            b.requests.errored + b.requests.incomplete,
+        );
+        let cap = match &b.strategy {
+            Strategy::Constant {
+                max_concurrency, ..
+            }
+            | Strategy::Poisson {
+                max_concurrency, ..
+            } => *max_concurrency,
+            Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
+            Strategy::Concurrent { streams } => Some(*streams),
+            Strategy::Synchronous => Some(1),
+            Strategy::Burst { .. } => None,
+        };
+        if let Some(c) = cap {
+            line_int(&mut out, "Maximum request concurrency:", c as u64);
+        }
+        if let Some(r) = b.rates.target_rate {
+            line_f(&mut out, "Request rate configured (RPS):", r);
+        }
+    }
+    line_f(&mut out, "Benchmark duration (s):", b.duration_s);
+    line_int(
+        &mut out,
+        "Total input tokens:",
+        b.tokens.prompt.completed.total,
+    );
+    line_int(
+        &mut out,
+        "Total generated tokens:",
+        b.tokens.output.completed.total,
+    );
+    line_f(
+        &mut out,
+        "Request throughput (req/s):",
+        b.rates.requests_per_s,
+    );
+    if let Some(g) = &b.goodput {
+        line_f(&mut out, "Request goodput (req/s):", g.per_s);
+    }
+    line_f(
+        &mut out,
+        "Output token throughput (tok/s):",
+        b.rates.output_tokens_per_s,
+    );
+    if current {
+        line_f(
+            &mut out,
+            "Peak output token throughput (tok/s):",
+            b.rates.peak_output_tokens_per_s,
+        );
+        line_f(
+            &mut out,
+            "Peak concurrent requests:",
+            b.rates.peak_concurrency as f64,
+        );
+    }
+    line_f(
+        &mut out,
+        "Total Token throughput (tok/s):",
+        b.rates.total_tokens_per_s,
+    );
+    for &m in &opts.percentile_metrics {
+        let s = b.metric(m);
+        let name = m.vllm_name();
+        let _ = writeln!(out, "{}", centered(m.vllm_header(), '-'));
+        line_f(&mut out, &format!("Mean {name} (ms):"), s.mean);
+        line_f(&mut out, &format!("Median {name} (ms):"), s.median);
+        for &p in &opts.metric_percentiles {
+            let v = b.percentile_ms(m, p).unwrap_or(0.0);
+            line_f(
+                &mut out,
+                &format!("P{} {name} (ms):", percentile_word(p)),
+                v,
+            );
+        }
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+    out
+}

@@ -1,0 +1,247 @@
+//! Deterministic record sets for the report's tests: a small sweep with completed,
+//! incomplete and errored requests, warmup and cooldown, built from a fixed-seed generator.
+#![allow(dead_code)]
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bench_core::{Chunk, Nanos, Outcome, RequestRecord, TimeoutPhase, TokenSource};
+use bench_profile::Strategy;
+use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions};
+
+pub const MS: Nanos = 1_000_000;
+pub const S: Nanos = 1_000_000_000;
+
+/// A tiny fixed-seed generator (xorshift), so fixtures never change between platforms.
+pub struct Rng(u64);
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo).max(1)
+    }
+}
+
+/// One request: sent at `dispatched`, first token after `ttft`, then `gaps` between chunks
+/// (one token each), ending `tail` after the last chunk.
+#[allow(clippy::too_many_arguments)]
+pub fn record(
+    id: u64,
+    scheduled: Nanos,
+    slot: Nanos,
+    dispatched: Nanos,
+    ttft: Option<Nanos>,
+    gaps: &[Nanos],
+    tail: Nanos,
+    prompt_tokens: u32,
+    outcome: Outcome,
+) -> RequestRecord {
+    let mut chunks = Vec::new();
+    let mut end = dispatched;
+    if let Some(t) = ttft {
+        let mut at = dispatched + t;
+        chunks.push(Chunk { at, tokens: 1 });
+        for g in gaps {
+            at += g;
+            chunks.push(Chunk { at, tokens: 1 });
+        }
+        end = at;
+    }
+    end += tail;
+    RequestRecord {
+        id,
+        scheduled,
+        slot,
+        dispatched,
+        headers: Some(dispatched + MS),
+        output_tokens: chunks.len() as u32,
+        chunks,
+        end,
+        prompt_tokens,
+        prompt_tokens_source: TokenSource::Usage,
+        output_tokens_source: TokenSource::Usage,
+        requested_output_tokens: Some(16),
+        outcome,
+    }
+}
+
+fn wall() -> SystemTime {
+    // 2025-05-15 16:59:28 UTC, a fixed date for stable snapshots.
+    UNIX_EPOCH + Duration::from_secs(1_747_328_368)
+}
+
+#[allow(clippy::too_many_arguments)]
+/// Simulated server: TTFT grows with concurrency; `n` requests at the given send times.
+fn benchmark(
+    rng: &mut Rng,
+    strategy: Strategy,
+    sends: &[Nanos],
+    base_ttft_ms: u64,
+    gap_ms: u64,
+    opts: &StatsOptions,
+    stop: Nanos,
+    warmup: Nanos,
+    cooldown: Nanos,
+) -> bench_report::BenchmarkReport {
+    let mut acc = Accumulator::new(opts);
+    let start = sends.first().copied().unwrap_or(0);
+    let mut end = start;
+    for (i, &send) in sends.iter().enumerate() {
+        let queue = if i % 7 == 3 { rng.range(1, 20) * MS } else { 0 };
+        let delay = rng.range(20, 400) * 1_000;
+        let slot = send + queue;
+        let dispatched = slot + delay;
+        let ttft =
+            (base_ttft_ms + rng.range(0, base_ttft_ms / 2 + 1)) * MS + rng.range(0, 999) * 1_000;
+        let n = rng.range(8, 24) as usize;
+        let gaps: Vec<Nanos> = (0..n - 1)
+            .map(|_| gap_ms * MS + rng.range(0, gap_ms * 400) * 1_000)
+            .collect();
+        let prompt = 120 + rng.range(0, 16) as u32;
+        let mut r = if i % 11 == 5 {
+            record(
+                i as u64,
+                send,
+                slot,
+                dispatched,
+                None,
+                &[],
+                30 * MS,
+                prompt,
+                Outcome::Http {
+                    status: 503,
+                    body: "overloaded".into(),
+                },
+            )
+        } else if i % 13 == 8 {
+            record(
+                i as u64,
+                send,
+                slot,
+                dispatched,
+                Some(ttft),
+                &gaps[..3],
+                0,
+                prompt,
+                Outcome::Timeout {
+                    phase: TimeoutPhase::Idle,
+                },
+            )
+        } else {
+            record(
+                i as u64,
+                send,
+                slot,
+                dispatched,
+                Some(ttft),
+                &gaps,
+                MS / 2,
+                prompt,
+                Outcome::Completed,
+            )
+        };
+        if r.end > stop {
+            // Cancelled at the stop: keep what arrived before it.
+            r.chunks.retain(|c| c.at <= stop);
+            r.output_tokens = r.chunks.len() as u32;
+            r.end = stop;
+            r.outcome = Outcome::Cancelled;
+        }
+        end = end.max(r.end);
+        acc.add(r);
+    }
+    let mut meta = BenchmarkMeta::new(strategy, start, end, wall());
+    meta.measure_start = start + warmup;
+    meta.measure_end = end.saturating_sub(cooldown);
+    meta.stop_reason = "max_duration".into();
+    acc.finish(meta)
+}
+
+/// A fixed sweep: synchronous, throughput and two constant rates.
+pub fn sample_run(opts: &StatsOptions) -> RunReport {
+    let mut rng = Rng::new(42);
+    let mut run = RunReport::new(
+        "93e36b31-b454-471d-ba62-6b2671585485",
+        "2025-05-15T16:59:28.000000Z",
+    );
+    run.config = serde_json::json!({
+        "profile": "sweep",
+        "args": {"max_number": null, "max_duration": 10.0, "warmup_duration": 1.0},
+        "data": "prompt_tokens=128,output_tokens=16",
+    });
+    run.environment = Environment {
+        tool_version: "0.1.0".into(),
+        target: "http://127.0.0.1:8000".into(),
+        model: "example_model".into(),
+        backend: "openai_completions".into(),
+        host: "example-host".into(),
+        processor: Some("example_processor".into()),
+        os: "linux-x86_64".into(),
+        cpus: 2,
+        ..Environment::default()
+    };
+    // synchronous: one at a time.
+    let mut t = 0;
+    let mut sends = Vec::new();
+    for _ in 0..12 {
+        sends.push(t);
+        t += 700 * MS;
+    }
+    run.benchmarks.push(benchmark(
+        &mut rng,
+        Strategy::Synchronous,
+        &sends,
+        40,
+        20,
+        opts,
+        9 * S,
+        0,
+        0,
+    ));
+    // throughput: all at once.
+    let t0 = 10 * S;
+    let sends: Vec<Nanos> = (0..40).map(|_| t0).collect();
+    run.benchmarks.push(benchmark(
+        &mut rng,
+        Strategy::Throughput {
+            max_concurrency: 512,
+        },
+        &sends,
+        300,
+        45,
+        opts,
+        t0 + 1_500 * MS,
+        0,
+        0,
+    ));
+    for (k, rate) in [(0u64, 4.0f64), (1, 8.0)] {
+        let t0 = (13 + 6 * k) * S;
+        let sends: Vec<Nanos> = (0..20)
+            .map(|i| t0 + (i as f64 / rate * 1e9) as Nanos)
+            .collect();
+        run.benchmarks.push(benchmark(
+            &mut rng,
+            Strategy::Constant {
+                rate,
+                max_concurrency: None,
+            },
+            &sends,
+            60 + 40 * k,
+            22 + 5 * k,
+            opts,
+            t0 + 5 * S,
+            500 * MS,
+            200 * MS,
+        ));
+    }
+    run
+}

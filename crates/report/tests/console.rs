@@ -1,0 +1,212 @@
+//! Snapshot tests of the console formats on fixed record sets, and layout checks against the
+//! real guidellm and vLLM outputs in `tests/seeds/`. Set `BLESS=1` to rewrite the expected
+//! files after an intended change (then review the diff).
+
+mod common;
+
+use std::path::PathBuf;
+
+use bench_report::{
+    parse_metric_percentiles, parse_percentile_metrics, render_guidellm, render_vllm, Goodput,
+    StatsOptions, VllmConsoleOptions, VllmLayout,
+};
+
+fn check(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/expected")
+        .join(name);
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, actual).expect("write expected file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with BLESS=1 to create)", path.display()));
+    if expected != actual {
+        panic!(
+            "{name} differs from {}:\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+}
+
+fn seed(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/seeds")
+        .join(name);
+    std::fs::read_to_string(&path).expect("seed file")
+}
+
+fn goodput_opts() -> StatsOptions {
+    StatsOptions {
+        goodput: Some(Goodput::parse("ttft:500 tpot:50 e2el:2000").expect("valid")),
+        ..StatsOptions::default()
+    }
+}
+
+#[test]
+fn guidellm_console_piped() {
+    let run = common::sample_run(&StatsOptions::default());
+    check("guidellm-piped.txt", &render_guidellm(&run, None));
+}
+
+#[test]
+fn guidellm_console_fitted_to_120_and_80_columns() {
+    let run = common::sample_run(&StatsOptions::default());
+    let text = render_guidellm(&run, Some(120));
+    for line in text.lines() {
+        assert!(line.chars().count() <= 120, "too wide: {line:?}");
+    }
+    check("guidellm-w120.txt", &text);
+    let text = render_guidellm(&run, Some(80));
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "too wide: {line:?}");
+    }
+    check("guidellm-w80.txt", &text);
+}
+
+#[test]
+fn vllm_console_default_layout_with_goodput() {
+    let run = common::sample_run(&goodput_opts());
+    check(
+        "vllm-current-goodput.txt",
+        &render_vllm(&run, &VllmConsoleOptions::default()),
+    );
+}
+
+#[test]
+fn vllm_console_all_metrics_p50_to_p99() {
+    let run = common::sample_run(&StatsOptions::default());
+    let opts = VllmConsoleOptions {
+        percentile_metrics: parse_percentile_metrics("ttft,tpot,itl,e2el,token_latency")
+            .expect("valid"),
+        metric_percentiles: parse_metric_percentiles("50,75,90,95,99").expect("valid"),
+        layout: VllmLayout::Classic,
+    };
+    check("vllm-classic-p50-p99.txt", &render_vllm(&run, &opts));
+}
+
+#[test]
+fn vllm_console_cuts_unsaved_percentiles_from_histograms() {
+    // p12.5 is not in the saved summaries: it must come from the serialized histogram and
+    // lie between the saved min and median.
+    let run = common::sample_run(&StatsOptions::default());
+    let b = &run.benchmarks[1];
+    let m = bench_report::Metric::Ttft;
+    let p = b.percentile_ms(m, 12.5).expect("non-empty");
+    assert!(p >= b.metric(m).min && p <= b.metric(m).median, "{p}");
+    let opts = VllmConsoleOptions {
+        percentile_metrics: vec![m],
+        metric_percentiles: vec![12.5],
+        layout: VllmLayout::Classic,
+    };
+    let text = render_vllm(&run, &opts);
+    assert!(text.contains(&format!(
+        "{:<40} {:<10}\n",
+        "P12.5 TTFT (ms):",
+        format!("{p:.2}")
+    )));
+}
+
+/// The label column (before col 41) and the line widths of vLLM's blocks.
+fn vllm_shape(block: &str) -> Vec<(String, usize)> {
+    block
+        .lines()
+        .map(|l| {
+            let label: String = l.chars().take(41).collect();
+            (label.trim_end().to_string(), l.chars().count())
+        })
+        .collect()
+}
+
+fn first_block(text: &str) -> String {
+    let start = text.find("============ Serving").expect("a result block");
+    let rest = &text[start..];
+    let end = rest
+        .find("==================================================")
+        .expect("block end")
+        + 50;
+    format!("{}\n", &rest[..end])
+}
+
+#[test]
+fn vllm_blocks_have_the_seeds_layout() {
+    let run = common::sample_run(&StatsOptions::default());
+    let cases: [(&str, &str, &str); 4] = [
+        ("tgi-book-num-prompts-sweep.txt", "ttft,tpot,itl", "99"),
+        (
+            "vllm-num-prompts-sweep-seq80-10000-128k.txt",
+            "ttft,tpot,itl",
+            "99",
+        ),
+        (
+            "vllm-percentiles-p50-p99.txt",
+            "ttft,tpot,itl,e2el",
+            "50,75,90,95,99",
+        ),
+        (
+            "vllm-poisson-rate4-sharegpt.txt",
+            "ttft,tpot,itl,e2el,token_latency",
+            "99",
+        ),
+    ];
+    for (file, metrics, percentiles) in cases {
+        let opts = VllmConsoleOptions {
+            percentile_metrics: parse_percentile_metrics(metrics).expect("valid"),
+            metric_percentiles: parse_metric_percentiles(percentiles).expect("valid"),
+            layout: VllmLayout::Classic,
+        };
+        let ours = first_block(&render_vllm(&run, &opts));
+        let theirs = first_block(&seed(file));
+        assert_eq!(
+            vllm_shape(&ours),
+            vllm_shape(&theirs),
+            "layout differs from {file}"
+        );
+    }
+}
+
+/// Column names of a guidellm table, read from the header line that starts with "Benchmark"
+/// (after undoing the seed's 120-column wrapping).
+fn seed_columns(section: &str) -> Vec<String> {
+    let text = seed("guidellm-sweep-console.txt");
+    let start = text.find(section).expect("section");
+    let lines: Vec<&str> = text[start..].lines().collect();
+    // The seed wraps every table line at 120 columns: join each pair.
+    let header = format!("{}{}", lines[5].trim_end(), lines[6].trim());
+    header.split('|').map(|s| s.trim().to_string()).collect()
+}
+
+fn our_columns(text: &str, section: &str) -> Vec<String> {
+    let start = text.find(section).expect("section");
+    let lines: Vec<&str> = text[start..].lines().collect();
+    // Line 2 holds group titles, line 3 the column names.
+    lines[3].split('|').map(|s| s.trim().to_string()).collect()
+}
+
+#[test]
+fn guidellm_tables_have_the_seeds_columns() {
+    let run = common::sample_run(&StatsOptions::default());
+    let text = render_guidellm(&run, None);
+    for section in ["Benchmarks Info:", "Benchmarks Stats:"] {
+        assert_eq!(
+            our_columns(&text, section),
+            seed_columns(section),
+            "{section}"
+        );
+    }
+    for label in [
+        "synchronous",
+        "throughput",
+        "constant@4.00",
+        "constant@8.00",
+    ] {
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.trim_start().starts_with(&format!("{label}|")))
+                .count(),
+            2,
+            "row {label} in both tables"
+        );
+    }
+    assert!(text.contains("    Run id:93e36b31-b454-471d-ba62-6b2671585485\n"));
+}

@@ -1,0 +1,422 @@
+//! Request URLs and bodies for each backend.
+
+use bench_core::RequestSpec;
+use bytes::Bytes;
+use http::Uri;
+use serde::Serialize;
+
+use crate::{redact_url, BackendKind, Error, WorkerConfig};
+
+/// The URLs a worker talks to, all under the target's path prefix.
+#[derive(Debug, Clone)]
+pub(crate) struct Urls {
+    /// Where requests go.
+    pub(crate) generate: Uri,
+    /// OpenAI model list (`<api root>/models`).
+    pub(crate) models: Uri,
+    /// `<root>/health` (vLLM, TGI, SGLang).
+    pub(crate) health: Uri,
+    /// TGI's `<root>/info`.
+    pub(crate) info: Uri,
+    /// The target, safe to print.
+    pub(crate) display: String,
+}
+
+fn join(scheme: &str, authority: &str, path: &str, query: Option<&str>) -> Result<Uri, String> {
+    let pq = match query {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(pq)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+impl Urls {
+    pub(crate) fn new(cfg: &WorkerConfig) -> Result<Urls, Error> {
+        let display = redact_url(cfg.target.trim());
+        let bad = |reason: &str| Error::InvalidTarget {
+            target: display.clone(),
+            reason: reason.to_owned(),
+        };
+        let uri: Uri = cfg
+            .target
+            .trim()
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+        let scheme = match uri.scheme_str() {
+            Some("http") => "http",
+            Some("https") => "https",
+            Some(_) => return Err(bad("the scheme must be http:// or https://")),
+            None => {
+                return Err(bad(
+                    "missing scheme; write http://HOST:PORT or https://HOST",
+                ))
+            }
+        };
+        let authority = uri
+            .authority()
+            .ok_or_else(|| bad("missing host"))?
+            .as_str()
+            .to_owned();
+        if authority.contains('@') {
+            return Err(bad(
+                "credentials in the URL are not supported; use --api-key or --header",
+            ));
+        }
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(bad("missing host"));
+        }
+        let query = uri.query();
+        let prefix = uri.path().trim_end_matches('/');
+        let (root, api) = match prefix.strip_suffix("/v1") {
+            Some(root) => (root.to_owned(), prefix.to_owned()),
+            None => (prefix.to_owned(), format!("{prefix}/v1")),
+        };
+        let generate_path = match &cfg.endpoint {
+            Some(ep) => {
+                let ep = ep.trim();
+                if ep.is_empty() || ep.contains("://") || ep.contains(char::is_whitespace) {
+                    return Err(Error::InvalidEndpoint {
+                        endpoint: ep.to_owned(),
+                        reason: "expected a path such as /v1/completions".into(),
+                    });
+                }
+                if ep.starts_with('/') {
+                    format!("{prefix}{ep}")
+                } else {
+                    format!("{prefix}/{ep}")
+                }
+            }
+            None => match cfg.backend {
+                BackendKind::OpenAiCompletions | BackendKind::OpenAiChat => {
+                    format!("{api}{}", cfg.backend.default_path())
+                }
+                BackendKind::Tgi => format!("{root}{}", cfg.backend.default_path()),
+            },
+        };
+        let mk = |path: &str| join(scheme, &authority, path, query).map_err(|e| bad(&e));
+        let generate = match &cfg.endpoint {
+            Some(ep) => join(scheme, &authority, &generate_path, query).map_err(|e| {
+                Error::InvalidEndpoint {
+                    endpoint: ep.clone(),
+                    reason: e,
+                }
+            })?,
+            None => mk(&generate_path)?,
+        };
+        Ok(Urls {
+            generate,
+            models: mk(&format!("{api}/models"))?,
+            health: mk(&format!("{root}/health"))?,
+            info: mk(&format!("{root}/info"))?,
+            display: format!("{scheme}://{authority}{prefix}"),
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct CompletionsBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    prompt: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    messages: [Message<'a>; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct TgiParameters {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_new_tokens: Option<u32>,
+    details: bool,
+}
+
+#[derive(Serialize)]
+struct TgiBody<'a> {
+    inputs: &'a str,
+    parameters: TgiParameters,
+    stream: bool,
+}
+
+/// Builds the JSON body of each request.
+#[derive(Debug, Clone)]
+pub(crate) struct BodyBuilder {
+    backend: BackendKind,
+    extra: Option<serde_json::Map<String, serde_json::Value>>,
+    ignore_eos: bool,
+    min_tokens: bool,
+    include_usage: bool,
+}
+
+/// Merges `extra` into `base`, recursing into objects; `extra`'s values win.
+fn merge(
+    base: &mut serde_json::Map<String, serde_json::Value>,
+    extra: &serde_json::Map<String, serde_json::Value>,
+) {
+    for (k, v) in extra {
+        match (base.get_mut(k), v) {
+            (Some(serde_json::Value::Object(b)), serde_json::Value::Object(e)) => merge(b, e),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+impl BodyBuilder {
+    pub(crate) fn new(cfg: &WorkerConfig) -> Result<Self, Error> {
+        let extra = match &cfg.extra_body {
+            None => None,
+            Some(serde_json::Value::Object(m)) if m.is_empty() => None,
+            Some(serde_json::Value::Object(m)) => Some(m.clone()),
+            Some(other) => {
+                return Err(Error::InvalidExtraBody {
+                    kind: json_kind(other),
+                })
+            }
+        };
+        Ok(Self {
+            backend: cfg.backend,
+            extra,
+            ignore_eos: cfg.vllm_extensions && cfg.ignore_eos,
+            min_tokens: cfg.vllm_extensions && cfg.min_tokens,
+            include_usage: cfg.include_usage,
+        })
+    }
+
+    /// The body for `spec`, `model` included when known.
+    pub(crate) fn build(&self, model: Option<&str>, spec: &RequestSpec) -> Bytes {
+        let out = spec.output_tokens;
+        let fixed = out.is_some();
+        let ignore_eos = (fixed && self.ignore_eos).then_some(true);
+        let min_tokens = if self.min_tokens { out } else { None };
+        let stream_options = self.include_usage.then_some(StreamOptions {
+            include_usage: true,
+        });
+        match self.backend {
+            BackendKind::OpenAiCompletions => self.finish(&CompletionsBody {
+                model,
+                prompt: &spec.prompt,
+                max_tokens: out,
+                stream: true,
+                stream_options,
+                ignore_eos,
+                min_tokens,
+            }),
+            BackendKind::OpenAiChat => self.finish(&ChatBody {
+                model,
+                messages: [Message {
+                    role: "user",
+                    content: &spec.prompt,
+                }],
+                max_completion_tokens: out,
+                stream: true,
+                stream_options,
+                ignore_eos,
+                min_tokens,
+            }),
+            BackendKind::Tgi => self.finish(&TgiBody {
+                inputs: &spec.prompt,
+                parameters: TgiParameters {
+                    max_new_tokens: out,
+                    details: true,
+                },
+                stream: true,
+            }),
+        }
+    }
+
+    fn finish<T: Serialize>(&self, body: &T) -> Bytes {
+        match &self.extra {
+            // Serializing plain structs of strings and integers cannot fail.
+            None => Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+            Some(extra) => {
+                let mut v = serde_json::to_value(body).unwrap_or_default();
+                if let serde_json::Value::Object(m) = &mut v {
+                    merge(m, extra);
+                }
+                Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cfg(target: &str, backend: BackendKind) -> WorkerConfig {
+        WorkerConfig {
+            target: target.into(),
+            backend,
+            ..WorkerConfig::default()
+        }
+    }
+
+    fn spec(out: Option<u32>) -> RequestSpec {
+        RequestSpec {
+            prompt: "Say \"hi\"\n".into(),
+            prompt_tokens: 4,
+            output_tokens: out,
+        }
+    }
+
+    fn body(c: &WorkerConfig, model: Option<&str>, out: Option<u32>) -> serde_json::Value {
+        let b = BodyBuilder::new(c)
+            .expect("builder")
+            .build(model, &spec(out));
+        serde_json::from_slice(&b).expect("json")
+    }
+
+    #[test]
+    fn urls_keep_the_path_prefix_and_do_not_double_v1() {
+        let u = Urls::new(&cfg("http://h:8000", BackendKind::OpenAiCompletions)).expect("url");
+        assert_eq!(u.generate.to_string(), "http://h:8000/v1/completions");
+        assert_eq!(u.models.to_string(), "http://h:8000/v1/models");
+        assert_eq!(u.health.to_string(), "http://h:8000/health");
+        let u = Urls::new(&cfg("https://h/proxy/v1/", BackendKind::OpenAiChat)).expect("url");
+        assert_eq!(
+            u.generate.to_string(),
+            "https://h/proxy/v1/chat/completions"
+        );
+        assert_eq!(u.models.to_string(), "https://h/proxy/v1/models");
+        assert_eq!(u.health.to_string(), "https://h/proxy/health");
+        let u = Urls::new(&cfg("http://h/tgi", BackendKind::Tgi)).expect("url");
+        assert_eq!(u.generate.to_string(), "http://h/tgi/generate_stream");
+        assert_eq!(u.info.to_string(), "http://h/tgi/info");
+        let mut c = cfg("http://h/p?api-version=2", BackendKind::OpenAiChat);
+        c.endpoint = Some("/openai/deployments/x/chat/completions".into());
+        let u = Urls::new(&c).expect("url");
+        assert_eq!(
+            u.generate.to_string(),
+            "http://h/p/openai/deployments/x/chat/completions?api-version=2"
+        );
+    }
+
+    #[test]
+    fn bad_targets_are_clear_errors_without_secrets() {
+        for t in ["h:8000", "ftp://h", "http://", "not a url", ""] {
+            assert!(
+                matches!(
+                    Urls::new(&cfg(t, BackendKind::Tgi)),
+                    Err(Error::InvalidTarget { .. })
+                ),
+                "{t}"
+            );
+        }
+        let e = Urls::new(&cfg("http://u:hunter2@h", BackendKind::Tgi))
+            .expect_err("credentials refused")
+            .to_string();
+        assert!(!e.contains("hunter2") && e.contains("--api-key"), "{e}");
+        let mut c = cfg("http://h", BackendKind::Tgi);
+        c.endpoint = Some("http://other/x".into());
+        assert!(matches!(Urls::new(&c), Err(Error::InvalidEndpoint { .. })));
+    }
+
+    #[test]
+    fn completions_body_fields() {
+        let c = cfg("http://h", BackendKind::OpenAiCompletions);
+        assert_eq!(
+            body(&c, Some("m"), Some(32)),
+            json!({"model": "m", "prompt": "Say \"hi\"\n", "max_tokens": 32, "stream": true,
+                   "stream_options": {"include_usage": true}, "ignore_eos": true, "min_tokens": 32})
+        );
+        // No fixed length: no length fields and no extensions; no model: no model field.
+        assert_eq!(
+            body(&c, None, None),
+            json!({"prompt": "Say \"hi\"\n", "stream": true, "stream_options": {"include_usage": true}})
+        );
+    }
+
+    #[test]
+    fn chat_body_fields_and_strict_mode() {
+        let mut c = cfg("http://h", BackendKind::OpenAiChat);
+        c.vllm_extensions = false;
+        assert_eq!(
+            body(&c, Some("m"), Some(8)),
+            json!({"model": "m", "messages": [{"role": "user", "content": "Say \"hi\"\n"}],
+                   "max_completion_tokens": 8, "stream": true,
+                   "stream_options": {"include_usage": true}})
+        );
+    }
+
+    #[test]
+    fn tgi_body_fields() {
+        let c = cfg("http://h", BackendKind::Tgi);
+        assert_eq!(
+            body(&c, Some("ignored"), Some(8)),
+            json!({"inputs": "Say \"hi\"\n", "parameters": {"max_new_tokens": 8, "details": true},
+                   "stream": true})
+        );
+    }
+
+    #[test]
+    fn extra_body_merges_recursively_and_wins() {
+        let mut c = cfg("http://h", BackendKind::OpenAiCompletions);
+        c.extra_body = Some(
+            json!({"temperature": 0, "stream_options": {"continuous_usage_stats": true},
+                                   "max_tokens": 5}),
+        );
+        let b = body(&c, None, Some(32));
+        assert_eq!(b["temperature"], json!(0));
+        assert_eq!(
+            b["stream_options"],
+            json!({"include_usage": true, "continuous_usage_stats": true})
+        );
+        assert_eq!(b["max_tokens"], json!(5));
+        c.extra_body = Some(json!([1]));
+        assert!(matches!(
+            BodyBuilder::new(&c),
+            Err(Error::InvalidExtraBody { kind: "an array" })
+        ));
+    }
+}

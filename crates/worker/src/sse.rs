@@ -1,0 +1,406 @@
+//! Incremental Server-Sent Events parser.
+//!
+//! Fed with body chunks as they arrive, it yields complete events. Lines that lie wholly inside
+//! one chunk are handed out as [`Bytes`] slices of that chunk (no copy); only a line split across
+//! chunks, or an event with several `data:` lines, is copied. Correct for any split of the input
+//! into chunks, for `\r\n`, `\n` and lone `\r` line ends, comments (`: keep-alive`), `event:`
+//! lines and multi-line `data:` (joined with `\n`, as the WHATWG specification says).
+//!
+//! The parser knows nothing about `[DONE]` or JSON: that is the backend's business.
+
+use bytes::{Bytes, BytesMut};
+
+/// Default cap on one line or one event's data: far above any real event (a 128k-token
+/// completion sent as one event is about 1 MB), low enough that a server streaming garbage
+/// without line breaks cannot exhaust memory.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, if one was given.
+    pub event: Option<Bytes>,
+    /// The `data:` lines joined with `\n`.
+    pub data: Bytes,
+}
+
+/// The stream could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SseError {
+    /// A line or an event's data grew past the limit.
+    TooLong {
+        /// The limit in bytes.
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for SseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SseError::TooLong { limit } => {
+                write!(f, "an SSE line or event exceeds {limit} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SseError {}
+
+#[derive(Debug, Default)]
+enum DataBuf {
+    #[default]
+    None,
+    One(Bytes),
+    Many(BytesMut),
+}
+
+/// The incremental parser. Call [`SseParser::feed`] with each body chunk, then
+/// [`SseParser::next_event`] until it returns `Ok(None)`; at the end of the body call
+/// [`SseParser::finish`].
+#[derive(Debug)]
+pub struct SseParser {
+    /// Unscanned remainder of the current input.
+    input: Bytes,
+    /// An incomplete line carried over from earlier input.
+    partial: BytesMut,
+    /// The previous line ended with `\r` at the very end of the input: a `\n` that starts the
+    /// next input belongs to that line end.
+    skip_lf: bool,
+    data: DataBuf,
+    event: Option<Bytes>,
+    max: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SseParser {
+    /// A parser with the default size limit.
+    pub fn new() -> Self {
+        Self::with_limit(DEFAULT_MAX_EVENT_BYTES)
+    }
+
+    /// A parser whose lines and events may not exceed `max` bytes.
+    pub fn with_limit(max: usize) -> Self {
+        Self {
+            input: Bytes::new(),
+            partial: BytesMut::new(),
+            skip_lf: false,
+            data: DataBuf::None,
+            event: None,
+            max,
+        }
+    }
+
+    /// Adds a chunk of the body.
+    pub fn feed(&mut self, chunk: Bytes) {
+        if self.input.is_empty() {
+            self.input = chunk;
+        } else {
+            // The caller did not drain the previous chunk; keep order by joining them.
+            let mut joined = BytesMut::with_capacity(self.input.len() + chunk.len());
+            joined.extend_from_slice(&self.input);
+            joined.extend_from_slice(&chunk);
+            self.input = joined.freeze();
+        }
+    }
+
+    /// The next complete event, `Ok(None)` when more input is needed.
+    pub fn next_event(&mut self) -> Result<Option<SseEvent>, SseError> {
+        loop {
+            let Some(line) = self.next_line()? else {
+                return Ok(None);
+            };
+            if let Some(ev) = self.process_line(line)? {
+                return Ok(Some(ev));
+            }
+        }
+    }
+
+    /// Ends the stream: a last line without a line end is processed, and an event whose blank
+    /// terminating line never came is dispatched (servers that close right after the last
+    /// `data:` line still have their last event read).
+    pub fn finish(&mut self) -> Result<Option<SseEvent>, SseError> {
+        if let Some(ev) = self.next_event()? {
+            return Ok(Some(ev));
+        }
+        if !self.partial.is_empty() {
+            let line = self.partial.split().freeze();
+            if let Some(ev) = self.process_line(line)? {
+                return Ok(Some(ev));
+            }
+        }
+        Ok(self.dispatch())
+    }
+
+    fn next_line(&mut self) -> Result<Option<Bytes>, SseError> {
+        if self.input.is_empty() {
+            return Ok(None);
+        }
+        if self.skip_lf {
+            self.skip_lf = false;
+            if self.input.first() == Some(&b'\n') {
+                let _ = self.input.split_to(1);
+                if self.input.is_empty() {
+                    return Ok(None);
+                }
+            }
+        }
+        let Some(i) = memchr::memchr2(b'\n', b'\r', &self.input) else {
+            if self.partial.len() + self.input.len() > self.max {
+                return Err(SseError::TooLong { limit: self.max });
+            }
+            self.partial.extend_from_slice(&self.input);
+            self.input = Bytes::new();
+            return Ok(None);
+        };
+        let len = self.input.len();
+        let terminator = match self.input.get(i) {
+            Some(b'\r') => {
+                if i + 1 == len {
+                    self.skip_lf = true;
+                    1
+                } else if self.input.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                }
+            }
+            _ => 1,
+        };
+        let mut rest = self.input.split_off(i);
+        let _ = rest.split_to(terminator.min(rest.len()));
+        let head = std::mem::replace(&mut self.input, rest);
+        if self.partial.is_empty() {
+            Ok(Some(head))
+        } else {
+            if self.partial.len() + head.len() > self.max {
+                return Err(SseError::TooLong { limit: self.max });
+            }
+            self.partial.extend_from_slice(&head);
+            Ok(Some(self.partial.split().freeze()))
+        }
+    }
+
+    fn process_line(&mut self, line: Bytes) -> Result<Option<SseEvent>, SseError> {
+        if line.is_empty() {
+            return Ok(self.dispatch());
+        }
+        if line.first() == Some(&b':') {
+            return Ok(None);
+        }
+        let (field, value) = match memchr::memchr(b':', &line) {
+            Some(c) => {
+                let skip = if line.get(c + 1) == Some(&b' ') { 2 } else { 1 };
+                (&line[..c], line.slice((c + skip).min(line.len())..))
+            }
+            None => (&line[..], Bytes::new()),
+        };
+        match field {
+            b"data" => self.push_data(value)?,
+            b"event" => self.event = Some(value),
+            _ => {} // id, retry and unknown fields do not matter to a benchmark
+        }
+        Ok(None)
+    }
+
+    fn push_data(&mut self, value: Bytes) -> Result<(), SseError> {
+        self.data = match std::mem::take(&mut self.data) {
+            DataBuf::None => DataBuf::One(value),
+            DataBuf::One(first) => {
+                let mut m = BytesMut::with_capacity(first.len() + 1 + value.len());
+                m.extend_from_slice(&first);
+                m.extend_from_slice(b"\n");
+                m.extend_from_slice(&value);
+                DataBuf::Many(m)
+            }
+            DataBuf::Many(mut m) => {
+                m.extend_from_slice(b"\n");
+                m.extend_from_slice(&value);
+                DataBuf::Many(m)
+            }
+        };
+        if let DataBuf::Many(m) = &self.data {
+            if m.len() > self.max {
+                self.data = DataBuf::None;
+                return Err(SseError::TooLong { limit: self.max });
+            }
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = self.event.take();
+        match std::mem::take(&mut self.data) {
+            DataBuf::None => None,
+            DataBuf::One(data) => Some(SseEvent { event, data }),
+            DataBuf::Many(m) => Some(SseEvent {
+                event,
+                data: m.freeze(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_data {
+    /// A vLLM chat stream (role-only first chunk, usage chunk, `[DONE]`).
+    pub(crate) const VLLM_CHAT: &[u8] = b"data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n\
+data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"finish_reason\":null}]}\n\n\
+data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w\\u00f6rld\"},\"finish_reason\":\"length\"}]}\n\n\
+data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"total_tokens\":7,\"completion_tokens\":2}}\n\n\
+data: [DONE]\n\n";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_data::VLLM_CHAT;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse_chunks(chunks: &[&[u8]]) -> Vec<SseEvent> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            p.feed(Bytes::copy_from_slice(c));
+            while let Some(ev) = p.next_event().expect("parse") {
+                out.push(ev);
+            }
+        }
+        while let Some(ev) = p.finish().expect("finish") {
+            out.push(ev);
+        }
+        out
+    }
+
+    fn ev(event: Option<&str>, data: &str) -> SseEvent {
+        SseEvent {
+            event: event.map(|e| Bytes::copy_from_slice(e.as_bytes())),
+            data: Bytes::copy_from_slice(data.as_bytes()),
+        }
+    }
+
+    /// Every syntax feature at once: CRLF, lone CR, comments, event lines, multi-line data,
+    /// unknown fields, a field without a colon, and no space after the colon.
+    const MIXED: &[u8] = b": keep-alive\r\n\r\nevent: message\r\ndata: {\"a\":1}\r\n\r\n\
+data:first\ndata: second\n\nid: 7\nretry: 10\ndata\n\n\
+data: cr only\r\rdata: [DONE]\n\n: trailing comment\n";
+
+    /// A TGI `/generate_stream` stream.
+    const TGI: &[u8] = b"data:{\"index\":1,\"token\":{\"id\":22172,\"text\":\" Hello\",\"logprob\":-0.1,\"special\":false},\"generated_text\":null,\"details\":null}\n\n\
+data:{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"logprob\":-0.2,\"special\":true},\"generated_text\":\" Hello\",\"details\":{\"finish_reason\":\"eos_token\",\"generated_tokens\":2,\"seed\":null}}\n\n";
+
+    #[test]
+    fn parses_mixed_syntax() {
+        let got = parse_chunks(&[MIXED]);
+        assert_eq!(
+            got,
+            vec![
+                ev(Some("message"), "{\"a\":1}"),
+                ev(None, "first\nsecond"),
+                ev(None, ""),
+                ev(None, "cr only"),
+                ev(None, "[DONE]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn single_line_events_are_zero_copy() {
+        let input = Bytes::from_static(VLLM_CHAT);
+        let range = input.as_ptr() as usize..input.as_ptr() as usize + input.len();
+        let mut p = SseParser::new();
+        p.feed(input.clone());
+        let mut n = 0;
+        while let Some(ev) = p.next_event().expect("parse") {
+            assert!(
+                range.contains(&(ev.data.as_ptr() as usize)),
+                "data was copied"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 5);
+    }
+
+    #[test]
+    fn finish_dispatches_an_unterminated_last_event() {
+        assert_eq!(parse_chunks(&[b"data: x\n"]), vec![ev(None, "x")]);
+        assert_eq!(parse_chunks(&[b"data: x"]), vec![ev(None, "x")]);
+        assert_eq!(parse_chunks(&[b": only a comment"]), vec![]);
+    }
+
+    #[test]
+    fn crlf_split_between_chunks_is_one_line_end() {
+        assert_eq!(
+            parse_chunks(&[b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n"]),
+            vec![ev(None, "a"), ev(None, "b")]
+        );
+    }
+
+    #[test]
+    fn too_long_line_is_an_error_not_an_allocation_bomb() {
+        let mut p = SseParser::with_limit(16);
+        p.feed(Bytes::from_static(b"data: 0123456789"));
+        assert_eq!(p.next_event(), Ok(None));
+        p.feed(Bytes::from_static(b"0123456789"));
+        assert_eq!(p.next_event(), Err(SseError::TooLong { limit: 16 }));
+    }
+
+    #[test]
+    fn every_single_split_point_gives_the_same_events() {
+        for stream in [VLLM_CHAT, MIXED, TGI] {
+            let whole = parse_chunks(&[stream]);
+            assert!(!whole.is_empty());
+            for i in 0..=stream.len() {
+                let (a, b) = stream.split_at(i);
+                assert_eq!(parse_chunks(&[a, b]), whole, "split at {i}");
+            }
+        }
+    }
+
+    proptest! {
+        /// Recorded streams cut at arbitrary sets of boundaries (up to one byte per chunk)
+        /// parse to the same events as in one piece.
+        #[test]
+        fn any_chunking_gives_the_same_events(
+            which in 0usize..3,
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..64),
+        ) {
+            let stream = [VLLM_CHAT, MIXED, TGI][which];
+            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(stream.len() + 1)).collect();
+            points.sort_unstable();
+            points.dedup();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for p in points {
+                chunks.push(&stream[last..p]);
+                last = p;
+            }
+            chunks.push(&stream[last..]);
+            prop_assert_eq!(parse_chunks(&chunks), parse_chunks(&[stream]));
+        }
+
+        /// Arbitrary bytes, arbitrarily chunked: never a panic, and the same events as the
+        /// unchunked input.
+        #[test]
+        fn malformed_input_never_panics(
+            bytes in proptest::collection::vec(
+                prop_oneof![
+                    4 => any::<u8>(),
+                    1 => Just(b'\n'),
+                    1 => Just(b'\r'),
+                    1 => Just(b':'),
+                ],
+                0..512,
+            ),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let at = cut.index(bytes.len() + 1);
+            let (a, b) = bytes.split_at(at);
+            prop_assert_eq!(parse_chunks(&[a, b]), parse_chunks(&[&bytes]));
+        }
+    }
+}

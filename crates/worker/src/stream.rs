@@ -1,0 +1,413 @@
+//! What the events of each backend's stream mean: which carry generated text (and so count as a
+//! chunk), where the usage is, which mark the end, which are errors.
+//!
+//! Never panics and never indexes into server JSON: every field is optional, unknown fields are
+//! ignored, and anything that is not JSON where JSON is expected is a protocol error.
+
+use std::borrow::Cow;
+
+use bench_core::{Chunk, Nanos, Outcome};
+use serde::Deserialize;
+
+use crate::sse::SseEvent;
+use crate::BackendKind;
+
+/// Longest server-provided message kept in an outcome.
+pub(crate) const EXCERPT_BYTES: usize = 512;
+
+/// What the caller should do after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Keep reading.
+    Continue,
+    /// The stream's final event arrived.
+    Done,
+}
+
+/// Accumulated state of one response stream.
+#[derive(Debug)]
+pub(crate) struct StreamState {
+    backend: BackendKind,
+    /// Generated text, kept only when a tokenizer fallback will need it.
+    pub(crate) text: Option<String>,
+    pub(crate) chunks: Vec<Chunk>,
+    pub(crate) usage_prompt: Option<u32>,
+    pub(crate) usage_completion: Option<u32>,
+    /// A finish reason (or TGI's final event) was seen.
+    pub(crate) finished: bool,
+}
+
+#[derive(Deserialize)]
+struct OaiEvent<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<OaiChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+    /// vLLM's error body: `{"object": "error", "message": ...}`.
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct OaiChoice<'a> {
+    /// Completions.
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    /// Chat streams.
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    /// Chat, non-streamed.
+    #[serde(default, borrow)]
+    message: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    /// vLLM / DeepSeek reasoning models.
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    /// Newer vLLM and OpenRouter spelling.
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct TgiEvent<'a> {
+    #[serde(default, borrow)]
+    token: Option<TgiToken<'a>>,
+    #[serde(default, borrow)]
+    generated_text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    details: Option<TgiDetails>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct TgiToken<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    special: bool,
+}
+
+#[derive(Deserialize)]
+struct TgiDetails {
+    #[serde(default)]
+    generated_tokens: Option<u64>,
+    #[serde(default)]
+    prefill: Option<Vec<serde::de::IgnoredAny>>,
+}
+
+fn clamp_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// A bounded, lossy-UTF-8 excerpt of server bytes.
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    let cut = &bytes[..bytes.len().min(EXCERPT_BYTES)];
+    let mut s = String::from_utf8_lossy(cut).into_owned();
+    if bytes.len() > EXCERPT_BYTES {
+        s.push('…');
+    }
+    s
+}
+
+fn error_message(v: &serde_json::Value) -> String {
+    let s = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(m) => match m.get("message") {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            _ => v.to_string(),
+        },
+        other => other.to_string(),
+    };
+    excerpt(s.as_bytes())
+}
+
+impl StreamState {
+    pub(crate) fn new(backend: BackendKind, keep_text: bool, expected_chunks: usize) -> Self {
+        Self {
+            backend,
+            text: keep_text.then(String::new),
+            chunks: Vec::with_capacity(expected_chunks),
+            usage_prompt: None,
+            usage_completion: None,
+            finished: false,
+        }
+    }
+
+    fn push_text(&mut self, s: &str) {
+        if let Some(t) = &mut self.text {
+            t.push_str(s);
+        }
+    }
+
+    /// Interprets one event that arrived at `at`. `Err` carries the failure outcome.
+    pub(crate) fn on_event(&mut self, ev: &SseEvent, at: Nanos) -> Result<Flow, Outcome> {
+        let data = ev.data.trim_ascii();
+        if ev.event.as_deref() == Some(b"error") {
+            let message = match serde_json::from_slice::<serde_json::Value>(data) {
+                Ok(v) => match &v {
+                    serde_json::Value::Object(m) => match m.get("error") {
+                        Some(e) => error_message(e),
+                        None => error_message(&v),
+                    },
+                    _ => error_message(&v),
+                },
+                Err(_) => excerpt(data),
+            };
+            return Err(Outcome::StreamError { message });
+        }
+        if data.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        match self.backend {
+            BackendKind::OpenAiCompletions | BackendKind::OpenAiChat => {
+                if data == b"[DONE]" {
+                    return Ok(Flow::Done);
+                }
+                self.on_openai(data, at)
+            }
+            BackendKind::Tgi => self.on_tgi(data, at),
+        }
+    }
+
+    fn on_openai(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
+        let ev: OaiEvent<'_> = serde_json::from_slice(data).map_err(|e| Outcome::Protocol {
+            message: format!("malformed JSON in SSE event ({e}): {}", excerpt(data)),
+        })?;
+        if let Some(err) = ev.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(Outcome::StreamError {
+                message: error_message(err),
+            });
+        }
+        if ev.object.as_deref() == Some("error") {
+            return Err(Outcome::StreamError {
+                message: excerpt(ev.message.as_deref().unwrap_or("").as_bytes()),
+            });
+        }
+        let mut carried = false;
+        for choice in ev.choices.iter().flatten() {
+            if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
+                carried = true;
+                self.push_text(t);
+            }
+            for d in [&choice.delta, &choice.message].into_iter().flatten() {
+                for part in [&d.reasoning_content, &d.reasoning, &d.content] {
+                    if let Some(t) = part.as_deref().filter(|t| !t.is_empty()) {
+                        carried = true;
+                        self.push_text(t);
+                    }
+                }
+            }
+            if choice.finish_reason.is_some() {
+                self.finished = true;
+            }
+        }
+        if carried {
+            self.chunks.push(Chunk { at, tokens: 1 });
+        }
+        if let Some(u) = ev.usage {
+            if let Some(p) = u.prompt_tokens {
+                self.usage_prompt = Some(clamp_u32(p));
+            }
+            if let Some(c) = u.completion_tokens {
+                self.usage_completion = Some(clamp_u32(c));
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn on_tgi(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
+        let ev: TgiEvent<'_> = serde_json::from_slice(data).map_err(|e| Outcome::Protocol {
+            message: format!("malformed JSON in SSE event ({e}): {}", excerpt(data)),
+        })?;
+        if let Some(err) = ev.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(Outcome::StreamError {
+                message: error_message(err),
+            });
+        }
+        if let Some(tok) = &ev.token {
+            let text = tok.text.as_deref().unwrap_or("");
+            if !text.is_empty() {
+                self.chunks.push(Chunk { at, tokens: 1 });
+                if !tok.special {
+                    self.push_text(text);
+                }
+            }
+        } else if let Some(g) = ev.generated_text.as_deref().filter(|g| !g.is_empty()) {
+            // Non-streamed `/generate` reply: the whole text at once.
+            self.chunks.push(Chunk { at, tokens: 1 });
+            self.push_text(g);
+        }
+        if let Some(d) = &ev.details {
+            if let Some(n) = d.generated_tokens {
+                self.usage_completion = Some(clamp_u32(n));
+            }
+            if let Some(p) = &d.prefill {
+                if !p.is_empty() {
+                    self.usage_prompt = Some(clamp_u32(p.len() as u64));
+                }
+            }
+        }
+        if ev.generated_text.is_some() || ev.details.is_some() {
+            self.finished = true;
+            return Ok(Flow::Done);
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Reads a non-streamed JSON reply (a server that ignored `stream: true`).
+    pub(crate) fn on_json_body(&mut self, body: &[u8], at: Nanos) -> Result<(), Outcome> {
+        let ev = SseEvent {
+            event: None,
+            data: bytes::Bytes::copy_from_slice(body),
+        };
+        let data = ev.data.trim_ascii();
+        let flow = if data.first() == Some(&b'[') && self.backend == BackendKind::Tgi {
+            // TGI's `/generate` may answer with a one-element array.
+            let inner = data.get(1..data.len().saturating_sub(1)).unwrap_or(b"");
+            self.on_tgi(inner.trim_ascii(), at)?
+        } else {
+            self.on_event(&ev, at)?
+        };
+        let _ = flow;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseParser;
+    use bytes::Bytes;
+
+    fn run(backend: BackendKind, stream: &'static [u8]) -> (StreamState, Result<Flow, Outcome>) {
+        let mut st = StreamState::new(backend, true, 8);
+        let mut p = SseParser::new();
+        p.feed(Bytes::from_static(stream));
+        let mut flow = Ok(Flow::Continue);
+        let mut t = 0;
+        while let Ok(Some(ev)) = p.next_event() {
+            t += 10;
+            flow = st.on_event(&ev, t);
+            if !matches!(flow, Ok(Flow::Continue)) {
+                break;
+            }
+        }
+        (st, flow)
+    }
+
+    #[test]
+    fn chat_role_only_chunk_is_not_a_token() {
+        let (st, flow) = run(BackendKind::OpenAiChat, crate::sse::tests_data::VLLM_CHAT);
+        assert_eq!(flow, Ok(Flow::Done));
+        // Events at 10 (role only), 20, 30, 40 (usage), 50 ([DONE]).
+        assert_eq!(
+            st.chunks,
+            vec![Chunk { at: 20, tokens: 1 }, Chunk { at: 30, tokens: 1 }]
+        );
+        assert_eq!(st.text.as_deref(), Some("Hello wörld"));
+        assert_eq!((st.usage_prompt, st.usage_completion), (Some(5), Some(2)));
+        assert!(st.finished);
+    }
+
+    #[test]
+    fn reasoning_text_counts_for_ttft() {
+        let (st, _) = run(
+            BackendKind::OpenAiChat,
+            b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"reasoning\":\"ok\",\"content\":null}}]}\n\n\
+data: [DONE]\n\n",
+        );
+        assert_eq!(st.chunks.len(), 2);
+        assert_eq!(st.chunks.first().map(|c| c.at), Some(20));
+    }
+
+    #[test]
+    fn in_stream_errors_are_stream_errors() {
+        for s in [
+            &b"data: {\"error\":{\"message\":\"overloaded\",\"code\":503}}\n\n"[..],
+            b"data: {\"object\":\"error\",\"message\":\"overloaded\"}\n\n",
+            b"event: error\ndata: {\"error\":\"overloaded\"}\n\n",
+        ] {
+            let mut st = StreamState::new(BackendKind::OpenAiCompletions, false, 0);
+            let mut p = SseParser::new();
+            p.feed(Bytes::copy_from_slice(s));
+            let ev = p.next_event().ok().flatten().expect("one event");
+            assert_eq!(
+                st.on_event(&ev, 1),
+                Err(Outcome::StreamError {
+                    message: "overloaded".into()
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_json_is_a_protocol_error() {
+        let (_, flow) = run(
+            BackendKind::OpenAiCompletions,
+            b"data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"te\n\n",
+        );
+        assert!(matches!(flow, Err(Outcome::Protocol { .. })), "{flow:?}");
+        let (_, flow) = run(BackendKind::Tgi, b"data: not json\n\n");
+        assert!(matches!(flow, Err(Outcome::Protocol { .. })), "{flow:?}");
+    }
+
+    #[test]
+    fn tgi_tokens_and_details() {
+        let (st, flow) = run(
+            BackendKind::Tgi,
+            b"data:{\"index\":1,\"token\":{\"id\":1,\"text\":\" Hi\",\"special\":false},\"generated_text\":null,\"details\":null}\n\n\
+data:{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"special\":true},\"generated_text\":\" Hi\",\"details\":{\"finish_reason\":\"eos_token\",\"generated_tokens\":2}}\n\n",
+        );
+        assert_eq!(flow, Ok(Flow::Done));
+        assert_eq!(st.chunks.len(), 2);
+        assert_eq!(st.usage_completion, Some(2));
+        assert_eq!(st.text.as_deref(), Some(" Hi"));
+    }
+
+    #[test]
+    fn excerpt_is_bounded_and_lossy() {
+        let long = vec![b'x'; 10_000];
+        assert!(excerpt(&long).len() <= EXCERPT_BYTES + 3);
+        assert_eq!(excerpt(b"\xff ok"), "\u{fffd} ok");
+    }
+
+    proptest::proptest! {
+        /// Any bytes as event data: never a panic.
+        #[test]
+        fn arbitrary_event_data_never_panics(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            json_ish in "\\{\"(choices|usage|error|token|details|generated_text)\":[\\[\\{\"0-9a-z:,\\]\\} ]{0,40}",
+        ) {
+            for backend in [BackendKind::OpenAiCompletions, BackendKind::OpenAiChat, BackendKind::Tgi] {
+                let mut st = StreamState::new(backend, true, 0);
+                for d in [Bytes::from(data.clone()), Bytes::from(json_ish.clone())] {
+                    let _ = st.on_event(&SseEvent { event: None, data: d.clone() }, 1);
+                    let _ = st.on_json_body(&d, 2);
+                }
+            }
+        }
+    }
+}

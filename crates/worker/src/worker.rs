@@ -1,0 +1,626 @@
+//! The worker: one request in, one record out.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bench_core::{
+    Backend, CancellationToken, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
+    TokenSource,
+};
+use bytes::{Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderMap, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use tokio::time::Instant;
+
+use crate::body::{BodyBuilder, Urls};
+use crate::client::{self, HttpClient};
+use crate::sse::SseParser;
+use crate::stream::{excerpt, Flow, StreamState};
+use crate::{BackendKind, Error, Timeouts, WorkerConfig};
+
+/// Counts the tokens of generated text (the tokenizer fallback when a server sends no usage).
+pub type OutputCounter = Arc<dyn Fn(&str) -> usize + Send + Sync>;
+
+/// After the final event, how long to wait for the body to end so the connection can be
+/// reused. A server that keeps the body open longer only loses its pooled connection.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// Most bytes of a non-success reply read for its excerpt.
+const ERROR_BODY_READ: usize = 64 << 10;
+/// Most bytes of a health or model-list reply read.
+const PROBE_BODY_READ: usize = 4 << 20;
+/// Cap on the up-front allocation for chunk timestamps.
+const MAX_PREALLOC_CHUNKS: usize = 8192;
+
+struct Inner {
+    client: HttpClient,
+    urls: Urls,
+    backend: BackendKind,
+    headers: HeaderMap,
+    body: BodyBuilder,
+    timeouts: Timeouts,
+    model: OnceLock<String>,
+    counter: Option<OutputCounter>,
+}
+
+/// Sends generative requests to one target through one pooled HTTP client. Cheap to clone:
+/// clones share the client and its connections.
+#[derive(Clone)]
+pub struct Worker {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("target", &self.inner.urls.display)
+            .field("backend", &self.inner.backend)
+            .field("model", &self.inner.model.get())
+            .finish_non_exhaustive()
+    }
+}
+
+fn deadline(from: Instant, d: Duration) -> Instant {
+    from.checked_add(d)
+        .unwrap_or_else(|| from + Duration::from_secs(100 * 365 * 86_400))
+}
+
+fn header_map(cfg: &WorkerConfig) -> Result<HeaderMap, Error> {
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.trim().is_empty()) {
+        let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
+            Error::InvalidHeader {
+                name: "Authorization".into(),
+                reason: "the API key contains characters not allowed in a header".into(),
+            }
+        })?;
+        v.set_sensitive(true);
+        h.insert(AUTHORIZATION, v);
+    }
+    for (name, value) in &cfg.headers {
+        let n =
+            HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| Error::InvalidHeader {
+                name: name.clone(),
+                reason: "not a valid header name".into(),
+            })?;
+        let mut v = HeaderValue::from_str(value.trim()).map_err(|_| Error::InvalidHeader {
+            name: name.clone(),
+            reason: "the value contains characters not allowed in a header".into(),
+        })?;
+        // Custom headers often carry keys: never logged, never indexed by HPACK.
+        v.set_sensitive(true);
+        // A custom header replaces ours (e.g. a different Authorization scheme).
+        h.insert(n, v);
+    }
+    Ok(h)
+}
+
+impl Worker {
+    /// Validates the configuration and builds the shared client. Does not connect.
+    pub async fn new(config: WorkerConfig) -> Result<Worker, Error> {
+        let urls = Urls::new(&config)?;
+        let headers = header_map(&config)?;
+        let body = BodyBuilder::new(&config)?;
+        let https = urls.generate.scheme_str() == Some("https");
+        let client = client::build(&config, https)?;
+        let model = OnceLock::new();
+        if let Some(m) = config
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            let _ = model.set(m.to_owned());
+        }
+        Ok(Worker {
+            inner: Arc::new(Inner {
+                client,
+                urls,
+                backend: config.backend,
+                headers,
+                body,
+                timeouts: config.timeouts,
+                model,
+                counter: None,
+            }),
+        })
+    }
+
+    /// Sets the tokenizer fallback used to count output tokens when the server sends no usage.
+    pub fn with_output_counter(self, f: OutputCounter) -> Self {
+        let mut inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => Inner {
+                client: shared.client.clone(),
+                urls: shared.urls.clone(),
+                backend: shared.backend,
+                headers: shared.headers.clone(),
+                body: shared.body.clone(),
+                timeouts: shared.timeouts,
+                model: shared.model.clone(),
+                counter: shared.counter.clone(),
+            },
+        };
+        inner.counter = Some(f);
+        Worker {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The model sent in request bodies: the configured one, or the one
+    /// [`Worker::discover_model`] found.
+    pub fn model(&self) -> Option<&str> {
+        self.inner.model.get().map(String::as_str)
+    }
+
+    /// The backend spoken.
+    pub fn backend(&self) -> BackendKind {
+        self.inner.backend
+    }
+
+    /// The URL requests go to (credentials and query removed), for logs and reports.
+    pub fn request_url(&self) -> String {
+        crate::redact_url(&self.inner.urls.generate.to_string())
+    }
+
+    async fn get(&self, uri: &Uri) -> Result<(StatusCode, Bytes), Error> {
+        let inner = &self.inner;
+        let target = inner.urls.display.clone();
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri(uri.clone())
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| Error::InvalidTarget {
+                target: target.clone(),
+                reason: e.to_string(),
+            })?;
+        for (k, v) in &inner.headers {
+            if k != CONTENT_TYPE && k != ACCEPT {
+                req.headers_mut().insert(k.clone(), v.clone());
+            }
+        }
+        let limit = inner.timeouts.first_byte.min(Duration::from_secs(60));
+        let unreachable = |reason: String| Error::Unreachable {
+            target: target.clone(),
+            reason,
+        };
+        let resp = match tokio::time::timeout(limit, inner.client.request(req)).await {
+            Err(_) => return Err(unreachable(format!("no response within {limit:?}"))),
+            Ok(Err(e)) => {
+                return Err(unreachable(if client::is_connect_timeout(&e) {
+                    format!("connect timed out after {:?}", inner.timeouts.connect)
+                } else {
+                    client::chain(&e)
+                }))
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        let mut body = resp.into_body();
+        let mut buf = BytesMut::new();
+        let read = async {
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| client::chain(&e))?;
+                if let Ok(d) = frame.into_data() {
+                    let room = PROBE_BODY_READ.saturating_sub(buf.len());
+                    buf.extend_from_slice(d.get(..room.min(d.len())).unwrap_or(&[]));
+                    if buf.len() >= PROBE_BODY_READ {
+                        break;
+                    }
+                }
+            }
+            Ok::<(), String>(())
+        };
+        match tokio::time::timeout(limit, read).await {
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "reply body not complete within {limit:?}"
+                )))
+            }
+            Ok(Err(e)) => return Err(unreachable(e)),
+            Ok(Ok(())) => {}
+        }
+        Ok((status, buf.freeze()))
+    }
+
+    /// Checks that the target is up and speaks an LLM API: `GET /v1/models` (a JSON model
+    /// list), else `GET /health` (2xx). One clear error otherwise.
+    pub async fn health_check(&self) -> Result<(), Error> {
+        let urls = &self.inner.urls;
+        let target = urls.display.clone();
+        let (status, body) = self.get(&urls.models).await?;
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(Error::Unauthorized {
+                target,
+                status: status.as_u16(),
+            });
+        }
+        if status.is_success() {
+            if serde_json::from_slice::<ModelList>(&body).is_ok() {
+                return Ok(());
+            }
+            return Err(Error::NotAnLlmServer {
+                target,
+                reason: format!(
+                    "GET {} answered 200 but not with a JSON model list: {}",
+                    urls.models.path(),
+                    excerpt(&body)
+                ),
+            });
+        }
+        let (hstatus, hbody) = self.get(&urls.health).await?;
+        if hstatus.is_success() {
+            return Ok(());
+        }
+        if hstatus == StatusCode::UNAUTHORIZED || hstatus == StatusCode::FORBIDDEN {
+            return Err(Error::Unauthorized {
+                target,
+                status: hstatus.as_u16(),
+            });
+        }
+        Err(Error::NotAnLlmServer {
+            target,
+            reason: format!(
+                "GET {} answered {} and GET {} answered {} ({})",
+                urls.models.path(),
+                status.as_u16(),
+                urls.health.path(),
+                hstatus.as_u16(),
+                excerpt(&hbody)
+            ),
+        })
+    }
+
+    /// Asks the server for its model (first of `/v1/models`, else TGI's `/info` `model_id`),
+    /// remembers it for request bodies, and returns it. A configured model is returned as is.
+    pub async fn discover_model(&self) -> Result<String, Error> {
+        if let Some(m) = self.model() {
+            return Ok(m.to_owned());
+        }
+        let urls = &self.inner.urls;
+        let target = urls.display.clone();
+        let (status, body) = self.get(&urls.models).await?;
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(Error::Unauthorized {
+                target,
+                status: status.as_u16(),
+            });
+        }
+        let mut found = None;
+        if status.is_success() {
+            if let Ok(list) = serde_json::from_slice::<ModelList>(&body) {
+                found = list
+                    .data
+                    .into_iter()
+                    .filter_map(|m| m.id)
+                    .find(|id| !id.is_empty());
+            }
+        }
+        if found.is_none() && self.inner.backend == BackendKind::Tgi {
+            if let Ok((s, b)) = self.get(&urls.info).await {
+                if s.is_success() {
+                    found = serde_json::from_slice::<TgiInfo>(&b)
+                        .ok()
+                        .and_then(|i| i.model_id)
+                        .filter(|id| !id.is_empty());
+                }
+            }
+        }
+        let Some(model) = found else {
+            return Err(Error::NoModel {
+                target,
+                path: urls.models.path().to_owned(),
+            });
+        };
+        let _ = self.inner.model.set(model.clone());
+        Ok(self.model().unwrap_or(&model).to_owned())
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ModelList {
+    data: Vec<ModelEntry>,
+}
+
+#[derive(serde::Deserialize)]
+struct ModelEntry {
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct TgiInfo {
+    #[serde(default)]
+    model_id: Option<String>,
+}
+
+/// How a request ended, before token counts are settled.
+struct Ending {
+    outcome: Outcome,
+    end: Instant,
+}
+
+impl Worker {
+    async fn run(
+        &self,
+        spec: &RequestSpec,
+        dispatch: &Dispatch,
+        cancel: &CancellationToken,
+        rec: &mut RequestRecord,
+        st: &mut StreamState,
+    ) -> Ending {
+        let inner = &*self.inner;
+        let clock = dispatch.clock;
+        let body = inner.body.build(self.model(), spec);
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = inner.urls.generate.clone();
+        *req.headers_mut() = inner.headers.clone();
+
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+
+        let t0 = Instant::now();
+        rec.dispatched = clock.since(t0);
+        if cancel.is_cancelled() {
+            return Ending {
+                outcome: Outcome::Cancelled,
+                end: t0,
+            };
+        }
+        let total_at = deadline(t0, inner.timeouts.total);
+        let first_byte_at = deadline(t0, inner.timeouts.first_byte);
+        let (headers_by, headers_phase) = if first_byte_at <= total_at {
+            (first_byte_at, TimeoutPhase::FirstByte)
+        } else {
+            (total_at, TimeoutPhase::Total)
+        };
+
+        let resp = tokio::select! {
+            biased;
+            _ = &mut cancelled => return Ending { outcome: Outcome::Cancelled, end: Instant::now() },
+            r = inner.client.request(req) => r,
+            _ = tokio::time::sleep_until(headers_by) => {
+                return Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() };
+            }
+        };
+        let t_headers = Instant::now();
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                let outcome = if client::is_connect_timeout(&e) {
+                    Outcome::Timeout {
+                        phase: TimeoutPhase::Connect,
+                    }
+                } else {
+                    Outcome::Connect {
+                        message: client::chain(&e),
+                    }
+                };
+                return Ending {
+                    outcome,
+                    end: t_headers,
+                };
+            }
+        };
+        rec.headers = Some(clock.since(t_headers));
+        let status = resp.status();
+        let json_reply = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        let mut body = resp.into_body();
+
+        let total_sleep = tokio::time::sleep_until(total_at);
+        tokio::pin!(total_sleep);
+        let idle = inner.timeouts.idle;
+        let idle_sleep = tokio::time::sleep_until(deadline(t_headers, idle));
+        tokio::pin!(idle_sleep);
+
+        if !status.is_success() {
+            let mut buf = BytesMut::new();
+            let outcome_timeout;
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut cancelled => { outcome_timeout = None; break; }
+                    f = body.frame() => match f {
+                        Some(Ok(frame)) => {
+                            if let Ok(d) = frame.into_data() {
+                                let room = ERROR_BODY_READ.saturating_sub(buf.len());
+                                buf.extend_from_slice(d.get(..room.min(d.len())).unwrap_or(&[]));
+                                if buf.len() >= ERROR_BODY_READ { outcome_timeout = None; break; }
+                            }
+                        }
+                        _ => { outcome_timeout = None; break; }
+                    },
+                    _ = &mut total_sleep => { outcome_timeout = Some(TimeoutPhase::Total); break; }
+                    _ = &mut idle_sleep => { outcome_timeout = Some(TimeoutPhase::Idle); break; }
+                }
+            }
+            // The status is what matters; a slow error body only shortens its excerpt.
+            let _ = outcome_timeout;
+            return Ending {
+                outcome: Outcome::Http {
+                    status: status.as_u16(),
+                    body: excerpt(&buf).trim().to_owned(),
+                },
+                end: Instant::now(),
+            };
+        }
+
+        let mut parser = SseParser::new();
+        let mut json_buf = json_reply.then(BytesMut::new);
+        let mut done_at: Option<Instant> = None;
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => {
+                    return Ending { outcome: Outcome::Cancelled, end: Instant::now() };
+                }
+                f = body.frame() => {
+                    let t = Instant::now();
+                    match f {
+                        None => {
+                            let at = clock.since(t);
+                            if let Some(buf) = json_buf.take() {
+                                if let Err(outcome) = st.on_json_body(&buf, at) {
+                                    return Ending { outcome, end: t };
+                                }
+                                return Ending { outcome: Outcome::Completed, end: t };
+                            }
+                            return match parser.finish() {
+                                Err(e) => Ending {
+                                    outcome: Outcome::Protocol { message: e.to_string() },
+                                    end: t,
+                                },
+                                Ok(last) => {
+                                    if let Some(ev) = last {
+                                        match st.on_event(&ev, at) {
+                                            Ok(Flow::Done) => {
+                                                return Ending { outcome: Outcome::Completed, end: t };
+                                            }
+                                            Ok(Flow::Continue) => {}
+                                            Err(outcome) => return Ending { outcome, end: t },
+                                        }
+                                    }
+                                    if st.finished {
+                                        // Ended after its finish reason without `[DONE]`: lenient.
+                                        Ending { outcome: Outcome::Completed, end: t }
+                                    } else {
+                                        Ending {
+                                            outcome: Outcome::Protocol {
+                                                message: "the stream ended before its final event ([DONE] or TGI's details)".into(),
+                                            },
+                                            end: t,
+                                        }
+                                    }
+                                }
+                            };
+                        }
+                        Some(Err(e)) => {
+                            return Ending {
+                                outcome: Outcome::Connect {
+                                    message: format!("connection lost mid-stream: {}", client::chain(&e)),
+                                },
+                                end: t,
+                            };
+                        }
+                        Some(Ok(frame)) => {
+                            let Ok(data) = frame.into_data() else { continue };
+                            let at = clock.since(t);
+                            idle_sleep.as_mut().reset(deadline(t, idle));
+                            if let Some(buf) = &mut json_buf {
+                                buf.extend_from_slice(&data);
+                                continue;
+                            }
+                            parser.feed(data);
+                            loop {
+                                match parser.next_event() {
+                                    Ok(None) => break,
+                                    Ok(Some(ev)) => match st.on_event(&ev, at) {
+                                        Ok(Flow::Continue) => {}
+                                        Ok(Flow::Done) => {
+                                            done_at = Some(t);
+                                            break;
+                                        }
+                                        Err(outcome) => return Ending { outcome, end: t },
+                                    },
+                                    Err(e) => {
+                                        return Ending {
+                                            outcome: Outcome::Protocol { message: e.to_string() },
+                                            end: t,
+                                        };
+                                    }
+                                }
+                            }
+                            if done_at.is_some() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                _ = &mut total_sleep => {
+                    return Ending { outcome: Outcome::Timeout { phase: TimeoutPhase::Total }, end: Instant::now() };
+                }
+                _ = &mut idle_sleep => {
+                    return Ending { outcome: Outcome::Timeout { phase: TimeoutPhase::Idle }, end: Instant::now() };
+                }
+            }
+        }
+        let end = done_at.unwrap_or_else(Instant::now);
+        // Read the (normally already arrived) end of the body so the connection goes back to
+        // the pool; anything after the final event is ignored.
+        let drain = async { while let Some(Ok(_)) = body.frame().await {} };
+        tokio::select! {
+            biased;
+            _ = &mut cancelled => {}
+            _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
+        }
+        Ending {
+            outcome: Outcome::Completed,
+            end,
+        }
+    }
+}
+
+impl Backend for Worker {
+    async fn send(
+        &self,
+        spec: RequestSpec,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> RequestRecord {
+        let expected = spec
+            .output_tokens
+            .map_or(64, |n| n as usize + 1)
+            .min(MAX_PREALLOC_CHUNKS);
+        let mut st = StreamState::new(self.inner.backend, self.inner.counter.is_some(), 0);
+        st.chunks.reserve(expected);
+        let mut rec = RequestRecord {
+            id: dispatch.id,
+            scheduled: dispatch.scheduled,
+            slot: dispatch.slot,
+            dispatched: 0,
+            headers: None,
+            chunks: Vec::new(),
+            end: 0,
+            prompt_tokens: spec.prompt_tokens,
+            prompt_tokens_source: TokenSource::Tokenizer,
+            output_tokens: 0,
+            output_tokens_source: TokenSource::Chunks,
+            requested_output_tokens: spec.output_tokens,
+            outcome: Outcome::Completed,
+        };
+        let ending = self.run(&spec, &dispatch, &cancel, &mut rec, &mut st).await;
+        rec.end = dispatch.clock.since(ending.end).max(rec.dispatched);
+        rec.outcome = ending.outcome;
+        if let Some(p) = st.usage_prompt {
+            rec.prompt_tokens = p;
+            rec.prompt_tokens_source = TokenSource::Usage;
+        }
+        let chunk_tokens: u32 = st.chunks.iter().map(|c| c.tokens).sum();
+        match (st.usage_completion, &self.inner.counter, &st.text) {
+            (Some(n), _, _) => {
+                rec.output_tokens = n;
+                rec.output_tokens_source = TokenSource::Usage;
+            }
+            (None, Some(count), Some(text)) => {
+                rec.output_tokens = u32::try_from(count(text)).unwrap_or(u32::MAX);
+                rec.output_tokens_source = TokenSource::Tokenizer;
+            }
+            _ => {
+                rec.output_tokens = chunk_tokens;
+                rec.output_tokens_source = TokenSource::Chunks;
+            }
+        }
+        rec.chunks = st.chunks;
+        if !matches!(rec.outcome, Outcome::Completed) {
+            tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");
+        }
+        rec
+    }
+}

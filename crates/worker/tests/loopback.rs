@@ -1,0 +1,699 @@
+//! The worker against small scripted loopback servers: body fields, headers, protocols, TLS,
+//! every failure outcome, timeouts and cancellation.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bench_core::{
+    Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
+    TokenSource,
+};
+use bench_worker::{BackendKind, Error, Timeouts, Worker, WorkerConfig};
+use bytes::Bytes;
+use common::{Script, Step};
+
+const COMPLETION_EVENTS: &[&str] = &[
+    r#"{"choices":[{"index":0,"text":"Hello","finish_reason":null}]}"#,
+    r#"{"choices":[{"index":0,"text":" there","finish_reason":null}]}"#,
+    r#"{"choices":[{"index":0,"text":"!","finish_reason":"length"}]}"#,
+    r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}"#,
+    "[DONE]",
+];
+
+fn spec(out: Option<u32>) -> RequestSpec {
+    RequestSpec {
+        prompt: "Tell me a story".into(),
+        prompt_tokens: 4,
+        output_tokens: out,
+    }
+}
+
+fn dispatch(id: u64) -> Dispatch {
+    let clock = Clock::start();
+    Dispatch {
+        id,
+        clock,
+        scheduled: 0,
+        slot: 0,
+    }
+}
+
+fn config(url: String, backend: BackendKind) -> WorkerConfig {
+    WorkerConfig {
+        target: url,
+        backend,
+        model: Some("test-model".into()),
+        ..WorkerConfig::default()
+    }
+}
+
+async fn send(w: &Worker, out: Option<u32>) -> RequestRecord {
+    w.send(spec(out), dispatch(1), CancellationToken::new())
+        .await
+}
+
+fn body_json(seen: &common::Seen) -> serde_json::Value {
+    serde_json::from_slice(&seen.body).unwrap()
+}
+
+#[tokio::test]
+async fn completions_http1_body_headers_chunks_and_usage() {
+    let srv = common::start(|_| Script::sse(COMPLETION_EVENTS)).await;
+    let mut cfg = config(format!("{}/v1", srv.url()), BackendKind::OpenAiCompletions);
+    cfg.api_key = Some("sk-secret".into());
+    cfg.headers = vec![("X-Team".into(), "infra".into())];
+    let w = Worker::new(cfg).await.unwrap();
+    let r = send(&w, Some(3)).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.chunks.len(), 3);
+    assert_eq!(
+        (r.output_tokens, r.output_tokens_source),
+        (3, TokenSource::Usage)
+    );
+    assert_eq!(
+        (r.prompt_tokens, r.prompt_tokens_source),
+        (9, TokenSource::Usage)
+    );
+    assert_eq!(r.requested_output_tokens, Some(3));
+    let h = r.headers.unwrap();
+    assert!(r.dispatched <= h && h <= r.chunks[0].at && r.chunks[2].at <= r.end);
+    assert!(r.chunks.windows(2).all(|p| p[0].at <= p[1].at));
+
+    let seen = srv.seen.lock().unwrap()[0].clone();
+    assert_eq!(seen.path_and_query, "/v1/completions");
+    assert_eq!(seen.version, http::Version::HTTP_11);
+    assert_eq!(seen.headers["authorization"], "Bearer sk-secret");
+    assert_eq!(seen.headers["x-team"], "infra");
+    let b = body_json(&seen);
+    assert_eq!(b["model"], "test-model");
+    assert_eq!(b["prompt"], "Tell me a story");
+    assert_eq!(b["max_tokens"], 3);
+    assert_eq!(b["stream"], true);
+    assert_eq!(b["stream_options"]["include_usage"], true);
+    assert_eq!(b["ignore_eos"], true);
+    assert_eq!(b["min_tokens"], 3);
+    // Secrets never in Debug output of the worker.
+    assert!(!format!("{w:?}").contains("sk-secret"));
+}
+
+#[tokio::test]
+async fn chat_role_only_chunk_does_not_end_ttft() {
+    let srv = common::start(|_| Script {
+        steps: vec![
+            Step::Send(Bytes::from_static(
+                b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+            )),
+            Step::Sleep(Duration::from_millis(150)),
+            Step::Send(Bytes::from_static(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+            )),
+        ],
+        ..Script::sse(&[])
+    })
+    .await;
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiChat))
+        .await
+        .unwrap();
+    let r = send(&w, Some(1)).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.chunks.len(), 1);
+    // The first (role-only) event came at once; TTFT ends at the content, >= 150 ms later.
+    assert!(r.first_token().unwrap() - r.dispatched >= 140_000_000);
+    // No usage, no tokenizer: counted from chunks, and said so.
+    assert_eq!(
+        (r.output_tokens, r.output_tokens_source),
+        (1, TokenSource::Chunks)
+    );
+    assert_eq!(r.prompt_tokens_source, TokenSource::Tokenizer);
+    let seen = srv.seen.lock().unwrap()[0].clone();
+    assert_eq!(seen.path_and_query, "/v1/chat/completions");
+    let b = body_json(&seen);
+    assert_eq!(b["messages"][0]["content"], "Tell me a story");
+    assert_eq!(b["max_completion_tokens"], 1);
+}
+
+#[tokio::test]
+async fn tokenizer_fallback_counts_generated_text() {
+    let srv = common::start(|_| {
+        Script::sse(&[
+            r#"{"choices":[{"text":"one two"}]}"#,
+            r#"{"choices":[{"text":" three","finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ])
+    })
+    .await;
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap()
+        .with_output_counter(Arc::new(|s: &str| s.split_whitespace().count()));
+    let r = send(&w, None).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(
+        (r.output_tokens, r.output_tokens_source),
+        (3, TokenSource::Tokenizer)
+    );
+    assert_eq!(r.chunks.len(), 2);
+    let b = body_json(&srv.seen.lock().unwrap()[0]);
+    assert!(b.get("max_tokens").is_none() && b.get("ignore_eos").is_none());
+}
+
+#[tokio::test]
+async fn tgi_generate_stream() {
+    let srv = common::start(|_| {
+        Script::sse(&[
+            r#"{"index":1,"token":{"id":1,"text":" A","logprob":0.0,"special":false},"generated_text":null,"details":null}"#,
+            r#"{"index":2,"token":{"id":2,"text":" B","logprob":0.0,"special":false},"generated_text":" A B","details":{"finish_reason":"length","generated_tokens":2,"seed":null}}"#,
+        ])
+    })
+    .await;
+    let w = Worker::new(config(format!("{}/tgi/", srv.url()), BackendKind::Tgi))
+        .await
+        .unwrap();
+    let r = send(&w, Some(2)).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.chunks.len(), 2);
+    assert_eq!(
+        (r.output_tokens, r.output_tokens_source),
+        (2, TokenSource::Usage)
+    );
+    let seen = srv.seen.lock().unwrap()[0].clone();
+    assert_eq!(seen.path_and_query, "/tgi/generate_stream");
+    let b = body_json(&seen);
+    assert_eq!(b["inputs"], "Tell me a story");
+    assert_eq!(b["parameters"]["max_new_tokens"], 2);
+}
+
+#[tokio::test]
+async fn http2_prior_knowledge_and_connection_reuse() {
+    let srv = common::start(|_| Script::sse(COMPLETION_EVENTS)).await;
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.http2 = true;
+    let w = Worker::new(cfg).await.unwrap();
+    let rs = futures_util::future::join_all((0..8).map(|_| send(&w, Some(3)))).await;
+    for r in rs {
+        assert_eq!(r.outcome, Outcome::Completed);
+        assert_eq!(r.chunks.len(), 3);
+    }
+    assert!(srv
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|s| s.version == http::Version::HTTP_2));
+}
+
+#[tokio::test]
+async fn tls_with_cacert_over_http1_and_http2_alpn() {
+    let srv = common::start_tls(|_| Script::sse(COMPLETION_EVENTS)).await;
+    let ca = srv.cert_file();
+    for http2 in [false, true] {
+        let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+        cfg.cacert = Some(ca.clone());
+        cfg.http2 = http2;
+        let w = Worker::new(cfg).await.unwrap();
+        let r = send(&w, Some(3)).await;
+        assert_eq!(r.outcome, Outcome::Completed, "http2={http2}");
+        assert_eq!(r.chunks.len(), 3);
+    }
+    let versions: Vec<_> = srv.seen.lock().unwrap().iter().map(|s| s.version).collect();
+    assert_eq!(
+        versions,
+        vec![http::Version::HTTP_11, http::Version::HTTP_2]
+    );
+
+    // Without the CA the certificate is refused; --insecure accepts it.
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    let r = send(&w, Some(3)).await;
+    assert!(
+        matches!(r.outcome, Outcome::Connect { .. }),
+        "{:?}",
+        r.outcome
+    );
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.insecure = true;
+    let r = send(&Worker::new(cfg).await.unwrap(), Some(3)).await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    let _ = std::fs::remove_file(ca);
+}
+
+#[tokio::test]
+async fn bad_cacert_file_is_a_setup_error() {
+    let mut cfg = config("https://127.0.0.1:1".into(), BackendKind::OpenAiCompletions);
+    cfg.cacert = Some("/nonexistent/ca.pem".into());
+    assert!(matches!(Worker::new(cfg).await, Err(Error::CaCert { .. })));
+}
+
+#[tokio::test]
+async fn http_error_status_keeps_a_bounded_body_excerpt() {
+    let long = format!("{{\"error\":\"{}\"}}", "x".repeat(100_000));
+    let srv = common::start(move |s| {
+        if s.path_and_query.contains("chat") {
+            Script::status(503, &long)
+        } else {
+            Script::status(429, "{\"error\":\"rate limited\"}")
+        }
+    })
+    .await;
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    let r = send(&w, Some(3)).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Http {
+            status: 429,
+            body: "{\"error\":\"rate limited\"}".into()
+        }
+    );
+    assert!(r.chunks.is_empty());
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiChat))
+        .await
+        .unwrap();
+    match send(&w, Some(3)).await.outcome {
+        Outcome::Http { status: 503, body } => assert!(body.len() < 1024, "{}", body.len()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn refused_connection_is_a_connect_outcome() {
+    let port = common::closed_port().await;
+    let w = Worker::new(config(
+        format!("http://127.0.0.1:{port}"),
+        BackendKind::OpenAiCompletions,
+    ))
+    .await
+    .unwrap();
+    let r = send(&w, Some(3)).await;
+    assert!(
+        matches!(r.outcome, Outcome::Connect { .. }),
+        "{:?}",
+        r.outcome
+    );
+    assert_eq!(r.headers, None);
+    assert!(r.end >= r.dispatched);
+}
+
+#[tokio::test]
+async fn reset_mid_stream_keeps_the_chunks_that_arrived() {
+    for http2 in [false, true] {
+        let srv = common::start(|_| Script {
+            steps: vec![
+                Step::Send(Bytes::from_static(
+                    b"data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
+                )),
+                Step::Send(Bytes::from_static(
+                    b"data: {\"choices\":[{\"text\":\"b\"}]}\n\n",
+                )),
+                Step::Sleep(Duration::from_millis(20)),
+                Step::Reset,
+            ],
+            ..Script::sse(&[])
+        })
+        .await;
+        let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+        cfg.http2 = http2;
+        let r = send(&Worker::new(cfg).await.unwrap(), Some(8)).await;
+        assert!(
+            matches!(&r.outcome, Outcome::Connect { message } if message.contains("mid-stream")),
+            "http2={http2}: {:?}",
+            r.outcome
+        );
+        assert_eq!(r.chunks.len(), 2);
+        assert_eq!(
+            (r.output_tokens, r.output_tokens_source),
+            (2, TokenSource::Chunks)
+        );
+    }
+}
+
+#[tokio::test]
+async fn truncated_stream_without_final_event_is_a_protocol_error() {
+    let srv = common::start(|_| Script::sse(&[r#"{"choices":[{"text":"a"}]}"#])).await;
+    let r = send(
+        &Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+            .await
+            .unwrap(),
+        Some(8),
+    )
+    .await;
+    assert!(
+        matches!(r.outcome, Outcome::Protocol { .. }),
+        "{:?}",
+        r.outcome
+    );
+    assert_eq!(r.chunks.len(), 1);
+}
+
+#[tokio::test]
+async fn malformed_event_is_a_protocol_error() {
+    let srv = common::start(|_| {
+        Script::sse(&[
+            r#"{"choices":[{"text":"a"}]}"#,
+            r#"{"choices":[{"te"#,
+            "[DONE]",
+        ])
+    })
+    .await;
+    let r = send(
+        &Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+            .await
+            .unwrap(),
+        Some(8),
+    )
+    .await;
+    assert!(
+        matches!(r.outcome, Outcome::Protocol { .. }),
+        "{:?}",
+        r.outcome
+    );
+    assert_eq!(r.chunks.len(), 1);
+}
+
+#[tokio::test]
+async fn in_stream_error_event_is_a_stream_error() {
+    let srv = common::start(|_| {
+        Script::sse(&[
+            r#"{"choices":[{"text":"a"}]}"#,
+            r#"{"error":{"message":"KV cache exhausted","code":500}}"#,
+        ])
+    })
+    .await;
+    let r = send(
+        &Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+            .await
+            .unwrap(),
+        Some(8),
+    )
+    .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::StreamError {
+            message: "KV cache exhausted".into()
+        }
+    );
+    assert_eq!(r.chunks.len(), 1);
+}
+
+fn short_timeouts() -> Timeouts {
+    Timeouts {
+        connect: Duration::from_millis(300),
+        first_byte: Duration::from_millis(300),
+        idle: Duration::from_millis(300),
+        total: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test]
+async fn first_byte_timeout_on_slow_headers() {
+    let srv = common::start(|_| Script {
+        header_delay: Duration::from_secs(5),
+        ..Script::sse(COMPLETION_EVENTS)
+    })
+    .await;
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.timeouts = short_timeouts();
+    let r = send(&Worker::new(cfg).await.unwrap(), Some(3)).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Timeout {
+            phase: TimeoutPhase::FirstByte
+        }
+    );
+    assert!(r.end - r.dispatched < 4_000_000_000);
+}
+
+#[tokio::test]
+async fn idle_timeout_on_a_stalled_stream() {
+    let srv = common::start(|_| Script {
+        steps: vec![
+            Step::Send(Bytes::from_static(
+                b"data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
+            )),
+            Step::Sleep(Duration::from_secs(5)),
+            Step::Send(Bytes::from_static(b"data: [DONE]\n\n")),
+        ],
+        ..Script::sse(&[])
+    })
+    .await;
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.timeouts = short_timeouts();
+    let r = send(&Worker::new(cfg).await.unwrap(), Some(3)).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Timeout {
+            phase: TimeoutPhase::Idle
+        }
+    );
+    assert_eq!(r.chunks.len(), 1);
+    assert!(r.end - r.dispatched < 4_000_000_000);
+}
+
+#[tokio::test]
+async fn total_timeout_on_a_long_trickle() {
+    let mut steps = Vec::new();
+    for _ in 0..100 {
+        steps.push(Step::Send(Bytes::from_static(
+            b"data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
+        )));
+        steps.push(Step::Sleep(Duration::from_millis(50)));
+    }
+    let srv = common::start(move |_| Script {
+        steps: steps.clone(),
+        ..Script::sse(&[])
+    })
+    .await;
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.timeouts = Timeouts {
+        total: Duration::from_millis(400),
+        idle: Duration::from_secs(10),
+        ..short_timeouts()
+    };
+    let r = send(&Worker::new(cfg).await.unwrap(), Some(100)).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Timeout {
+            phase: TimeoutPhase::Total
+        }
+    );
+    assert!(!r.chunks.is_empty() && r.chunks.len() < 100);
+}
+
+#[tokio::test]
+async fn connect_timeout_covers_a_tls_handshake_that_never_answers() {
+    let (addr, task) = common::start_silent().await;
+    let mut cfg = config(
+        format!("https://127.0.0.1:{}", addr.port()),
+        BackendKind::OpenAiCompletions,
+    );
+    cfg.timeouts = short_timeouts();
+    cfg.timeouts.first_byte = Duration::from_secs(20);
+    cfg.insecure = true;
+    let r = send(&Worker::new(cfg).await.unwrap(), Some(3)).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Timeout {
+            phase: TimeoutPhase::Connect
+        }
+    );
+    task.abort();
+}
+
+#[tokio::test]
+async fn cancellation_returns_promptly_with_the_chunks_so_far() {
+    let srv = common::start(|_| Script {
+        steps: vec![
+            Step::Send(Bytes::from_static(
+                b"data: {\"choices\":[{\"text\":\"a\"}]}\n\n",
+            )),
+            Step::Send(Bytes::from_static(
+                b"data: {\"choices\":[{\"text\":\"b\"}]}\n\n",
+            )),
+            Step::Sleep(Duration::from_secs(30)),
+        ],
+        ..Script::sse(&[])
+    })
+    .await;
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        c2.cancel();
+    });
+    let started = std::time::Instant::now();
+    let r = w.send(spec(Some(100)), dispatch(3), cancel).await;
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert_eq!(r.chunks.len(), 2);
+    assert_eq!(r.id, 3);
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // Cancelled before dispatch: nothing sent.
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let r = w.send(spec(Some(1)), dispatch(4), cancel).await;
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert_eq!(srv.seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn long_prompt_and_multi_megabyte_response() {
+    // ~600 KB prompt (a 128k-token context) and a 4 MB reply in 64 KB events.
+    let piece = "y".repeat(64 << 10);
+    let event = format!(r#"{{"choices":[{{"text":"{piece}"}}]}}"#);
+    let mut events: Vec<String> = (0..64).map(|_| event.clone()).collect();
+    events.push(r#"{"choices":[{"text":"z","finish_reason":"length"}]}"#.into());
+    events.push("[DONE]".into());
+    let srv = common::start(move |_| {
+        let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+        Script::sse(&refs)
+    })
+    .await;
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    let prompt: String = "word ".repeat(120_000);
+    let r = w
+        .send(
+            RequestSpec {
+                prompt: prompt.clone().into(),
+                prompt_tokens: 120_000,
+                output_tokens: Some(65),
+            },
+            dispatch(1),
+            CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.chunks.len(), 65);
+    let b = body_json(&srv.seen.lock().unwrap()[0]);
+    assert_eq!(b["prompt"].as_str().map(str::len), Some(prompt.len()));
+}
+
+#[tokio::test]
+async fn non_streamed_json_reply_is_read_whole() {
+    let srv = common::start(|_| Script {
+        content_type: "application/json",
+        ..Script::status(
+            200,
+            r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+        )
+    })
+    .await;
+    let r = send(
+        &Worker::new(config(srv.url(), BackendKind::OpenAiChat))
+            .await
+            .unwrap(),
+        None,
+    )
+    .await;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.chunks.len(), 1);
+    assert_eq!(r.output_tokens, 1);
+}
+
+#[tokio::test]
+async fn health_check_and_model_discovery() {
+    let srv = common::start(|s| match s.path_and_query.as_str() {
+        "/v1/models" => Script::status(
+            200,
+            r#"{"object":"list","data":[{"id":"meta/llama","object":"model"}]}"#,
+        ),
+        _ => Script::status(404, "not found"),
+    })
+    .await;
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.model = None;
+    let w = Worker::new(cfg).await.unwrap();
+    w.health_check().await.unwrap();
+    assert_eq!(w.model(), None);
+    assert_eq!(w.discover_model().await.unwrap(), "meta/llama");
+    assert_eq!(w.model(), Some("meta/llama"));
+    let _ = send(&w, Some(1)).await;
+    let seen = srv.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(body_json(&seen)["model"], "meta/llama");
+}
+
+#[tokio::test]
+async fn health_check_errors_are_clear() {
+    // Refused.
+    let port = common::closed_port().await;
+    let w = Worker::new(config(
+        format!("http://127.0.0.1:{port}"),
+        BackendKind::OpenAiCompletions,
+    ))
+    .await
+    .unwrap();
+    let e = w.health_check().await.unwrap_err();
+    assert!(matches!(e, Error::Unreachable { .. }), "{e}");
+    // Some other web server.
+    let srv = common::start(|_| Script {
+        content_type: "text/html",
+        ..Script::status(404, "<html>nginx</html>")
+    })
+    .await;
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    let e = w.health_check().await.unwrap_err();
+    assert!(matches!(e, Error::NotAnLlmServer { .. }), "{e}");
+    assert!(w.discover_model().await.is_ok()); // configured model: no request needed
+                                               // Wrong key: the message names the flag, never the key.
+    let srv = common::start(|_| Script::status(401, "{\"error\":\"bad key\"}")).await;
+    let mut cfg = config(srv.url(), BackendKind::OpenAiCompletions);
+    cfg.api_key = Some("sk-wrong".into());
+    let e = Worker::new(cfg)
+        .await
+        .unwrap()
+        .health_check()
+        .await
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, Error::Unauthorized { status: 401, .. }),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("--api-key") && !msg.contains("sk-wrong"),
+        "{msg}"
+    );
+    // TGI: no /v1/models but /health.
+    let srv = common::start(|s| match s.path_and_query.as_str() {
+        "/health" => Script::status(200, ""),
+        "/info" => Script::status(200, r#"{"model_id":"bigscience/bloom"}"#),
+        _ => Script::status(404, ""),
+    })
+    .await;
+    let mut cfg = config(srv.url(), BackendKind::Tgi);
+    cfg.model = None;
+    let w = Worker::new(cfg).await.unwrap();
+    w.health_check().await.unwrap();
+    assert_eq!(w.discover_model().await.unwrap(), "bigscience/bloom");
+}
+
+#[tokio::test]
+async fn invalid_configuration_is_rejected_up_front() {
+    let mut cfg = config("http://127.0.0.1:1".into(), BackendKind::OpenAiCompletions);
+    cfg.headers = vec![("Bad Header".into(), "v".into())];
+    assert!(matches!(
+        Worker::new(cfg).await,
+        Err(Error::InvalidHeader { .. })
+    ));
+    let mut cfg = config("http://127.0.0.1:1".into(), BackendKind::OpenAiCompletions);
+    cfg.headers = vec![("X-Key".into(), "line\nbreak-secret".into())];
+    let e = Worker::new(cfg).await.unwrap_err().to_string();
+    assert!(!e.contains("secret"), "{e}");
+    let cfg = config("localhost:8000".into(), BackendKind::OpenAiCompletions);
+    assert!(matches!(
+        Worker::new(cfg).await,
+        Err(Error::InvalidTarget { .. })
+    ));
+}
