@@ -48,7 +48,7 @@ pub use synthetic::{Composer, Mode};
 
 #[derive(Debug)]
 enum Source {
-    Synthetic(synthetic::SyntheticSource),
+    Synthetic(Box<synthetic::SyntheticSource>),
     File(files::FileSource),
     ShareGpt(files::ShareGptSource),
     Book(book::BookSource),
@@ -107,7 +107,7 @@ impl Loader {
                 if verify {
                     composer = composer.verify_every_prompt();
                 }
-                Source::Synthetic(synthetic::SyntheticSource::new(c, composer)?)
+                Source::Synthetic(Box::new(synthetic::SyntheticSource::new(c, composer)?))
             }
             DataSpec::File(c) => Source::File(files::FileSource::new(c, tokenizer.clone())?),
             DataSpec::ShareGpt(c) => {

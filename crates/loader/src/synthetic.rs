@@ -29,7 +29,7 @@ use crate::spec::SyntheticConfig;
 use crate::Error;
 
 /// Seed of the calibration text's shuffle (fixed: the proof must not depend on the data seed).
-const CALIBRATION_SEED: u64 = 0x0ca1_1b8a_7e;
+const CALIBRATION_SEED: u64 = 0x000c_a11b_8a7e;
 /// Attempts at adjusting a prompt to its exact count before giving up.
 const MAX_ADJUST: usize = 12;
 
