@@ -185,7 +185,7 @@ fn html_report_renders_in_chromium_offline_without_errors() {
 
     let run = common::sample_run(&bench_report::StatsOptions::default());
     let page = work.join("report.html");
-    bench_report::write_outputs(&run, &[page.clone()]).expect("write html");
+    bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");
     let shot = work.join("report.png");
     let v = visit(&chromium, &page, &work, &shot);
     assert!(
