@@ -36,7 +36,8 @@ svg .title{font-size:13px;font-weight:600;fill:#1d232a}svg .tick{font-size:10px;
 svg .label{font-size:11px;fill:#333}svg .legend{font-size:10px;fill:#333}svg .empty{font-size:13px;fill:#888}\
 svg .grid{stroke:#eceff2;stroke-width:1}svg .axis{stroke:#888;stroke-width:1}\
 pre{background:#f6f8fa;padding:8px;font-size:12px;overflow:auto;max-height:320px}\
-details{margin:8px 0}summary{cursor:pointer;font-weight:600}";
+details{margin:8px 0}summary{cursor:pointer;font-weight:600}\
+.kv td{text-align:left}.scroll{overflow-x:auto}";
 
 /// Renders `run` as one self-contained HTML page: run metadata, a summary table, charts of
 /// latency percentiles and throughput against request rate across the sweep, and per
@@ -56,7 +57,7 @@ pub fn render_html(run: &RunReport) -> String {
         esc(&run.created),
         run.schema_version
     );
-    h.push_str("<table>\n");
+    h.push_str("<table class=\"kv\">\n");
     for (k, v) in [
         ("Target", env.target.as_str()),
         ("Model", env.model.as_str()),
@@ -95,7 +96,7 @@ fn pct(b: &BenchmarkReport, m: Metric, p: f64) -> String {
 }
 
 fn summary_table(h: &mut String, run: &RunReport) {
-    h.push_str("<h2>Summary</h2>\n<table>\n<tr><th>Benchmark</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Target rate</th><th>Req/s</th><th>Concurrency</th><th>Out tok/s</th><th>Total tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2EL p50</th><th>E2EL p99</th><th>Goodput/s</th></tr>\n");
+    h.push_str("<h2>Summary</h2>\n<div class=\"scroll\"><table>\n<tr><th>Benchmark</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Target rate</th><th>Req/s</th><th>Concurrency</th><th>Out tok/s</th><th>Total tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2EL p50</th><th>E2EL p99</th><th>Goodput/s</th></tr>\n");
     for b in &run.benchmarks {
         let _ = writeln!(
             h,
@@ -121,7 +122,7 @@ fn summary_table(h: &mut String, run: &RunReport) {
                 .map_or("-".into(), |g| format!("{:.2}", g.per_s)),
         );
     }
-    h.push_str("</table>\n<p class=\"meta\">Latencies in milliseconds.</p>\n");
+    h.push_str("</table></div>\n<p class=\"meta\">Latencies in milliseconds.</p>\n");
 }
 
 /// Series of `metric` at `percentiles` against completed requests/s, one point per benchmark.

@@ -33,8 +33,8 @@ pub(crate) const PALETTE: [&str; 6] = [
 const W: f64 = 460.0;
 const H: f64 = 280.0;
 const L: f64 = 62.0;
-const R: f64 = 12.0;
-const T: f64 = 30.0;
+const R: f64 = 24.0;
+const T: f64 = 46.0;
 const B: f64 = 48.0;
 
 /// Round tick values covering `[lo, hi]` (about five).
@@ -169,8 +169,10 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
         T + (H - T - B) / 2.0,
         esc(&axes.y_label)
     );
-    // Lines, points with tooltips, legend.
-    for (i, se) in series.iter().enumerate() {
+    // Lines, points with tooltips; the legend sits between the title and the plot.
+    let mut lx = L;
+    let mut ly = 34.0;
+    for se in series.iter() {
         let good: Vec<(usize, (f64, f64))> = se
             .points
             .iter()
@@ -204,8 +206,11 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
                 esc(note)
             );
         }
-        let lx = L + 8.0 + (i as f64 % 3.0) * 130.0;
-        let ly = T + 10.0 + (i / 3) as f64 * 14.0;
+        let item_w = 22.0 + 6.0 * se.name.chars().count() as f64;
+        if lx + item_w > W - R && lx > L {
+            lx = L;
+            ly += 12.0;
+        }
         let _ = write!(
             s,
             "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"10\" height=\"3\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"legend\">{}</text>",
@@ -215,6 +220,7 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
             ly,
             esc(&se.name)
         );
+        lx += item_w;
     }
     s.push_str("</svg>");
     s
