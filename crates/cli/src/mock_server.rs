@@ -1,20 +1,275 @@
-//! `bench mock-server`. (Owned by the simulator work, issue 2.)
+//! `bench mock-server`: serve the built-in LLM server simulator until interrupted.
+//!
+//! Flags override the config file (`--config`), which overrides the defaults documented on
+//! `bench_mock::MockConfig` and in `docs/simulator.md`.
 
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+use bench_mock::{MockConfig, MockServer};
 use clap::Args;
+
+use crate::UsageError;
 
 /// Arguments of `bench mock-server`.
 #[derive(Debug, Args)]
+#[command(after_help = "Prints `listening on URL` on stdout once serving. \
+    The engine model, the closed-form capacity and the request log format are described in \
+    docs/simulator.md.")]
 pub struct MockServerArgs {
-    /// Address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// Port to bind (0 picks a free one).
+    /// YAML or JSON file of simulator settings (keys as in docs/simulator.md); flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to bind [default: 127.0.0.1].
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to bind; 0 picks a free one.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
+    /// Model name served and echoed [default: mock-model].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Most sequences in the batch at once; more wait in a FIFO queue [default: 64].
+    #[arg(long, value_name = "N")]
+    pub max_batch: Option<u32>,
+    /// Fixed part of a decode step, ms [default: 8].
+    #[arg(long, value_name = "MS")]
+    pub step_base_ms: Option<f64>,
+    /// Added to a decode step per sequence in the batch, ms [default: 0.1].
+    #[arg(long, value_name = "MS")]
+    pub step_per_seq_ms: Option<f64>,
+    /// Fixed part of a prefill, ms [default: 2].
+    #[arg(long, value_name = "MS")]
+    pub prefill_overhead_ms: Option<f64>,
+    /// Prefill speed, prompt tokens/s; 0 = prompt length costs nothing [default: 10000].
+    #[arg(long, value_name = "TOK_PER_S")]
+    pub prefill_rate: Option<f64>,
+    /// Zero-delay mode: no prefill or decode time, every response written at once (sets the
+    /// four timing parameters to 0).
+    #[arg(long)]
+    pub zero_delay: bool,
+    /// Output limit when a request names none [default: 128].
+    #[arg(long, value_name = "N")]
+    pub default_max_tokens: Option<u32>,
+    /// Longest prompt + output a request may ask for [default: 131072].
+    #[arg(long, value_name = "N")]
+    pub max_model_len: Option<u32>,
+    /// Always generate the output limit, as if every request set ignore_eos.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Seed of EOS lengths, faults and output words [default: 0].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// tokenizer.json counting prompt tokens and choosing output words [default: built-in].
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    /// Serve HTTPS with a self-signed certificate (ALPN h2, http/1.1).
+    #[arg(long)]
+    pub tls: bool,
+    /// Write the self-signed certificate (PEM) here, for clients' --cacert.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub cert_out: Option<PathBuf>,
+    /// Append one JSON line per generation request (ground truth) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_requests: Option<PathBuf>,
+    /// Include every token's write time in the request log.
+    #[arg(long)]
+    pub log_token_times: bool,
+    /// Fraction of requests answered 429 with an error body.
+    #[arg(long, value_name = "FRACTION")]
+    pub fail_429: Option<f64>,
+    /// Fraction of requests answered 500 with an error body.
+    #[arg(long, value_name = "FRACTION")]
+    pub fail_500: Option<f64>,
+    /// Fraction of requests answered 503 with an error body.
+    #[arg(long, value_name = "FRACTION")]
+    pub fail_503: Option<f64>,
+    /// Fraction of streams whose connection is reset mid-stream.
+    #[arg(long, value_name = "FRACTION")]
+    pub reset_rate: Option<f64>,
+    /// Fraction of streams that get one malformed SSE event.
+    #[arg(long, value_name = "FRACTION")]
+    pub malformed_rate: Option<f64>,
+    /// Fraction of streams ended by an in-stream `data: {"error": ...}` event.
+    #[arg(long, value_name = "FRACTION")]
+    pub stream_error_rate: Option<f64>,
+    /// Fraction of streams that stall (stop sending without closing).
+    #[arg(long, value_name = "FRACTION")]
+    pub stall_rate: Option<f64>,
+    /// Stall length in ms; 0 stalls until the client leaves [default: 0].
+    #[arg(long, value_name = "MS")]
+    pub stall_ms: Option<u64>,
+    /// Fraction of requests whose response headers are delayed.
+    #[arg(long, value_name = "FRACTION")]
+    pub slow_headers_rate: Option<f64>,
+    /// Delay of slow response headers, ms [default: 1000].
+    #[arg(long, value_name = "MS")]
+    pub slow_headers_ms: Option<u64>,
+    /// Runtime worker threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
-pub fn run(_args: MockServerArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::UsageError::new("`bench mock-server` is not built yet").into())
+impl MockServerArgs {
+    /// Defaults, then the config file, then flags; validated.
+    fn resolve(&self) -> anyhow::Result<MockConfig> {
+        let mut c = match &self.config {
+            Some(path) => {
+                MockConfig::from_file(path).map_err(|e| UsageError::new(e.to_string()))?
+            }
+            None => MockConfig::default(),
+        };
+        c.port = self.port;
+        if let Some(v) = &self.host {
+            c.host = v.clone();
+        }
+        if let Some(v) = &self.model {
+            c.model = v.clone();
+        }
+        macro_rules! set {
+            ($($flag:ident => $($field:ident).+),* $(,)?) => {
+                $(if let Some(v) = self.$flag.clone() { c.$($field).+ = v; })*
+            };
+        }
+        set!(
+            max_batch => max_batch,
+            step_base_ms => step_base_ms,
+            step_per_seq_ms => step_per_seq_ms,
+            prefill_overhead_ms => prefill_overhead_ms,
+            prefill_rate => prefill_rate,
+            default_max_tokens => default_max_tokens,
+            max_model_len => max_model_len,
+            seed => seed,
+            fail_429 => faults.http_429,
+            fail_500 => faults.http_500,
+            fail_503 => faults.http_503,
+            reset_rate => faults.reset,
+            malformed_rate => faults.malformed,
+            stream_error_rate => faults.stream_error,
+            stall_rate => faults.stall,
+            stall_ms => faults.stall_ms,
+            slow_headers_rate => faults.slow_headers,
+            slow_headers_ms => faults.slow_headers_ms,
+        );
+        if self.zero_delay {
+            c.step_base_ms = 0.0;
+            c.step_per_seq_ms = 0.0;
+            c.prefill_overhead_ms = 0.0;
+            c.prefill_rate = 0.0;
+        }
+        if let Some(t) = &self.tokenizer {
+            c.tokenizer = Some(t.clone());
+        }
+        if let Some(p) = &self.log_requests {
+            c.log_requests = Some(p.clone());
+        }
+        c.ignore_eos |= self.ignore_eos;
+        c.tls |= self.tls;
+        c.log_token_times |= self.log_token_times;
+        c.validate().map_err(|e| UsageError::new(e.to_string()))?;
+        Ok(c)
+    }
+}
+
+/// Runs the simulator until Ctrl-C (or SIGTERM).
+pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+    let config = args.resolve()?;
+    if args.threads == Some(0) {
+        return Err(UsageError::new("--threads must be at least 1").into());
+    }
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(n) = args.threads {
+        rt.worker_threads(n);
+    }
+    let rt = rt.build().context("starting the async runtime")?;
+    rt.block_on(async move {
+        let server = MockServer::start(config).await.map_err(|e| match e {
+            bench_mock::Error::Bind { .. }
+            | bench_mock::Error::Io(_)
+            | bench_mock::Error::Tls(_) => anyhow::Error::new(e),
+            other => UsageError::new(other.to_string()).into(),
+        })?;
+        if let (Some(path), Some(pem)) = (&args.cert_out, server.tls_certificate_pem()) {
+            std::fs::write(path, pem)
+                .with_context(|| format!("writing the certificate to {}", path.display()))?;
+        }
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening on {}", server.url())?;
+            out.flush()?;
+        }
+        wait_for_signal().await;
+        server.shutdown().await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct T {
+        #[command(flatten)]
+        a: MockServerArgs,
+    }
+
+    fn resolve(args: &[&str]) -> anyhow::Result<MockConfig> {
+        let mut v = vec!["t"];
+        v.extend_from_slice(args);
+        T::try_parse_from(v)?.a.resolve()
+    }
+
+    #[test]
+    fn flags_override_file_and_defaults() {
+        let dir = std::env::temp_dir().join(format!("bench-mockcli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let f = dir.join("m.yaml");
+        std::fs::write(&f, "max_batch: 7\nstep_base_ms: 3\nfaults: {stall: 0.5}\n").expect("w");
+        let c = resolve(&["--config", f.to_str().expect("utf8"), "--max-batch", "9"]).expect("ok");
+        assert_eq!(c.max_batch, 9);
+        assert_eq!(c.step_base_ms, 3.0);
+        assert_eq!(c.faults.stall, 0.5);
+        assert_eq!(c.port, 8000);
+        let c = resolve(&["--zero-delay", "--port", "0", "--fail-503", "0.1"]).expect("ok");
+        assert!(c.is_zero_delay());
+        assert_eq!(c.faults.http_503, 0.1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        let e = resolve(&["--reset-rate", "2"]).expect_err("bad");
+        assert!(e.downcast_ref::<UsageError>().is_some());
+        assert!(e.to_string().contains("faults.reset"), "{e}");
+        let e = resolve(&["--config", "/nonexistent/x.yaml"]).expect_err("bad");
+        assert!(e.downcast_ref::<UsageError>().is_some());
+    }
 }

@@ -1,1 +1,129 @@
-//! The scheduler of bench: drives a backend with request specs according to a load strategy
+//! The scheduler of bench: drives a [`Backend`] with request specs according to a load
+//! [`Strategy`], one benchmark after another.
+//!
+//! This crate owns *when* requests are sent and when a benchmark ends: one loop for every kind
+//! (strategies are data), absolute-clock pacing finer than tokio's millisecond timers,
+//! concurrency slots with the client queue time recorded, cancellation of what is in flight at
+//! the end with a hard deadline, the measurement window (warmup / cooldown), a graceful stop
+//! handle and progress snapshots, and the sweep (probes, then rates derived from what they
+//! measured). It does not own the transport (`bench-worker`), the data (`bench-loader`), nor the
+//! statistics shown to users (`bench-report`): records are handed to an [`Observer`] as they
+//! finish.
+
+mod benchmark;
+mod pacing;
+mod progress;
+mod sweep;
+
+pub use benchmark::{BenchmarkOutcome, BenchmarkPlan, Phase, StopReason};
+pub use pacing::wait_until;
+pub use progress::{Progress, ProgressPhase};
+pub use sweep::{Observer, RunOutcome};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bench_core::{Backend, CancellationToken, Clock};
+pub use bench_profile::ProfileError;
+use tokio::sync::watch;
+
+pub use bench_core;
+pub use bench_profile;
+
+/// Errors of the scheduler: a plan that cannot be run. Per-request failures are never errors;
+/// they are records.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    /// The benchmark's strategy, limits or warmup/cooldown are invalid or do not fit together.
+    #[error("invalid benchmark `{label}`: {source}")]
+    Plan {
+        /// The benchmark's label.
+        label: String,
+        /// Why.
+        #[source]
+        source: ProfileError,
+    },
+    /// The sweep could not derive its rates from the probes.
+    #[error("sweep: {0}")]
+    Sweep(#[source] ProfileError),
+}
+
+/// Tuning of the scheduler itself.
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    /// How long before a due instant the pacer stops sleeping on tokio's (millisecond) timer
+    /// and finishes by spinning, so dispatch lands within microseconds of the intended time.
+    /// Zero sleeps to the instant (right for tokio's paused clock in tests).
+    pub spin: Duration,
+    /// How long requests cancelled at the end of a benchmark may take to return what they
+    /// had before they are abandoned (recorded as incomplete without their partial data).
+    pub cancel_grace: Duration,
+    /// How often progress snapshots are published.
+    pub progress_interval: Duration,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        Self {
+            spin: Duration::from_micros(2000),
+            cancel_grace: Duration::from_secs(2),
+            progress_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Stops a running [`Scheduler`] gracefully: the current benchmark stops dispatching, its
+/// in-flight requests are cancelled (incomplete), it is closed as partial, and no further
+/// benchmark starts. Cheap to clone; safe to call from a signal handler task.
+#[derive(Debug, Clone)]
+pub struct StopHandle(CancellationToken);
+
+impl StopHandle {
+    /// Requests the graceful stop.
+    pub fn stop(&self) {
+        self.0.cancel();
+    }
+
+    /// Whether a stop was requested.
+    pub fn is_stopped(&self) -> bool {
+        self.0.is_cancelled()
+    }
+}
+
+/// Runs benchmarks against one backend on one clock.
+#[derive(Debug)]
+pub struct Scheduler<B> {
+    backend: Arc<B>,
+    clock: Clock,
+    options: SchedulerOptions,
+    interrupt: CancellationToken,
+    progress: watch::Sender<Option<Progress>>,
+}
+
+impl<B: Backend> Scheduler<B> {
+    /// A scheduler sending through `backend`, timing against `clock`.
+    pub fn new(backend: Arc<B>, clock: Clock, options: SchedulerOptions) -> Self {
+        Self {
+            backend,
+            clock,
+            options,
+            interrupt: CancellationToken::new(),
+            progress: watch::channel(None).0,
+        }
+    }
+
+    /// The handle that stops the run gracefully.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle(self.interrupt.clone())
+    }
+
+    /// Progress snapshots of the running benchmark (`None` before the first starts).
+    pub fn progress(&self) -> watch::Receiver<Option<Progress>> {
+        self.progress.subscribe()
+    }
+
+    /// The run clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+}

@@ -1,0 +1,299 @@
+//! The response body: a whole buffer, or a pre-rendered stream written frame by frame as the
+//! engine releases tokens, with the injected stops (reset, stall) and the ground-truth record.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+
+use crate::engine::SeqHandle;
+use crate::log::{EndKind, RequestLog, RequestLogEntry};
+use crate::metrics::Metrics;
+use crate::render::{Rendered, Stop};
+
+/// Per-connection state the bodies can touch.
+#[derive(Debug, Default)]
+pub(crate) struct ConnShared {
+    /// Set by a body that injects a reset on an HTTP/1.1 connection: the connection's socket is
+    /// closed with `SO_LINGER` 0 (a TCP RST) when hyper drops it.
+    pub reset: AtomicBool,
+}
+
+/// The error a body returns to make hyper abort the connection (HTTP/1.1) or reset the stream
+/// (HTTP/2).
+#[derive(Debug, thiserror::Error)]
+#[error("simulated fault: connection reset")]
+pub(crate) struct InjectedReset;
+
+/// The ground-truth record being built for one response.
+#[derive(Debug)]
+pub(crate) struct LogState {
+    pub entry: RequestLogEntry,
+    pub sink: Arc<RequestLog>,
+}
+
+impl LogState {
+    fn tokens_written(&mut self, tokens: u32) {
+        if tokens == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let ns = self.sink.timebase.unix_ns(now);
+        if self.entry.first_token.is_none() {
+            self.entry.first_token = Some(now);
+            self.entry.first_token_unix_ns = Some(ns);
+        }
+        self.entry.last_token = Some(now);
+        self.entry.last_token_unix_ns = Some(ns);
+        self.entry.output_tokens += tokens;
+        if self.sink.token_times {
+            self.entry
+                .token_unix_ns
+                .extend(std::iter::repeat_n(ns, tokens as usize));
+        }
+    }
+}
+
+/// A response body.
+#[derive(Debug)]
+pub(crate) struct MockBody {
+    inner: Inner,
+    log: Option<Box<LogState>>,
+    end: EndKind,
+    /// Zero-delay mode counts in-flight streams as running.
+    running: Option<Arc<Metrics>>,
+}
+
+#[derive(Debug)]
+enum Inner {
+    Done,
+    /// A whole body carrying `tokens` tokens.
+    Full(Bytes, u32),
+    Stream(Box<StreamState>),
+}
+
+#[derive(Debug)]
+struct StreamState {
+    r: Rendered,
+    next: u32,
+    gate: Option<SeqHandle>,
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+    stall_for: Option<Duration>,
+    conn: Arc<ConnShared>,
+    http1: bool,
+    tokens: u32,
+}
+
+impl MockBody {
+    /// An empty body.
+    pub(crate) fn empty() -> Self {
+        Self::full(Bytes::new(), 0, None)
+    }
+
+    /// A whole body that carries `tokens` output tokens.
+    pub(crate) fn full(data: Bytes, tokens: u32, log: Option<Box<LogState>>) -> Self {
+        let inner = if data.is_empty() && tokens == 0 {
+            Inner::Done
+        } else {
+            Inner::Full(data, tokens)
+        };
+        let end = if matches!(inner, Inner::Done) {
+            EndKind::Completed
+        } else {
+            EndKind::ClientGone
+        };
+        Self {
+            inner,
+            log,
+            end,
+            running: None,
+        }
+    }
+
+    /// A streamed body of `tokens` output tokens. `gate` paces it (none: write at once).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn stream(
+        r: Rendered,
+        tokens: u32,
+        gate: Option<SeqHandle>,
+        stall_for: Option<Duration>,
+        conn: Arc<ConnShared>,
+        http1: bool,
+        log: Option<Box<LogState>>,
+        running: Option<Arc<Metrics>>,
+    ) -> Self {
+        if let Some(m) = &running {
+            m.running_add(1);
+        }
+        Self {
+            inner: Inner::Stream(Box::new(StreamState {
+                r,
+                next: 0,
+                gate,
+                stall: None,
+                stall_for,
+                conn,
+                http1,
+                tokens,
+            })),
+            log,
+            end: EndKind::ClientGone,
+            running,
+        }
+    }
+}
+
+impl Body for MockBody {
+    type Data = Bytes;
+    type Error = InjectedReset;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, InjectedReset>>> {
+        let this = self.get_mut();
+        match &mut this.inner {
+            Inner::Done => Poll::Ready(None),
+            Inner::Full(..) => {
+                let Inner::Full(data, tokens) = std::mem::replace(&mut this.inner, Inner::Done)
+                else {
+                    return Poll::Ready(None);
+                };
+                if let Some(log) = &mut this.log {
+                    log.tokens_written(tokens);
+                }
+                this.end = EndKind::Completed;
+                Poll::Ready(Some(Ok(Frame::data(data))))
+            }
+            Inner::Stream(s) => {
+                let frames = s.r.frames();
+                loop {
+                    if let Some((k, stop)) = s.r.stop {
+                        if k == s.next {
+                            // A stop strikes when the token after it is released.
+                            if let Some(g) = &s.gate {
+                                if g.poll_released(cx, (k + 1).min(s.tokens)).is_pending() {
+                                    return Poll::Pending;
+                                }
+                            }
+                            match stop {
+                                Stop::Reset => {
+                                    if s.http1 {
+                                        s.conn.reset.store(true, Ordering::Release);
+                                    }
+                                    this.end = EndKind::Reset;
+                                    this.inner = Inner::Done;
+                                    return Poll::Ready(Some(Err(InjectedReset)));
+                                }
+                                Stop::Stall => {
+                                    this.end = EndKind::Stalled;
+                                    let Some(d) = s.stall_for else {
+                                        // Until the client leaves: nothing will wake us.
+                                        return Poll::Pending;
+                                    };
+                                    let sleep = s
+                                        .stall
+                                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(d)));
+                                    if sleep.as_mut().poll(cx).is_pending() {
+                                        return Poll::Pending;
+                                    }
+                                    s.stall = None;
+                                    s.r.stop = None;
+                                    this.end = EndKind::ClientGone;
+                                    continue;
+                                }
+                            }
+                        }
+                    }
+                    if s.next >= frames {
+                        let error_event = s_error_event(frames, s.r.token_frames);
+                        this.inner = Inner::Done;
+                        this.end = if error_event {
+                            EndKind::StreamError
+                        } else {
+                            EndKind::Completed
+                        };
+                        return Poll::Ready(None);
+                    }
+                    // Frame j may go once min(j + 1, tokens) tokens are released.
+                    let mut upto = frames;
+                    if let Some(g) = &s.gate {
+                        match g.poll_released(cx, (s.next + 1).min(s.tokens)) {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(r) => {
+                                upto = if r >= s.tokens { frames } else { r.min(frames) };
+                            }
+                        }
+                    }
+                    if let Some((k, _)) = s.r.stop {
+                        upto = upto.min(k);
+                    }
+                    let start = if s.next == 0 {
+                        0
+                    } else {
+                        s.r.ends.get(s.next as usize - 1).copied().unwrap_or(0) as usize
+                    };
+                    let end = if s.r.ends.is_empty() {
+                        s.r.data.len()
+                    } else {
+                        s.r.ends
+                            .get(upto as usize - 1)
+                            .copied()
+                            .unwrap_or(s.r.data.len() as u32) as usize
+                    };
+                    let tokens = upto.min(s.r.token_frames).saturating_sub(s.next);
+                    s.next = upto;
+                    if let Some(log) = &mut this.log {
+                        log.tokens_written(tokens);
+                    }
+                    let chunk = s.r.data.slice(start..end);
+                    if s.next >= frames && s.r.stop.is_none_or(|(k, _)| k > frames) {
+                        // Written everything: release the engine slot now if still held.
+                        s.gate = None;
+                        this.end = if s_error_event(frames, s.r.token_frames) {
+                            EndKind::StreamError
+                        } else {
+                            EndKind::Completed
+                        };
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(chunk))));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.inner, Inner::Done)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            Inner::Done => SizeHint::with_exact(0),
+            Inner::Full(b, _) => SizeHint::with_exact(b.len() as u64),
+            Inner::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// An error frame follows the token frames.
+fn s_error_event(frames: u32, token_frames: u32) -> bool {
+    frames > token_frames
+}
+
+impl Drop for MockBody {
+    fn drop(&mut self) {
+        if let Some(m) = &self.running {
+            m.running_add(-1);
+        }
+        if let Some(mut log) = self.log.take() {
+            log.entry.end = self.end;
+            let LogState { entry, sink } = *log;
+            sink.push(entry);
+        }
+    }
+}

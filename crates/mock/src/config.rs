@@ -1,0 +1,324 @@
+//! Simulator settings: engine parameters, API defaults, transport, ground-truth log and faults.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// Everything the simulator can be told. Every field has a default (see [`MockConfig::default`]),
+/// so a config file (YAML or JSON) need only name what it changes; unknown keys are rejected.
+///
+/// The engine is in *zero-delay mode* when the four timing parameters (`step_base_ms`,
+/// `step_per_seq_ms`, `prefill_overhead_ms`, `prefill_rate`) are all 0: every request is then
+/// answered at once, its whole body written in one go, with no batching or queueing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MockConfig {
+    /// Address to bind. Default `127.0.0.1`.
+    pub host: String,
+    /// Port to bind; 0 picks a free one. Default 0.
+    pub port: u16,
+    /// Model name served by `/v1/models` and echoed in responses. Any model name in a request is
+    /// accepted. Default `mock-model`.
+    pub model: String,
+    /// At most this many sequences hold a batch slot (prefilling or decoding) at once; further
+    /// requests wait in a FIFO queue. Default 64.
+    pub max_batch: u32,
+    /// Fixed part of one decode step, in milliseconds. Default 8.
+    pub step_base_ms: f64,
+    /// Added to a decode step for every sequence holding a batch slot, in milliseconds.
+    /// Default 0.1.
+    pub step_per_seq_ms: f64,
+    /// Fixed part of a sequence's prefill, in milliseconds. Default 2.
+    pub prefill_overhead_ms: f64,
+    /// Prefill speed in prompt tokens per second; 0 means prompt length costs nothing.
+    /// Default 10000.
+    pub prefill_rate: f64,
+    /// Output limit of a request that names none (`max_tokens`, `max_completion_tokens`,
+    /// `max_new_tokens`). Default 128.
+    pub default_max_tokens: u32,
+    /// Longest prompt plus output a request may ask for; longer requests are answered 400, as
+    /// vLLM answers them. Default 131072.
+    pub max_model_len: u32,
+    /// Treat every request as if it set `ignore_eos`: always generate the output limit.
+    /// Default false.
+    pub ignore_eos: bool,
+    /// Seed of every random choice (EOS lengths, faults, output words). Default 0.
+    pub seed: u64,
+    /// A `tokenizer.json` counting prompt tokens and choosing output words; `None` uses the
+    /// built-in tokenizer of `bench-tokenizer`. Default none.
+    pub tokenizer: Option<PathBuf>,
+    /// Serve HTTPS with a self-signed certificate made at start (ALPN h2 and http/1.1) instead
+    /// of cleartext. Default false.
+    pub tls: bool,
+    /// Append one JSON line per generation request to this file (see `docs/simulator.md`).
+    /// Default none.
+    pub log_requests: Option<PathBuf>,
+    /// Include every token's write time in the request log lines (and in-process records).
+    /// Default false.
+    pub log_token_times: bool,
+    /// Keep the request log in memory too, readable with `MockServer::request_log`, so a client
+    /// in the same process can compare its measurements. Default false.
+    pub record_requests: bool,
+    /// Fault injection. Default: none.
+    pub faults: Faults,
+}
+
+/// Seeded fault injection. Each `*_rate` is the fraction (0 to 1) of generation requests that get
+/// the fault; the draws are independent, so faults combine. Stream faults strike "after k
+/// tokens", with k drawn uniformly from 1 to max(1, n - 1) for an n-token answer; when several
+/// terminal faults (reset, error event, stall) are drawn, the earliest takes effect. Stream
+/// faults apply to streaming responses only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Faults {
+    /// Fraction answered `429 Too Many Requests` with an error body. Default 0.
+    pub http_429: f64,
+    /// Fraction answered `500 Internal Server Error` with an error body. Default 0.
+    pub http_500: f64,
+    /// Fraction answered `503 Service Unavailable` with an error body. Default 0.
+    pub http_503: f64,
+    /// Fraction whose connection is reset after k tokens (HTTP/1.1: TCP RST; HTTP/2: the
+    /// stream is reset with `RST_STREAM`). Default 0.
+    pub reset: f64,
+    /// Fraction that get one malformed SSE event (truncated JSON) after k tokens; the stream
+    /// then goes on normally. Default 0.
+    pub malformed: f64,
+    /// Fraction that get an in-stream error event (`data: {"error": ...}`) after k tokens, which
+    /// ends the stream. Default 0.
+    pub stream_error: f64,
+    /// Fraction that stop sending after k tokens without closing. Default 0.
+    pub stall: f64,
+    /// How long a stall lasts in milliseconds, after which the stream resumes; 0 stalls until
+    /// the client goes away. Default 0.
+    pub stall_ms: u64,
+    /// Fraction whose response headers are delayed by `slow_headers_ms`. Default 0.
+    pub slow_headers: f64,
+    /// The delay of slow response headers, in milliseconds. Default 1000.
+    pub slow_headers_ms: u64,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 0,
+            model: "mock-model".into(),
+            max_batch: 64,
+            step_base_ms: 8.0,
+            step_per_seq_ms: 0.1,
+            prefill_overhead_ms: 2.0,
+            prefill_rate: 10_000.0,
+            default_max_tokens: 128,
+            max_model_len: 131_072,
+            ignore_eos: false,
+            seed: 0,
+            tokenizer: None,
+            tls: false,
+            log_requests: None,
+            log_token_times: false,
+            record_requests: false,
+            faults: Faults::default(),
+        }
+    }
+}
+
+impl Faults {
+    /// True when no fault can ever be drawn.
+    pub fn is_none(&self) -> bool {
+        self.http_429 == 0.0
+            && self.http_500 == 0.0
+            && self.http_503 == 0.0
+            && self.reset == 0.0
+            && self.malformed == 0.0
+            && self.stream_error == 0.0
+            && self.stall == 0.0
+            && self.slow_headers == 0.0
+    }
+}
+
+impl MockConfig {
+    /// The default configuration in zero-delay mode: no prefill, no decode time, every response
+    /// written as fast as the socket takes it.
+    pub fn zero_delay() -> Self {
+        Self {
+            step_base_ms: 0.0,
+            step_per_seq_ms: 0.0,
+            prefill_overhead_ms: 0.0,
+            prefill_rate: 0.0,
+            ..Self::default()
+        }
+    }
+
+    /// Reads a YAML or JSON config file (JSON when the name ends in `.json`, YAML otherwise).
+    /// Missing keys take their defaults; unknown keys are an error naming the key.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadConfig {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let parsed: Result<Self, String> = if is_json {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            serde_yaml::from_str(&text).map_err(|e| e.to_string())
+        };
+        let config = parsed.map_err(|message| Error::ParseConfig {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// True in zero-delay mode (all four timing parameters 0).
+    pub fn is_zero_delay(&self) -> bool {
+        self.step_base_ms == 0.0
+            && self.step_per_seq_ms == 0.0
+            && self.prefill_overhead_ms == 0.0
+            && self.prefill_rate == 0.0
+    }
+
+    /// Checks every value, naming the first bad one.
+    pub fn validate(&self) -> Result<(), Error> {
+        fn invalid(field: &'static str, message: impl Into<String>) -> Error {
+            Error::Invalid {
+                field,
+                message: message.into(),
+            }
+        }
+        if self.max_batch == 0 {
+            return Err(invalid("max_batch", "must be at least 1"));
+        }
+        if self.default_max_tokens == 0 {
+            return Err(invalid("default_max_tokens", "must be at least 1"));
+        }
+        if self.max_model_len == 0 {
+            return Err(invalid("max_model_len", "must be at least 1"));
+        }
+        if self.model.is_empty() {
+            return Err(invalid("model", "must not be empty"));
+        }
+        for (field, v) in [
+            ("step_base_ms", self.step_base_ms),
+            ("step_per_seq_ms", self.step_per_seq_ms),
+            ("prefill_overhead_ms", self.prefill_overhead_ms),
+            ("prefill_rate", self.prefill_rate),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(invalid(
+                    field,
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
+            }
+        }
+        // One step or prefill longer than an hour is certainly a unit mistake.
+        for (field, v) in [
+            ("step_base_ms", self.step_base_ms),
+            ("step_per_seq_ms", self.step_per_seq_ms),
+            ("prefill_overhead_ms", self.prefill_overhead_ms),
+        ] {
+            if v > 3_600_000.0 {
+                return Err(invalid(field, format!("{v} ms is more than an hour")));
+            }
+        }
+        let f = &self.faults;
+        for (field, v) in [
+            ("faults.http_429", f.http_429),
+            ("faults.http_500", f.http_500),
+            ("faults.http_503", f.http_503),
+            ("faults.reset", f.reset),
+            ("faults.malformed", f.malformed),
+            ("faults.stream_error", f.stream_error),
+            ("faults.stall", f.stall),
+            ("faults.slow_headers", f.slow_headers),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(invalid(
+                    field,
+                    format!("must be a fraction in [0, 1], got {v}"),
+                ));
+            }
+        }
+        let http = f.http_429 + f.http_500 + f.http_503;
+        if http > 1.0 + 1e-9 {
+            return Err(invalid(
+                "faults.http_429",
+                format!("http_429 + http_500 + http_503 must be at most 1, got {http}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_zero_delay_is_detected() {
+        assert!(MockConfig::default().validate().is_ok());
+        assert!(!MockConfig::default().is_zero_delay());
+        assert!(MockConfig::zero_delay().is_zero_delay());
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_by_name() {
+        let err = serde_yaml::from_str::<MockConfig>("max_batch: 4\nmax_bach: 3\n")
+            .expect_err("unknown key");
+        assert!(err.to_string().contains("max_bach"), "{err}");
+        let err = serde_yaml::from_str::<MockConfig>("faults: {resett: 0.1}\n").expect_err("x");
+        assert!(err.to_string().contains("resett"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let c = MockConfig {
+            faults: Faults {
+                reset: 1.5,
+                ..Faults::default()
+            },
+            ..MockConfig::default()
+        };
+        let e = c.validate().expect_err("invalid");
+        assert!(e.to_string().contains("faults.reset"), "{e}");
+        let c = MockConfig {
+            step_base_ms: f64::NAN,
+            ..MockConfig::default()
+        };
+        assert!(c.validate().is_err());
+        let c = MockConfig {
+            max_batch: 0,
+            ..MockConfig::default()
+        };
+        assert!(c
+            .validate()
+            .expect_err("x")
+            .to_string()
+            .contains("max_batch"));
+    }
+
+    #[test]
+    fn files_parse_as_yaml_or_json() {
+        let dir = std::env::temp_dir().join(format!("bench-mock-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let y = dir.join("c.yaml");
+        std::fs::write(&y, "max_batch: 3\nfaults:\n  http_503: 0.5\n").expect("write");
+        let c = MockConfig::from_file(&y).expect("yaml");
+        assert_eq!(c.max_batch, 3);
+        assert_eq!(c.faults.http_503, 0.5);
+        assert_eq!(c.step_base_ms, MockConfig::default().step_base_ms);
+        let j = dir.join("c.json");
+        std::fs::write(&j, r#"{"model": "m", "seed": 9}"#).expect("write");
+        let c = MockConfig::from_file(&j).expect("json");
+        assert_eq!((c.model.as_str(), c.seed), ("m", 9));
+        std::fs::write(&j, r#"{"model": "m", "sed": 9}"#).expect("write");
+        assert!(MockConfig::from_file(&j).is_err());
+        assert!(MockConfig::from_file(dir.join("missing.yaml")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

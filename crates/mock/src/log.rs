@@ -1,0 +1,207 @@
+//! Ground truth: one record per generation request, written as a JSON line to the file given in
+//! `log_requests` and/or kept in memory (`record_requests`).
+//!
+//! Times are Unix-epoch nanoseconds taken from one monotonic clock anchored to the wall clock
+//! at server start, so they are ordered and comparable with each other exactly, and with a
+//! client's wall clock on the same machine up to clock slew. In-process records also carry the
+//! `std::time::Instant`s, for exact comparison with a client in the same process.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::faults::FaultRecord;
+use crate::Error;
+
+/// How a response ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndKind {
+    /// The whole body was written.
+    Completed,
+    /// The client went away (or the server shut down) before the body was written.
+    ClientGone,
+    /// An injected reset ended it.
+    Reset,
+    /// An injected in-stream error event ended it.
+    StreamError,
+    /// An injected stall was in progress when it ended.
+    Stalled,
+}
+
+/// What the simulator did for one generation request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestLogEntry {
+    /// Arrival number, from 0.
+    pub id: u64,
+    /// The request path, e.g. `/v1/completions`.
+    pub endpoint: String,
+    /// Whether the response was streamed.
+    pub stream: bool,
+    /// The response status.
+    pub status: u16,
+    /// Prompt tokens counted by the server's tokenizer (0 for rejected requests).
+    pub prompt_tokens: u32,
+    /// Output tokens the request was to get.
+    pub planned_tokens: u32,
+    /// Output tokens actually written to the client.
+    pub output_tokens: u32,
+    /// Request headers received (Unix ns).
+    pub arrival_unix_ns: u64,
+    /// The first token handed to the connection (Unix ns).
+    pub first_token_unix_ns: Option<u64>,
+    /// The last token handed to the connection (Unix ns).
+    pub last_token_unix_ns: Option<u64>,
+    /// Every token's write time (Unix ns), when `log_token_times` is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub token_unix_ns: Vec<u64>,
+    /// Injected faults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultRecord>,
+    /// How the response ended.
+    pub end: EndKind,
+    /// In-process only: arrival.
+    #[serde(skip)]
+    pub arrival: Option<Instant>,
+    /// In-process only: first token written.
+    #[serde(skip)]
+    pub first_token: Option<Instant>,
+    /// In-process only: last token written.
+    #[serde(skip)]
+    pub last_token: Option<Instant>,
+}
+
+/// Maps instants to Unix nanoseconds through one anchor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timebase {
+    instant: Instant,
+    unix_ns: u64,
+}
+
+impl Timebase {
+    pub(crate) fn now() -> Self {
+        let instant = Instant::now();
+        let unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Self { instant, unix_ns }
+    }
+
+    pub(crate) fn unix_ns(&self, t: Instant) -> u64 {
+        self.unix_ns + t.saturating_duration_since(self.instant).as_nanos() as u64
+    }
+}
+
+/// Where finished records go.
+#[derive(Debug)]
+pub(crate) struct RequestLog {
+    file: Mutex<Option<mpsc::Sender<RequestLogEntry>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    memory: Option<Mutex<Vec<RequestLogEntry>>>,
+    pub(crate) timebase: Timebase,
+    pub(crate) token_times: bool,
+}
+
+impl RequestLog {
+    /// `None` when neither a file nor in-memory records are asked for.
+    pub(crate) fn open(
+        path: Option<&Path>,
+        memory: bool,
+        token_times: bool,
+    ) -> Result<Option<Arc<Self>>, Error> {
+        if path.is_none() && !memory {
+            return Ok(None);
+        }
+        let (tx, writer) = match path {
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|source| Error::RequestLog {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+                let (tx, rx) = mpsc::channel::<RequestLogEntry>();
+                let path = path.to_path_buf();
+                // A plain thread: file writes never block the server's runtime.
+                let handle = std::thread::Builder::new()
+                    .name("mock-request-log".into())
+                    .spawn(move || write_lines(file, &path, rx))
+                    .map_err(|source| Error::RequestLog {
+                        path: Default::default(),
+                        source,
+                    })?;
+                (Some(tx), Some(handle))
+            }
+            None => (None, None),
+        };
+        Ok(Some(Arc::new(Self {
+            file: Mutex::new(tx),
+            writer: Mutex::new(writer),
+            memory: memory.then(|| Mutex::new(Vec::new())),
+            timebase: Timebase::now(),
+            token_times,
+        })))
+    }
+
+    pub(crate) fn push(&self, entry: RequestLogEntry) {
+        if let Some(m) = &self.memory {
+            if let Ok(mut v) = m.lock() {
+                v.push(entry.clone());
+            }
+        }
+        if let Ok(tx) = self.file.lock() {
+            if let Some(tx) = tx.as_ref() {
+                let _ = tx.send(entry);
+            }
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<RequestLogEntry> {
+        self.memory
+            .as_ref()
+            .and_then(|m| m.lock().ok().map(|v| v.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Closes the file after writing everything pushed so far.
+    pub(crate) fn close(&self) -> Option<std::thread::JoinHandle<()>> {
+        if let Ok(mut tx) = self.file.lock() {
+            tx.take();
+        }
+        self.writer.lock().ok().and_then(|mut w| w.take())
+    }
+}
+
+fn write_lines(file: std::fs::File, path: &Path, rx: mpsc::Receiver<RequestLogEntry>) {
+    let mut out = std::io::BufWriter::new(file);
+    let mut failed = false;
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        // Write whatever is queued, then flush, so readers see complete lines promptly.
+        while let Some(entry) = next {
+            if !failed {
+                let r = serde_json::to_writer(&mut out, &entry)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| out.write_all(b"\n"));
+                if let Err(e) = r {
+                    tracing::error!(path = %path.display(), error = %e, "request log write failed");
+                    failed = true;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if !failed {
+            if let Err(e) = out.flush() {
+                tracing::error!(path = %path.display(), error = %e, "request log write failed");
+                failed = true;
+            }
+        }
+    }
+    let _ = out.flush();
+}

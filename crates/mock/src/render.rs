@@ -1,0 +1,580 @@
+//! Response bodies, rendered into one buffer per request from precomputed pieces: no JSON
+//! serializer and no allocation per token. A streaming body is rendered whole when the request
+//! arrives (its length and faults are known then) and sliced into one frame per token; the
+//! engine only decides *when* each slice may be written.
+
+use bytes::Bytes;
+
+use crate::faults::{FaultPlan, Terminal};
+
+/// One output word: a single token of the tokenizer, JSON-escaped, with its token id.
+#[derive(Debug, Clone)]
+pub(crate) struct Word {
+    pub escaped: Box<str>,
+    pub id: u32,
+}
+
+/// The output vocabulary. Words are single tokens that begin with a space, so their
+/// concatenation tokenizes to one token per word.
+#[derive(Debug, Clone)]
+pub(crate) struct Words {
+    items: Vec<Word>,
+}
+
+impl Words {
+    /// `words` must not be empty; the caller guarantees it (the server falls back to a fixed
+    /// list).
+    pub(crate) fn new(words: Vec<(String, u32)>) -> Self {
+        let items = words
+            .into_iter()
+            .map(|(w, id)| Word {
+                escaped: escape(&w).into_boxed_str(),
+                id,
+            })
+            .collect();
+        Self { items }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    #[inline]
+    fn get(&self, start: usize, i: u32) -> &Word {
+        // `items` is never empty (see `new`'s contract); modulo keeps the index in range.
+        let n = self.items.len().max(1);
+        &self.items[(start + i as usize) % n]
+    }
+}
+
+/// JSON string escaping (without the quotes).
+pub(crate) fn escape(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""));
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// Appends the decimal digits of `v`.
+#[inline]
+pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&tmp[i..]);
+}
+
+/// The OpenAI-style endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Oai {
+    Completions,
+    Chat,
+}
+
+/// What every rendering of one request shares.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    pub id: u64,
+    pub created: u64,
+    /// JSON-escaped model name.
+    pub model: &'a str,
+    pub words: &'a Words,
+    pub word_start: usize,
+    /// Output tokens.
+    pub tokens: u32,
+    /// `"length"` or `"stop"` (OpenAI); TGI's names are derived.
+    pub finish_length: bool,
+    pub prompt_tokens: u32,
+}
+
+/// How a stream stops before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Reset,
+    Stall,
+}
+
+/// A rendered streaming body.
+#[derive(Debug)]
+pub(crate) struct Rendered {
+    pub data: Bytes,
+    /// End offset of each frame; empty means one frame (the whole body, written at once).
+    pub ends: Vec<u32>,
+    /// Frames `0..token_frames` carry one token each; later frames (an error event) none.
+    pub token_frames: u32,
+    /// Before writing frame `k`, stop this way.
+    pub stop: Option<(u32, Stop)>,
+}
+
+impl Rendered {
+    pub(crate) fn frames(&self) -> u32 {
+        if self.ends.is_empty() {
+            1
+        } else {
+            self.ends.len() as u32
+        }
+    }
+}
+
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
+fn frame_plan(ctx: &Ctx<'_>, plan: &FaultPlan) -> (u32, Option<(u32, Stop)>, bool) {
+    // (tokens rendered, stop, error event after them)
+    match plan.terminal {
+        Some((k, Terminal::Reset)) => (
+            k.min(ctx.tokens),
+            Some((k.min(ctx.tokens), Stop::Reset)),
+            false,
+        ),
+        Some((k, Terminal::Stall)) => (ctx.tokens, Some((k.min(ctx.tokens), Stop::Stall)), false),
+        Some((k, Terminal::ErrorEvent)) => (k.min(ctx.tokens), None, true),
+        None => (ctx.tokens, None, false),
+    }
+}
+
+/// Renders a streaming OpenAI response. `frames` asks for per-token frame boundaries (timed
+/// mode, or faults that need them).
+pub(crate) fn oai_stream(
+    kind: Oai,
+    ctx: &Ctx<'_>,
+    include_usage: bool,
+    plan: &FaultPlan,
+    frames: bool,
+) -> Rendered {
+    let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
+    let frames = frames || plan.touches_stream();
+    let per_token = ctx.model.len() + 160;
+    let mut b: Vec<u8> = Vec::with_capacity(per_token * (ctx.tokens as usize + 3) + 64);
+    let mut ends = Vec::with_capacity(if frames {
+        rendered_tokens as usize + 1
+    } else {
+        0
+    });
+
+    // The shared event head `data: {"id":"...","object":"...","created":N,"model":"M",` is
+    // written once and copied for every later event.
+    let (id_prefix, object) = match kind {
+        Oai::Completions => ("cmpl-", "text_completion"),
+        Oai::Chat => ("chatcmpl-", "chat.completion.chunk"),
+    };
+    let head_start = b.len();
+    b.extend_from_slice(b"data: {\"id\":\"");
+    b.extend_from_slice(id_prefix.as_bytes());
+    push_hex(&mut b, ctx.id);
+    b.extend_from_slice(b"\",\"object\":\"");
+    b.extend_from_slice(object.as_bytes());
+    b.extend_from_slice(b"\",\"created\":");
+    push_u64(&mut b, ctx.created);
+    b.extend_from_slice(b",\"model\":\"");
+    b.extend_from_slice(ctx.model.as_bytes());
+    b.extend_from_slice(b"\",");
+    let head = head_start..b.len();
+    let mut head_written = true;
+    let mut event_head = |b: &mut Vec<u8>| {
+        if head_written {
+            head_written = false;
+        } else {
+            b.extend_from_within(head.clone());
+        }
+    };
+
+    let finish: &[u8] = if ctx.finish_length {
+        b"\"length\""
+    } else {
+        b"\"stop\""
+    };
+    for i in 0..rendered_tokens {
+        if i == 0 && plan.malformed_after == Some(0) {
+            malformed_oai(&mut b, &mut event_head);
+        }
+        if kind == Oai::Chat && i == 0 {
+            event_head(&mut b);
+            b.extend_from_slice(
+                b"\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            );
+        }
+        let last = i + 1 == ctx.tokens;
+        let w = ctx.words.get(ctx.word_start, i);
+        event_head(&mut b);
+        match kind {
+            Oai::Completions => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\""),
+            Oai::Chat => {
+                b.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
+            }
+        }
+        b.extend_from_slice(w.escaped.as_bytes());
+        match kind {
+            Oai::Completions => b.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
+            Oai::Chat => b.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
+        }
+        if last {
+            b.extend_from_slice(finish);
+        } else {
+            b.extend_from_slice(b"null");
+        }
+        match kind {
+            Oai::Completions => b.extend_from_slice(b",\"stop_reason\":null}]}\n\n"),
+            Oai::Chat => b.extend_from_slice(b"}]}\n\n"),
+        }
+        if last {
+            if include_usage {
+                event_head(&mut b);
+                b.extend_from_slice(b"\"choices\":[],\"usage\":");
+                push_usage(&mut b, ctx.prompt_tokens, ctx.tokens);
+                b.extend_from_slice(b"}\n\n");
+            }
+            b.extend_from_slice(DONE);
+        }
+        if plan.malformed_after == Some(i + 1) && !last {
+            malformed_oai(&mut b, &mut event_head);
+        }
+        if frames {
+            ends.push(b.len() as u32);
+        }
+    }
+    if error_event {
+        b.extend_from_slice(
+            b"data: {\"error\":{\"message\":\"simulated fault: the engine failed after ",
+        );
+        push_u64(&mut b, u64::from(rendered_tokens));
+        b.extend_from_slice(
+            b" tokens\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\n",
+        );
+        b.extend_from_slice(DONE);
+        ends.push(b.len() as u32);
+    }
+    Rendered {
+        data: Bytes::from(b),
+        ends,
+        token_frames: rendered_tokens,
+        stop,
+    }
+}
+
+fn malformed_oai(b: &mut Vec<u8>, event_head: &mut impl FnMut(&mut Vec<u8>)) {
+    event_head(b);
+    // Truncated JSON: the event ends in the middle of an object.
+    b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\"\n\n");
+}
+
+fn push_hex(b: &mut Vec<u8>, v: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..16).rev() {
+        b.push(HEX[((v >> (shift * 4)) & 0xf) as usize]);
+    }
+}
+
+fn push_usage(b: &mut Vec<u8>, prompt: u32, completion: u32) {
+    b.extend_from_slice(b"{\"prompt_tokens\":");
+    push_u64(b, u64::from(prompt));
+    b.extend_from_slice(b",\"total_tokens\":");
+    push_u64(b, u64::from(prompt) + u64::from(completion));
+    b.extend_from_slice(b",\"completion_tokens\":");
+    push_u64(b, u64::from(completion));
+    b.push(b'}');
+}
+
+fn push_text(b: &mut Vec<u8>, ctx: &Ctx<'_>) {
+    for i in 0..ctx.tokens {
+        b.extend_from_slice(ctx.words.get(ctx.word_start, i).escaped.as_bytes());
+    }
+}
+
+/// A non-streaming OpenAI response.
+pub(crate) fn oai_full(kind: Oai, ctx: &Ctx<'_>) -> Bytes {
+    let mut b: Vec<u8> = Vec::with_capacity(ctx.tokens as usize * 12 + 400);
+    b.extend_from_slice(b"{\"id\":\"");
+    match kind {
+        Oai::Completions => b.extend_from_slice(b"cmpl-"),
+        Oai::Chat => b.extend_from_slice(b"chatcmpl-"),
+    }
+    push_hex(&mut b, ctx.id);
+    b.extend_from_slice(b"\",\"object\":\"");
+    match kind {
+        Oai::Completions => b.extend_from_slice(b"text_completion"),
+        Oai::Chat => b.extend_from_slice(b"chat.completion"),
+    }
+    b.extend_from_slice(b"\",\"created\":");
+    push_u64(&mut b, ctx.created);
+    b.extend_from_slice(b",\"model\":\"");
+    b.extend_from_slice(ctx.model.as_bytes());
+    match kind {
+        Oai::Completions => b.extend_from_slice(b"\",\"choices\":[{\"index\":0,\"text\":\""),
+        Oai::Chat => b.extend_from_slice(
+            b"\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"",
+        ),
+    }
+    push_text(&mut b, ctx);
+    match kind {
+        Oai::Completions => b.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
+        Oai::Chat => b.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
+    }
+    if ctx.finish_length {
+        b.extend_from_slice(b"\"length\"");
+    } else {
+        b.extend_from_slice(b"\"stop\"");
+    }
+    if kind == Oai::Completions {
+        b.extend_from_slice(b",\"stop_reason\":null");
+    }
+    b.extend_from_slice(b"}],\"usage\":");
+    push_usage(&mut b, ctx.prompt_tokens, ctx.tokens);
+    b.push(b'}');
+    Bytes::from(b)
+}
+
+fn tgi_finish(ctx: &Ctx<'_>) -> &'static [u8] {
+    if ctx.finish_length {
+        b"\"length\""
+    } else {
+        b"\"eos_token\""
+    }
+}
+
+fn push_tgi_details(b: &mut Vec<u8>, ctx: &Ctx<'_>) {
+    b.extend_from_slice(b"{\"finish_reason\":");
+    b.extend_from_slice(tgi_finish(ctx));
+    b.extend_from_slice(b",\"generated_tokens\":");
+    push_u64(b, u64::from(ctx.tokens));
+    b.extend_from_slice(b",\"seed\":null}");
+}
+
+/// A TGI `/generate_stream` response (`data:` without a space, as TGI writes it).
+pub(crate) fn tgi_stream(ctx: &Ctx<'_>, details: bool, plan: &FaultPlan, frames: bool) -> Rendered {
+    let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
+    let frames = frames || plan.touches_stream();
+    let mut b: Vec<u8> =
+        Vec::with_capacity(140 * (ctx.tokens as usize + 2) + 12 * ctx.tokens as usize);
+    let mut ends = Vec::with_capacity(if frames {
+        rendered_tokens as usize + 1
+    } else {
+        0
+    });
+    for i in 0..rendered_tokens {
+        if i == 0 && plan.malformed_after == Some(0) {
+            b.extend_from_slice(b"data:{\"index\":0,\"token\":{\"id\":\n\n");
+        }
+        let w = ctx.words.get(ctx.word_start, i);
+        let last = i + 1 == ctx.tokens;
+        b.extend_from_slice(b"data:{\"index\":");
+        push_u64(&mut b, u64::from(i) + 1);
+        b.extend_from_slice(b",\"token\":{\"id\":");
+        push_u64(&mut b, u64::from(w.id));
+        b.extend_from_slice(b",\"text\":\"");
+        b.extend_from_slice(w.escaped.as_bytes());
+        b.extend_from_slice(b"\",\"logprob\":-0.1,\"special\":false},\"generated_text\":");
+        if last {
+            b.push(b'"');
+            push_text(&mut b, ctx);
+            b.extend_from_slice(b"\",\"details\":");
+            if details {
+                push_tgi_details(&mut b, ctx);
+            } else {
+                b.extend_from_slice(b"null");
+            }
+        } else {
+            b.extend_from_slice(b"null,\"details\":null");
+        }
+        b.extend_from_slice(b",\"top_tokens\":null}\n\n");
+        if plan.malformed_after == Some(i + 1) && !last {
+            b.extend_from_slice(b"data:{\"index\":0,\"token\":{\"id\":\n\n");
+        }
+        if frames {
+            ends.push(b.len() as u32);
+        }
+    }
+    if error_event {
+        b.extend_from_slice(b"data:{\"error\":\"simulated fault: the engine failed after ");
+        push_u64(&mut b, u64::from(rendered_tokens));
+        b.extend_from_slice(b" tokens\",\"error_type\":\"generation\"}\n\n");
+        ends.push(b.len() as u32);
+    }
+    Rendered {
+        data: Bytes::from(b),
+        ends,
+        token_frames: rendered_tokens,
+        stop,
+    }
+}
+
+/// A TGI `/generate` response.
+pub(crate) fn tgi_full(ctx: &Ctx<'_>, details: bool) -> Bytes {
+    let mut b: Vec<u8> = Vec::with_capacity(ctx.tokens as usize * 12 + 200);
+    b.extend_from_slice(b"{\"generated_text\":\"");
+    push_text(&mut b, ctx);
+    b.push(b'"');
+    if details {
+        b.extend_from_slice(b",\"details\":");
+        push_tgi_details(&mut b, ctx);
+    }
+    b.push(b'}');
+    Bytes::from(b)
+}
+
+/// An OpenAI-style error body (`{"error": {"message", "type", "param", "code"}}`).
+pub(crate) fn oai_error(status: u16, message: &str) -> Bytes {
+    let kind = match status {
+        400 => "BadRequestError",
+        404 => "NotFoundError",
+        405 => "MethodNotAllowed",
+        413 => "RequestTooLarge",
+        429 => "RateLimitError",
+        503 => "ServiceUnavailableError",
+        _ => "InternalServerError",
+    };
+    let body = serde_json::json!({
+        "error": {"message": message, "type": kind, "param": null, "code": status}
+    });
+    Bytes::from(body.to_string())
+}
+
+/// A TGI error body (`{"error": ..., "error_type": ...}`).
+pub(crate) fn tgi_error(status: u16, message: &str) -> Bytes {
+    let kind = match status {
+        400 | 422 => "validation",
+        429 => "overloaded",
+        503 => "overloaded",
+        _ => "generation",
+    };
+    let body = serde_json::json!({"error": message, "error_type": kind});
+    Bytes::from(body.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words() -> Words {
+        Words::new(vec![
+            (" a".into(), 1),
+            (" \"q\"".into(), 2),
+            (" b".into(), 3),
+        ])
+    }
+
+    fn ctx(words: &Words, tokens: u32) -> Ctx<'_> {
+        Ctx {
+            id: 255,
+            created: 1_700_000_000,
+            model: "m",
+            words,
+            word_start: 1,
+            tokens,
+            finish_length: true,
+            prompt_tokens: 7,
+        }
+    }
+
+    fn events(data: &[u8]) -> Vec<String> {
+        String::from_utf8(data.to_vec())
+            .expect("utf8")
+            .split("\n\n")
+            .filter(|s| !s.is_empty())
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn chat_stream_is_valid_json_per_event_with_role_usage_and_done() {
+        let w = words();
+        let r = oai_stream(Oai::Chat, &ctx(&w, 4), true, &FaultPlan::default(), true);
+        assert_eq!(r.ends.len(), 4);
+        assert_eq!(r.token_frames, 4);
+        let ev = events(&r.data);
+        assert_eq!(ev.len(), 1 + 4 + 1 + 1);
+        let mut text = String::new();
+        for (i, e) in ev.iter().enumerate() {
+            let payload = e.strip_prefix("data: ").expect("data prefix");
+            if i == ev.len() - 1 {
+                assert_eq!(payload, "[DONE]");
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_str(payload).expect("json");
+            assert_eq!(v["id"], "chatcmpl-00000000000000ff");
+            assert_eq!(v["model"], "m");
+            if i == 0 {
+                assert_eq!(v["choices"][0]["delta"]["role"], "assistant");
+            } else if i <= 4 {
+                text.push_str(v["choices"][0]["delta"]["content"].as_str().expect("c"));
+                let fin = &v["choices"][0]["finish_reason"];
+                assert_eq!(fin.is_null(), i < 4);
+            } else {
+                assert_eq!(v["usage"]["prompt_tokens"], 7);
+                assert_eq!(v["usage"]["completion_tokens"], 4);
+                assert_eq!(v["usage"]["total_tokens"], 11);
+            }
+        }
+        assert_eq!(text, " \"q\" b a \"q\"");
+        // Frame 0 holds the role chunk and the first token.
+        assert_eq!(events(&r.data[..r.ends[0] as usize]).len(), 2);
+    }
+
+    #[test]
+    fn completions_full_and_tgi_are_valid_json() {
+        let w = words();
+        let c = ctx(&w, 3);
+        let v: serde_json::Value =
+            serde_json::from_slice(&oai_full(Oai::Completions, &c)).expect("j");
+        assert_eq!(v["choices"][0]["text"], " \"q\" b a");
+        assert_eq!(v["usage"]["completion_tokens"], 3);
+        let v: serde_json::Value = serde_json::from_slice(&oai_full(Oai::Chat, &c)).expect("j");
+        assert_eq!(v["choices"][0]["message"]["content"], " \"q\" b a");
+        let v: serde_json::Value = serde_json::from_slice(&tgi_full(&c, true)).expect("j");
+        assert_eq!(v["details"]["generated_tokens"], 3);
+        let r = tgi_stream(&c, true, &FaultPlan::default(), false);
+        assert!(r.ends.is_empty());
+        let ev = events(&r.data);
+        assert_eq!(ev.len(), 3);
+        let last: serde_json::Value =
+            serde_json::from_str(ev[2].strip_prefix("data:").expect("p")).expect("j");
+        assert_eq!(last["generated_text"], " \"q\" b a");
+        assert_eq!(last["details"]["generated_tokens"], 3);
+        assert_eq!(last["token"]["id"], 1);
+    }
+
+    #[test]
+    fn faults_shape_the_stream() {
+        let w = words();
+        let c = ctx(&w, 5);
+        let plan = FaultPlan {
+            terminal: Some((2, Terminal::ErrorEvent)),
+            malformed_after: Some(1),
+            ..FaultPlan::default()
+        };
+        let r = oai_stream(Oai::Completions, &c, false, &plan, false);
+        assert_eq!(r.token_frames, 2);
+        assert_eq!(r.ends.len(), 3);
+        let ev = events(&r.data);
+        // token, malformed, token, error, DONE
+        assert_eq!(ev.len(), 5);
+        assert!(serde_json::from_str::<serde_json::Value>(&ev[1][6..]).is_err());
+        assert!(ev[3].starts_with("data: {\"error\":"));
+        assert_eq!(ev[4], "data: [DONE]");
+        let plan = FaultPlan {
+            terminal: Some((3, Terminal::Reset)),
+            ..FaultPlan::default()
+        };
+        let r = oai_stream(Oai::Completions, &c, false, &plan, false);
+        assert_eq!((r.token_frames, r.stop), (3, Some((3, Stop::Reset))));
+        let plan = FaultPlan {
+            terminal: Some((3, Terminal::Stall)),
+            ..FaultPlan::default()
+        };
+        let r = tgi_stream(&c, false, &plan, false);
+        assert_eq!((r.token_frames, r.stop), (5, Some((3, Stop::Stall))));
+    }
+
+    #[test]
+    fn numbers_format() {
+        let mut b = Vec::new();
+        push_u64(&mut b, 0);
+        b.push(b' ');
+        push_u64(&mut b, u64::MAX);
+        assert_eq!(b, b"0 18446744073709551615");
+    }
+}

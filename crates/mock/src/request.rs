@@ -1,0 +1,322 @@
+//! Request bodies of the generation endpoints, parsed leniently (unknown fields ignored) into
+//! what the simulator needs.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use bench_tokenizer::Tokenizer;
+
+/// The generation endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Completions,
+    Chat,
+    TgiStream,
+    Tgi,
+}
+
+impl Api {
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Api::Completions => "/v1/completions",
+            Api::Chat => "/v1/chat/completions",
+            Api::TgiStream => "/generate_stream",
+            Api::Tgi => "/generate",
+        }
+    }
+
+    pub(crate) fn is_tgi(self) -> bool {
+        matches!(self, Api::TgiStream | Api::Tgi)
+    }
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parsed {
+    pub stream: bool,
+    pub include_usage: bool,
+    pub prompt_tokens: u32,
+    /// The output limit (`max_tokens` and friends, or the server default).
+    pub limit: u32,
+    pub min_tokens: u32,
+    pub ignore_eos: bool,
+    /// TGI `parameters.details`.
+    pub details: bool,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Prompt<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Texts(#[serde(borrow)] Vec<Cow<'a, str>>),
+    Ids(Vec<u32>),
+    IdLists(Vec<Vec<u32>>),
+}
+
+#[derive(Deserialize)]
+struct CompletionRequest<'a> {
+    #[serde(borrow, default)]
+    prompt: Option<Prompt<'a>>,
+    max_tokens: Option<u32>,
+    min_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Parts(#[serde(borrow)] Vec<Part<'a>>),
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    content: Option<Content<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ChatRequest<'a> {
+    #[serde(borrow)]
+    messages: Vec<Message<'a>>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+    min_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize, Default)]
+struct TgiParameters {
+    max_new_tokens: Option<u32>,
+    details: Option<bool>,
+    ignore_eos: Option<bool>,
+    min_new_tokens: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct TgiRequest<'a> {
+    #[serde(borrow)]
+    inputs: Cow<'a, str>,
+    #[serde(default)]
+    parameters: Option<TgiParameters>,
+}
+
+/// Server-side limits that shape parsing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub default_max_tokens: u32,
+    pub max_model_len: u32,
+}
+
+fn count(tok: &Tokenizer, text: &str) -> u32 {
+    if text.is_empty() {
+        0
+    } else {
+        u32::try_from(tok.count(text)).unwrap_or(u32::MAX)
+    }
+}
+
+/// Parses the body of a generation request. `Err` carries the message of a 400 answer.
+pub(crate) fn parse(
+    api: Api,
+    body: &[u8],
+    tok: &Tokenizer,
+    limits: Limits,
+) -> Result<Parsed, String> {
+    let p = match api {
+        Api::Completions => {
+            let r: CompletionRequest<'_> =
+                serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+            let prompt_tokens = match r.prompt {
+                None => return Err("`prompt` is required".into()),
+                Some(Prompt::Text(t)) => count(tok, &t),
+                Some(Prompt::Texts(v)) => match v.as_slice() {
+                    [t] => count(tok, t),
+                    _ => {
+                        return Err(
+                            "the simulator serves one prompt per request; send a string".into()
+                        )
+                    }
+                },
+                Some(Prompt::Ids(ids)) => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+                Some(Prompt::IdLists(v)) => match v.as_slice() {
+                    [ids] => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+                    _ => {
+                        return Err(
+                            "the simulator serves one prompt per request; send a string".into()
+                        )
+                    }
+                },
+            };
+            let stream = r.stream.unwrap_or(false);
+            Parsed {
+                stream,
+                include_usage: r
+                    .stream_options
+                    .and_then(|o| o.include_usage)
+                    .unwrap_or(false),
+                prompt_tokens,
+                limit: r.max_tokens.unwrap_or(limits.default_max_tokens),
+                min_tokens: r.min_tokens.unwrap_or(0),
+                ignore_eos: r.ignore_eos.unwrap_or(false),
+                details: false,
+            }
+        }
+        Api::Chat => {
+            let r: ChatRequest<'_> =
+                serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+            if r.messages.is_empty() {
+                return Err("`messages` must not be empty".into());
+            }
+            // Counted as the loader counts: the message contents, without a chat template.
+            let mut prompt_tokens = 0u32;
+            for m in &r.messages {
+                match &m.content {
+                    None => {}
+                    Some(Content::Text(t)) => {
+                        prompt_tokens = prompt_tokens.saturating_add(count(tok, t))
+                    }
+                    Some(Content::Parts(parts)) => {
+                        for p in parts {
+                            if let Some(t) = &p.text {
+                                prompt_tokens = prompt_tokens.saturating_add(count(tok, t));
+                            }
+                        }
+                    }
+                }
+            }
+            Parsed {
+                stream: r.stream.unwrap_or(false),
+                include_usage: r
+                    .stream_options
+                    .and_then(|o| o.include_usage)
+                    .unwrap_or(false),
+                prompt_tokens,
+                limit: r
+                    .max_completion_tokens
+                    .or(r.max_tokens)
+                    .unwrap_or(limits.default_max_tokens),
+                min_tokens: r.min_tokens.unwrap_or(0),
+                ignore_eos: r.ignore_eos.unwrap_or(false),
+                details: false,
+            }
+        }
+        Api::TgiStream | Api::Tgi => {
+            let r: TgiRequest<'_> =
+                serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+            let params = r.parameters.unwrap_or_default();
+            Parsed {
+                stream: api == Api::TgiStream,
+                include_usage: false,
+                prompt_tokens: count(tok, &r.inputs),
+                limit: params.max_new_tokens.unwrap_or(limits.default_max_tokens),
+                min_tokens: params.min_new_tokens.unwrap_or(0),
+                ignore_eos: params.ignore_eos.unwrap_or(false),
+                details: params.details.unwrap_or(false),
+            }
+        }
+    };
+    if p.limit == 0 {
+        return Err("the output limit (max_tokens) must be at least 1".into());
+    }
+    let total = u64::from(p.prompt_tokens) + u64::from(p.limit);
+    if total > u64::from(limits.max_model_len) {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the messages, {} in the completion).",
+            limits.max_model_len, total, p.prompt_tokens, p.limit
+        ));
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Limits = Limits {
+        default_max_tokens: 16,
+        max_model_len: 1000,
+    };
+
+    #[test]
+    fn completions_fields_and_unknown_fields() {
+        let tok = Tokenizer::builtin();
+        let body = br#"{"model":"x","prompt":"hello \"world\"","max_tokens":5,"ignore_eos":true,
+            "stream":true,"stream_options":{"include_usage":true},"frobnicate":[1,2]}"#;
+        let p = parse(Api::Completions, body, &tok, L).expect("ok");
+        assert!(p.stream && p.include_usage && p.ignore_eos);
+        assert_eq!(p.limit, 5);
+        assert_eq!(p.prompt_tokens as usize, tok.count("hello \"world\""));
+        let p = parse(Api::Completions, br#"{"prompt":[1,2,3]}"#, &tok, L).expect("ok");
+        assert_eq!((p.prompt_tokens, p.limit, p.stream), (3, 16, false));
+        assert!(parse(Api::Completions, br#"{"prompt":["a","b"]}"#, &tok, L).is_err());
+        assert!(parse(
+            Api::Completions,
+            br#"{"prompt":"a","max_tokens":0}"#,
+            &tok,
+            L
+        )
+        .is_err());
+        assert!(parse(
+            Api::Completions,
+            br#"{"prompt":"a","max_tokens":"x"}"#,
+            &tok,
+            L
+        )
+        .is_err());
+        assert!(parse(
+            Api::Completions,
+            br#"{"prompt":"a","max_tokens":5000}"#,
+            &tok,
+            L
+        )
+        .is_err());
+        assert!(parse(Api::Completions, br#"{"prompt":"a""#, &tok, L).is_err());
+        assert!(parse(Api::Completions, b"{}", &tok, L).is_err());
+    }
+
+    #[test]
+    fn chat_counts_message_contents() {
+        let tok = Tokenizer::builtin();
+        let body = br#"{"messages":[{"role":"system","content":"be brief"},
+            {"role":"user","content":[{"type":"text","text":"tell me"},{"type":"image_url"}]}],
+            "max_tokens":9,"max_completion_tokens":7,"min_tokens":7}"#;
+        let p = parse(Api::Chat, body, &tok, L).expect("ok");
+        assert_eq!(p.limit, 7);
+        assert_eq!(p.min_tokens, 7);
+        assert_eq!(
+            p.prompt_tokens as usize,
+            tok.count("be brief") + tok.count("tell me")
+        );
+        assert!(parse(Api::Chat, br#"{"messages":[]}"#, &tok, L).is_err());
+    }
+
+    #[test]
+    fn tgi_parameters() {
+        let tok = Tokenizer::builtin();
+        let body = br#"{"inputs":"a b c","parameters":{"max_new_tokens":4,"details":true,"do_sample":true}}"#;
+        let p = parse(Api::TgiStream, body, &tok, L).expect("ok");
+        assert!(p.stream && p.details);
+        assert_eq!(p.limit, 4);
+        let p = parse(Api::Tgi, br#"{"inputs":"x"}"#, &tok, L).expect("ok");
+        assert!(!p.stream && !p.details);
+        assert_eq!(p.limit, 16);
+    }
+}

@@ -1,0 +1,601 @@
+//! The HTTP side: listener, connections (HTTP/1.1 and HTTP/2 prior knowledge on one port,
+//! optionally behind TLS), routing and the generation handlers.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use bench_tokenizer::Tokenizer;
+
+use crate::body::{ConnShared, LogState, MockBody};
+use crate::engine::{self, EngineHandle, EngineParams};
+use crate::faults::{FaultPlan, Rng};
+use crate::log::{EndKind, RequestLog, RequestLogEntry};
+use crate::metrics::Metrics;
+use crate::render::{self, Ctx, Oai, Words};
+use crate::request::{self, Api, Limits};
+use crate::{tls, Error, MockConfig};
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 64 << 20;
+
+/// A running simulator. Dropping it without [`MockServer::shutdown`] leaves its tasks running
+/// until the runtime ends.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    url: String,
+    model: String,
+    cert_pem: Option<String>,
+    state: Arc<State>,
+    stop: CancellationToken,
+    accept: tokio::task::JoinHandle<()>,
+    engine: Option<tokio::task::JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    cfg: MockConfig,
+    zero_delay: bool,
+    model_escaped: String,
+    models_body: Bytes,
+    words: Words,
+    tokenizer: Tokenizer,
+    engine: Option<EngineHandle>,
+    metrics: Arc<Metrics>,
+    log: Option<Arc<RequestLog>>,
+    next_id: AtomicU64,
+    limits: Limits,
+}
+
+impl MockServer {
+    /// Validates `config`, loads the tokenizer, binds `config.host:config.port` and starts
+    /// serving. Must be called inside a tokio runtime.
+    pub async fn start(config: MockConfig) -> Result<MockServer, Error> {
+        config.validate()?;
+        let tokenizer = match &config.tokenizer {
+            None => Tokenizer::builtin(),
+            Some(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || Tokenizer::from_file(&path))
+                    .await
+                    .map_err(|e| Error::Io(io::Error::other(e)))??
+            }
+        };
+        let words = crate::words::choose(&tokenizer);
+        let listener = bind(&config.host, config.port).await?;
+        let addr = listener.local_addr().map_err(Error::Io)?;
+        let (tls_acceptor, cert_pem) = if config.tls {
+            let (acceptor, pem) = tls::self_signed(&config.host)?;
+            (Some(acceptor), Some(pem))
+        } else {
+            (None, None)
+        };
+        let log = RequestLog::open(
+            config.log_requests.as_deref(),
+            config.record_requests,
+            config.log_token_times,
+        )?;
+        let metrics = Arc::new(Metrics::new(&config.model));
+        let zero_delay = config.is_zero_delay();
+        let (engine, engine_task) = if zero_delay {
+            (None, None)
+        } else {
+            let (h, t) = engine::spawn(EngineParams::from_config(&config), metrics.clone());
+            (Some(h), Some(t))
+        };
+        let model_escaped = render::escape(&config.model);
+        let models_body = Bytes::from(
+            serde_json::json!({
+                "object": "list",
+                "data": [{
+                    "id": config.model,
+                    "object": "model",
+                    "created": unix_secs(),
+                    "owned_by": "bench-mock",
+                    "root": config.model,
+                    "parent": null,
+                    "max_model_len": config.max_model_len,
+                }]
+            })
+            .to_string(),
+        );
+        let scheme = if config.tls { "https" } else { "http" };
+        let url = format!("{scheme}://{addr}");
+        let model = config.model.clone();
+        let limits = Limits {
+            default_max_tokens: config.default_max_tokens,
+            max_model_len: config.max_model_len,
+        };
+        let state = Arc::new(State {
+            cfg: config,
+            zero_delay,
+            model_escaped,
+            models_body,
+            words,
+            tokenizer,
+            engine,
+            metrics,
+            log,
+            next_id: AtomicU64::new(0),
+            limits,
+        });
+        let stop = CancellationToken::new();
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            state.clone(),
+            tls_acceptor,
+            stop.clone(),
+        ));
+        tracing::info!(%url, zero_delay, "mock server listening");
+        Ok(MockServer {
+            addr,
+            url,
+            model,
+            cert_pem,
+            state,
+            stop,
+            accept,
+            engine: engine_task,
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL, `http://127.0.0.1:PORT` (or `https://...` with TLS).
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The served model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The PEM of the self-signed certificate when serving TLS, for a client's trust store.
+    pub fn tls_certificate_pem(&self) -> Option<String> {
+        self.cert_pem.clone()
+    }
+
+    /// The ground-truth records so far (needs `record_requests`; empty otherwise), in the order
+    /// responses ended.
+    pub fn request_log(&self) -> Vec<RequestLogEntry> {
+        self.state
+            .log
+            .as_ref()
+            .map(|l| l.snapshot())
+            .unwrap_or_default()
+    }
+
+    /// The `/metrics` text right now.
+    pub fn metrics_text(&self) -> String {
+        self.state.metrics.render()
+    }
+
+    /// Stops accepting, closes every connection (in-flight responses are cut), stops the engine
+    /// and flushes the request log.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.accept.await;
+        if let Some(e) = self.engine {
+            e.abort();
+            let _ = e.await;
+        }
+        if let Some(log) = &self.state.log {
+            // Records of connections just closed are pushed when their bodies drop, which the
+            // aborted connection tasks have done by now.
+            if let Some(writer) = log.close() {
+                let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+            }
+        }
+    }
+}
+
+async fn bind(host: &str, port: u16) -> Result<TcpListener, Error> {
+    let r = match host.parse::<IpAddr>() {
+        Ok(ip) => TcpListener::bind(SocketAddr::new(ip, port)).await,
+        Err(_) => TcpListener::bind((host, port)).await,
+    };
+    r.map_err(|source| Error::Bind {
+        addr: format!("{host}:{port}"),
+        source,
+    })
+}
+
+fn unix_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    stop: CancellationToken,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            r = listener.accept() => match r {
+                Ok((tcp, _)) => {
+                    let _ = tcp.set_nodelay(true);
+                    conns.spawn(serve_conn(state.clone(), tcp, tls.clone()));
+                }
+                Err(e) => {
+                    // E.g. out of file descriptors: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+async fn serve_conn(state: Arc<State>, tcp: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
+    let conn = Arc::new(ConnShared::default());
+    let io = match tls {
+        None => ConnIo::Tcp(tcp, conn.clone()),
+        Some(acceptor) => {
+            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => ConnIo::Tls(Box::new(s), conn.clone()),
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
+    };
+    let svc = hyper::service::service_fn(move |req| {
+        let state = state.clone();
+        let conn = conn.clone();
+        async move { Ok::<_, Infallible>(handle(&state, &conn, req).await) }
+    });
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(4096);
+    if let Err(e) = builder.serve_connection(TokioIo::new(io), svc).await {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// A connection's transport. On drop after an injected reset, the socket is closed with
+/// `SO_LINGER` 0 so the peer sees a TCP RST rather than an orderly close.
+enum ConnIo {
+    Tcp(TcpStream, Arc<ConnShared>),
+    Tls(
+        Box<tokio_rustls::server::TlsStream<TcpStream>>,
+        Arc<ConnShared>,
+    ),
+}
+
+impl Drop for ConnIo {
+    fn drop(&mut self) {
+        let (tcp, conn) = match self {
+            ConnIo::Tcp(t, c) => (&*t, c),
+            ConnIo::Tls(s, c) => (s.get_ref().0, c),
+        };
+        if conn.reset.load(Ordering::Acquire) {
+            let _ = tcp.set_zero_linger();
+        }
+    }
+}
+
+impl AsyncRead for ConnIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ConnIo::Tcp(t, _) => Pin::new(t).poll_read(cx, buf),
+            ConnIo::Tls(s, _) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ConnIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ConnIo::Tcp(t, _) => Pin::new(t).poll_write(cx, buf),
+            ConnIo::Tls(s, _) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ConnIo::Tcp(t, _) => Pin::new(t).poll_write_vectored(cx, bufs),
+            ConnIo::Tls(s, _) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            ConnIo::Tcp(t, _) => t.is_write_vectored(),
+            ConnIo::Tls(s, _) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ConnIo::Tcp(t, _) => Pin::new(t).poll_flush(cx),
+            ConnIo::Tls(s, _) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ConnIo::Tcp(t, _) => Pin::new(t).poll_shutdown(cx),
+            ConnIo::Tls(s, _) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+fn response(status: StatusCode, content_type: &'static str, body: MockBody) -> Response<MockBody> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn error_response(api: Option<Api>, status: StatusCode, message: &str) -> Response<MockBody> {
+    let body = match api {
+        Some(a) if a.is_tgi() => render::tgi_error(status.as_u16(), message),
+        _ => render::oai_error(status.as_u16(), message),
+    };
+    response(status, "application/json", MockBody::full(body, 0, None))
+}
+
+async fn handle(
+    state: &Arc<State>,
+    conn: &Arc<ConnShared>,
+    req: Request<Incoming>,
+) -> Response<MockBody> {
+    let api = match req.uri().path() {
+        "/v1/completions" => Some(Api::Completions),
+        "/v1/chat/completions" => Some(Api::Chat),
+        "/generate_stream" => Some(Api::TgiStream),
+        "/generate" => Some(Api::Tgi),
+        _ => None,
+    };
+    if let Some(api) = api {
+        if req.method() != Method::POST {
+            return error_response(
+                Some(api),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed: use POST",
+            );
+        }
+        return generate(state, conn, req, api).await;
+    }
+    let path = req.uri().path();
+    let get = req.method() == Method::GET;
+    match path {
+        "/v1/models" if get => response(
+            StatusCode::OK,
+            "application/json",
+            MockBody::full(state.models_body.clone(), 0, None),
+        ),
+        "/health" if get => response(StatusCode::OK, "text/plain", MockBody::empty()),
+        "/metrics" if get => response(
+            StatusCode::OK,
+            "text/plain; version=0.0.4",
+            MockBody::full(Bytes::from(state.metrics.render()), 0, None),
+        ),
+        "/v1/models" | "/health" | "/metrics" => error_response(
+            None,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed: use GET",
+        ),
+        _ => error_response(
+            None,
+            StatusCode::NOT_FOUND,
+            &format!("no route for {} {path}", req.method()),
+        ),
+    }
+}
+
+async fn generate(
+    state: &Arc<State>,
+    conn: &Arc<ConnShared>,
+    req: Request<Incoming>,
+    api: Api,
+) -> Response<MockBody> {
+    let arrival = Instant::now();
+    let http1 = req.version() <= Version::HTTP_11;
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let mut log = state.log.as_ref().map(|sink| {
+        Box::new(LogState {
+            entry: RequestLogEntry {
+                id,
+                endpoint: api.path().to_string(),
+                stream: api == Api::TgiStream,
+                status: 200,
+                prompt_tokens: 0,
+                planned_tokens: 0,
+                output_tokens: 0,
+                arrival_unix_ns: sink.timebase.unix_ns(arrival),
+                first_token_unix_ns: None,
+                last_token_unix_ns: None,
+                token_unix_ns: Vec::new(),
+                faults: Vec::new(),
+                end: EndKind::ClientGone,
+                arrival: Some(arrival),
+                first_token: None,
+                last_token: None,
+            },
+            sink: sink.clone(),
+        })
+    });
+    let fail = |log: Option<Box<LogState>>, status: StatusCode, msg: &str| {
+        state.metrics.count_status(status.as_u16());
+        let mut log = log;
+        if let Some(l) = &mut log {
+            l.entry.status = status.as_u16();
+        }
+        let body = if api.is_tgi() {
+            render::tgi_error(status.as_u16(), msg)
+        } else {
+            render::oai_error(status.as_u16(), msg)
+        };
+        response(status, "application/json", MockBody::full(body, 0, log))
+    };
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let too_big = e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            return if too_big {
+                fail(log, StatusCode::PAYLOAD_TOO_LARGE, "request body too large")
+            } else {
+                fail(
+                    log,
+                    StatusCode::BAD_REQUEST,
+                    &format!("reading the body: {e}"),
+                )
+            };
+        }
+    };
+    let p = match request::parse(api, &body, &state.tokenizer, state.limits) {
+        Ok(p) => p,
+        Err(msg) => return fail(log, StatusCode::BAD_REQUEST, &msg),
+    };
+    drop(body);
+
+    let cfg = &state.cfg;
+    let mut rng = Rng::new(cfg.seed, id);
+    let tokens = if p.ignore_eos || cfg.ignore_eos {
+        p.limit
+    } else {
+        // An EOS somewhere between the minimum asked for and the limit.
+        rng.range(p.min_tokens.clamp(1, p.limit), p.limit)
+    };
+    let word_start = (rng.next_u64() % state.words.len().max(1) as u64) as usize;
+    let plan = if cfg.faults.is_none() {
+        FaultPlan::default()
+    } else {
+        FaultPlan::draw(&cfg.faults, &mut rng, tokens)
+    };
+    if let Some(l) = &mut log {
+        l.entry.stream = p.stream;
+        l.entry.prompt_tokens = p.prompt_tokens;
+        l.entry.planned_tokens = tokens;
+        l.entry.faults = plan.records(p.stream);
+    }
+    if plan.slow_headers {
+        tokio::time::sleep(Duration::from_millis(cfg.faults.slow_headers_ms)).await;
+    }
+    if let Some(status) = plan.status {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let msg = format!("simulated fault: {status}");
+        let mut r = fail(log, status, &msg);
+        if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        return r;
+    }
+    state.metrics.count_status(200);
+    state.metrics.add_prompt(u64::from(p.prompt_tokens));
+
+    let ctx = Ctx {
+        id,
+        created: unix_secs(),
+        model: &state.model_escaped,
+        words: &state.words,
+        word_start,
+        tokens,
+        finish_length: tokens == p.limit,
+        prompt_tokens: p.prompt_tokens,
+    };
+    let timed = !state.zero_delay;
+    if p.stream {
+        let rendered = match api {
+            Api::Completions => {
+                render::oai_stream(Oai::Completions, &ctx, p.include_usage, &plan, timed)
+            }
+            Api::Chat => render::oai_stream(Oai::Chat, &ctx, p.include_usage, &plan, timed),
+            Api::TgiStream | Api::Tgi => render::tgi_stream(&ctx, p.details, &plan, timed),
+        };
+        let gate = match &state.engine {
+            Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens)),
+            _ => {
+                state.metrics.add_generated(u64::from(tokens));
+                None
+            }
+        };
+        let stall_for =
+            (cfg.faults.stall_ms > 0).then(|| Duration::from_millis(cfg.faults.stall_ms));
+        let body = MockBody::stream(
+            rendered,
+            tokens,
+            gate,
+            stall_for,
+            conn.clone(),
+            http1,
+            log,
+            (!timed).then(|| state.metrics.clone()),
+        );
+        let mut r = response(StatusCode::OK, "text/event-stream", body);
+        r.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        r
+    } else {
+        match &state.engine {
+            Some(e) if timed => {
+                let gate = e.submit(p.prompt_tokens, tokens);
+                gate.wait_for(tokens).await;
+            }
+            _ => state.metrics.add_generated(u64::from(tokens)),
+        }
+        let data = match api {
+            Api::Completions => render::oai_full(Oai::Completions, &ctx),
+            Api::Chat => render::oai_full(Oai::Chat, &ctx),
+            Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
+        };
+        response(
+            StatusCode::OK,
+            "application/json",
+            MockBody::full(data, tokens, log),
+        )
+    }
+}
