@@ -1,25 +1,20 @@
 //! Timing accuracy of the worker: TTFT and per-chunk gaps as the worker records them, against
 //! the server's own send times (the ground truth), at low load (one request at a time).
 //!
-//! The server is the in-process scripted loopback server of the tests: a fixed TTFT of 20 ms,
-//! then `CHUNKS` content events 5 ms apart, each flushed on its own. It records the instant it
-//! hands every event to hyper on the same clock the worker uses, so the difference is the
-//! worker's measurement error plus loopback transit and scheduling.
+//! The server is the built-in simulator (`bench-mock`) in the same process, with a fixed
+//! prefill of 20 ms and decode steps of 5 ms, one request at a time, keeping its ground-truth
+//! request log in memory (the `--log-requests` records, with every token's write time). The
+//! first-token error compares the simulator's monotonic write instant with the worker's
+//! arrival instant on the same clock (so it includes loopback transit and scheduling); the gap
+//! error compares successive token write times with successive chunk arrivals.
 //!
 //! Run: `cargo bench -p bench-worker --bench accuracy` (prints percentiles of the absolute
 //! errors in microseconds).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
-use std::time::Duration;
-
 use bench_core::{Backend, CancellationToken, Clock, Dispatch, Outcome, RequestSpec};
 use bench_worker::{BackendKind, Worker, WorkerConfig};
-use bytes::Bytes;
-use common::{Script, Step};
 
 const CHUNKS: usize = 32;
 const REQUESTS: u64 = 40;
@@ -42,40 +37,29 @@ fn report(name: &str, mut v: Vec<f64>) {
 }
 
 async fn run(http2: bool) {
-    let mut steps = vec![Step::Sleep(Duration::from_millis(20))];
-    for i in 0..CHUNKS {
-        let last = i + 1 == CHUNKS;
-        steps.push(Step::Send(Bytes::from(format!(
-            "data: {{\"choices\":[{{\"delta\":{{\"content\":\" t{i}\"}}{}}}]}}\n\n{}",
-            if last {
-                ",\"finish_reason\":\"length\""
-            } else {
-                ""
-            },
-            if last { "data: [DONE]\n\n" } else { "" }
-        ))));
-        if !last {
-            steps.push(Step::Sleep(Duration::from_millis(5)));
-        }
-    }
-    let srv = common::start(move |_| Script {
-        steps: steps.clone(),
-        ..Script::sse(&[])
+    let srv = bench_mock::MockServer::start(bench_mock::MockConfig {
+        record_requests: true,
+        log_token_times: true,
+        step_base_ms: 5.0,
+        step_per_seq_ms: 0.0,
+        prefill_overhead_ms: 20.0,
+        prefill_rate: 0.0,
+        ..bench_mock::MockConfig::default()
     })
-    .await;
+    .await
+    .unwrap();
     let w = Worker::new(WorkerConfig {
         target: srv.url(),
         backend: BackendKind::OpenAiChat,
-        model: Some("m".into()),
+        model: Some(srv.model().to_owned()),
         http2,
         ..WorkerConfig::default()
     })
     .await
     .unwrap();
     let clock = Clock::start();
-    let (mut ttft, mut gaps) = (Vec::new(), Vec::new());
+    let mut records = Vec::new();
     for id in 0..REQUESTS {
-        srv.sent.lock().unwrap().clear();
         let now = clock.now();
         let d = Dispatch {
             id,
@@ -90,24 +74,25 @@ async fn run(http2: bool) {
         };
         let r = w.send(spec, d, CancellationToken::new()).await;
         assert_eq!(r.outcome, Outcome::Completed);
-        let sent: Vec<u64> = srv
-            .sent
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|t| clock.since(*t))
-            .collect();
-        assert_eq!(sent.len(), r.chunks.len());
-        ttft.push((r.chunks[0].at as f64 - sent[0] as f64).abs() / 1e3);
-        for k in 1..sent.len() {
+        records.push(r);
+    }
+    let mut log = srv.request_log();
+    log.sort_by_key(|e| e.id);
+    let (mut ttft, mut gaps) = (Vec::new(), Vec::new());
+    for (r, e) in records.iter().zip(&log) {
+        assert_eq!(e.token_unix_ns.len(), r.chunks.len());
+        let first = clock.since(tokio::time::Instant::from_std(e.first_token.unwrap()));
+        ttft.push((r.chunks[0].at as f64 - first as f64).abs() / 1e3);
+        for k in 1..r.chunks.len() {
             let c = r.chunks[k].at as f64 - r.chunks[k - 1].at as f64;
-            let s = sent[k] as f64 - sent[k - 1] as f64;
+            let s = e.token_unix_ns[k] as f64 - e.token_unix_ns[k - 1] as f64;
             gaps.push((c - s).abs() / 1e3);
         }
     }
     let proto = if http2 { "h2" } else { "h1" };
-    report(&format!("{proto} first chunk |error|"), ttft);
+    report(&format!("{proto} first token |error|"), ttft);
     report(&format!("{proto} chunk gap |error|"), gaps);
+    srv.shutdown().await;
 }
 
 fn main() {
