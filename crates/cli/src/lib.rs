@@ -3,10 +3,13 @@
 //!
 //! Each subcommand lives in its own module with its `Args` and its `run`.
 
+mod data;
 mod error;
 mod mock_server;
+mod progress;
 mod report_cmd;
 mod run;
+pub mod settings;
 
 use std::process::ExitCode;
 

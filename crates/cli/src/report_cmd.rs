@@ -1,18 +1,162 @@
-//! `bench report`. (Owned by the report work, issue 6.)
+//! `bench report`: re-renders saved runs (console text and files) without running anything,
+//! or puts several runs side by side. Also home of the console options every command that
+//! prints a report shares ([`ConsoleArgs`]).
 
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use anyhow::Context as _;
+use bench_report::{
+    parse_metric_percentiles, parse_percentile_metrics, RunReport, VllmConsoleOptions, VllmLayout,
+};
+use clap::{Args, ValueEnum};
+
+use crate::UsageError;
+
+/// Which console report to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConsoleStyle {
+    /// guidellm's Benchmarks Metadata / Info / Stats tables.
+    Guidellm,
+    /// vLLM's "Serving Benchmark Result" block per benchmark.
+    Vllm,
+    /// guidellm's tables, then vLLM's blocks.
+    Both,
+    /// Print nothing.
+    None,
+}
+
+/// vLLM block layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LayoutArg {
+    /// Current `vllm bench serve` (Failed requests, peaks, configured rate).
+    Current,
+    /// `benchmark_serving.py` as older vLLM printed it.
+    Classic,
+}
+
+/// Console options shared by the commands that print reports.
+#[derive(Debug, Clone, Args)]
+pub struct ConsoleArgs {
+    /// Console report style.
+    #[arg(long, value_enum, default_value = "guidellm")]
+    pub console: ConsoleStyle,
+    /// vLLM console: metrics to print percentiles of (ttft, tpot, itl, e2el, token_latency,
+    /// itl_per_request, ttft_from_scheduled, e2el_from_scheduled, queue, dispatch_delay).
+    #[arg(long, default_value = "ttft,tpot,itl")]
+    pub percentile_metrics: String,
+    /// vLLM console: percentiles to print, e.g. 50,75,90,95,99.
+    #[arg(long, default_value = "99")]
+    pub metric_percentiles: String,
+    /// vLLM console: block layout.
+    #[arg(long, value_enum, default_value = "current")]
+    pub vllm_layout: LayoutArg,
+}
+
+impl ConsoleArgs {
+    /// The vLLM console options, or a usage error naming the bad flag.
+    pub fn vllm_options(&self) -> Result<VllmConsoleOptions, UsageError> {
+        let percentile_metrics = parse_percentile_metrics(&self.percentile_metrics)
+            .map_err(|e| UsageError::new(format!("--percentile-metrics: {e}")))?;
+        let metric_percentiles = parse_metric_percentiles(&self.metric_percentiles)
+            .map_err(|e| UsageError::new(format!("--metric-percentiles: {e}")))?;
+        Ok(VllmConsoleOptions {
+            percentile_metrics,
+            metric_percentiles,
+            layout: match self.vllm_layout {
+                LayoutArg::Current => VllmLayout::Current,
+                LayoutArg::Classic => VllmLayout::Classic,
+            },
+        })
+    }
+
+    /// The console text of `run` for a terminal of `width` columns (`None`: piped).
+    pub fn render(&self, run: &RunReport, width: Option<u16>) -> Result<String, UsageError> {
+        let vllm = self.vllm_options()?;
+        Ok(match self.console {
+            ConsoleStyle::Guidellm => bench_report::render_guidellm(run, width),
+            ConsoleStyle::Vllm => bench_report::render_vllm(run, &vllm),
+            ConsoleStyle::Both => format!(
+                "{}\n{}",
+                bench_report::render_guidellm(run, width),
+                bench_report::render_vllm(run, &vllm)
+            ),
+            ConsoleStyle::None => String::new(),
+        })
+    }
+}
+
+/// The width to fit console tables to: the terminal's when stdout is one, else `None`
+/// (plain, unwrapped output for pipes and files).
+pub fn console_width() -> Option<u16> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size().map(|(w, _)| w.0)
+}
 
 /// Arguments of `bench report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Saved runs (JSON) to render; two or more are put side by side.
+    /// Saved runs (JSON or YAML). Two or more are compared side by side.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Write the run again in another format, chosen by extension (.json, .yaml, .csv,
+    /// .html); repeatable. Only with a single input file.
+    #[arg(long = "output", short = 'o')]
+    pub outputs: Vec<PathBuf>,
+    /// Console options.
+    #[command(flatten)]
+    pub console: ConsoleArgs,
 }
 
-pub fn run(_args: ReportArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::UsageError::new("`bench report` is not built yet").into())
+/// What `bench report` prints, for `width` (`None`: piped), after writing any outputs.
+pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
+    let vllm = args.console.vllm_options()?;
+    let mut runs = Vec::new();
+    for f in &args.files {
+        let run = bench_report::read_run(f)
+            .map_err(|e| UsageError::new(e.to_string()))
+            .with_context(|| format!("cannot read {}", f.display()))?;
+        runs.push(run);
+    }
+    if let [run] = runs.as_slice() {
+        if !args.outputs.is_empty() {
+            bench_report::write_outputs(run, &args.outputs).map_err(|e| match e {
+                bench_report::Error::UnknownFormat { .. } => {
+                    anyhow::Error::new(UsageError::new(format!("--output: {e}")))
+                }
+                other => anyhow::Error::new(other),
+            })?;
+        }
+        return Ok(args.console.render(run, width)?);
+    }
+    if !args.outputs.is_empty() {
+        return Err(UsageError::new("--output takes a single input file").into());
+    }
+    if args.console.console == ConsoleStyle::None {
+        return Ok(String::new());
+    }
+    let names: Vec<String> = args
+        .files
+        .iter()
+        .map(|f| {
+            f.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| f.display().to_string())
+        })
+        .collect();
+    let _ = vllm;
+    Ok(bench_report::render_comparison(&runs, &names, width))
+}
+
+/// Runs `bench report`.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let text = render(&args, console_width())?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,29 +1,313 @@
-//! `bench sweep` and `bench run`. (Owned by the scheduler work, issue 5.)
+//! `bench sweep` and `bench run`: resolve the settings, start the simulator if asked, build the
+//! worker, the data and the scheduler, show progress, write the report after every benchmark,
+//! and print it.
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use anyhow::Context as _;
+use bench_core::{Clock, RequestRecord};
+use bench_mock::{MockConfig, MockServer};
+use bench_report::{
+    Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions, VllmConsoleOptions,
+};
+use bench_scheduler::{
+    BenchmarkOutcome, BenchmarkPlan, Observer, Phase, Scheduler, SchedulerOptions,
+};
+use bench_tokenizer::Tokenizer;
+use bench_worker::{Worker, WorkerConfig};
 use clap::Args;
+
+use crate::settings::{self, CommonArgs, Console, Settings};
+use crate::{data, progress, UsageError};
 
 /// Arguments of `bench sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// Base URL of the server to benchmark.
-    #[arg(long)]
-    pub target: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 /// Arguments of `bench run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Base URL of the server to benchmark.
+    /// Load shape: synchronous, concurrent, throughput, constant, poisson, burst, sweep.
     #[arg(long)]
-    pub target: Option<String>,
+    pub rate_type: Option<String>,
+    /// Rates (req/s) for constant / poisson, streams for concurrent, request counts for burst,
+    /// the size for sweep; comma-separated or repeated, one benchmark each.
+    #[arg(long)]
+    pub rate: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-pub fn sweep(_args: SweepArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::UsageError::new("`bench sweep` is not built yet").into())
+/// `bench sweep`.
+pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
+    let s = settings::resolve(&args.common, None, &[], true)?;
+    execute(s, args.common.show_config)
 }
 
-pub fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::UsageError::new("`bench run` is not built yet").into())
+/// `bench run`.
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let s = settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)?;
+    execute(s, args.common.show_config)
+}
+
+fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
+    if show_config {
+        print!("{settings}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run_async(settings))
+}
+
+/// Collects records into the report crate's accumulator and writes files after each benchmark.
+struct ReportObserver {
+    run: RunReport,
+    stats: StatsOptions,
+    acc: Option<Accumulator>,
+    outputs: Vec<std::path::PathBuf>,
+    wall_epoch: std::time::SystemTime,
+    write_error: Option<String>,
+}
+
+impl Observer for ReportObserver {
+    fn benchmark_started(&mut self, _index: usize, _total: usize, _plan: &BenchmarkPlan) {
+        self.acc = Some(Accumulator::new(&self.stats));
+    }
+
+    fn record(&mut self, _index: usize, record: RequestRecord, _phase: Phase) {
+        // The accumulator applies the measurement window itself (same rule as the scheduler).
+        if let Some(acc) = self.acc.as_mut() {
+            acc.add(record);
+        }
+    }
+
+    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) -> Option<f64> {
+        let acc = self.acc.take()?;
+        let meta = BenchmarkMeta {
+            strategy: o.strategy.clone(),
+            start: o.start,
+            end: o.end,
+            measure_start: o.measure_start,
+            measure_end: o.measure_end,
+            wall_epoch: self.wall_epoch,
+            stop_reason: o.stop_reason.name().to_string(),
+            label: None,
+        };
+        let report = acc.finish(meta);
+        let rate = report.rates.requests_per_s;
+        if o.not_sent > 0 {
+            tracing::warn!(
+                label = %o.strategy.label(),
+                not_sent = o.not_sent,
+                "requests were due but never got a concurrency slot"
+            );
+        }
+        if o.abandoned > 0 {
+            tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
+        }
+        self.run.benchmarks.push(report);
+        if !self.outputs.is_empty() {
+            if let Err(e) = bench_report::write_outputs(&self.run, &self.outputs) {
+                tracing::error!("writing the report failed: {e}");
+                self.write_error = Some(e.to_string());
+            }
+        }
+        Some(rate)
+    }
+}
+
+fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default();
+    Environment {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        target: worker.request_url(),
+        model: model.to_string(),
+        backend: s.backend.name().to_string(),
+        host,
+        processor: s.processor.clone(),
+        os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+        extra: Default::default(),
+    }
+}
+
+async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
+    let tokenizer = match &s.processor {
+        Some(p) => {
+            Tokenizer::resolve(p).map_err(|e| UsageError::new(format!("--processor {p}: {e}")))?
+        }
+        None => Tokenizer::builtin(),
+    };
+    let synthetic = data::parse(&s.data)?;
+
+    let mock = if s.mock {
+        let cfg = match &s.mock_config {
+            Some(p) => MockConfig::from_file(p)
+                .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
+            None => MockConfig::default(),
+        };
+        let server = MockServer::start(cfg)
+            .await
+            .context("starting the built-in simulator")?;
+        tracing::info!(url = %server.url(), "simulator started");
+        Some(server)
+    } else {
+        None
+    };
+    let target = match (&mock, &s.target) {
+        (Some(m), _) => m.url(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => return Err(UsageError::new("no target").into()),
+    };
+    let cfg = WorkerConfig {
+        target: target.clone(),
+        backend: s.backend,
+        endpoint: s.endpoint.clone(),
+        model: s.model.clone(),
+        api_key: s.api_key.clone(),
+        http2: s.http2,
+        insecure: s.insecure,
+        ignore_eos: s.ignore_eos,
+        ..WorkerConfig::default()
+    };
+    let worker = Worker::new(cfg)
+        .await
+        .map_err(|e| UsageError::new(format!("--target {target}: {e}")))?;
+    worker
+        .health_check()
+        .await
+        .with_context(|| format!("the target {target} is not answering"))?;
+    let model = worker
+        .discover_model()
+        .await
+        .with_context(|| format!("finding the model served at {target}"))?;
+    let counter_tk = tokenizer.clone();
+    let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
+    let specs = data::synthetic(synthetic, &tokenizer, 0);
+
+    let mut run = RunReport::new(
+        uuid::Uuid::new_v4().to_string(),
+        time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+    );
+    run.config = serde_json::to_value(&s).unwrap_or_default();
+    run.environment = environment(&s, &model, &worker);
+
+    let stats = StatsOptions {
+        goodput: match &s.goodput {
+            Some(g) => {
+                Some(bench_report::Goodput::parse(g).map_err(|e| UsageError::new(e.to_string()))?)
+            }
+            None => None,
+        },
+        ..StatsOptions::default()
+    };
+    let clock = Clock::start();
+    let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
+    let shown = progress::spawn(sched.progress(), s.quiet);
+
+    let stop = sched.stop_handle();
+    let signals = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("interrupted: closing the current benchmark and writing the report (Ctrl-C again to exit at once)");
+            stop.stop();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "interrupted again: exiting; finished benchmarks are in the output files"
+                );
+                std::process::exit(130);
+            }
+        }
+    });
+
+    let mut observer = ReportObserver {
+        run,
+        stats,
+        acc: None,
+        outputs: s.output.clone(),
+        wall_epoch: clock.wall_epoch(),
+        write_error: None,
+    };
+    let result = sched
+        .run_profile(
+            &s.profile,
+            &s.limits,
+            &s.warmup,
+            &s.cooldown,
+            specs,
+            &mut observer,
+        )
+        .await;
+    drop(sched);
+    if let Some(h) = shown {
+        let _ = h.await;
+    }
+    signals.abort();
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+
+    let run = observer.run;
+    print_console(&s, &run)?;
+    let (outcome, _) = result.context("the run failed")?;
+    if let Some(e) = observer.write_error {
+        anyhow::bail!("writing the report files failed: {e}");
+    }
+    if outcome.interrupted {
+        eprintln!("run interrupted; the last benchmark is partial");
+        return Ok(ExitCode::from(130));
+    }
+    if run.benchmarks.iter().all(|b| b.requests.completed == 0) {
+        anyhow::bail!("no request completed; see the errors in the report");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
+    if run.benchmarks.is_empty() || s.console == Console::None {
+        return Ok(());
+    }
+    let width = if std::io::stdout().is_terminal() {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<u16>().ok())
+            .or(Some(160))
+    } else {
+        None
+    };
+    if matches!(s.console, Console::Guidellm | Console::Both) {
+        println!("{}", bench_report::render_guidellm(run, width));
+    }
+    if matches!(s.console, Console::Vllm | Console::Both) {
+        let mut o = VllmConsoleOptions::default();
+        if let Some(m) = &s.percentile_metrics {
+            o.percentile_metrics = bench_report::parse_percentile_metrics(m)
+                .map_err(|e| UsageError::new(e.to_string()))?;
+        }
+        if let Some(m) = &s.metric_percentiles {
+            o.metric_percentiles = bench_report::parse_metric_percentiles(m)
+                .map_err(|e| UsageError::new(e.to_string()))?;
+        }
+        println!("{}", bench_report::render_vllm(run, &o));
+    }
+    Ok(())
 }

@@ -140,9 +140,9 @@ fn metadata(run: &RunReport, width: Option<u16>) -> String {
 }
 
 /// A table as column groups (the first group holds the row label) and rows of cells.
-struct Spec<'a> {
-    groups: Vec<(&'a str, &'a [&'a str])>,
-    rows: Vec<Vec<String>>,
+pub(crate) struct Spec<'a> {
+    pub(crate) groups: Vec<(&'a str, &'a [&'a str])>,
+    pub(crate) rows: Vec<Vec<String>>,
 }
 
 /// Group of each column: (group index, title).
@@ -306,7 +306,7 @@ fn widest(lines: &[String]) -> usize {
 /// Renders the table; when it is wider than `width`, splits it into several tables of whole
 /// column groups, each repeating the row label, and only wraps cells (comfy-table's dynamic
 /// arrangement) when one group alone cannot fit.
-fn render(spec: &Spec<'_>, width: Option<u16>) -> String {
+pub(crate) fn render(spec: &Spec<'_>, width: Option<u16>) -> String {
     let total: usize = spec.groups.iter().map(|g| g.1.len()).sum();
     let all: Vec<usize> = (0..total).collect();
     let full = build_spanned(&spec.groups, &spec.rows, &all);

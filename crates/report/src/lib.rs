@@ -30,6 +30,7 @@
 //! # let _ = (text, vllm); Ok(()) }
 //! ```
 
+mod compare;
 mod files;
 mod guidellm;
 mod hist;
@@ -37,9 +38,11 @@ mod html;
 mod model;
 mod options;
 mod stats;
+mod svg;
 mod time_fmt;
 mod vllm;
 
+pub use compare::render_comparison;
 pub use files::{read_run, render_csv, render_json, render_yaml, write_outputs, OutputFormat};
 pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};

@@ -230,7 +230,7 @@ pub struct Rates {
     /// Requests actually sent per second inside the window.
     pub achieved_rate: f64,
     /// The rate asked for (open-loop strategies only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub target_rate: Option<f64>,
 }
 

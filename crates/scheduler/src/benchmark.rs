@@ -35,11 +35,14 @@ pub struct BenchmarkPlan {
 }
 
 /// Which part of the benchmark a record belongs to. Only [`Phase::Measured`] records enter the
-/// statistics; the others ran but are excluded.
+/// per-request statistics; the others ran but are excluded.
 ///
-/// The rule: a request belongs to the phase in which it *started* (got its concurrency slot,
-/// which for uncapped open-loop kinds is its intended send time). Count-based warmup and
-/// cooldown go by dispatch order: a warmup of 50 requests excludes exactly requests 0..50.
+/// The rule (guidellm's): a request is warmup when it *ended before* the measurement window
+/// opened, cooldown when it was *sent after* the window closed, measured otherwise (so a
+/// request that overlaps the window counts). A time warmup of `w` opens the window at
+/// `t0 + w`; a count warmup of `n` opens it when request `n` (0-based, dispatch order) gets its
+/// slot; cooldowns close it at `t0 + max_seconds - c` or when request `max_requests - c` gets
+/// its slot. Rates and concurrency are clipped to the window by the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
@@ -122,7 +125,8 @@ pub struct BenchmarkOutcome {
     /// Requests abandoned at the hard deadline after cancellation (recorded as incomplete
     /// without their partial data).
     pub abandoned: u64,
-    /// Completed requests per second in the measurement window.
+    /// Completed requests per second in the measurement window: completions (of any request)
+    /// whose end falls in the window, divided by its length.
     pub completed_rate: f64,
 }
 
@@ -260,6 +264,10 @@ struct Shared {
     pending_due: AtomicU64,
     /// Requests given up at the hard deadline.
     abandoned: AtomicU64,
+    /// Slot of the request that opens the window of a count warmup (`u64::MAX`: not yet).
+    window_open: AtomicU64,
+    /// Slot of the request that closes the window of a count cooldown (`u64::MAX`: not yet).
+    window_close: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,6 +287,8 @@ struct Pacer<B> {
     cap: Option<u32>,
     count: Option<u64>,
     deadline: Option<Nanos>,
+    warm_count: Option<u64>,
+    cool_count: Option<u64>,
     spin: Duration,
     stop: CancellationToken,
     cancel: CancellationToken,
@@ -345,6 +355,12 @@ impl<B: Backend> Pacer<B> {
             }
             pending = None;
             self.shared.pending_due.store(u64::MAX, Ordering::Relaxed);
+            if self.warm_count == Some(id) {
+                self.shared.window_open.store(slot, Ordering::Relaxed);
+            }
+            if self.cool_count == Some(id) {
+                self.shared.window_close.store(slot, Ordering::Relaxed);
+            }
             self.spawn(spec, id, due.unwrap_or(slot), slot, permit);
             id += 1;
         };
@@ -444,6 +460,8 @@ struct Tally {
     ttft_n: u64,
     itl_sum: u128,
     itl_n: u64,
+    /// End times of completed requests, for the window's completed rate.
+    completed_ends: Vec<Nanos>,
 }
 
 impl Tally {
@@ -451,6 +469,7 @@ impl Tally {
         match r.status() {
             Status::Completed => {
                 self.completed += 1;
+                self.completed_ends.push(r.end);
                 if let (Some(first), Some(last)) = (r.first_token(), r.last_token()) {
                     self.ttft_sum += u128::from(first.saturating_sub(r.dispatched));
                     self.ttft_n += 1;
@@ -505,30 +524,9 @@ impl<B: Backend> Scheduler<B> {
             sent: AtomicU64::new(0),
             pending_due: AtomicU64::new(u64::MAX),
             abandoned: AtomicU64::new(0),
+            window_open: AtomicU64::new(u64::MAX),
+            window_close: AtomicU64::new(u64::MAX),
         });
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let pacer = Pacer {
-            backend: self.backend.clone(),
-            clock,
-            t0,
-            release: plan.strategy.release(),
-            arrivals: plan.strategy.arrivals(),
-            cap: plan.strategy.concurrency_cap(),
-            count: resolved.count,
-            deadline,
-            spin: self.options.spin,
-            stop: stop.clone(),
-            cancel: cancel.clone(),
-            hard: hard.clone(),
-            tx,
-            shared: shared.clone(),
-        };
-        // Already interrupted: run nothing.
-        if self.interrupt.is_cancelled() {
-            stop.cancel();
-        }
-        let pacer = tokio::spawn(pacer.run(specs));
-
         // Phase boundaries known in advance.
         let warm_time = match resolved.warmup {
             Some(ResolvedTransient::Time(w)) => Some(t0.saturating_add(w)),
@@ -546,20 +544,52 @@ impl<B: Backend> Scheduler<B> {
             (Some(ResolvedTransient::Requests(c)), Some(n)) => Some(n.saturating_sub(c)),
             _ => None,
         };
-        let phase_of = |r: &RequestRecord| {
-            if warm_time.is_some_and(|w| r.slot < w) || warm_count.is_some_and(|n| r.id < n) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let pacer = Pacer {
+            backend: self.backend.clone(),
+            clock,
+            t0,
+            release: plan.strategy.release(),
+            arrivals: plan.strategy.arrivals(),
+            cap: plan.strategy.concurrency_cap(),
+            count: resolved.count,
+            deadline,
+            warm_count,
+            cool_count,
+            spin: self.options.spin,
+            stop: stop.clone(),
+            cancel: cancel.clone(),
+            hard: hard.clone(),
+            tx,
+            shared: shared.clone(),
+        };
+        // Already interrupted: run nothing.
+        if self.interrupt.is_cancelled() {
+            stop.cancel();
+        }
+        let pacer = tokio::spawn(pacer.run(specs));
+
+        // A count window not yet opened is in the future: everything that ended so far ended
+        // before it.
+        let window_open = |shared: &Shared| match (warm_time, warm_count) {
+            (Some(w), _) => w,
+            (None, Some(_)) => shared.window_open.load(Ordering::Relaxed),
+            _ => t0,
+        };
+        let window_close = |shared: &Shared| match (cool_time, cool_count) {
+            (Some(c), _) => c,
+            (None, Some(_)) => shared.window_close.load(Ordering::Relaxed),
+            _ => u64::MAX,
+        };
+        let phase_of = |r: &RequestRecord, shared: &Shared| {
+            if r.end < window_open(shared) {
                 Phase::Warmup
-            } else if cool_time.is_some_and(|c| r.slot >= c)
-                || cool_count.is_some_and(|n| r.id >= n)
-            {
+            } else if r.dispatched > window_close(shared) {
                 Phase::Cooldown
             } else {
                 Phase::Measured
             }
         };
-        // Slots of the first measured / first cooldown request, for count-based windows.
-        let mut first_measured_slot: Option<Nanos> = None;
-        let mut first_cooldown_slot: Option<Nanos> = None;
 
         let mut tally = Tally::default();
         let mut stop_reason: Option<StopReason> = None;
@@ -595,13 +625,7 @@ impl<B: Backend> Scheduler<B> {
                 biased;
                 r = rx.recv() => {
                     let Some(record) = r else { break };
-                    let phase = phase_of(&record);
-                    if phase == Phase::Measured && warm_count == Some(record.id) {
-                        first_measured_slot = Some(record.slot);
-                    }
-                    if phase == Phase::Cooldown && cool_count == Some(record.id) {
-                        first_cooldown_slot = Some(record.slot);
-                    }
+                    let phase = phase_of(&record, &shared);
                     tally.add(&record, phase);
                     sink(record, phase);
                     if stop_reason.is_none()
@@ -687,18 +711,14 @@ impl<B: Backend> Scheduler<B> {
             (None, StopReason::MaxSeconds) => deadline.unwrap_or_else(|| clock.now()),
             _ => clock.now(),
         };
-        let measure_start = match (warm_time, warm_count) {
-            (Some(w), _) => w.min(end),
-            (None, Some(_)) => first_measured_slot.unwrap_or(end),
-            _ => t0,
-        };
-        let measure_end = match (cool_time, cool_count) {
-            (Some(c), _) => c.min(end),
-            (None, Some(_)) => first_cooldown_slot.unwrap_or(end),
-            _ => end,
-        }
-        .max(measure_start);
+        let measure_start = window_open(&shared).min(end);
+        let measure_end = window_close(&shared).min(end).max(measure_start);
         let window = secs(measure_end - measure_start);
+        let completed_in_window = tally
+            .completed_ends
+            .iter()
+            .filter(|&&e| e >= measure_start && e <= measure_end)
+            .count();
         let outcome = BenchmarkOutcome {
             strategy: plan.strategy.clone(),
             start: t0,
@@ -715,7 +735,7 @@ impl<B: Backend> Scheduler<B> {
             not_sent,
             abandoned: shared.abandoned.load(Ordering::Relaxed),
             completed_rate: if window > 0.0 {
-                tally.measured_completed as f64 / window
+                completed_in_window as f64 / window
             } else {
                 0.0
             },

@@ -14,9 +14,13 @@ pub trait Observer {
     }
     /// One request finished (in any way), with the phase it belongs to.
     fn record(&mut self, index: usize, record: RequestRecord, phase: Phase);
-    /// A benchmark ended; all its records have been delivered.
-    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) {
+    /// A benchmark ended; all its records have been delivered. May return the completed
+    /// requests/s the observer computed for it (e.g. the report's), which a sweep then uses
+    /// for its rates instead of [`BenchmarkOutcome::completed_rate`], so that the rates follow
+    /// from the figures the user sees.
+    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) -> Option<f64> {
         let _ = (index, outcome);
+        None
     }
 }
 
@@ -97,6 +101,7 @@ impl<B: Backend> Scheduler<B> {
             Profile::Sweep(spec) => spec.probes().to_vec(),
         };
         let mut index = 0;
+        let mut rates: Vec<f64> = Vec::new();
         while index < queue.len() {
             let p = plan(queue[index].clone(), limits, warmup, cooldown);
             observer.benchmark_started(index, total, &p);
@@ -106,7 +111,10 @@ impl<B: Backend> Scheduler<B> {
                 })
                 .await?;
             specs = rest;
-            observer.benchmark_finished(index, &outcome);
+            let measured = observer
+                .benchmark_finished(index, &outcome)
+                .unwrap_or(outcome.completed_rate);
+            rates.push(measured);
             let stop =
                 outcome.stop_reason == StopReason::Interrupted || self.interrupt.is_cancelled();
             out.benchmarks.push(outcome);
@@ -115,8 +123,7 @@ impl<B: Backend> Scheduler<B> {
                 break;
             }
             if let (Profile::Sweep(spec), 1) = (profile, index) {
-                let r_sync = out.benchmarks[0].completed_rate;
-                let r_thr = out.benchmarks[1].completed_rate;
+                let (r_sync, r_thr) = (rates[0], rates[1]);
                 tracing::info!(r_sync, r_thr, "sweep probes measured");
                 queue.extend(
                     spec.rate_strategies(r_sync, r_thr)

@@ -239,15 +239,17 @@ async fn time_warmup_and_cooldown_exclude_exactly_their_requests() {
     p.cooldown = Some(Transient::Fraction(0.3));
     let (out, recs) = run(fake, &p).await;
     assert_eq!(recs.len(), 100);
+    // Warmup: ended before 2 s (ids 0..20, the last ends at 1.91 s). Cooldown: sent after
+    // 7 s (ids 71..100; id 70 is sent at exactly 7 s and counts).
     for (r, ph) in &recs {
         let want = match r.id {
             0..20 => Phase::Warmup,
-            20..70 => Phase::Measured,
+            20..=70 => Phase::Measured,
             _ => Phase::Cooldown,
         };
         assert_eq!(*ph, want, "request {}", r.id);
     }
-    assert_eq!(out.measured, 50);
+    assert_eq!(out.measured, 51);
     assert_eq!(out.warmup_secs(), 2.0);
     assert_eq!(out.cooldown_secs(), 3.0);
     assert_eq!(out.completed_rate, 10.0);
@@ -261,18 +263,28 @@ async fn count_warmup_and_cooldown_exclude_exactly_their_requests() {
     p.cooldown = Some(Transient::Requests(20));
     let (out, recs) = run(fake, &p).await;
     assert_eq!(recs.len(), 100);
-    let count = |ph| recs.iter().filter(|(_, p)| *p == ph).count();
-    assert_eq!(count(Phase::Warmup), 10);
-    assert_eq!(count(Phase::Measured), 70);
-    assert_eq!(count(Phase::Cooldown), 20);
-    for (r, ph) in &recs {
-        assert_eq!(*ph == Phase::Warmup, r.id < 10);
-        assert_eq!(*ph == Phase::Cooldown, r.id >= 80);
-    }
     // The window opens at request 10's slot and closes at request 80's.
     let slot = |id| recs.iter().find(|(r, _)| r.id == id).map(|(r, _)| r.slot);
     assert_eq!(Some(out.measure_start), slot(10));
     assert_eq!(Some(out.measure_end), slot(80));
+    // Three streams in waves of 30 ms: request 10 starts at 90 ms, request 80 at 780 ms.
+    assert_eq!(out.measure_start - out.start, 90 * MS);
+    assert_eq!(out.measure_end - out.start, 780 * MS);
+    for (r, ph) in &recs {
+        let want = if r.end < out.measure_start {
+            Phase::Warmup
+        } else if r.dispatched > out.measure_end {
+            Phase::Cooldown
+        } else {
+            Phase::Measured
+        };
+        assert_eq!(*ph, want, "request {}", r.id);
+    }
+    // Warmup: the two waves that ended before 90 ms; cooldown: waves from 810 ms on.
+    let count = |ph| recs.iter().filter(|(_, p)| *p == ph).count();
+    assert_eq!(count(Phase::Warmup), 6);
+    assert_eq!(count(Phase::Cooldown), 19);
+    assert_eq!(count(Phase::Measured), 75);
 }
 
 #[tokio::test(start_paused = true)]
@@ -364,8 +376,9 @@ impl Observer for Collect {
     fn record(&mut self, index: usize, _record: RequestRecord, _phase: Phase) {
         self.records.push(index);
     }
-    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) {
+    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) -> Option<f64> {
         self.finished.push(outcome.clone());
+        None
     }
 }
 

@@ -1,0 +1,121 @@
+//! Live progress of `bench sweep` / `bench run` on stderr: one line per benchmark (and an
+//! overall bar for multi-benchmark runs) on a terminal, periodic plain lines otherwise.
+
+use std::io::IsTerminal as _;
+use std::time::{Duration, Instant};
+
+use bench_scheduler::Progress;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How often plain progress lines are written when stderr is not a terminal.
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+/// One progress line.
+pub fn line(p: &Progress) -> String {
+    let ms = |s: Option<f64>| s.map_or("-".to_string(), |v| format!("{:.1}ms", v * 1e3));
+    let time = match p.remaining {
+        Some(r) => format!(
+            "{:.1}s elapsed, {:.1}s left",
+            p.elapsed.as_secs_f64(),
+            r.as_secs_f64()
+        ),
+        None => match p.max_requests {
+            Some(n) => format!(
+                "{:.1}s elapsed, {}/{} sent",
+                p.elapsed.as_secs_f64(),
+                p.sent,
+                n
+            ),
+            None => format!("{:.1}s elapsed", p.elapsed.as_secs_f64()),
+        },
+    };
+    format!(
+        "[{}/{}] {} {} | {} | {:.2} req/s | in flight {}{} | completed {} incomplete {} errored {} | TTFT {} ITL {}",
+        p.index + 1,
+        p.total,
+        p.label,
+        p.phase.name(),
+        time,
+        p.completed_rate,
+        p.in_flight,
+        if p.queued > 0 { format!(" (+{} queued)", p.queued) } else { String::new() },
+        p.completed,
+        p.incomplete,
+        p.errored,
+        ms(p.mean_ttft),
+        ms(p.mean_itl),
+    )
+}
+
+/// Starts the display task; it ends when `rx`'s sender is dropped or the task is aborted.
+pub fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<JoinHandle<()>> {
+    if quiet {
+        return None;
+    }
+    let tty = std::io::stderr().is_terminal();
+    Some(tokio::spawn(async move {
+        if tty {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+            let style = ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            let overall_style =
+                ProgressStyle::with_template("{bar:30} {pos}/{len} benchmarks {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let mut overall: Option<ProgressBar> = None;
+            let mut current: Option<(usize, ProgressBar)> = None;
+            while rx.changed().await.is_ok() {
+                let Some(p) = rx.borrow_and_update().clone() else {
+                    continue;
+                };
+                if p.total > 1 && overall.is_none() {
+                    let b = multi.add(ProgressBar::new(p.total as u64));
+                    b.set_style(overall_style.clone());
+                    overall = Some(b);
+                }
+                if current.as_ref().is_none_or(|(i, _)| *i != p.index) {
+                    if let Some((_, b)) = current.take() {
+                        b.finish();
+                    }
+                    let b = match &overall {
+                        Some(o) => multi.insert_before(o, ProgressBar::new_spinner()),
+                        None => multi.add(ProgressBar::new_spinner()),
+                    };
+                    b.set_style(style.clone());
+                    current = Some((p.index, b));
+                }
+                if let Some((_, b)) = &current {
+                    b.set_message(line(&p));
+                    b.tick();
+                    if p.finished {
+                        b.finish();
+                        if let Some(o) = &overall {
+                            o.set_position(p.index as u64 + 1);
+                        }
+                    }
+                }
+            }
+            if let Some((_, b)) = current {
+                b.finish();
+            }
+            if let Some(o) = overall {
+                o.finish();
+            }
+        } else {
+            let mut last: Option<Instant> = None;
+            while rx.changed().await.is_ok() {
+                let Some(p) = rx.borrow_and_update().clone() else {
+                    continue;
+                };
+                if p.finished || last.is_none_or(|t| t.elapsed() >= PLAIN_EVERY) {
+                    eprintln!("{}", line(&p));
+                    last = Some(Instant::now());
+                }
+                if p.finished {
+                    last = None;
+                }
+            }
+        }
+    }))
+}

@@ -1,0 +1,261 @@
+//! Small inline SVG charts (line charts with axes, ticks, legend and native tooltips), so the
+//! HTML report needs no script and no external resource.
+
+use std::fmt::Write as _;
+
+use crate::html::esc;
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub(crate) struct Series {
+    pub name: String,
+    pub color: &'static str,
+    pub points: Vec<(f64, f64)>,
+    /// Tooltip per point (same length as `points`), e.g. the benchmark label.
+    pub notes: Vec<String>,
+}
+
+/// A chart's axes.
+#[derive(Debug, Clone)]
+pub(crate) struct Axes {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Custom x ticks (value, label); `None` picks round numbers.
+    pub x_ticks: Option<Vec<(f64, String)>>,
+}
+
+/// Colors of successive series (colour-blind friendly).
+pub(crate) const PALETTE: [&str; 6] = [
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9",
+];
+
+const W: f64 = 460.0;
+const H: f64 = 280.0;
+const L: f64 = 62.0;
+const R: f64 = 24.0;
+const T: f64 = 46.0;
+const B: f64 = 48.0;
+
+/// Round tick values covering `[lo, hi]` (about five).
+fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).max(f64::EPSILON);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(mag * 10.0);
+    let mut v = (lo / step).floor() * step;
+    let mut out = Vec::new();
+    while v <= hi + step * 1e-9 && out.len() < 20 {
+        out.push(v);
+        v += step;
+    }
+    out
+}
+
+fn fmt_tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Renders a line chart. Empty series are skipped; with no points at all the chart says so.
+pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
+    let pts: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg class=\"chart\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{}\">",
+        esc(&axes.title)
+    );
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"18\" text-anchor=\"middle\" class=\"title\">{}</text>",
+        W / 2.0,
+        esc(&axes.title)
+    );
+    if pts.is_empty() {
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"empty\">no data</text></svg>",
+            W / 2.0,
+            H / 2.0
+        );
+        return s;
+    }
+    let (mut x0, mut x1) = pts
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.0), b.max(p.0))
+        });
+    let y1 = pts.iter().fold(f64::NEG_INFINITY, |a, p| a.max(p.1));
+    let y0 = 0.0f64.min(pts.iter().fold(f64::INFINITY, |a, p| a.min(p.1)));
+    if let Some(t) = &axes.x_ticks {
+        for (v, _) in t {
+            x0 = x0.min(*v);
+            x1 = x1.max(*v);
+        }
+    }
+    if x1 - x0 < 1e-12 {
+        x0 -= 0.5_f64.max(x0.abs() * 0.1);
+        x1 += 0.5_f64.max(x1.abs() * 0.1);
+    }
+    let yt = nice_ticks(y0, if y1 > y0 { y1 } else { y0 + 1.0 });
+    let ytop = yt.last().copied().unwrap_or(1.0).max(y1);
+    let ybot = yt.first().copied().unwrap_or(0.0).min(y0);
+    let px = |x: f64| L + (x - x0) / (x1 - x0) * (W - L - R);
+    let py = |y: f64| H - B - (y - ybot) / (ytop - ybot).max(f64::EPSILON) * (H - T - B);
+    // Grid and y ticks.
+    for v in &yt {
+        let y = py(*v);
+        let _ = write!(
+            s,
+            "<line x1=\"{L}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"grid\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" class=\"tick\">{}</text>",
+            W - R,
+            L - 6.0,
+            y + 4.0,
+            fmt_tick(*v)
+        );
+    }
+    let xt: Vec<(f64, String)> = match &axes.x_ticks {
+        Some(t) => t.clone(),
+        None => nice_ticks(x0, x1)
+            .into_iter()
+            .filter(|v| *v >= x0 - 1e-9 && *v <= x1 + 1e-9)
+            .map(|v| (v, fmt_tick(v)))
+            .collect(),
+    };
+    for (v, label) in &xt {
+        let x = px(*v);
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" class=\"axis\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" class=\"tick\">{}</text>",
+            H - B,
+            H - B + 4.0,
+            H - B + 16.0,
+            esc(label)
+        );
+    }
+    let _ = write!(
+        s,
+        "<line x1=\"{L}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" class=\"axis\"/><line x1=\"{L}\" x2=\"{L}\" y1=\"{T}\" y2=\"{}\" class=\"axis\"/>",
+        W - R,
+        H - B,
+        H - B,
+        H - B
+    );
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"label\">{}</text><text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\" class=\"label\">{}</text>",
+        L + (W - L - R) / 2.0,
+        H - 10.0,
+        esc(&axes.x_label),
+        T + (H - T - B) / 2.0,
+        esc(&axes.y_label)
+    );
+    // Lines, points with tooltips; the legend sits between the title and the plot.
+    let mut lx = L;
+    let mut ly = 34.0;
+    for se in series.iter() {
+        let good: Vec<(usize, (f64, f64))> = se
+            .points
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, (x, y))| x.is_finite() && y.is_finite())
+            .collect();
+        if good.is_empty() {
+            continue;
+        }
+        let path: Vec<String> = good
+            .iter()
+            .map(|(_, (x, y))| format!("{:.1},{:.1}", px(*x), py(*y)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>",
+            path.join(" "),
+            se.color
+        );
+        for (j, (x, y)) in &good {
+            let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"><title>{}: {} ({})</title></circle>",
+                px(*x),
+                py(*y),
+                se.color,
+                esc(&se.name),
+                fmt_tick(*y),
+                esc(note)
+            );
+        }
+        let item_w = 22.0 + 6.0 * se.name.chars().count() as f64;
+        if lx + item_w > W - R && lx > L {
+            lx = L;
+            ly += 12.0;
+        }
+        let _ = write!(
+            s,
+            "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"10\" height=\"3\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"legend\">{}</text>",
+            ly - 4.0,
+            se.color,
+            lx + 14.0,
+            ly,
+            esc(&se.name)
+        );
+        lx += item_w;
+    }
+    s.push_str("</svg>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        let t = nice_ticks(0.0, 97.0);
+        assert_eq!(t.first().copied(), Some(0.0));
+        assert!(t.last().copied().unwrap_or(0.0) >= 97.0 - 1e-9 || t.len() >= 5);
+        assert!(nice_ticks(0.0, 0.0).len() <= 20);
+        assert!(nice_ticks(3.0, 3.0000001).len() <= 20);
+    }
+
+    #[test]
+    fn charts_survive_degenerate_data() {
+        let axes = Axes {
+            title: "t<&>".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_ticks: None,
+        };
+        let one = Series {
+            name: "a".into(),
+            color: PALETTE[0],
+            points: vec![(1.0, 2.0), (f64::NAN, 1.0)],
+            notes: vec![],
+        };
+        let svg = line_chart(&axes, &[one]);
+        assert!(svg.contains("<circle") && svg.contains("t&lt;&amp;&gt;"));
+        assert!(!svg.contains("NaN"));
+        assert!(line_chart(&axes, &[]).contains("no data"));
+    }
+}

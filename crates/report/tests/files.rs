@@ -1,0 +1,268 @@
+//! Report files: JSON round trips (consoles re-rendered from a saved run are identical),
+//! the JSON Schema, YAML, CSV, atomic incremental writes, and bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use bench_report::{
+    parse_metric_percentiles, parse_percentile_metrics, read_run, render_csv, render_guidellm,
+    render_json, render_vllm, write_outputs, Goodput, RunReport, StatsOptions, VllmConsoleOptions,
+    VllmLayout,
+};
+
+fn opts() -> StatsOptions {
+    StatsOptions {
+        goodput: Some(Goodput::parse("ttft:500 tpot:50 e2el:2000").expect("valid")),
+        ..StatsOptions::default()
+    }
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn consoles(run: &RunReport) -> Vec<String> {
+    let all = VllmConsoleOptions {
+        percentile_metrics: parse_percentile_metrics(
+            "ttft,tpot,itl,e2el,token_latency,itl_per_request,ttft_from_scheduled,e2el_from_scheduled,queue,dispatch_delay",
+        )
+        .expect("valid"),
+        // 12.5 and 99.99 are not saved in the summaries: cut from the histograms.
+        metric_percentiles: parse_metric_percentiles("12.5,50,90,99,99.99").expect("valid"),
+        layout: VllmLayout::Current,
+    };
+    vec![
+        render_guidellm(run, None),
+        render_guidellm(run, Some(100)),
+        render_vllm(run, &VllmConsoleOptions::default()),
+        render_vllm(run, &all),
+        bench_report::render_comparison(
+            &[run.clone(), run.clone()],
+            &["a".into(), "b".into()],
+            None,
+        ),
+    ]
+}
+
+#[test]
+fn saved_run_rerenders_every_console_exactly() {
+    let run = common::sample_run(&opts());
+    let dir = tmpdir("rerender");
+    let json = dir.join("run.json");
+    let yaml = dir.join("run.yaml");
+    write_outputs(&run, &[json.clone(), yaml.clone()]).expect("write");
+    let from_json = read_run(&json).expect("read json");
+    let from_yaml = read_run(&yaml).expect("read yaml");
+    let original = consoles(&run);
+    assert_eq!(consoles(&from_json), original);
+    assert_eq!(consoles(&from_yaml), original);
+    assert_eq!(from_json, run);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn committed_sample_run_is_current() {
+    // tests/data/sample-run.json feeds the CLI tests and the HTML check script; it must be
+    // what the fixture produces today.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample-run.json");
+    let fresh = render_json(&common::sample_run(&opts())).expect("json");
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, &fresh).expect("write");
+    }
+    let committed = std::fs::read_to_string(&path).expect("BLESS=1 creates it");
+    assert_eq!(committed, fresh);
+}
+
+#[test]
+fn json_validates_against_the_published_schema() {
+    let schema_path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let mut keep = opts();
+    keep.keep_records = true;
+    for run in [
+        common::sample_run(&opts()),
+        common::sample_run(&keep),
+        common::sample_run(&StatsOptions::default()),
+    ] {
+        let value: serde_json::Value =
+            serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+    // The schema is strict enough to catch a broken report.
+    let mut value: serde_json::Value =
+        serde_json::from_str(&render_json(&common::sample_run(&opts())).expect("json"))
+            .expect("parse");
+    value["benchmarks"][0]["rates"]["requests_per_s"] = serde_json::json!("fast");
+    assert!(!validator.is_valid(&value));
+    let mut value2: serde_json::Value =
+        serde_json::from_str(&render_json(&common::sample_run(&opts())).expect("json"))
+            .expect("parse");
+    if let Some(o) = value2["benchmarks"][0]["metrics"].as_object_mut() {
+        o.remove("ttft_ms");
+    }
+    assert!(!validator.is_valid(&value2));
+}
+
+#[test]
+fn csv_has_one_row_per_benchmark() {
+    let run = common::sample_run(&opts());
+    let csv = render_csv(&run);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + run.benchmarks.len());
+    let n = lines[0].split(',').count();
+    for l in &lines {
+        assert_eq!(l.split(',').count(), n, "{l}");
+    }
+    assert!(lines[1].contains(",synchronous,synchronous,"));
+    assert!(lines[0].contains("ttft_ms_p99"));
+}
+
+#[test]
+fn unknown_extension_writes_nothing() {
+    let run = common::sample_run(&opts());
+    let dir = tmpdir("ext");
+    let good = dir.join("a.json");
+    let err = write_outputs(&run, &[good.clone(), dir.join("a.txt")]).expect_err("refused");
+    assert!(err.to_string().contains("a.txt"), "{err}");
+    assert!(!good.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_saved_runs_are_errors_not_panics() {
+    let dir = tmpdir("bad");
+    assert!(read_run(&dir.join("missing.json")).is_err());
+    for (name, text) in [
+        ("garbage.json", "not json"),
+        ("empty.json", ""),
+        ("noversion.json", "{}"),
+        ("newer.json", "{\"schema_version\": 999}"),
+        ("wrongtype.json", "{\"schema_version\": 1, \"run_id\": 5}"),
+        ("bad.yaml", "- [unbalanced"),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        let err = read_run(&p).expect_err(name);
+        assert!(err.to_string().contains(name), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Child half of `killed_run_leaves_a_valid_file`: writes three benchmarks one by one, then
+/// keeps rewriting the file until it is killed (so the kill lands mid-write).
+#[test]
+fn child_writer() {
+    let Some(path) = std::env::var_os("BENCH_REPORT_CHILD_WRITER") else {
+        return;
+    };
+    let path = PathBuf::from(path);
+    let full = common::sample_run(&opts());
+    let mut run = full.clone();
+    run.benchmarks.clear();
+    for b in full.benchmarks.iter().take(3) {
+        run.benchmarks.push(b.clone());
+        write_outputs(
+            &run,
+            &[
+                path.clone(),
+                path.with_extension("html"),
+                path.with_extension("csv"),
+            ],
+        )
+        .expect("write");
+    }
+    loop {
+        write_outputs(
+            &run,
+            &[
+                path.clone(),
+                path.with_extension("html"),
+                path.with_extension("csv"),
+            ],
+        )
+        .expect("write");
+    }
+}
+
+fn count_benchmarks(path: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // A partial file would fail to parse here: every read must see a whole file.
+    let run: RunReport = serde_json::from_str(&text).expect("never a partial file");
+    Some(run.benchmarks.len())
+}
+
+#[test]
+fn killed_run_leaves_a_valid_file_with_every_finished_benchmark() {
+    let dir = tmpdir("kill");
+    let path = dir.join("run.json");
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .env("BENCH_REPORT_CHILD_WRITER", &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn child");
+    // Wait (generously: shared CI machine) until the third benchmark is on disk, reading the
+    // file all the while.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        // The CSV is written last of the three: once it has three rows, all files do.
+        let csv_rows = std::fs::read_to_string(path.with_extension("csv"))
+            .map(|c| c.lines().count())
+            .unwrap_or(0);
+        if count_benchmarks(&path) == Some(3) && csv_rows == 4 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "child never wrote 3 benchmarks"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Let it rewrite a few times, then kill it hard, likely mid-write.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let run = read_run(&path).expect("valid after the kill");
+    assert_eq!(run.benchmarks.len(), 3);
+    let html = std::fs::read_to_string(path.with_extension("html")).expect("html");
+    assert!(html.trim_end().ends_with("</html>"));
+    let csv = std::fs::read_to_string(path.with_extension("csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn html_is_self_contained_with_charts() {
+    let run = common::sample_run(&opts());
+    let html = bench_report::render_html(&run);
+    let lower = html.to_ascii_lowercase();
+    // Nothing that could load anything: no script, no stylesheet link, no src/href, no CSS
+    // url() or @import, no external namespace fetches.
+    for needle in [
+        "<script", "<link", " src=", "href=", "url(", "@import", "<iframe", "<object", "<embed",
+        "<img",
+    ] {
+        assert!(!lower.contains(needle), "found {needle}");
+    }
+    // Sweep charts (4 latency + throughput + concurrency) and 3 distributions per benchmark.
+    assert_eq!(html.matches("<svg").count(), 6 + 3 * run.benchmarks.len());
+    assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    assert!(html.matches("<polyline").count() >= 6 + 3 * run.benchmarks.len());
+    for b in &run.benchmarks {
+        assert!(html.contains(&format!("<summary>{} &mdash;", b.label)));
+    }
+    assert!(!html.contains("NaN") && !html.contains("inf\""));
+}

@@ -1,0 +1,208 @@
+//! The HTML report in a real browser: headless Chromium (Debian's `chromium`, installed by
+//! `.ci/setup`) loads the page with every network request routed to a loopback proxy that
+//! records them, logs console messages, and takes a screenshot (kept under the target dir for
+//! a human to look at). A negative control page proves the detectors work.
+//!
+//! Without Chromium the test is skipped locally and fails under CI (`CI` set).
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("BENCH_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser", "google-chrome"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Chromium's own background services (updates, time, accounts): not requests of the page.
+fn is_browser_housekeeping(request_line: &str) -> bool {
+    let host = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("");
+    ["google.com", "googleapis.com", "gvt1.com", "gstatic.com"]
+        .iter()
+        .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+}
+
+struct Visit {
+    page_requests: Vec<String>,
+    console: Vec<String>,
+    screenshot: Vec<u8>,
+}
+
+/// Loads `page` in headless Chromium through a recording proxy.
+fn visit(chromium: &Path, page: &Path, work: &Path, shot: &Path) -> Visit {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let proxy = {
+        let (seen, stop) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((sock, _)) => {
+                        let _ = sock.set_nonblocking(false);
+                        let _ = sock.set_read_timeout(Some(Duration::from_secs(2)));
+                        let mut line = String::new();
+                        let _ = BufReader::new(sock).read_line(&mut line);
+                        if let Ok(mut s) = seen.lock() {
+                            s.push(line.trim().to_string());
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        })
+    };
+    let profile = work.join(format!(
+        "profile-{}",
+        page.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--proxy-bypass-list=<-loopback>",
+            "--virtual-time-budget=3000",
+            "--window-size=1300,2400",
+        ])
+        .arg(format!("--proxy-server=127.0.0.1:{port}"))
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let stderr = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .filter(|l| l.contains(":CONSOLE"))
+            .collect::<Vec<_>>()
+    });
+    // Generous: a shared 2-core machine may be busy compiling.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let console = reader.join().expect("stderr reader");
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let _ = proxy.join();
+    let page_requests = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|l| !is_browser_housekeeping(l))
+        .cloned()
+        .collect();
+    Visit {
+        page_requests,
+        console,
+        screenshot: std::fs::read(shot).unwrap_or_default(),
+    }
+}
+
+#[test]
+fn html_report_renders_in_chromium_offline_without_errors() {
+    let Some(chromium) = find_chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing under CI (.ci/setup installs it)"
+        );
+        eprintln!("skipped: no chromium on PATH (set BENCH_CHROMIUM or run .ci/setup)");
+        return;
+    };
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html-chromium");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).expect("work dir");
+
+    // Negative control: an external image and a script error must both be caught.
+    let bad = work.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><body><img src=\"http://example.invalid/x.png\"><script>console.error('boom')</script></body></html>",
+    )
+    .expect("write");
+    let v = visit(&chromium, &bad, &work, &work.join("bad.png"));
+    assert!(
+        v.page_requests
+            .iter()
+            .any(|l| l.contains("example.invalid")),
+        "proxy saw {:?}",
+        v.page_requests
+    );
+    assert!(
+        v.console.iter().any(|l| l.contains("boom")),
+        "{:?}",
+        v.console
+    );
+
+    let run = common::sample_run(&bench_report::StatsOptions::default());
+    let page = work.join("report.html");
+    bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");
+    let shot = work.join("report.png");
+    let v = visit(&chromium, &page, &work, &shot);
+    assert!(
+        v.page_requests.is_empty(),
+        "network requests: {:?}",
+        v.page_requests
+    );
+    assert!(v.console.is_empty(), "console messages: {:?}", v.console);
+    assert!(
+        v.screenshot.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "no screenshot"
+    );
+    // A blank page compresses to a few KB; charts and tables make it far larger.
+    assert!(
+        v.screenshot.len() > 50_000,
+        "screenshot only {} bytes",
+        v.screenshot.len()
+    );
+    eprintln!("screenshot: {}", shot.display());
+}

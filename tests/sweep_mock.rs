@@ -1,0 +1,210 @@
+//! End to end: the real `bench` binary against its in-process simulator (`--mock`).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-e2e-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn sweep_mock_runs_every_benchmark_and_writes_the_report() {
+    let dir = tmp("sweep");
+    let json = dir.join("run.json");
+    let csv = dir.join("run.csv");
+    let out = bench(&[
+        "sweep",
+        "--mock",
+        "--max-seconds",
+        "1",
+        "--sweep-size",
+        "4",
+        "--max-concurrency",
+        "32",
+        "--data",
+        "prompt_tokens=32,output_tokens=8",
+        "--console",
+        "both",
+        "--output",
+        json.to_str().expect("utf8"),
+        "--output",
+        csv.to_str().expect("utf8"),
+    ]);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    // Both consoles, every row.
+    for want in [
+        "Benchmarks Stats",
+        "Serving Benchmark Result",
+        "synchronous",
+        "throughput",
+        "constant@",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
+    }
+    // Plain progress lines on a non-terminal stderr.
+    assert!(stderr.contains("[1/4] synchronous"), "{stderr}");
+
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
+    let b = run["benchmarks"].as_array().expect("benchmarks");
+    assert_eq!(b.len(), 4);
+    let labels: Vec<&str> = b.iter().filter_map(|x| x["label"].as_str()).collect();
+    assert_eq!(&labels[..2], ["synchronous", "throughput"]);
+    let rps = |i: usize| b[i]["rates"]["requests_per_s"].as_f64().expect("rps");
+    let (r_sync, r_thr) = (rps(0), rps(1));
+    // (No ordering asserted: on a loaded CI machine throughput may not beat synchronous.)
+    assert!(r_sync > 0.0 && r_thr > 0.0, "sync {r_sync} thr {r_thr}");
+    // The rates follow linspace(r_sync, r_thr, 3)[1:] of the reported probe rates.
+    for (i, want) in [(2usize, r_sync + (r_thr - r_sync) / 2.0), (3, r_thr)] {
+        let rate = b[i]["strategy"]["rate"].as_f64().expect("rate");
+        assert!(
+            (rate - want).abs() <= 1e-9 * want.max(1.0),
+            "{rate} vs {want}"
+        );
+        assert_eq!(labels[i], format!("constant@{want:.2}"));
+    }
+    for x in b {
+        let completed = x["requests"]["completed"].as_u64().expect("completed");
+        assert!(completed > 0, "{x}");
+        assert_eq!(x["requests"]["errored"].as_u64(), Some(0));
+        // Every completed request generated what it asked for, and the prompt had its length.
+        assert_eq!(
+            x["tokens"]["output"]["completed"]["per_request"].as_f64(),
+            Some(8.0)
+        );
+        assert_eq!(
+            x["tokens"]["prompt"]["completed"]["per_request"].as_f64(),
+            Some(32.0)
+        );
+    }
+    assert!(std::fs::read_to_string(&csv).expect("csv").lines().count() >= 5);
+}
+
+#[test]
+fn run_mock_each_kind_completes() {
+    for args in [
+        &["run", "--rate-type", "burst", "--rate", "1,4"][..],
+        &[
+            "run",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "6",
+        ][..],
+        &[
+            "run",
+            "--rate-type",
+            "poisson",
+            "--rate",
+            "20",
+            "--max-seconds",
+            "1",
+            "--burstiness",
+            "0.5",
+        ][..],
+        &[
+            "run",
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "3",
+            "--warmup",
+            "1req",
+        ][..],
+    ] {
+        let mut all = args.to_vec();
+        all.extend([
+            "--mock",
+            "--data",
+            "prompt_tokens=16,output_tokens=4",
+            "--quiet",
+            "--console",
+            "vllm",
+        ]);
+        let out = bench(&all);
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {:?}\n{stdout}\n{}",
+            out.status,
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.contains("Serving Benchmark Result"),
+            "{args:?}\n{stdout}"
+        );
+        assert!(
+            out.stderr.is_empty() || !text(&out.stderr).contains('['),
+            "--quiet shows no progress"
+        );
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_naming_the_culprit() {
+    let out = bench(&["run", "--mock", "--rate-type", "warp"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("warp"));
+
+    let dir = tmp("usage");
+    let p = dir.join("typo.yaml");
+    std::fs::write(&p, "rate_type: constant\nrate: 2\nmax_secnds: 3\n").expect("write");
+    let out = bench(&["run", "--mock", "--profile", p.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("typo.yaml") && err.contains("max_secnds"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+
+    let out = bench(&["sweep"]);
+    assert_eq!(out.status.code(), Some(2), "no target");
+}
+
+#[test]
+fn show_config_prints_the_resolved_settings() {
+    let dir = tmp("show");
+    let p = dir.join("p.yaml");
+    std::fs::write(&p, "rate_type: constant\nrate: [2, 3]\nmax_seconds: 9\n").expect("write");
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--profile",
+        p.to_str().expect("utf8"),
+        "--max-seconds",
+        "4",
+        "--show-config",
+    ]);
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    let v: serde_json::Value = serde_yaml::from_str(&s).expect("yaml");
+    assert_eq!(
+        v["limits"]["max_seconds"].as_f64(),
+        Some(4.0),
+        "CLI overrides the file\n{s}"
+    );
+    assert_eq!(v["rate"], serde_json::json!([2.0, 3.0]));
+}
