@@ -184,3 +184,18 @@ fn long_prompt_is_exact() {
         assert_exact(&tk, &got);
     }
 }
+
+#[test]
+fn loader_can_move_to_another_thread() {
+    fn is_send<T: Send>(_: &T) {}
+    let l = Loader::new(
+        DataSpec::parse("prompt_tokens=3", None).expect("spec"),
+        Tokenizer::builtin(),
+    )
+    .expect("loader");
+    is_send(&l);
+    let got = std::thread::spawn(move || l.take(2).count())
+        .join()
+        .expect("join");
+    assert_eq!(got, 2);
+}
