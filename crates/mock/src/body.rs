@@ -87,6 +87,7 @@ struct StreamState {
     conn: Arc<ConnShared>,
     http1: bool,
     tokens: u32,
+    reset_armed: bool,
 }
 
 impl MockBody {
@@ -140,6 +141,7 @@ impl MockBody {
                 conn,
                 http1,
                 tokens,
+                reset_armed: false,
             })),
             log,
             end: EndKind::ClientGone,
@@ -183,6 +185,13 @@ impl Body for MockBody {
                             }
                             match stop {
                                 Stop::Reset => {
+                                    if !s.reset_armed {
+                                        // Yield once so hyper flushes what was written
+                                        // before; the reset must not swallow it.
+                                        s.reset_armed = true;
+                                        cx.waker().wake_by_ref();
+                                        return Poll::Pending;
+                                    }
                                     if s.http1 {
                                         s.conn.reset.store(true, Ordering::Release);
                                     }

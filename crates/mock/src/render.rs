@@ -148,7 +148,7 @@ pub(crate) fn oai_stream(
 ) -> Rendered {
     let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
     let frames = frames || plan.touches_stream();
-    let per_token = ctx.model.len() + 160;
+    let per_token = ctx.model.len() + 200;
     let mut b: Vec<u8> = Vec::with_capacity(per_token * (ctx.tokens as usize + 3) + 64);
     let mut ends = Vec::with_capacity(if frames {
         rendered_tokens as usize + 1

@@ -2,6 +2,9 @@
 //! what the simulator needs.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
 
 use serde::Deserialize;
 
@@ -125,11 +128,48 @@ pub(crate) struct Limits {
     pub max_model_len: u32,
 }
 
-fn count(tok: &Tokenizer, text: &str) -> u32 {
-    if text.is_empty() {
-        0
-    } else {
-        u32::try_from(tok.count(text)).unwrap_or(u32::MAX)
+/// Counts prompt tokens with the serving tokenizer, remembering the counts of recent prompts:
+/// a tokenizer pass costs far more than answering a zero-delay request, and benchmarks often
+/// send the same prompts again (each benchmark of a sweep re-reads its dataset).
+#[derive(Debug)]
+pub(crate) struct PromptCounter {
+    tok: Tokenizer,
+    cache: Mutex<HashMap<u64, u32>>,
+}
+
+/// Distinct prompts remembered; the cache is emptied when full.
+const CACHE_ENTRIES: usize = 8192;
+
+impl PromptCounter {
+    pub(crate) fn new(tok: Tokenizer) -> Self {
+        Self {
+            tok,
+            cache: Mutex::new(HashMap::with_capacity(CACHE_ENTRIES)),
+        }
+    }
+
+    pub(crate) fn count(&self, text: &str) -> u32 {
+        if text.is_empty() {
+            return 0;
+        }
+        // Keyed by a 64-bit SipHash of the text plus its length: a collision between two
+        // prompts of a run is vanishingly unlikely.
+        let mut h = std::hash::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = h.finish() ^ (text.len() as u64).rotate_left(48);
+        if let Ok(c) = self.cache.lock() {
+            if let Some(n) = c.get(&key) {
+                return *n;
+            }
+        }
+        let n = u32::try_from(self.tok.count(text)).unwrap_or(u32::MAX);
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() >= CACHE_ENTRIES {
+                c.clear();
+            }
+            c.insert(key, n);
+        }
+        n
     }
 }
 
@@ -137,7 +177,7 @@ fn count(tok: &Tokenizer, text: &str) -> u32 {
 pub(crate) fn parse(
     api: Api,
     body: &[u8],
-    tok: &Tokenizer,
+    tok: &PromptCounter,
     limits: Limits,
 ) -> Result<Parsed, String> {
     let p = match api {
@@ -146,9 +186,9 @@ pub(crate) fn parse(
                 serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
             let prompt_tokens = match r.prompt {
                 None => return Err("`prompt` is required".into()),
-                Some(Prompt::Text(t)) => count(tok, &t),
+                Some(Prompt::Text(t)) => tok.count(&t),
                 Some(Prompt::Texts(v)) => match v.as_slice() {
-                    [t] => count(tok, t),
+                    [t] => tok.count(t),
                     _ => {
                         return Err(
                             "the simulator serves one prompt per request; send a string".into()
@@ -191,12 +231,12 @@ pub(crate) fn parse(
                 match &m.content {
                     None => {}
                     Some(Content::Text(t)) => {
-                        prompt_tokens = prompt_tokens.saturating_add(count(tok, t))
+                        prompt_tokens = prompt_tokens.saturating_add(tok.count(t))
                     }
                     Some(Content::Parts(parts)) => {
                         for p in parts {
                             if let Some(t) = &p.text {
-                                prompt_tokens = prompt_tokens.saturating_add(count(tok, t));
+                                prompt_tokens = prompt_tokens.saturating_add(tok.count(t));
                             }
                         }
                     }
@@ -225,7 +265,7 @@ pub(crate) fn parse(
             Parsed {
                 stream: api == Api::TgiStream,
                 include_usage: false,
-                prompt_tokens: count(tok, &r.inputs),
+                prompt_tokens: tok.count(&r.inputs),
                 limit: params.max_new_tokens.unwrap_or(limits.default_max_tokens),
                 min_tokens: params.min_new_tokens.unwrap_or(0),
                 ignore_eos: params.ignore_eos.unwrap_or(false),
@@ -257,65 +297,68 @@ mod tests {
 
     #[test]
     fn completions_fields_and_unknown_fields() {
-        let tok = Tokenizer::builtin();
+        let t = Tokenizer::builtin();
+        let tok = &PromptCounter::new(t.clone());
         let body = br#"{"model":"x","prompt":"hello \"world\"","max_tokens":5,"ignore_eos":true,
             "stream":true,"stream_options":{"include_usage":true},"frobnicate":[1,2]}"#;
-        let p = parse(Api::Completions, body, &tok, L).expect("ok");
+        let p = parse(Api::Completions, body, tok, L).expect("ok");
         assert!(p.stream && p.include_usage && p.ignore_eos);
         assert_eq!(p.limit, 5);
-        assert_eq!(p.prompt_tokens as usize, tok.count("hello \"world\""));
-        let p = parse(Api::Completions, br#"{"prompt":[1,2,3]}"#, &tok, L).expect("ok");
+        assert_eq!(p.prompt_tokens as usize, t.count("hello \"world\""));
+        let p = parse(Api::Completions, br#"{"prompt":[1,2,3]}"#, tok, L).expect("ok");
         assert_eq!((p.prompt_tokens, p.limit, p.stream), (3, 16, false));
-        assert!(parse(Api::Completions, br#"{"prompt":["a","b"]}"#, &tok, L).is_err());
+        assert!(parse(Api::Completions, br#"{"prompt":["a","b"]}"#, tok, L).is_err());
         assert!(parse(
             Api::Completions,
             br#"{"prompt":"a","max_tokens":0}"#,
-            &tok,
+            tok,
             L
         )
         .is_err());
         assert!(parse(
             Api::Completions,
             br#"{"prompt":"a","max_tokens":"x"}"#,
-            &tok,
+            tok,
             L
         )
         .is_err());
         assert!(parse(
             Api::Completions,
             br#"{"prompt":"a","max_tokens":5000}"#,
-            &tok,
+            tok,
             L
         )
         .is_err());
-        assert!(parse(Api::Completions, br#"{"prompt":"a""#, &tok, L).is_err());
-        assert!(parse(Api::Completions, b"{}", &tok, L).is_err());
+        assert!(parse(Api::Completions, br#"{"prompt":"a""#, tok, L).is_err());
+        assert!(parse(Api::Completions, b"{}", tok, L).is_err());
     }
 
     #[test]
     fn chat_counts_message_contents() {
-        let tok = Tokenizer::builtin();
+        let t = Tokenizer::builtin();
+        let tok = &PromptCounter::new(t.clone());
         let body = br#"{"messages":[{"role":"system","content":"be brief"},
             {"role":"user","content":[{"type":"text","text":"tell me"},{"type":"image_url"}]}],
             "max_tokens":9,"max_completion_tokens":7,"min_tokens":7}"#;
-        let p = parse(Api::Chat, body, &tok, L).expect("ok");
+        let p = parse(Api::Chat, body, tok, L).expect("ok");
         assert_eq!(p.limit, 7);
         assert_eq!(p.min_tokens, 7);
         assert_eq!(
             p.prompt_tokens as usize,
-            tok.count("be brief") + tok.count("tell me")
+            t.count("be brief") + t.count("tell me")
         );
-        assert!(parse(Api::Chat, br#"{"messages":[]}"#, &tok, L).is_err());
+        assert!(parse(Api::Chat, br#"{"messages":[]}"#, tok, L).is_err());
     }
 
     #[test]
     fn tgi_parameters() {
-        let tok = Tokenizer::builtin();
+        let t = Tokenizer::builtin();
+        let tok = &PromptCounter::new(t.clone());
         let body = br#"{"inputs":"a b c","parameters":{"max_new_tokens":4,"details":true,"do_sample":true}}"#;
-        let p = parse(Api::TgiStream, body, &tok, L).expect("ok");
+        let p = parse(Api::TgiStream, body, tok, L).expect("ok");
         assert!(p.stream && p.details);
         assert_eq!(p.limit, 4);
-        let p = parse(Api::Tgi, br#"{"inputs":"x"}"#, &tok, L).expect("ok");
+        let p = parse(Api::Tgi, br#"{"inputs":"x"}"#, tok, L).expect("ok");
         assert!(!p.stream && !p.details);
         assert_eq!(p.limit, 16);
     }

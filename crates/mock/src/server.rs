@@ -56,7 +56,7 @@ pub(crate) struct State {
     model_escaped: String,
     models_body: Bytes,
     words: Words,
-    tokenizer: Tokenizer,
+    prompts: request::PromptCounter,
     engine: Option<EngineHandle>,
     metrics: Arc<Metrics>,
     log: Option<Arc<RequestLog>>,
@@ -129,7 +129,7 @@ impl MockServer {
             model_escaped,
             models_body,
             words,
-            tokenizer,
+            prompts: request::PromptCounter::new(tokenizer),
             engine,
             metrics,
             log,
@@ -495,7 +495,7 @@ async fn generate(
             };
         }
     };
-    let p = match request::parse(api, &body, &state.tokenizer, state.limits) {
+    let p = match request::parse(api, &body, &state.prompts, state.limits) {
         Ok(p) => p,
         Err(msg) => return fail(log, StatusCode::BAD_REQUEST, &msg),
     };

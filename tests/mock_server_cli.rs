@@ -1,0 +1,111 @@
+//! `bench mock-server` as a user runs it: prints its address, serves HTTP/1.1 and h2c, rejects
+//! bad flags with exit code 2.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(args: &[&str]) -> (Server, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("mock-server")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn bench");
+    let stdout = child.stdout.take().expect("stdout");
+    let server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("first line");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (server, url)
+}
+
+fn http1_post(url: &str, path: &str, body: &str) -> String {
+    let addr = url.strip_prefix("http://").expect("http url");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read");
+    out
+}
+
+#[test]
+fn prints_its_address_and_streams_over_http1() {
+    let (_server, url) = start(&["--port", "0", "--step-base-ms", "1"]);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let out = http1_post(
+        &url,
+        "/v1/completions",
+        r#"{"prompt":"hi","max_tokens":4,"ignore_eos":true,"stream":true}"#,
+    );
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("text/event-stream"));
+    assert_eq!(out.matches("\"text\":").count(), 4, "{out}");
+    assert!(out.contains("data: [DONE]"));
+    let out = http1_post(
+        &url,
+        "/generate_stream",
+        r#"{"inputs":"hi","parameters":{"max_new_tokens":3,"ignore_eos":true,"details":true}}"#,
+    );
+    assert_eq!(out.matches("data:{\"index\"").count(), 3, "{out}");
+    assert!(out.contains("\"generated_tokens\":3"));
+}
+
+#[test]
+fn serves_h2_prior_knowledge() {
+    let (_server, url) = start(&["--port", "0", "--zero-delay"]);
+    let addr = url.strip_prefix("http://").expect("http url");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    // The HTTP/2 connection preface, then an empty SETTINGS frame.
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .expect("preface");
+    s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).expect("settings");
+    // The server answers with its own SETTINGS frame (type 4) on stream 0.
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head).expect("server settings");
+    assert_eq!(head[3], 4, "frame type {head:?}");
+    assert_eq!(&head[5..9], &[0, 0, 0, 0]);
+}
+
+#[test]
+fn bad_flags_exit_with_2_and_name_the_culprit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["mock-server", "--port", "0", "--reset-rate", "1.5"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("faults.reset"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["mock-server", "--config", "/nonexistent/sim.yaml"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/sim.yaml"));
+}
