@@ -132,8 +132,16 @@ fn short_run_against_llama_cpp_matches_the_server() {
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
     let b = &run["benchmarks"][0];
-    assert_eq!(b["requests"]["completed"].as_u64(), Some(4), "errors: {}\n{stdout}", b["errors"]);
-    assert!(stdout.contains("Successful requests:                     4"), "{stdout}");
+    assert_eq!(
+        b["requests"]["completed"].as_u64(),
+        Some(4),
+        "errors: {}\n{stdout}",
+        b["errors"]
+    );
+    assert!(
+        stdout.contains("Successful requests:                     4"),
+        "{stdout}"
+    );
     assert_eq!(b["requests"]["errored"].as_u64(), Some(0));
     assert_eq!(b["requests"]["incomplete"].as_u64(), Some(0));
     // Token counts come from the server's usage and agree with its own counters.

@@ -1,1 +1,208 @@
-//! Request data for bench: exact-length synthetic prompts and real datasets
+//! Request data for bench: the stream of [`RequestSpec`]s a benchmark sends, each with its
+//! prompt, its exact prompt token count under the chosen tokenizer, and the output length to
+//! ask for.
+//!
+//! This crate owns the `--data` argument ([`DataSpec::parse`], or [`DataSpec::from_yaml`] /
+//! [`DataArgs`] for a profile's `data:` mapping), exact-length synthetic prompts
+//! ([`synthetic`]), and real datasets (`.jsonl`, `.json`, `.csv`, `.txt`, ShareGPT, text
+//! slices). It does not resolve tokenizers (`bench-tokenizer` does) nor send anything.
+//!
+//! # Use
+//!
+//! ```no_run
+//! use bench_loader::{DataSpec, Loader};
+//! use bench_tokenizer::Tokenizer;
+//!
+//! # fn main() -> Result<(), bench_loader::Error> {
+//! let spec = DataSpec::parse("prompt_tokens=256,output_tokens=128", None)?;
+//! let mut loader = Loader::new(spec, Tokenizer::builtin())?;
+//! while let Some(spec) = loader.try_next()? {
+//!     // spec.prompt has exactly spec.prompt_tokens tokens (the text itself, no template).
+//!     # break;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! [`Loader::new`] checks everything it can up front (files exist, columns exist, the dataset
+//! is not empty, the first request can be built) so the CLI can exit 2 before a run starts.
+//! Requests are produced lazily, one per [`Loader::try_next`] call (or through the
+//! [`Iterator`] impl, which logs and ends on an error). Finite datasets start over when
+//! exhausted ([`Loader::cycle`], on by default) with one warning; synthetic data without
+//! `samples` is endless.
+
+use bench_core::RequestSpec;
+use bench_tokenizer::Tokenizer;
+
+mod book;
+mod error;
+pub mod files;
+pub mod spec;
+pub mod synthetic;
+
+pub use error::Error;
+pub use spec::{
+    BookConfig, DataArgs, DataSpec, FileConfig, FileFormat, ShareGptConfig, SyntheticConfig,
+    TokenDist,
+};
+pub use synthetic::{Composer, Mode};
+
+#[derive(Debug)]
+enum Source {
+    Synthetic(Box<synthetic::SyntheticSource>),
+    File(files::FileSource),
+    ShareGpt(files::ShareGptSource),
+    Book(book::BookSource),
+}
+
+impl Source {
+    fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
+        match self {
+            Source::Synthetic(s) => s.next_spec(),
+            Source::File(s) => s.next_spec(),
+            Source::ShareGpt(s) => s.next_spec(),
+            Source::Book(s) => s.next_spec(),
+        }
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        match self {
+            Source::Synthetic(s) => s.reset(),
+            Source::File(s) => s.reset(),
+            Source::ShareGpt(s) => s.reset(),
+            Source::Book(s) => s.reset(),
+        }
+    }
+}
+
+/// Produces the requests of a benchmark, lazily.
+#[derive(Debug)]
+pub struct Loader {
+    source: Source,
+    tokenizer: Tokenizer,
+    /// The first request, built by `new` to check the dataset.
+    peeked: Option<RequestSpec>,
+    cycle: bool,
+    produced: u64,
+    in_pass: u64,
+    warned_cycle: bool,
+}
+
+impl Loader {
+    /// Prepares the stream and builds its first request, so that any configuration or data
+    /// error surfaces here.
+    pub fn new(spec: DataSpec, tokenizer: Tokenizer) -> Result<Loader, Error> {
+        Self::build(spec, tokenizer, false)
+    }
+
+    /// Like [`Loader::new`], but every synthetic prompt is re-encoded with the tokenizer even
+    /// when the composition proof (see [`synthetic`]) makes that unnecessary.
+    pub fn new_verified(spec: DataSpec, tokenizer: Tokenizer) -> Result<Loader, Error> {
+        Self::build(spec, tokenizer, true)
+    }
+
+    fn build(spec: DataSpec, tokenizer: Tokenizer, verify: bool) -> Result<Loader, Error> {
+        let mut source = match spec {
+            DataSpec::Synthetic(c) => {
+                let mut composer = Composer::new(&tokenizer)?;
+                if verify {
+                    composer = composer.verify_every_prompt();
+                }
+                Source::Synthetic(Box::new(synthetic::SyntheticSource::new(c, composer)?))
+            }
+            DataSpec::File(c) => Source::File(files::FileSource::new(c, tokenizer.clone())?),
+            DataSpec::ShareGpt(c) => {
+                Source::ShareGpt(files::ShareGptSource::new(c, tokenizer.clone())?)
+            }
+            DataSpec::Book(c) => Source::Book(book::BookSource::new(c, tokenizer.clone())?),
+        };
+        let peeked = source.next_spec()?;
+        if peeked.is_none() {
+            let (path, reason) = match &source {
+                Source::File(s) => (s.path().to_path_buf(), String::new()),
+                Source::ShareGpt(s) => (
+                    s.path().clone(),
+                    format!(
+                        " (none of {} conversations passed the length filter: prompt {}..={} tokens, prompt + reply <= {})",
+                        s.seen(),
+                        files::SHAREGPT_MIN_TOKENS,
+                        files::SHAREGPT_MAX_PROMPT,
+                        files::SHAREGPT_MAX_TOTAL
+                    ),
+                ),
+                _ => (std::path::PathBuf::from("?"), String::new()),
+            };
+            return Err(Error::Empty { path, reason });
+        }
+        Ok(Loader {
+            source,
+            tokenizer,
+            peeked,
+            cycle: true,
+            produced: 0,
+            in_pass: 0,
+            warned_cycle: false,
+        })
+    }
+
+    /// Whether a finite dataset starts over when exhausted (default `true`). When `false`,
+    /// the stream ends.
+    pub fn cycle(mut self, cycle: bool) -> Loader {
+        self.cycle = cycle;
+        self
+    }
+
+    /// The tokenizer counting the prompts.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Requests produced so far.
+    pub fn produced(&self) -> u64 {
+        self.produced
+    }
+
+    /// The next request; `Ok(None)` when a finite dataset is exhausted and cycling is off.
+    pub fn try_next(&mut self) -> Result<Option<RequestSpec>, Error> {
+        if let Some(s) = self.peeked.take() {
+            self.produced += 1;
+            self.in_pass += 1;
+            return Ok(Some(s));
+        }
+        let next = match self.source.next_spec()? {
+            Some(s) => Some(s),
+            None if self.cycle && self.in_pass > 0 => {
+                if !self.warned_cycle {
+                    self.warned_cycle = true;
+                    tracing::warn!(
+                        requests = self.in_pass,
+                        "dataset exhausted; starting over (repeated prompts can hit the server's prefix cache)"
+                    );
+                }
+                self.in_pass = 0;
+                self.source.reset()?;
+                self.source.next_spec()?
+            }
+            None => None,
+        };
+        if next.is_some() {
+            self.produced += 1;
+            self.in_pass += 1;
+        }
+        Ok(next)
+    }
+}
+
+impl Iterator for Loader {
+    type Item = RequestSpec;
+
+    /// [`Loader::try_next`], with an error logged and ending the stream.
+    fn next(&mut self) -> Option<RequestSpec> {
+        match self.try_next() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "reading the dataset failed");
+                None
+            }
+        }
+    }
+}

@@ -543,3 +543,44 @@ fn plans_that_cannot_work_are_rejected() {
         );
     }
 }
+
+/// An observer that reports its own completed rates (as the CLI reports the report's).
+struct Override(Vec<f64>);
+
+impl Observer for Override {
+    fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}
+    fn benchmark_finished(&mut self, index: usize, _outcome: &BenchmarkOutcome) -> Option<f64> {
+        self.0.get(index).copied()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn sweep_uses_the_rates_the_observer_measured() {
+    let sched = Scheduler::new(Arc::new(Fake::new(10, 0, 1)), Clock::start(), opts());
+    let profile = Profile::Sweep(SweepSpec {
+        size: 4,
+        throughput_concurrency: 4,
+        open_loop: OpenLoop::Constant,
+        max_concurrency: None,
+    });
+    let limits = Limits {
+        max_seconds: Some(0.5),
+        ..Limits::default()
+    };
+    let (run, _) = sched
+        .run_profile(
+            &profile,
+            &limits,
+            &None,
+            &None,
+            specs(),
+            &mut Override(vec![3.0, 9.0]),
+        )
+        .await
+        .expect("runs");
+    let rates: Vec<f64> = run.benchmarks[2..]
+        .iter()
+        .filter_map(|b| b.strategy.target_rate())
+        .collect();
+    assert_eq!(rates, vec![6.0, 9.0]);
+}

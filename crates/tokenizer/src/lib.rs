@@ -82,6 +82,7 @@ struct Inner {
     name: String,
     builtin: bool,
     words: OnceLock<Vec<(u32, String)>>,
+    memo: std::sync::Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -105,6 +106,7 @@ impl Tokenizer {
                 name,
                 builtin,
                 words: OnceLock::new(),
+                memo: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -274,6 +276,27 @@ impl Tokenizer {
         self.inner.tk.decode(ids, true).unwrap_or_default()
     }
 
+    /// A value derived from this tokenizer, computed by `init` on first use and kept with the
+    /// tokenizer (shared by its clones), one per type `T`. Lets other crates cache costly
+    /// per-tokenizer work (e.g. `bench-loader`'s composition proof). `T` must not hold a
+    /// [`Tokenizer`] (that would be a reference cycle).
+    pub fn memo<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let find = |memo: &[Arc<dyn std::any::Any + Send + Sync>]| {
+            memo.iter().find_map(|m| m.clone().downcast::<T>().ok())
+        };
+        if let Some(t) = find(&self.inner.memo.lock().unwrap_or_else(|e| e.into_inner())) {
+            return t;
+        }
+        // Computed without the lock held, so `init` may use the tokenizer (even `memo`).
+        let value = Arc::new(init());
+        let mut memo = self.inner.memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = find(&memo) {
+            return t;
+        }
+        memo.push(value.clone());
+        value
+    }
+
     /// Vocabulary size, added tokens included.
     pub fn vocab_size(&self) -> usize {
         self.inner.tk.get_vocab_size(true)
@@ -383,6 +406,23 @@ mod tests {
             assert_eq!(t.decode(&[*id]), *text);
             assert_eq!(t.encode(text), vec![*id]);
         }
+    }
+
+    #[test]
+    fn memo_computes_once_per_type() {
+        let t = Tokenizer::from_bytes(BUILTIN_JSON, "x").expect("parse");
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let a = t.memo(|| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            7u64
+        });
+        let b = t.clone().memo(|| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            8u64
+        });
+        assert_eq!((*a, *b), (7, 7));
+        assert_eq!(*t.memo(|| "other type"), "other type");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Scheduler benchmark (not a test): bench's client against the zero-delay simulator.
+
+Measures, with `target/release/bench`:
+  1. constant rates: achieved vs target, pacer lateness (`queue_ms`: intended -> slot, no cap)
+     and dispatch delay (`dispatch_delay_ms`: slot -> request written), TTFT, client CPU and
+     peak RSS; the highest rate with achieved within 1% and both p99 under 1 ms;
+  2. concurrent streams held open (slow simulator: 100 tokens at 1 per 100 ms): peak in flight,
+     errors, client CPU and RSS, RSS per stream;
+  3. with --guidellm VENV: guidellm (`guidellm run`) against the same zero-delay server at the
+     same constant rates, side by side.
+
+    python3 benches/scheduler.py [--rates 1000,2000,5000,10000] [--seconds 10]
+                                 [--streams 1000,10000] [--guidellm /path/to/venv]
+
+Runs the server and the client as separate processes on this machine (they share its CPUs).
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "bench")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start_server(args):
+    port = free_port()
+    proc = subprocess.Popen([BIN, "mock-server", "--port", str(port)] + args,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit("simulator did not start")
+
+
+def timed(cmd, env=None):
+    """Runs cmd under /usr/bin/time; returns (user+sys CPU seconds, peak RSS MiB, rc)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        rc = subprocess.call(["/usr/bin/time", "-f", "%U %S %M", "-o", t.name] + cmd,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        u, s_, m = open(t.name).read().split()[-3:]
+    return float(u) + float(s_), int(m) / 1024.0, rc
+
+
+def bench_constant(url, rate, seconds, tmp):
+    out = os.path.join(tmp, f"constant-{rate}.json")
+    cpu, rss, rc = timed([BIN, "run", "--target", url, "--rate-type", "constant", "--rate", str(rate),
+                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128",
+                          "--quiet", "--console", "none", "--output", out])
+    b = json.load(open(out))["benchmarks"][0]
+    m = b["metrics"]
+    return {
+        "target": rate,
+        "achieved": b["rates"]["achieved_rate"],
+        "completed_rps": b["rates"]["requests_per_s"],
+        "errored": b["requests"]["errored"],
+        "late_p50": m["queue_ms"]["percentiles"]["p50"],
+        "late_p99": m["queue_ms"]["percentiles"]["p99"],
+        "disp_p50": m["dispatch_delay_ms"]["percentiles"]["p50"],
+        "disp_p99": m["dispatch_delay_ms"]["percentiles"]["p99"],
+        "ttft_p50": m["ttft_ms"]["median"],
+        "cpu_s": cpu, "rss_mib": rss, "rc": rc, "seconds": seconds,
+    }
+
+
+def bench_streams(n, tmp):
+    srv, url = start_server(["--max-batch", str(n + 100), "--step-base-ms", "100", "--step-per-seq-ms", "0",
+                             "--prefill-overhead-ms", "0", "--prefill-rate", "0", "--ignore-eos"])
+    try:
+        out = os.path.join(tmp, f"streams-{n}.json")
+        cpu, rss, rc = timed([BIN, "run", "--target", url, "--rate-type", "concurrent", "--rate", str(n),
+                              "--max-seconds", "15", "--data", "prompt_tokens=16,output_tokens=100",
+                              "--quiet", "--console", "none", "--output", out])
+        b = json.load(open(out))["benchmarks"][0]
+        return {"streams": n, "peak": b["rates"]["peak_concurrency"], "completed": b["requests"]["completed"],
+                "errored": b["requests"]["errored"], "errors": b["errors"], "cpu_s": cpu, "rss_mib": rss, "rc": rc}
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def guidellm_constant(venv, url, rate, seconds, tmp):
+    tok = os.path.join(tmp, "tokenizer")
+    os.makedirs(tok, exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "crates/tokenizer/assets/builtin-tokenizer.json"), os.path.join(tok, "tokenizer.json"))
+    with open(os.path.join(tok, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast"}, f)
+    out = os.path.join(tmp, f"guidellm-{rate}.json")
+    scenario = {
+        "spec": {
+            "backend": {"kind": "openai_http", "target": url, "model": "mock-model",
+                        "request_format": "/v1/completions"},
+            "profile": {"kind": "constant", "rate": rate},
+            "tokenizer": {"kind": "hf_auto", "name": tok},
+            "data": [{"kind": "synthetic_text", "prompt_tokens": 32, "output_tokens": 128}],
+            "constraints": [{"kind": "max_duration", "seconds": seconds}],
+            "outputs": [{"kind": "json", "path": out}],
+        }
+    }
+    sc = os.path.join(tmp, f"guidellm-{rate}.scenario.json")
+    json.dump(scenario, open(sc, "w"))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    cpu, rss, rc = timed([os.path.join(venv, "bin", "guidellm"), "run", "--scenario", sc,
+                          "--disable-console-interactive"], env=env)
+    res = {"target": rate, "cpu_s": cpu, "rss_mib": rss, "rc": rc, "file": out}
+    if os.path.exists(out):
+        res["raw"] = json.load(open(out))
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rates", default="1000,2000,5000,10000,15000")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--streams", default="1000,10000")
+    ap.add_argument("--guidellm", default=None)
+    ap.add_argument("--guidellm-rates", default="100,300,1000")
+    a = ap.parse_args()
+    subprocess.check_call(["cargo", "build", "--release", "-q"], cwd=ROOT)
+    tmp = tempfile.mkdtemp(prefix="bench-sched-")
+    srv, url = start_server(["--zero-delay", "--ignore-eos"])
+    try:
+        print(f"# zero-delay simulator at {url}; client: {BIN}; {os.cpu_count()} CPUs")
+        print("| target req/s | achieved req/s | completed req/s | pacer late p50 / p99 ms | dispatch p50 / p99 ms | TTFT p50 ms | client CPU s (per 1k req) | peak RSS MiB | errors |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        best = None
+        for r in [int(x) for x in a.rates.split(",") if x]:
+            x = bench_constant(url, r, a.seconds, tmp)
+            n = x["achieved"] * x["seconds"]
+            ok = abs(x["achieved"] - r) <= 0.01 * r and x["late_p99"] < 1 and x["disp_p99"] < 1 and x["errored"] == 0
+            best = r if ok else best
+            print(f"| {r} | {x['achieved']:.1f} | {x['completed_rps']:.1f} | {x['late_p50']:.3f} / {x['late_p99']:.3f} | "
+                  f"{x['disp_p50']:.3f} / {x['disp_p99']:.3f} | {x['ttft_p50']:.3f} | {x['cpu_s']:.1f} ({1000 * x['cpu_s'] / max(n, 1):.3f}) | "
+                  f"{x['rss_mib']:.0f} | {x['errored']} |{' ok' if ok else ''}", flush=True)
+        print(f"\nhighest rate within 1% with p99 lateness and dispatch < 1 ms: {best}")
+        if a.guidellm:
+            print("\n## guidellm side by side (same server)")
+            for r in [int(x) for x in a.guidellm_rates.split(",") if x]:
+                g = guidellm_constant(a.guidellm, url, r, a.seconds, tmp)
+                print(json.dumps({k: v for k, v in g.items() if k != "raw"}), flush=True)
+                if "raw" in g:
+                    json.dump(g["raw"], open(os.path.join(tmp, f"guidellm-{r}.full.json"), "w"))
+            print(f"guidellm reports in {tmp}")
+    finally:
+        srv.kill()
+        srv.wait()
+    if a.streams:
+        print("\n| streams | peak in flight | completed | errored | client CPU s | peak RSS MiB | RSS KiB per stream |")
+        print("|---|---|---|---|---|---|---|")
+        base = None
+        for n in [int(x) for x in a.streams.split(",") if x]:
+            s = bench_streams(n, tmp)
+            per = ""
+            if base is not None and n > base[0]:
+                per = f"{(s['rss_mib'] - base[1]) * 1024 / (n - base[0]):.1f}"
+            base = (n, s["rss_mib"]) if base is None else base
+            print(f"| {n} | {s['peak']} | {s['completed']} | {s['errored']} {s['errors'] or ''} | {s['cpu_s']:.1f} | {s['rss_mib']:.0f} | {per} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+//! Text slices ("book"): a plain-text file cut into prompts of an exact token length, each
+//! starting where the previous one ended; after the end of the file, the next pass starts at a
+//! shifted place so no slice repeats an earlier one's start. The file is read as needed, so
+//! memory holds about one slice of text.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use bench_core::RequestSpec;
+use bench_tokenizer::Tokenizer;
+
+use crate::spec::BookConfig;
+use crate::Error;
+
+/// Attempts at finding an exact cut before moving on.
+const MAX_CUTS: usize = 8;
+
+#[derive(Debug)]
+pub(crate) struct BookSource {
+    config: BookConfig,
+    tokenizer: Tokenizer,
+    reader: BufReader<File>,
+    eof: bool,
+    /// Text read but not yet used.
+    buf: String,
+    /// Estimated bytes per token, learnt from the text.
+    bytes_per_token: f64,
+    pass: u64,
+    used: u64,
+    /// Slices made in the current pass.
+    in_pass: u64,
+}
+
+impl BookSource {
+    pub(crate) fn new(config: BookConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
+        let reader = Self::open(&config)?;
+        Ok(BookSource {
+            config,
+            tokenizer,
+            reader,
+            eof: false,
+            buf: String::new(),
+            bytes_per_token: 4.0,
+            pass: 0,
+            used: 0,
+            in_pass: 0,
+        })
+    }
+
+    fn open(config: &BookConfig) -> Result<BufReader<File>, Error> {
+        File::open(&config.path)
+            .map(|f| BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Error::MissingFile(config.path.clone())
+                } else {
+                    Error::Read {
+                        path: config.path.clone(),
+                        message: e.to_string(),
+                    }
+                }
+            })
+    }
+
+    pub(crate) fn reset(&mut self) -> Result<(), Error> {
+        self.reader = Self::open(&self.config)?;
+        self.eof = false;
+        self.buf.clear();
+        self.pass = 0;
+        self.used = 0;
+        self.in_pass = 0;
+        Ok(())
+    }
+
+    /// Reads until `buf` holds at least `bytes` bytes or the file ends.
+    fn fill(&mut self, bytes: usize) -> Result<(), Error> {
+        while !self.eof && self.buf.len() < bytes {
+            let n = self
+                .reader
+                .read_line(&mut self.buf)
+                .map_err(|e| Error::Read {
+                    path: self.config.path.clone(),
+                    message: e.to_string(),
+                })?;
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the next pass over the file, shifted by a fraction of a slice so that slices
+    /// start at new places.
+    fn next_pass(&mut self) -> Result<(), Error> {
+        self.pass += 1;
+        self.in_pass = 0;
+        self.reader = Self::open(&self.config)?;
+        self.eof = false;
+        self.buf.clear();
+        // Shift by pass * (slice / 7) tokens' worth of bytes, to the next whitespace.
+        let shift = ((self.pass % 7) as f64 * self.config.prompt_tokens as f64 / 7.0
+            * self.bytes_per_token) as usize;
+        self.fill(shift + 1)?;
+        let mut cut = shift.min(self.buf.len());
+        while cut < self.buf.len() && !self.buf.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let skip = self.buf[cut..]
+            .find(char::is_whitespace)
+            .map(|i| cut + i)
+            .unwrap_or(self.buf.len());
+        self.buf.drain(..skip);
+        Ok(())
+    }
+
+    pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
+        if self.config.samples.is_some_and(|s| self.used >= s) {
+            return Ok(None);
+        }
+        let target = self.config.prompt_tokens as usize;
+        loop {
+            // Slices start at a word, not in the whitespace between words.
+            let lead = self.buf.len() - self.buf.trim_start().len();
+            self.buf.drain(..lead);
+            let want = ((target as f64 * self.bytes_per_token * 1.1) as usize).max(256);
+            self.fill(want)?;
+            let lead = self.buf.len() - self.buf.trim_start().len();
+            self.buf.drain(..lead);
+            let enc = self
+                .tokenizer
+                .inner()
+                .encode(self.buf.as_str(), false)
+                .map_err(|e| bench_tokenizer::Error::Encode {
+                    name: self.tokenizer.name().to_string(),
+                    message: e.to_string(),
+                })?;
+            let have = enc.len();
+            if have > 0 {
+                self.bytes_per_token = (self.buf.len() as f64 / have as f64).clamp(1.0, 64.0);
+            }
+            if have < target {
+                if !self.eof {
+                    continue;
+                }
+                if self.in_pass == 0 {
+                    if self.pass % 7 == 0 {
+                        return Err(Error::Empty {
+                            path: self.config.path.clone(),
+                            reason: format!(
+                                " (the file is shorter than prompt_tokens={target} tokens)"
+                            ),
+                        });
+                    }
+                    // Too little text after the shift: the next pass starts unshifted.
+                    self.pass = (self.pass / 7 + 1) * 7 - 1;
+                }
+                self.next_pass()?;
+                continue;
+            }
+            // Cut after token `k`, re-encode, and move the cut until the count is exact.
+            let offsets = enc.get_offsets();
+            let mut k = target;
+            for _ in 0..MAX_CUTS {
+                let Some(&(_, mut end)) = offsets.get(k.saturating_sub(1)) else {
+                    break;
+                };
+                while end < self.buf.len() && !self.buf.is_char_boundary(end) {
+                    end += 1;
+                }
+                let end = end.min(self.buf.len());
+                let text = &self.buf[..end];
+                let c = self.tokenizer.try_encode(text)?.len();
+                if c == target {
+                    let prompt: std::sync::Arc<str> = text.into();
+                    self.buf.drain(..end);
+                    self.used += 1;
+                    self.in_pass += 1;
+                    return Ok(Some(RequestSpec {
+                        prompt,
+                        prompt_tokens: target as u32,
+                        output_tokens: self.config.output_tokens,
+                    }));
+                }
+                k = if c > target {
+                    k.saturating_sub(c - target).max(1)
+                } else {
+                    k + (target - c)
+                };
+            }
+            // No exact cut here: skip a word and try from the next one.
+            let skip = self
+                .buf
+                .find(char::is_whitespace)
+                .unwrap_or(self.buf.len())
+                .max(1);
+            let skip = (skip..=self.buf.len())
+                .find(|&i| self.buf.is_char_boundary(i))
+                .unwrap_or(self.buf.len());
+            self.buf.drain(..skip);
+        }
+    }
+}

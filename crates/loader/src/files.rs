@@ -1,0 +1,424 @@
+//! Real data: prompts streamed from `.jsonl`, `.json`, `.csv`, `.txt` and ShareGPT files.
+//! Memory stays bounded by one record (plus a small read-ahead for JSON arrays), whatever the
+//! file's size.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver};
+
+use bench_core::RequestSpec;
+use bench_tokenizer::Tokenizer;
+use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::spec::{FileConfig, FileFormat, ShareGptConfig};
+use crate::Error;
+
+/// Prompt columns tried in order when none is named.
+pub const DEFAULT_COLUMNS: [&str; 3] = ["prompt", "text", "input"];
+/// JSON array elements parsed ahead of use.
+const READ_AHEAD: usize = 64;
+
+/// One record of a file.
+enum Row {
+    /// A line of a `.txt` file: the prompt itself.
+    Text(String),
+    /// A JSON object or a CSV row (as strings).
+    Object(Map<String, Value>),
+    /// A JSON array element that is a bare string.
+    Str(String),
+}
+
+fn read_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn open(path: &Path) -> Result<File, Error> {
+    File::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::MissingFile(path.to_path_buf())
+        } else {
+            read_err(path, e)
+        }
+    })
+}
+
+/// Streams the records of a file.
+enum Reader {
+    Lines {
+        lines: std::io::Lines<BufReader<File>>,
+        json: bool,
+        line: u64,
+    },
+    Csv {
+        records: csv::StringRecordsIntoIter<File>,
+        headers: Vec<String>,
+    },
+    /// A JSON array parsed on a thread of its own, handed over through a bounded channel;
+    /// dropping the receiver stops the parser.
+    Json { rx: Receiver<Result<Value, String>> },
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reader::Lines { .. } => "Reader::Lines",
+            Reader::Csv { .. } => "Reader::Csv",
+            Reader::Json { .. } => "Reader::Json",
+        })
+    }
+}
+
+struct SendEach(std::sync::mpsc::SyncSender<Result<Value, String>>);
+
+impl<'de> Visitor<'de> for SendEach {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Value>()? {
+            if self.0.send(Ok(v)).is_err() {
+                return Err(serde::de::Error::custom("reader dropped"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for SendEach {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl Reader {
+    fn open(path: &Path, format: FileFormat) -> Result<Reader, Error> {
+        let file = open(path)?;
+        Ok(match format {
+            FileFormat::Jsonl | FileFormat::Txt | FileFormat::Book => Reader::Lines {
+                lines: BufReader::with_capacity(1 << 16, file).lines(),
+                json: format == FileFormat::Jsonl,
+                line: 0,
+            },
+            FileFormat::Csv => {
+                let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(file);
+                let headers = r
+                    .headers()
+                    .map_err(|e| read_err(path, e))?
+                    .iter()
+                    .map(str::to_string)
+                    .collect();
+                Reader::Csv {
+                    records: r.into_records(),
+                    headers,
+                }
+            }
+            FileFormat::Json | FileFormat::Sharegpt => {
+                let (tx, rx) = sync_channel(READ_AHEAD);
+                std::thread::Builder::new()
+                    .name("bench-json-reader".into())
+                    .spawn(move || {
+                        let reader = BufReader::with_capacity(1 << 16, file);
+                        let mut de = serde_json::Deserializer::from_reader(reader);
+                        let sender = SendEach(tx.clone());
+                        if let Err(e) = sender.deserialize(&mut de) {
+                            if !e.to_string().contains("reader dropped") {
+                                let _ = tx.send(Err(e.to_string()));
+                            }
+                        }
+                    })
+                    .map_err(|e| read_err(path, e))?;
+                Reader::Json { rx }
+            }
+        })
+    }
+
+    /// The next record; malformed lines of a `.jsonl` are skipped with a warning.
+    fn next_row(&mut self, path: &Path) -> Result<Option<Row>, Error> {
+        match self {
+            Reader::Lines { lines, json, line } => loop {
+                let Some(l) = lines.next() else {
+                    return Ok(None);
+                };
+                *line += 1;
+                let l = l.map_err(|e| read_err(path, format!("line {line}: {e}")))?;
+                if l.trim().is_empty() {
+                    continue;
+                }
+                if !*json {
+                    return Ok(Some(Row::Text(l)));
+                }
+                match serde_json::from_str::<Value>(&l) {
+                    Ok(Value::Object(m)) => return Ok(Some(Row::Object(m))),
+                    Ok(Value::String(s)) => return Ok(Some(Row::Str(s))),
+                    Ok(_) => {
+                        tracing::warn!(file = %path.display(), line = *line, "not a JSON object; skipped")
+                    }
+                    Err(e) => {
+                        tracing::warn!(file = %path.display(), line = *line, error = %e, "malformed JSON; skipped")
+                    }
+                }
+            },
+            Reader::Csv { records, headers } => match records.next() {
+                None => Ok(None),
+                Some(Err(e)) => Err(read_err(path, e)),
+                Some(Ok(r)) => Ok(Some(Row::Object(
+                    headers
+                        .iter()
+                        .zip(r.iter())
+                        .map(|(h, v)| (h.clone(), Value::String(v.to_string())))
+                        .collect(),
+                ))),
+            },
+            Reader::Json { rx } => loop {
+                match rx.recv() {
+                    Err(_) => return Ok(None),
+                    Ok(Err(e)) => {
+                        return Err(read_err(path, format!("not a JSON array of records: {e}")))
+                    }
+                    Ok(Ok(Value::Object(m))) => return Ok(Some(Row::Object(m))),
+                    Ok(Ok(Value::String(s))) => return Ok(Some(Row::Str(s))),
+                    Ok(Ok(_)) => {
+                        tracing::warn!(file = %path.display(), "array element is neither an object nor a string; skipped")
+                    }
+                }
+            },
+        }
+    }
+}
+
+fn columns(m: &Map<String, Value>) -> String {
+    m.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+}
+
+/// A whole number of tokens from a JSON number or a numeric string.
+fn as_count(v: &Value) -> Option<u32> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f as u64)
+            })
+            .and_then(|n| u32::try_from(n).ok()),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Prompts from `.jsonl`, `.json`, `.csv`, `.txt`.
+#[derive(Debug)]
+pub(crate) struct FileSource {
+    config: FileConfig,
+    tokenizer: Tokenizer,
+    reader: Reader,
+    column: Option<String>,
+    used: u64,
+}
+
+impl FileSource {
+    pub(crate) fn new(config: FileConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
+        let reader = Reader::open(&config.path, config.format)?;
+        Ok(FileSource {
+            column: config.column.clone(),
+            config,
+            tokenizer,
+            reader,
+            used: 0,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.config.path
+    }
+
+    pub(crate) fn reset(&mut self) -> Result<(), Error> {
+        self.reader = Reader::open(&self.config.path, self.config.format)?;
+        self.used = 0;
+        Ok(())
+    }
+
+    pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
+        let path = self.config.path.clone();
+        loop {
+            if self.config.samples.is_some_and(|s| self.used >= s) {
+                return Ok(None);
+            }
+            let Some(row) = self.reader.next_row(&path)? else {
+                return Ok(None);
+            };
+            let (prompt, output) = match row {
+                Row::Text(t) | Row::Str(t) => {
+                    if let Some(c) = &self.config.output_column {
+                        return Err(Error::UnknownColumn {
+                            path,
+                            column: format!("{c:?}"),
+                            available: "none: records are bare strings".into(),
+                        });
+                    }
+                    (t, None)
+                }
+                Row::Object(m) => {
+                    let column = match &self.column {
+                        Some(c) => c.clone(),
+                        None => {
+                            let found = DEFAULT_COLUMNS
+                                .iter()
+                                .find(|c| m.contains_key(**c))
+                                .ok_or_else(|| Error::UnknownColumn {
+                                    path: path.clone(),
+                                    column: "\"prompt\", \"text\" or \"input\" (name one with --data-column)".into(),
+                                    available: columns(&m),
+                                })?;
+                            self.column = Some(found.to_string());
+                            found.to_string()
+                        }
+                    };
+                    let prompt = match m.get(&column) {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(_) => {
+                            tracing::warn!(file = %path.display(), column, "prompt is not a string; record skipped");
+                            continue;
+                        }
+                        None if self.used == 0 => {
+                            return Err(Error::UnknownColumn {
+                                path,
+                                column: format!("{column:?}"),
+                                available: columns(&m),
+                            })
+                        }
+                        None => {
+                            tracing::warn!(file = %path.display(), column, "record without the prompt column; skipped");
+                            continue;
+                        }
+                    };
+                    let output = match &self.config.output_column {
+                        None => None,
+                        Some(c) => match m.get(c) {
+                            None if self.used == 0 => {
+                                return Err(Error::UnknownColumn {
+                                    path,
+                                    column: format!("{c:?}"),
+                                    available: columns(&m),
+                                })
+                            }
+                            v => {
+                                let n = v.and_then(as_count).filter(|n| *n > 0);
+                                if n.is_none() {
+                                    tracing::warn!(file = %path.display(), column = c, "no positive whole output length; record skipped");
+                                    continue;
+                                }
+                                n
+                            }
+                        },
+                    };
+                    (prompt, output)
+                }
+            };
+            if prompt.trim().is_empty() {
+                continue;
+            }
+            let tokens = self.tokenizer.try_encode(&prompt)?.len();
+            self.used += 1;
+            return Ok(Some(RequestSpec {
+                prompt_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+                prompt: prompt.into(),
+                output_tokens: self.config.output_tokens.or(output),
+            }));
+        }
+    }
+}
+
+/// vLLM's ShareGPT filter: prompts of at least 4 tokens, replies of at least 4 (unless the
+/// output length is fixed), prompts of at most 1,024 and prompt + reply of at most 2,048.
+pub const SHAREGPT_MIN_TOKENS: usize = 4;
+/// See [`SHAREGPT_MIN_TOKENS`].
+pub const SHAREGPT_MAX_PROMPT: usize = 1024;
+/// See [`SHAREGPT_MIN_TOKENS`].
+pub const SHAREGPT_MAX_TOTAL: usize = 2048;
+
+/// ShareGPT conversations: the first turn is the prompt, the second the reply whose length is
+/// the output length (vLLM's `sample_sharegpt_requests`).
+#[derive(Debug)]
+pub(crate) struct ShareGptSource {
+    config: ShareGptConfig,
+    tokenizer: Tokenizer,
+    reader: Reader,
+    used: u64,
+    seen: u64,
+}
+
+impl ShareGptSource {
+    pub(crate) fn new(config: ShareGptConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
+        let reader = Reader::open(&config.path, FileFormat::Sharegpt)?;
+        Ok(ShareGptSource {
+            config,
+            tokenizer,
+            reader,
+            used: 0,
+            seen: 0,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &PathBuf {
+        &self.config.path
+    }
+
+    /// Conversations read so far (used or filtered out).
+    pub(crate) fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    pub(crate) fn reset(&mut self) -> Result<(), Error> {
+        self.reader = Reader::open(&self.config.path, FileFormat::Sharegpt)?;
+        self.used = 0;
+        self.seen = 0;
+        Ok(())
+    }
+
+    pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
+        let path = self.config.path.clone();
+        loop {
+            if self.config.samples.is_some_and(|s| self.used >= s) {
+                return Ok(None);
+            }
+            let Some(row) = self.reader.next_row(&path)? else {
+                return Ok(None);
+            };
+            self.seen += 1;
+            let Row::Object(m) = row else { continue };
+            let Some(Value::Array(turns)) = m.get("conversations") else {
+                continue;
+            };
+            let text = |i: usize| -> Option<&str> { turns.get(i)?.get("value")?.as_str() };
+            let (Some(prompt), Some(reply)) = (text(0), text(1)) else {
+                continue;
+            };
+            let prompt_len = self.tokenizer.try_encode(prompt)?.len();
+            let output_len = match self.config.output_tokens {
+                Some(n) => n as usize,
+                None => self.tokenizer.try_encode(reply)?.len(),
+            };
+            if prompt_len < SHAREGPT_MIN_TOKENS
+                || (self.config.output_tokens.is_none() && output_len < SHAREGPT_MIN_TOKENS)
+                || prompt_len > SHAREGPT_MAX_PROMPT
+                || prompt_len + output_len > SHAREGPT_MAX_TOTAL
+            {
+                continue;
+            }
+            self.used += 1;
+            return Ok(Some(RequestSpec {
+                prompt: prompt.into(),
+                prompt_tokens: prompt_len as u32,
+                output_tokens: Some(output_len as u32),
+            }));
+        }
+    }
+}

@@ -1,0 +1,605 @@
+//! What to load: the `--data` argument (or a profile's `data:` mapping) parsed and validated
+//! into a [`DataSpec`].
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// Seed used when none is given (guidellm's default).
+pub const DEFAULT_SEED: u64 = 42;
+
+/// The raw keys of `--data "k=v,..."` and of a profile's `data:` mapping, before validation.
+/// Unknown keys are rejected with their name.
+///
+/// Synthetic data takes guidellm's keys (`prompt_tokens`, `prompt_tokens_stdev`,
+/// `prompt_tokens_min`, `prompt_tokens_max`, the same four for `output_tokens`, `samples`,
+/// `prefix_tokens`, `seed`) or vLLM's `random` keys (`input_len`, `output_len`, `range_ratio`,
+/// `prefix_len`). A `path` makes it a data file, with `format`, `column`, `output_column`,
+/// `output_tokens` (a fixed output length), `prompt_tokens` (slice length for `format=book`),
+/// `samples` and `seed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataArgs {
+    /// Mean prompt length in tokens (guidellm); the slice length for books.
+    pub prompt_tokens: Option<i64>,
+    /// Standard deviation of the prompt length (a normal distribution, clipped).
+    pub prompt_tokens_stdev: Option<f64>,
+    /// Least prompt length.
+    pub prompt_tokens_min: Option<i64>,
+    /// Greatest prompt length.
+    pub prompt_tokens_max: Option<i64>,
+    /// Mean output length in tokens; for data files, a fixed output length for every request.
+    pub output_tokens: Option<i64>,
+    /// Standard deviation of the output length.
+    pub output_tokens_stdev: Option<f64>,
+    /// Least output length.
+    pub output_tokens_min: Option<i64>,
+    /// Greatest output length.
+    pub output_tokens_max: Option<i64>,
+    /// Number of distinct requests (then the loader starts over, see `Loader::cycle`).
+    pub samples: Option<i64>,
+    /// Tokens of a prefix shared by every prompt (on top of `prompt_tokens`).
+    pub prefix_tokens: Option<i64>,
+    /// Seed of every random choice.
+    pub seed: Option<u64>,
+    /// vLLM: prompt length (same as `prompt_tokens`).
+    pub input_len: Option<i64>,
+    /// vLLM: output length (same as `output_tokens`).
+    pub output_len: Option<i64>,
+    /// vLLM: lengths drawn uniformly from `[len * (1 - r), len * (1 + r)]`, `0 <= r < 1`.
+    pub range_ratio: Option<f64>,
+    /// vLLM: shared prefix length (same as `prefix_tokens`).
+    pub prefix_len: Option<i64>,
+    /// A data file.
+    pub path: Option<PathBuf>,
+    /// The file's format, when its extension does not say it.
+    pub format: Option<FileFormat>,
+    /// The prompt column (default: the first of `prompt`, `text`, `input` present).
+    pub column: Option<String>,
+    /// A column holding each request's output length in tokens.
+    pub output_column: Option<String>,
+}
+
+/// Formats of data files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// A JSON array of objects (or of strings).
+    Json,
+    /// Comma-separated values with a header line.
+    Csv,
+    /// One prompt per non-empty line.
+    Txt,
+    /// ShareGPT conversations (a JSON array of `{"conversations": [...]}`).
+    Sharegpt,
+    /// A plain text cut into prompts of an exact token length.
+    Book,
+}
+
+impl FileFormat {
+    fn parse(s: &str) -> Option<FileFormat> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "jsonl" | "ndjson" => FileFormat::Jsonl,
+            "json" => FileFormat::Json,
+            "csv" => FileFormat::Csv,
+            "txt" | "text" => FileFormat::Txt,
+            "sharegpt" => FileFormat::Sharegpt,
+            "book" => FileFormat::Book,
+            _ => return None,
+        })
+    }
+}
+
+/// A distribution of token counts. Every draw is at least 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TokenDist {
+    /// Always this count.
+    Fixed(u32),
+    /// Normal around `mean`, rounded, clipped to `[min, max]` (guidellm's `*_stdev`).
+    Normal {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        stdev: f64,
+        /// Least value.
+        min: u32,
+        /// Greatest value.
+        max: u32,
+    },
+    /// Uniform over `[min, max]` (vLLM's `range_ratio`).
+    Uniform {
+        /// Least value.
+        min: u32,
+        /// Greatest value.
+        max: u32,
+    },
+}
+
+impl TokenDist {
+    /// The least count this distribution can draw.
+    pub fn min(&self) -> u32 {
+        match *self {
+            TokenDist::Fixed(n) => n,
+            TokenDist::Normal { min, .. } | TokenDist::Uniform { min, .. } => min,
+        }
+    }
+
+    /// The greatest count this distribution can draw.
+    pub fn max(&self) -> u32 {
+        match *self {
+            TokenDist::Fixed(n) => n,
+            TokenDist::Normal { max, .. } | TokenDist::Uniform { max, .. } => max,
+        }
+    }
+
+    /// Draws one count.
+    pub fn sample<R: rand::Rng>(&self, rng: &mut R) -> u32 {
+        match *self {
+            TokenDist::Fixed(n) => n,
+            TokenDist::Normal {
+                mean,
+                stdev,
+                min,
+                max,
+            } => {
+                let x = match rand_distr::Normal::new(mean, stdev) {
+                    Ok(d) => rand_distr::Distribution::sample(&d, rng),
+                    Err(_) => mean,
+                };
+                (x.round().clamp(min as f64, max as f64)) as u32
+            }
+            TokenDist::Uniform { min, max } => rng.random_range(min..=max),
+        }
+    }
+}
+
+/// Synthetic prompts of exact token counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticConfig {
+    /// Prompt tokens, not counting the shared prefix.
+    pub prompt: TokenDist,
+    /// Output tokens asked for; `None` lets the server decide.
+    pub output: Option<TokenDist>,
+    /// Distinct requests before starting over; `None` for an endless stream.
+    pub samples: Option<u64>,
+    /// Tokens of a prefix shared by every prompt (0: none, every prompt starts differently).
+    pub prefix_tokens: u32,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: FileFormat,
+    /// Prompt column (default: the first of `prompt`, `text`, `input`); unused for `.txt`.
+    pub column: Option<String>,
+    /// Column with each request's output length.
+    pub output_column: Option<String>,
+    /// Fixed output length for every request (overrides `output_column`).
+    pub output_tokens: Option<u32>,
+    /// Use at most this many records.
+    pub samples: Option<u64>,
+}
+
+/// ShareGPT conversations, filtered like vLLM's benchmark.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShareGptConfig {
+    /// The JSON file.
+    pub path: PathBuf,
+    /// Fixed output length (vLLM's `--sharegpt-output-len`); otherwise the reply's length.
+    pub output_tokens: Option<u32>,
+    /// Use at most this many conversations that pass the filter.
+    pub samples: Option<u64>,
+}
+
+/// Slices of exact token length cut from a plain-text file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BookConfig {
+    /// The text file.
+    pub path: PathBuf,
+    /// Tokens per slice.
+    pub prompt_tokens: u32,
+    /// Output tokens asked for.
+    pub output_tokens: Option<u32>,
+    /// Number of slices (then starting over at a shifted place); `None`: endless.
+    pub samples: Option<u64>,
+}
+
+/// What the loader produces, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataSpec {
+    /// Synthetic prompts.
+    Synthetic(SyntheticConfig),
+    /// A file of prompts.
+    File(FileConfig),
+    /// ShareGPT conversations.
+    ShareGpt(ShareGptConfig),
+    /// Text slices.
+    Book(BookConfig),
+}
+
+fn count(key: &'static str, v: i64, min: i64) -> Result<u32, Error> {
+    if v < min {
+        return Err(Error::TooSmall {
+            key,
+            min,
+            value: v.to_string(),
+        });
+    }
+    u32::try_from(v).map_err(|_| Error::Spec(format!("{key}={v} is too large")))
+}
+
+fn either(
+    a: (&'static str, Option<i64>),
+    b: (&'static str, Option<i64>),
+) -> Result<Option<(&'static str, i64)>, Error> {
+    match (a.1, b.1) {
+        (Some(_), Some(_)) => Err(Error::Spec(format!(
+            "{} and {} are the same setting; give one",
+            a.0, b.0
+        ))),
+        (Some(x), None) => Ok(Some((a.0, x))),
+        (None, Some(x)) => Ok(Some((b.0, x))),
+        (None, None) => Ok(None),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dist(
+    mean: Option<(&'static str, i64)>,
+    stdev: (&'static str, Option<f64>),
+    min: (&'static str, Option<i64>),
+    max: (&'static str, Option<i64>),
+    range_ratio: Option<f64>,
+) -> Result<Option<TokenDist>, Error> {
+    let Some((mean_key, mean)) = mean else {
+        for (key, given) in [
+            (stdev.0, stdev.1.is_some()),
+            (min.0, min.1.is_some()),
+            (max.0, max.1.is_some()),
+        ] {
+            if given {
+                return Err(Error::Orphan {
+                    key,
+                    needs: if key.starts_with("prompt") {
+                        "prompt_tokens"
+                    } else {
+                        "output_tokens"
+                    },
+                });
+            }
+        }
+        return Ok(None);
+    };
+    let mean_n = count(mean_key, mean, 1)?;
+    let lo = min.1.map(|v| count(min.0, v, 1)).transpose()?;
+    let hi = max.1.map(|v| count(max.0, v, 1)).transpose()?;
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            return Err(Error::Spec(format!("{}={l} exceeds {}={h}", min.0, max.0)));
+        }
+    }
+    if let Some(s) = stdev.1 {
+        if range_ratio.is_some() {
+            return Err(Error::Spec(format!(
+                "{} and range_ratio both given; give one",
+                stdev.0
+            )));
+        }
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(Error::Spec(format!(
+                "{} must be a number >= 0, got {s}",
+                stdev.0
+            )));
+        }
+        if s > 0.0 {
+            return Ok(Some(TokenDist::Normal {
+                mean: mean_n as f64,
+                stdev: s,
+                min: lo.unwrap_or(1),
+                max: hi.unwrap_or(u32::MAX),
+            }));
+        }
+    }
+    if let Some(r) = range_ratio {
+        // vLLM: randint(floor(len * (1 - r)), ceil(len * (1 + r))), at least 1.
+        // The epsilon keeps 100 * 1.1 = 110.00000000000001 from becoming 111.
+        let l = ((mean_n as f64 * (1.0 - r) + 1e-9).floor() as u32).max(1);
+        let h = ((mean_n as f64 * (1.0 + r) - 1e-9).ceil() as u32).max(l);
+        let (l, h) = (l.max(lo.unwrap_or(1)), h.min(hi.unwrap_or(u32::MAX)));
+        return Ok(Some(if l >= h {
+            TokenDist::Fixed(l)
+        } else {
+            TokenDist::Uniform { min: l, max: h }
+        }));
+    }
+    let n = mean_n.max(lo.unwrap_or(1)).min(hi.unwrap_or(u32::MAX));
+    Ok(Some(TokenDist::Fixed(n)))
+}
+
+impl DataArgs {
+    /// Validates the keys into a [`DataSpec`]. Every error names the key at fault.
+    pub fn into_spec(self) -> Result<DataSpec, Error> {
+        let samples = self
+            .samples
+            .map(|v| count("samples", v, 1).map(u64::from))
+            .transpose()?;
+        if let Some(path) = self.path.clone() {
+            return self.file_spec(path, samples);
+        }
+        for (key, given) in [
+            ("format", self.format.is_some()),
+            ("column", self.column.is_some()),
+            ("output_column", self.output_column.is_some()),
+        ] {
+            if given {
+                return Err(Error::Orphan { key, needs: "path" });
+            }
+        }
+        if let Some(r) = self.range_ratio {
+            if self.input_len.is_none() && self.prompt_tokens.is_none() {
+                return Err(Error::Orphan {
+                    key: "range_ratio",
+                    needs: "input_len",
+                });
+            }
+            if !(r.is_finite() && (0.0..1.0).contains(&r)) {
+                return Err(Error::Spec(format!(
+                    "range_ratio must be in [0, 1), got {r}"
+                )));
+            }
+        }
+        let prompt_mean = either(
+            ("prompt_tokens", self.prompt_tokens),
+            ("input_len", self.input_len),
+        )?;
+        let output_mean = either(
+            ("output_tokens", self.output_tokens),
+            ("output_len", self.output_len),
+        )?;
+        let prefix = either(
+            ("prefix_tokens", self.prefix_tokens),
+            ("prefix_len", self.prefix_len),
+        )?;
+        let prompt = dist(
+            prompt_mean,
+            ("prompt_tokens_stdev", self.prompt_tokens_stdev),
+            ("prompt_tokens_min", self.prompt_tokens_min),
+            ("prompt_tokens_max", self.prompt_tokens_max),
+            self.range_ratio,
+        )?
+        .ok_or_else(|| {
+            Error::Spec(
+                "synthetic data needs prompt_tokens (or input_len), or give a file path".into(),
+            )
+        })?;
+        let output = dist(
+            output_mean,
+            ("output_tokens_stdev", self.output_tokens_stdev),
+            ("output_tokens_min", self.output_tokens_min),
+            ("output_tokens_max", self.output_tokens_max),
+            self.range_ratio,
+        )?;
+        let prefix_tokens = match prefix {
+            Some((key, v)) => count(key, v, 0)?,
+            None => 0,
+        };
+        Ok(DataSpec::Synthetic(SyntheticConfig {
+            prompt,
+            output,
+            samples,
+            prefix_tokens,
+            seed: self.seed.unwrap_or(DEFAULT_SEED),
+        }))
+    }
+
+    fn file_spec(self, path: PathBuf, samples: Option<u64>) -> Result<DataSpec, Error> {
+        let synthetic_only = [
+            ("prompt_tokens_stdev", self.prompt_tokens_stdev.is_some()),
+            ("prompt_tokens_min", self.prompt_tokens_min.is_some()),
+            ("prompt_tokens_max", self.prompt_tokens_max.is_some()),
+            ("output_tokens_stdev", self.output_tokens_stdev.is_some()),
+            ("output_tokens_min", self.output_tokens_min.is_some()),
+            ("output_tokens_max", self.output_tokens_max.is_some()),
+            ("prefix_tokens", self.prefix_tokens.is_some()),
+            ("prefix_len", self.prefix_len.is_some()),
+            ("range_ratio", self.range_ratio.is_some()),
+            ("input_len", self.input_len.is_some()),
+        ];
+        if let Some((key, _)) = synthetic_only.iter().find(|(_, given)| *given) {
+            return Err(Error::Spec(format!(
+                "{key} applies to synthetic data, not to the file {}",
+                path.display()
+            )));
+        }
+        if !path.is_file() {
+            return Err(Error::MissingFile(path));
+        }
+        let format = match self.format {
+            Some(f) => f,
+            None => detect_format(&path)?,
+        };
+        let output_tokens = either(
+            ("output_tokens", self.output_tokens),
+            ("output_len", self.output_len),
+        )?
+        .map(|(k, v)| count(k, v, 1))
+        .transpose()?;
+        let not_for = |key: &'static str, given: bool| -> Result<(), Error> {
+            if given {
+                Err(Error::Spec(format!(
+                    "{key} does not apply to {format:?} data ({})",
+                    path.display()
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        match format {
+            FileFormat::Book => {
+                not_for("column", self.column.is_some())?;
+                not_for("output_column", self.output_column.is_some())?;
+                let prompt_tokens = match self.prompt_tokens {
+                    Some(v) => count("prompt_tokens", v, 1)?,
+                    None => {
+                        return Err(Error::Spec(format!(
+                            "format=book needs prompt_tokens, the length of each slice of {}",
+                            path.display()
+                        )))
+                    }
+                };
+                Ok(DataSpec::Book(BookConfig {
+                    path,
+                    prompt_tokens,
+                    output_tokens,
+                    samples,
+                }))
+            }
+            FileFormat::Sharegpt => {
+                not_for("column", self.column.is_some())?;
+                not_for("output_column", self.output_column.is_some())?;
+                not_for("prompt_tokens", self.prompt_tokens.is_some())?;
+                Ok(DataSpec::ShareGpt(ShareGptConfig {
+                    path,
+                    output_tokens,
+                    samples,
+                }))
+            }
+            _ => {
+                not_for("prompt_tokens", self.prompt_tokens.is_some())?;
+                if format == FileFormat::Txt {
+                    not_for("column", self.column.is_some())?;
+                    not_for("output_column", self.output_column.is_some())?;
+                }
+                Ok(DataSpec::File(FileConfig {
+                    path,
+                    format,
+                    column: self.column,
+                    output_column: self.output_column,
+                    output_tokens,
+                    samples,
+                }))
+            }
+        }
+    }
+}
+
+/// The format of a file from its extension; a `.json` holding ShareGPT conversations (a
+/// `"conversations"` key near the start) is ShareGPT.
+fn detect_format(path: &Path) -> Result<FileFormat, Error> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let format = FileFormat::parse(ext).ok_or_else(|| {
+        Error::Spec(format!(
+            "cannot tell the format of {} from its extension; add format=jsonl|json|csv|txt|sharegpt|book",
+            path.display()
+        ))
+    })?;
+    if format == FileFormat::Json {
+        use std::io::Read;
+        let mut head = vec![0u8; 64 * 1024];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(|e| Error::Read {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        if String::from_utf8_lossy(&head[..n]).contains("\"conversations\"") {
+            return Ok(FileFormat::Sharegpt);
+        }
+    }
+    Ok(format)
+}
+
+/// Turns one `k=v` value into JSON: integers and floats become numbers, the rest strings.
+fn value(v: &str) -> serde_json::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        return i.into();
+    }
+    if let Ok(u) = v.parse::<u64>() {
+        return u.into();
+    }
+    if let Ok(f) = v.parse::<f64>() {
+        if f.is_finite() {
+            return f.into();
+        }
+    }
+    v.into()
+}
+
+impl DataSpec {
+    /// Parses the `--data` argument:
+    ///
+    /// - `k=v,k=v` — the keys of [`DataArgs`] (synthetic unless `path=` is among them);
+    /// - `FORMAT:PATH` — a file in that format (`jsonl`, `json`, `csv`, `txt`, `sharegpt`,
+    ///   `book`; `book:` needs `prompt_tokens`, so use the `k=v` form for it);
+    /// - `PATH` — a file, its format from the extension (`.json` holding ShareGPT is ShareGPT).
+    ///
+    /// `column` is `--data-column`, the prompt column of a file.
+    pub fn parse(arg: &str, column: Option<&str>) -> Result<DataSpec, Error> {
+        let arg = arg.trim();
+        if arg.is_empty() {
+            return Err(Error::Spec("empty".into()));
+        }
+        let mut args = if Path::new(arg).exists() || !arg.contains('=') {
+            let (format, path) = match arg.split_once(':') {
+                Some((f, p)) if FileFormat::parse(f).is_some() && !Path::new(arg).exists() => {
+                    (FileFormat::parse(f), p)
+                }
+                _ => (None, arg),
+            };
+            DataArgs {
+                path: Some(PathBuf::from(path)),
+                format,
+                ..DataArgs::default()
+            }
+        } else {
+            let mut map = serde_json::Map::new();
+            for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let (k, v) = item
+                    .split_once('=')
+                    .ok_or_else(|| Error::Spec(format!("expected key=value, got {item:?}")))?;
+                let (k, v) = (k.trim(), v.trim());
+                if map.contains_key(k) {
+                    return Err(Error::Spec(format!("{k} given twice")));
+                }
+                let v = if matches!(k, "path" | "format" | "column" | "output_column") {
+                    serde_json::Value::String(v.to_string())
+                } else {
+                    value(v)
+                };
+                map.insert(k.to_string(), v);
+            }
+            serde_json::from_value::<DataArgs>(serde_json::Value::Object(map.clone())).map_err(
+                |e| {
+                    // Name the key: find the one entry that fails on its own.
+                    let culprit = map.iter().find_map(|(k, v)| {
+                        let one = serde_json::Map::from_iter([(k.clone(), v.clone())]);
+                        serde_json::from_value::<DataArgs>(serde_json::Value::Object(one))
+                            .err()
+                            .map(|e| format!("{k}={v}: {e}"))
+                    });
+                    Error::Spec(culprit.unwrap_or_else(|| e.to_string()))
+                },
+            )?
+        };
+        if let Some(c) = column {
+            args.column = Some(c.to_string());
+        }
+        args.into_spec()
+    }
+
+    /// Parses a YAML mapping with the keys of [`DataArgs`] (a profile's `data:` section).
+    pub fn from_yaml(yaml: &str) -> Result<DataSpec, Error> {
+        serde_yaml::from_str::<DataArgs>(yaml)
+            .map_err(|e| Error::Spec(e.to_string()))?
+            .into_spec()
+    }
+}

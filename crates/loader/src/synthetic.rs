@@ -1,0 +1,349 @@
+//! Exact-length synthetic prompts.
+//!
+//! A prompt is a run of *words*: vocabulary tokens that are one space followed by ASCII letters
+//! (`" river"`), each of which decodes and re-encodes to exactly one token
+//! ([`Tokenizer::single_token_words`]). When a tokenizer passes the *composition proof* at load
+//! time, a run of `n` such words is exactly `n` tokens, so prompts are built at memory speed:
+//!
+//! 1. every word re-encodes alone to its one token (checked by `single_token_words`);
+//! 2. no vocabulary token contains an ASCII letter followed by the word-start marker (`Ġ` or
+//!    `▁`), so no token can span the boundary between two words, and BPE merges inside each
+//!    word proceed as if the word were alone;
+//! 3. the tokenizer's real encoding of a calibration text (every word once, in shuffled order,
+//!    twice) is exactly the words' tokens, in order: the normalizer and pre-tokenizer split
+//!    nothing differently in context.
+//!
+//! A tokenizer failing the proof (or [`Composer::verify_every_prompt`]) gets every prompt
+//! re-encoded with the real tokenizer and adjusted until its count is exact; a tokenizer with
+//! no such words at all gets prompts of random tokens, decoded, re-encoded and adjusted
+//! (vLLM's method, but exact or an error).
+
+use std::sync::Arc;
+
+use bench_core::RequestSpec;
+use bench_tokenizer::Tokenizer;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::spec::SyntheticConfig;
+use crate::Error;
+
+/// Seed of the calibration text's shuffle (fixed: the proof must not depend on the data seed).
+const CALIBRATION_SEED: u64 = 0x000c_a11b_8a7e;
+/// Attempts at adjusting a prompt to its exact count before giving up.
+const MAX_ADJUST: usize = 12;
+
+/// The material prompts are built from, for one tokenizer.
+#[derive(Debug, Clone)]
+pub struct Composer {
+    tokenizer: Tokenizer,
+    /// Word texts (`" river"`), or for tokenizers without words, decoded single tokens.
+    words: Arc<[Box<str>]>,
+    /// The token id of each entry of `words` (random-token mode: the ids to draw from).
+    ids: Arc<[u32]>,
+    mode: Mode,
+}
+
+/// How prompts are built and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Words, exact by the composition proof: a run of `n` words is `n` tokens.
+    Proven,
+    /// Words, every prompt re-encoded and adjusted.
+    Checked,
+    /// Random tokens decoded, every prompt re-encoded and adjusted.
+    RandomTokens,
+}
+
+impl Composer {
+    /// Prepares prompt material for `tokenizer` and runs the composition proof (a few
+    /// milliseconds for small vocabularies, a few hundred for 128k-token ones).
+    pub fn new(tokenizer: &Tokenizer) -> Result<Composer, Error> {
+        // The proof is costly for large vocabularies and the same for every loader of a
+        // tokenizer: kept with the tokenizer.
+        let material = tokenizer.memo(|| Material::new(tokenizer));
+        let Some((words, ids, mode)) = material.0.clone() else {
+            return Err(Error::Inexact {
+                tokenizer: tokenizer.name().to_string(),
+                tokens: 1,
+            });
+        };
+        Ok(Composer {
+            tokenizer: tokenizer.clone(),
+            words,
+            ids,
+            mode,
+        })
+    }
+
+    /// Re-encodes every prompt with the tokenizer even when the proof holds (slower; tests use
+    /// it to check the proven path).
+    pub fn verify_every_prompt(mut self) -> Composer {
+        if self.mode == Mode::Proven {
+            self.mode = Mode::Checked;
+        }
+        self
+    }
+
+    /// How prompts are built.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Number of distinct first tokens available: prompts `i` and `j` with
+    /// `i != j (mod starts)` start with different tokens.
+    pub fn starts(&self) -> usize {
+        if self.mode == Mode::RandomTokens {
+            self.ids.len()
+        } else {
+            self.words.len()
+        }
+    }
+
+    /// Appends to `out` a text of exactly `n` tokens beginning with entries `first` (then
+    /// random ones); `pre` is text already before it with `pre_tokens` tokens, and the count
+    /// of `pre + text` is what is made exact.
+    fn compose<R: Rng>(
+        &self,
+        pre: &str,
+        pre_tokens: u32,
+        first: &[usize],
+        n: u32,
+        rng: &mut R,
+    ) -> Result<String, Error> {
+        let n_us = n as usize;
+        let pool = self.starts();
+        let mut picks: Vec<usize> = Vec::with_capacity(n_us);
+        picks.extend(first.iter().take(n_us).map(|&i| i % pool));
+        while picks.len() < n_us {
+            picks.push(rng.random_range(0..pool));
+        }
+        let target = (pre_tokens as usize) + n_us;
+        match self.mode {
+            Mode::Proven => {
+                let mut s = String::with_capacity(pre.len() + n_us * 8);
+                s.push_str(pre);
+                for &i in &picks {
+                    s.push_str(&self.words[i]);
+                }
+                Ok(s)
+            }
+            Mode::Checked => {
+                for _ in 0..MAX_ADJUST {
+                    let mut s = String::with_capacity(pre.len() + picks.len() * 8);
+                    s.push_str(pre);
+                    for &i in &picks {
+                        s.push_str(&self.words[i]);
+                    }
+                    let c = self.tokenizer.try_encode(&s)?.len();
+                    if c == target {
+                        return Ok(s);
+                    }
+                    if c > target {
+                        let drop = (c - target).min(picks.len().saturating_sub(1));
+                        if drop == 0 {
+                            break;
+                        }
+                        picks.truncate(picks.len() - drop);
+                    } else {
+                        for _ in 0..target - c {
+                            picks.push(rng.random_range(0..pool));
+                        }
+                    }
+                }
+                Err(self.inexact(target))
+            }
+            Mode::RandomTokens => {
+                let mut ids: Vec<u32> = picks.iter().map(|&i| self.ids[i]).collect();
+                for _ in 0..MAX_ADJUST {
+                    let body = self.tokenizer.decode(&ids);
+                    let mut s = String::with_capacity(pre.len() + body.len() + 1);
+                    s.push_str(pre);
+                    // Keep the prefix's last token from merging with the body.
+                    if !pre.is_empty() && !body.starts_with(char::is_whitespace) {
+                        s.push(' ');
+                    }
+                    s.push_str(&body);
+                    let c = self.tokenizer.try_encode(&s)?.len();
+                    if c == target {
+                        return Ok(s);
+                    }
+                    // Continue from what the text really encodes to, trimmed or extended.
+                    let mut again = self.tokenizer.try_encode(&body)?;
+                    if c > target {
+                        let keep = again.len().saturating_sub(c - target).max(1);
+                        again.truncate(keep);
+                    } else {
+                        for _ in 0..target - c {
+                            again.push(self.ids[rng.random_range(0..pool)]);
+                        }
+                    }
+                    ids = again;
+                }
+                Err(self.inexact(target))
+            }
+        }
+    }
+
+    fn inexact(&self, target: usize) -> Error {
+        Error::Inexact {
+            tokenizer: self.tokenizer.name().to_string(),
+            tokens: target as u64,
+        }
+    }
+}
+
+/// What [`Composer::new`] derives from a tokenizer, cached with it (`None`: an empty
+/// vocabulary).
+#[allow(clippy::type_complexity)]
+struct Material(Option<(Arc<[Box<str>]>, Arc<[u32]>, Mode)>);
+
+impl Material {
+    fn new(tokenizer: &Tokenizer) -> Material {
+        let words = tokenizer.single_token_words();
+        if words.len() < 16 {
+            // Random-token mode: every non-special token id.
+            let added = tokenizer.inner().get_added_tokens_decoder();
+            let mut ids: Vec<u32> = tokenizer
+                .inner()
+                .get_vocab(false)
+                .into_values()
+                .filter(|id| !added.contains_key(id))
+                .collect();
+            ids.sort_unstable();
+            if ids.is_empty() {
+                return Material(None);
+            }
+            tracing::debug!(
+                tokenizer = tokenizer.name(),
+                "no single-token words: random-token prompts"
+            );
+            return Material(Some((
+                Arc::from(Vec::<Box<str>>::new()),
+                ids.into(),
+                Mode::RandomTokens,
+            )));
+        }
+        let texts: Vec<Box<str>> = words.iter().map(|(_, t)| t.as_str().into()).collect();
+        let ids: Vec<u32> = words.iter().map(|(id, _)| *id).collect();
+        let proven = composition_proof(tokenizer, &texts, &ids);
+        if !proven {
+            tracing::debug!(
+                tokenizer = tokenizer.name(),
+                "composition proof failed: every prompt re-encoded"
+            );
+        }
+        let mode = if proven { Mode::Proven } else { Mode::Checked };
+        Material(Some((texts.into(), ids.into(), mode)))
+    }
+}
+
+/// Conditions 2 and 3 of the module docs (condition 1 holds by construction of the words).
+fn composition_proof(tokenizer: &Tokenizer, texts: &[Box<str>], ids: &[u32]) -> bool {
+    let tk = tokenizer.inner();
+    // The word-start marker: the first character of a word token's string (`Ġ`, `▁`, ...).
+    let Some(marker) = tk.id_to_token(ids[0]).and_then(|t| t.chars().next()) else {
+        return false;
+    };
+    if marker.is_ascii_alphabetic() {
+        return false;
+    }
+    let spans_boundary = tk.get_vocab(true).keys().any(|tok| {
+        let mut prev_letter = false;
+        tok.chars().any(|c| {
+            let hit = prev_letter && c == marker;
+            prev_letter = c.is_ascii_alphabetic();
+            hit
+        })
+    });
+    if spans_boundary {
+        return false;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(CALIBRATION_SEED);
+    for _ in 0..2 {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.shuffle(&mut rng);
+        let text: String = order.iter().map(|&i| &*texts[i]).collect();
+        let expected: Vec<u32> = order.iter().map(|&i| ids[i]).collect();
+        match tokenizer.try_encode(&text) {
+            Ok(got) if got == expected => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The endless (or `samples`-long) stream of synthetic requests.
+#[derive(Debug)]
+pub(crate) struct SyntheticSource {
+    config: SyntheticConfig,
+    composer: Composer,
+    rng: rand::rngs::StdRng,
+    /// The shared prefix and its token count.
+    prefix: (String, u32),
+    /// A seeded permutation of the word pool: prompt `i` starts with `perm[i % n]`, then
+    /// `perm[(i / n) % n]`, so the first two tokens of any two of `n²` prompts differ.
+    perm: Vec<usize>,
+    index: u64,
+}
+
+impl SyntheticSource {
+    pub(crate) fn new(config: SyntheticConfig, composer: Composer) -> Result<Self, Error> {
+        let mut s = SyntheticSource {
+            rng: rand::rngs::StdRng::seed_from_u64(config.seed),
+            prefix: (String::new(), 0),
+            perm: Vec::new(),
+            index: 0,
+            config,
+            composer,
+        };
+        s.reset()?;
+        Ok(s)
+    }
+
+    /// Back to the first request (the same sequence again).
+    pub(crate) fn reset(&mut self) -> Result<(), Error> {
+        self.rng = rand::rngs::StdRng::seed_from_u64(self.config.seed);
+        let mut perm: Vec<usize> = (0..self.composer.starts()).collect();
+        perm.shuffle(&mut self.rng);
+        self.perm = perm;
+        self.prefix = if self.config.prefix_tokens > 0 {
+            let text =
+                self.composer
+                    .compose("", 0, &[], self.config.prefix_tokens, &mut self.rng)?;
+            (text, self.config.prefix_tokens)
+        } else {
+            (String::new(), 0)
+        };
+        self.index = 0;
+        Ok(())
+    }
+
+    pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
+        if self.config.samples.is_some_and(|s| self.index >= s) {
+            return Ok(None);
+        }
+        let n = self.perm.len() as u64;
+        let i = self.index;
+        let first = [
+            self.perm[(i % n) as usize],
+            self.perm[((i / n) % n) as usize],
+        ];
+        let tokens = self.config.prompt.sample(&mut self.rng).max(1);
+        let output = self.config.output.map(|d| d.sample(&mut self.rng).max(1));
+        let prompt =
+            self.composer
+                .compose(&self.prefix.0, self.prefix.1, &first, tokens, &mut self.rng)?;
+        self.index += 1;
+        Ok(Some(RequestSpec {
+            prompt: prompt.into(),
+            prompt_tokens: self.prefix.1 + tokens,
+            output_tokens: output,
+        }))
+    }
+}

@@ -1,0 +1,209 @@
+//! Real data files: formats, columns, ShareGPT filtering, book slices, errors.
+
+mod common;
+
+use std::path::Path;
+
+use bench_loader::{DataSpec, Error, Loader};
+use bench_tokenizer::Tokenizer;
+
+fn load(arg: &str, column: Option<&str>) -> Result<Vec<bench_core::RequestSpec>, Error> {
+    let spec = DataSpec::parse(arg, column)?;
+    let mut l = Loader::new(spec, Tokenizer::builtin())?.cycle(false);
+    let mut out = Vec::new();
+    while let Some(s) = l.try_next()? {
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.display().to_string()
+}
+
+#[test]
+fn formats_and_columns() {
+    let dir = common::temp_dir("formats");
+    let tk = Tokenizer::builtin();
+    let jsonl = write(
+        &dir,
+        "a.jsonl",
+        "{\"prompt\": \"the first prompt\", \"n\": 5}\n\n{\"prompt\": \"a second one\", \"n\": \"7\"}\nnot json\n",
+    );
+    let got = load(&format!("path={jsonl},output_column=n"), None).expect("jsonl");
+    assert_eq!(got.len(), 2);
+    assert_eq!(&*got[0].prompt, "the first prompt");
+    assert_eq!(got[0].prompt_tokens as usize, tk.count("the first prompt"));
+    assert_eq!(got[0].output_tokens, Some(5));
+    assert_eq!(got[1].output_tokens, Some(7));
+
+    let json = write(
+        &dir,
+        "b.json",
+        r#"[{"text": "alpha beta", "q": "x"}, {"text": "gamma"}]"#,
+    );
+    let got = load(&json, None).expect("json");
+    assert_eq!(
+        got.iter().map(|s| &*s.prompt).collect::<Vec<_>>(),
+        ["alpha beta", "gamma"]
+    );
+    let got = load(&format!("path={json},output_tokens=9"), None).expect("json fixed output");
+    assert!(got.iter().all(|s| s.output_tokens == Some(9)));
+
+    let csv = write(
+        &dir,
+        "c.csv",
+        "id,question,len\n1,\"Hello, world\",3\n2,second question,4\n",
+    );
+    let got = load(&csv, Some("question")).expect("csv");
+    assert_eq!(&*got[0].prompt, "Hello, world");
+    assert_eq!(got.len(), 2);
+    let e = load(&csv, None).expect_err("no default column");
+    assert!(matches!(e, Error::UnknownColumn { .. }));
+    assert!(e.to_string().contains("id, len, question"), "{e}");
+    let e = load(&csv, Some("nope")).expect_err("unknown column");
+    assert!(
+        e.to_string().contains("\"nope\"") && e.to_string().contains("c.csv"),
+        "{e}"
+    );
+
+    let txt = write(&dir, "d.txt", "line one\n\nline two\n");
+    let got = load(&txt, None).expect("txt");
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|s| s.output_tokens.is_none()));
+
+    // The format can be forced.
+    let odd = write(&dir, "e.data", "{\"input\": \"x y z\"}\n");
+    assert_eq!(
+        load(&format!("jsonl:{odd}"), None).expect("forced").len(),
+        1
+    );
+    assert!(load(&odd, None)
+        .expect_err("no format")
+        .to_string()
+        .contains("format="));
+
+    // Samples bound what is read; cycling starts over.
+    let got = load(&format!("path={txt},samples=1"), None).expect("samples");
+    assert_eq!(got.len(), 1);
+    let spec = DataSpec::parse(&txt, None).expect("spec");
+    let cycled: Vec<_> = Loader::new(spec, tk).expect("l").take(5).collect();
+    assert_eq!(cycled[2], cycled[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn file_errors_name_the_culprit() {
+    let dir = common::temp_dir("file-errors");
+    let e = load("/no/such/file.jsonl", None).expect_err("missing");
+    assert!(matches!(e, Error::MissingFile(_)));
+    assert!(e.to_string().contains("/no/such/file.jsonl"));
+    let empty = write(&dir, "empty.jsonl", "\n\n");
+    let e = load(&empty, None).expect_err("empty");
+    assert!(
+        matches!(e, Error::Empty { .. }) && e.to_string().contains("empty.jsonl"),
+        "{e}"
+    );
+    let noout = write(&dir, "o.jsonl", "{\"prompt\": \"x\"}\n");
+    let e = load(&format!("path={noout},output_column=len"), None).expect_err("output column");
+    assert!(e.to_string().contains("\"len\""), "{e}");
+    let bad = write(&dir, "bad.json", "{\"not\": \"an array\"}");
+    let e = load(&bad, None).expect_err("not an array");
+    assert!(e.to_string().contains("bad.json"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn conversation(human: &str, gpt: &str) -> serde_json::Value {
+    serde_json::json!({"id": "x", "conversations": [
+        {"from": "human", "value": human}, {"from": "gpt", "value": gpt}]})
+}
+
+#[test]
+fn sharegpt_filters_like_vllm() {
+    let dir = common::temp_dir("sharegpt");
+    let long = " the".repeat(1100);
+    let items = vec![
+        conversation(
+            "What is the capital of France, please?",
+            "Paris is the capital of France.",
+        ),
+        conversation("Hi", "Hello there, how can I help you today?"), // prompt < 4 tokens
+        conversation("Tell me about the river in the city.", "No."),  // reply < 4 tokens
+        conversation(&long, "A long answer to a long question."),     // prompt > 1024 tokens
+        serde_json::json!({"id": "y", "conversations": [{"from": "human", "value": "alone"}]}),
+        conversation(
+            "Explain the system model of the server.",
+            "The server has a model of the system.",
+        ),
+    ];
+    let path = write(
+        &dir,
+        "sg.json",
+        &serde_json::to_string(&items).expect("json"),
+    );
+    let tk = Tokenizer::builtin();
+    let got = load(&path, None).expect("sharegpt");
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(&*got[0].prompt, "What is the capital of France, please?");
+    assert_eq!(
+        got[0].output_tokens,
+        Some(tk.count("Paris is the capital of France.") as u32)
+    );
+    // A fixed output length skips the reply-length check.
+    let got = load(&format!("path={path},output_tokens=100"), None).expect("fixed");
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|s| s.output_tokens == Some(100)));
+    // Nothing passes: an error saying why.
+    let none = write(
+        &dir,
+        "none.json",
+        &serde_json::to_string(&items[1..3]).expect("json"),
+    );
+    let e = load(&format!("sharegpt:{none}"), None).expect_err("empty");
+    assert!(e.to_string().contains("filter"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn book_slices_are_exact_and_start_at_different_places() {
+    let dir = common::temp_dir("book");
+    let text = bench_tokenizer::corpus::builtin_corpus(11, 60_000);
+    let path = write(&dir, "book.txt", &text);
+    for tk in common::all() {
+        let spec = DataSpec::parse(
+            &format!("path={path},format=book,prompt_tokens=1000,output_tokens=20"),
+            None,
+        )
+        .expect("spec");
+        let got: Vec<_> = Loader::new(spec, tk.clone())
+            .expect("loader")
+            .take(40)
+            .collect();
+        assert_eq!(got.len(), 40);
+        for s in &got {
+            assert_eq!(s.prompt_tokens, 1000);
+            assert_eq!(tk.count(&s.prompt), 1000, "{}", tk.name());
+            assert_eq!(s.output_tokens, Some(20));
+        }
+        // 40 slices of 1,000 tokens span more than the file: later passes start elsewhere.
+        let starts: std::collections::HashSet<String> = got
+            .iter()
+            .map(|s| s.prompt.chars().take(60).collect())
+            .collect();
+        assert_eq!(
+            starts.len(),
+            got.len(),
+            "{}: repeated slice start",
+            tk.name()
+        );
+    }
+    let e = load(
+        &format!("path={path},format=book,prompt_tokens=10000000"),
+        None,
+    )
+    .expect_err("short");
+    assert!(e.to_string().contains("shorter"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
