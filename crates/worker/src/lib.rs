@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use stream::{Progress, StreamRecorder};
 pub use worker::{OutputCounter, Worker};
 
 /// The API spoken to the server.

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use bench_core::{Chunk, Nanos, Outcome};
 use serde::Deserialize;
 
-use crate::sse::SseEvent;
+use crate::sse::{SseEvent, SseParser};
 use crate::BackendKind;
 
 /// Longest server-provided message kept in an outcome.
@@ -294,10 +294,109 @@ impl StreamState {
     }
 }
 
+/// What a body piece did to the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Keep reading.
+    More,
+    /// The stream's final event (`[DONE]`, TGI's details) arrived.
+    Done,
+    /// The stream failed (in-stream error event, malformed SSE or JSON).
+    Failed(Outcome),
+}
+
+/// Parses one response body as it arrives and records its content chunks, usage and end: the
+/// per-chunk hot path of [`crate::Worker`], public so that it can be measured on its own.
+#[derive(Debug)]
+pub struct StreamRecorder {
+    parser: SseParser,
+    pub(crate) state: StreamState,
+    json: Option<bytes::BytesMut>,
+}
+
+impl StreamRecorder {
+    /// A recorder for `backend`. `keep_text` keeps the generated text for a tokenizer count;
+    /// `json_reply` reads the body as one non-streamed JSON document instead of SSE.
+    pub fn new(backend: BackendKind, keep_text: bool, json_reply: bool) -> Self {
+        Self {
+            parser: SseParser::new(),
+            state: StreamState::new(backend, keep_text, 0),
+            json: json_reply.then(bytes::BytesMut::new),
+        }
+    }
+
+    /// Feeds body bytes that arrived at `at` (taken before this call parses anything).
+    pub fn on_data(&mut self, data: bytes::Bytes, at: Nanos) -> Progress {
+        if let Some(buf) = &mut self.json {
+            buf.extend_from_slice(&data);
+            return Progress::More;
+        }
+        self.parser.feed(data);
+        loop {
+            match self.parser.next_event() {
+                Ok(None) => return Progress::More,
+                Ok(Some(ev)) => match self.state.on_event(&ev, at) {
+                    Ok(Flow::Continue) => {}
+                    Ok(Flow::Done) => return Progress::Done,
+                    Err(outcome) => return Progress::Failed(outcome),
+                },
+                Err(e) => {
+                    return Progress::Failed(Outcome::Protocol {
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// The body ended at `at` without a final event so far: the outcome of the request.
+    pub fn on_end(&mut self, at: Nanos) -> Outcome {
+        if let Some(buf) = self.json.take() {
+            return match self.state.on_json_body(&buf, at) {
+                Ok(()) => Outcome::Completed,
+                Err(outcome) => outcome,
+            };
+        }
+        match self.parser.finish() {
+            Err(e) => Outcome::Protocol {
+                message: e.to_string(),
+            },
+            Ok(last) => {
+                if let Some(ev) = last {
+                    match self.state.on_event(&ev, at) {
+                        Ok(Flow::Done) => return Outcome::Completed,
+                        Ok(Flow::Continue) => {}
+                        Err(outcome) => return outcome,
+                    }
+                }
+                if self.state.finished {
+                    // Ended after its finish reason without `[DONE]`: accepted.
+                    Outcome::Completed
+                } else {
+                    Outcome::Protocol {
+                        message:
+                            "the stream ended before its final event ([DONE] or TGI's details)"
+                                .into(),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The content chunks recorded so far.
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.state.chunks
+    }
+
+    /// Server-reported `(prompt, completion)` token counts, if any.
+    pub fn usage(&self) -> (Option<u32>, Option<u32>) {
+        (self.state.usage_prompt, self.state.usage_completion)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sse::SseParser;
     use bytes::Bytes;
 
     fn run(backend: BackendKind, stream: &'static [u8]) -> (StreamState, Result<Flow, Outcome>) {

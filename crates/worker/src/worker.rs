@@ -15,8 +15,7 @@ use tokio::time::Instant;
 
 use crate::body::{BodyBuilder, Urls};
 use crate::client::{self, HttpClient};
-use crate::sse::SseParser;
-use crate::stream::{excerpt, Flow, StreamState};
+use crate::stream::{excerpt, Progress, StreamRecorder};
 use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 
 /// Counts the tokens of generated text (the tokenizer fallback when a server sends no usage).
@@ -349,7 +348,7 @@ impl Worker {
         dispatch: &Dispatch,
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
-        st: &mut StreamState,
+        st: &mut StreamRecorder,
     ) -> Ending {
         let inner = &*self.inner;
         let clock = dispatch.clock;
@@ -452,9 +451,13 @@ impl Worker {
             };
         }
 
-        let mut parser = SseParser::new();
-        let mut json_buf = json_reply.then(BytesMut::new);
-        let mut done_at: Option<Instant> = None;
+        *st = StreamRecorder::new(inner.backend, inner.counter.is_some(), json_reply);
+        let expected = spec
+            .output_tokens
+            .map_or(64, |n| n as usize + 1)
+            .min(MAX_PREALLOC_CHUNKS);
+        st.state.chunks.reserve(expected);
+        let done_at: Instant;
         loop {
             tokio::select! {
                 biased;
@@ -462,45 +465,10 @@ impl Worker {
                     return Ending { outcome: Outcome::Cancelled, end: Instant::now() };
                 }
                 f = body.frame() => {
+                    // The arrival time, taken before anything is parsed.
                     let t = Instant::now();
                     match f {
-                        None => {
-                            let at = clock.since(t);
-                            if let Some(buf) = json_buf.take() {
-                                if let Err(outcome) = st.on_json_body(&buf, at) {
-                                    return Ending { outcome, end: t };
-                                }
-                                return Ending { outcome: Outcome::Completed, end: t };
-                            }
-                            return match parser.finish() {
-                                Err(e) => Ending {
-                                    outcome: Outcome::Protocol { message: e.to_string() },
-                                    end: t,
-                                },
-                                Ok(last) => {
-                                    if let Some(ev) = last {
-                                        match st.on_event(&ev, at) {
-                                            Ok(Flow::Done) => {
-                                                return Ending { outcome: Outcome::Completed, end: t };
-                                            }
-                                            Ok(Flow::Continue) => {}
-                                            Err(outcome) => return Ending { outcome, end: t },
-                                        }
-                                    }
-                                    if st.finished {
-                                        // Ended after its finish reason without `[DONE]`: lenient.
-                                        Ending { outcome: Outcome::Completed, end: t }
-                                    } else {
-                                        Ending {
-                                            outcome: Outcome::Protocol {
-                                                message: "the stream ended before its final event ([DONE] or TGI's details)".into(),
-                                            },
-                                            end: t,
-                                        }
-                                    }
-                                }
-                            };
-                        }
+                        None => return Ending { outcome: st.on_end(clock.since(t)), end: t },
                         Some(Err(e)) => {
                             return Ending {
                                 outcome: Outcome::Connect {
@@ -511,34 +479,14 @@ impl Worker {
                         }
                         Some(Ok(frame)) => {
                             let Ok(data) = frame.into_data() else { continue };
-                            let at = clock.since(t);
                             idle_sleep.as_mut().reset(deadline(t, idle));
-                            if let Some(buf) = &mut json_buf {
-                                buf.extend_from_slice(&data);
-                                continue;
-                            }
-                            parser.feed(data);
-                            loop {
-                                match parser.next_event() {
-                                    Ok(None) => break,
-                                    Ok(Some(ev)) => match st.on_event(&ev, at) {
-                                        Ok(Flow::Continue) => {}
-                                        Ok(Flow::Done) => {
-                                            done_at = Some(t);
-                                            break;
-                                        }
-                                        Err(outcome) => return Ending { outcome, end: t },
-                                    },
-                                    Err(e) => {
-                                        return Ending {
-                                            outcome: Outcome::Protocol { message: e.to_string() },
-                                            end: t,
-                                        };
-                                    }
+                            match st.on_data(data, clock.since(t)) {
+                                Progress::More => {}
+                                Progress::Done => {
+                                    done_at = t;
+                                    break;
                                 }
-                            }
-                            if done_at.is_some() {
-                                break;
+                                Progress::Failed(outcome) => return Ending { outcome, end: t },
                             }
                         }
                     }
@@ -551,7 +499,7 @@ impl Worker {
                 }
             }
         }
-        let end = done_at.unwrap_or_else(Instant::now);
+        let end = done_at;
         // Read the (normally already arrived) end of the body so the connection goes back to
         // the pool; anything after the final event is ignored.
         let drain = async { while let Some(Ok(_)) = body.frame().await {} };
@@ -574,12 +522,7 @@ impl Backend for Worker {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> RequestRecord {
-        let expected = spec
-            .output_tokens
-            .map_or(64, |n| n as usize + 1)
-            .min(MAX_PREALLOC_CHUNKS);
-        let mut st = StreamState::new(self.inner.backend, self.inner.counter.is_some(), 0);
-        st.chunks.reserve(expected);
+        let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
         let mut rec = RequestRecord {
             id: dispatch.id,
             scheduled: dispatch.scheduled,
@@ -595,7 +538,10 @@ impl Backend for Worker {
             requested_output_tokens: spec.output_tokens,
             outcome: Outcome::Completed,
         };
-        let ending = self.run(&spec, &dispatch, &cancel, &mut rec, &mut st).await;
+        let ending = self
+            .run(&spec, &dispatch, &cancel, &mut rec, &mut rec_stream)
+            .await;
+        let st = rec_stream.state;
         rec.end = dispatch.clock.since(ending.end).max(rec.dispatched);
         rec.outcome = ending.outcome;
         if let Some(p) = st.usage_prompt {

@@ -75,6 +75,8 @@ type Handler = Arc<dyn Fn(&Seen) -> Script + Send + Sync>;
 pub struct Server {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// When each `Step::Send` was handed to hyper, in order (the ground truth for timing).
+    pub sent: Arc<Mutex<Vec<tokio::time::Instant>>>,
     pub cert_pem: Option<String>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -111,6 +113,7 @@ async fn answer(
     req: Request<Incoming>,
     handler: Handler,
     seen: Arc<Mutex<Vec<Seen>>>,
+    sent: Arc<Mutex<Vec<tokio::time::Instant>>>,
 ) -> Result<
     Response<
         StreamBody<futures_util::stream::BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>,
@@ -135,7 +138,9 @@ async fn answer(
     };
     let script = handler(&s);
     seen.lock().unwrap().push(s);
-    tokio::time::sleep(script.header_delay).await;
+    if !script.header_delay.is_zero() {
+        tokio::time::sleep(script.header_delay).await;
+    }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
     let steps = script.steps.clone();
     tokio::spawn(async move {
@@ -143,6 +148,7 @@ async fn answer(
             match step {
                 Step::Sleep(d) => tokio::time::sleep(d).await,
                 Step::Send(b) => {
+                    sent.lock().unwrap().push(tokio::time::Instant::now());
                     if tx.send(Ok(Frame::data(b))).await.is_err() {
                         return;
                     }
@@ -180,6 +186,7 @@ async fn start_inner(handler: Handler, tls: bool) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
+    let sent = Arc::new(Mutex::new(Vec::new()));
     let (acceptor, cert_pem) = if tls {
         let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
             .unwrap();
@@ -202,6 +209,7 @@ async fn start_inner(handler: Handler, tls: bool) -> Server {
         (None, None)
     };
     let seen2 = seen.clone();
+    let sent2 = sent.clone();
     let task = tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
@@ -210,9 +218,11 @@ async fn start_inner(handler: Handler, tls: bool) -> Server {
             let _ = tcp.set_nodelay(true);
             let handler = handler.clone();
             let seen = seen2.clone();
+            let sent = sent2.clone();
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                let svc = service_fn(move |req| answer(req, handler.clone(), seen.clone()));
+                let svc =
+                    service_fn(move |req| answer(req, handler.clone(), seen.clone(), sent.clone()));
                 let builder = auto::Builder::new(TokioExecutor::new());
                 match acceptor {
                     Some(acc) => {
@@ -230,6 +240,7 @@ async fn start_inner(handler: Handler, tls: bool) -> Server {
     Server {
         addr,
         seen,
+        sent,
         cert_pem,
         task,
     }
