@@ -133,8 +133,10 @@ def main():
     ap.add_argument("--streams", default="1000,10000")
     ap.add_argument("--guidellm", default=None)
     ap.add_argument("--guidellm-rates", default="100,300,1000")
+    ap.add_argument("--no-build", action="store_true", help="use target/release/bench as it is")
     a = ap.parse_args()
-    subprocess.check_call(["cargo", "build", "--release", "-q"], cwd=ROOT)
+    if not a.no_build:
+        subprocess.check_call(["cargo", "build", "--release", "-q"], cwd=ROOT)
     tmp = tempfile.mkdtemp(prefix="bench-sched-")
     srv, url = start_server(["--zero-delay", "--ignore-eos"])
     try:

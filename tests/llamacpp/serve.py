@@ -17,6 +17,9 @@ params = xlc.CommonParams()
 params.model.path = model
 params.n_ctx = 4096
 params.n_parallel = 4
+# One HTTP thread per keep-alive connection: bench, its health check and the test's /metrics
+# reads must never wait for a thread.
+params.n_threads_http = 16
 params.hostnames = ["127.0.0.1"]
 params.port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
 params.endpoint_metrics = True

@@ -156,7 +156,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
         None => Tokenizer::builtin(),
     };
-    let synthetic = data::parse(&s.data)?;
+    let specs = data::loader(&s.data, tokenizer.clone())?;
 
     let mock = if s.mock {
         let cfg = match &s.mock_config {
@@ -201,7 +201,6 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("finding the model served at {target}"))?;
     let counter_tk = tokenizer.clone();
     let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
-    let specs = data::synthetic(synthetic, &tokenizer, 0);
 
     let mut run = RunReport::new(
         uuid::Uuid::new_v4().to_string(),

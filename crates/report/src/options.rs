@@ -388,8 +388,10 @@ mod tests {
         );
         assert!(parse_percentile_metrics("ttft,bogus").is_err());
         assert!(parse_percentile_metrics("").is_err());
-        for m in Metric::ALL {
+        for (i, m) in Metric::ALL.into_iter().enumerate() {
             assert_eq!(Metric::from_cli_name(m.cli_name()), Some(m));
+            // The accumulator indexes its histograms by discriminant.
+            assert_eq!(m as usize, i);
         }
     }
 }

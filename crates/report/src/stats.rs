@@ -186,10 +186,9 @@ impl Accumulator {
         let mut output = [(0u64, 0u64); 3];
         let mut prompt_sources: BTreeMap<String, u64> = BTreeMap::new();
         let mut output_sources: BTreeMap<String, u64> = BTreeMap::new();
-        let mut dists: BTreeMap<Metric, Dist> =
-            Metric::ALL.iter().map(|&m| (m, Dist::new())).collect();
+        let mut dists: Vec<Dist> = Metric::ALL.iter().map(|_| Dist::new()).collect();
         let mut rec = |m: Metric, us: f64, w: u64| {
-            if let Some(d) = dists.get_mut(&m) {
+            if let Some(d) = dists.get_mut(m as usize) {
                 d.record_n(us, w);
             }
         };
@@ -398,7 +397,7 @@ impl Accumulator {
             encoding: "hdrhistogram-v2-deflate-base64".into(),
             data: BTreeMap::new(),
         };
-        for (m, d) in &dists {
+        for (m, d) in Metric::ALL.iter().zip(&dists) {
             *metrics.get_mut(*m) = d.summary(&self.opts.percentiles);
             histograms.data.insert(m.json_key().into(), d.encode());
         }

@@ -51,6 +51,8 @@ struct Visit {
     page_requests: Vec<String>,
     console: Vec<String>,
     screenshot: Vec<u8>,
+    /// Exit status and the last lines of Chromium's log, for failure messages.
+    diagnostics: String,
 }
 
 /// Loads `page` in headless Chromium through a recording proxy.
@@ -115,22 +117,30 @@ fn visit(chromium: &Path, page: &Path, work: &Path, shot: &Path) -> Visit {
         BufReader::new(stderr)
             .lines()
             .map_while(Result::ok)
-            .filter(|l| l.contains(":CONSOLE"))
             .collect::<Vec<_>>()
     });
     // Generous: a shared 2-core machine may be busy compiling.
     let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             panic!("chromium did not finish within 180 s");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let console = reader.join().expect("stderr reader");
+    };
+    let log = reader.join().expect("stderr reader");
+    let console = log
+        .iter()
+        .filter(|l| l.contains(":CONSOLE"))
+        .cloned()
+        .collect();
+    let diagnostics = format!(
+        "{status}; log tail:\n{}",
+        log[log.len().saturating_sub(15)..].join("\n")
+    );
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, Ordering::Relaxed);
     let _ = proxy.join();
@@ -145,6 +155,7 @@ fn visit(chromium: &Path, page: &Path, work: &Path, shot: &Path) -> Visit {
         page_requests,
         console,
         screenshot: std::fs::read(shot).unwrap_or_default(),
+        diagnostics,
     }
 }
 
@@ -196,7 +207,8 @@ fn html_report_renders_in_chromium_offline_without_errors() {
     assert!(v.console.is_empty(), "console messages: {:?}", v.console);
     assert!(
         v.screenshot.starts_with(b"\x89PNG\r\n\x1a\n"),
-        "no screenshot"
+        "no screenshot: {}",
+        v.diagnostics
     );
     // A blank page compresses to a few KB; charts and tables make it far larger.
     assert!(

@@ -2,17 +2,14 @@
 //!
 //! - `record/*`: the per-chunk hot path alone (SSE parse + JSON interpretation + chunk record),
 //!   one body frame per event as a server flushing every token sends it. Pure client CPU.
-//! - `request/*`: one whole `Worker::send` against an in-process loopback server that answers
-//!   at once with a pre-rendered stream (`1` or `256` content chunks). This is a round trip:
-//!   it includes the tiny server's and the kernel's share, so it is an upper bound of the
-//!   client's cost; the slope between the two sizes is the per-chunk cost on the wire path.
+//! - `request/*`: one whole `Worker::send` against the zero-delay simulator (`bench-mock`) in
+//!   the same process (`1` or `256` output tokens, chat, HTTP/1.1 and HTTP/2). This is a round
+//!   trip: it includes the simulator's and the kernel's share, so it is an upper bound of the
+//!   client's cost per request.
 //!
 //! Run: `cargo bench -p bench-worker --bench worker`
 
 #![allow(clippy::unwrap_used, missing_docs)]
-
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::time::Duration;
 
@@ -85,19 +82,14 @@ fn request(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(4));
     for chunks in [1usize, N] {
         for http2 in [false, true] {
-            let body: Vec<u8> = events(BackendKind::OpenAiChat, chunks).concat();
-            let body = Bytes::from(body);
             let (srv, w) = rt.block_on(async {
-                let body = body.clone();
-                let srv = common::start(move |_| common::Script {
-                    steps: vec![common::Step::Send(body.clone())],
-                    ..common::Script::sse(&[])
-                })
-                .await;
+                let srv = bench_mock::MockServer::start(bench_mock::MockConfig::zero_delay())
+                    .await
+                    .unwrap();
                 let w = Worker::new(WorkerConfig {
                     target: srv.url(),
                     backend: BackendKind::OpenAiChat,
-                    model: Some("m".into()),
+                    model: Some(srv.model().to_owned()),
                     http2,
                     ..WorkerConfig::default()
                 })
@@ -129,7 +121,7 @@ fn request(c: &mut Criterion) {
                     }
                 })
             });
-            drop(srv);
+            rt.block_on(srv.shutdown());
         }
     }
     g.finish();
