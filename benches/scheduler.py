@@ -18,12 +18,13 @@ Runs the server and the client as separate processes on this machine (they share
 import argparse
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from peers import TABLE_HEADER, guidellm_constant, table_row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "bench")
@@ -97,35 +98,6 @@ def bench_streams(n, tmp):
         srv.wait()
 
 
-def guidellm_constant(venv, url, rate, seconds, tmp):
-    tok = os.path.join(tmp, "tokenizer")
-    os.makedirs(tok, exist_ok=True)
-    shutil.copy(os.path.join(ROOT, "crates/tokenizer/assets/builtin-tokenizer.json"), os.path.join(tok, "tokenizer.json"))
-    with open(os.path.join(tok, "tokenizer_config.json"), "w") as f:
-        json.dump({"tokenizer_class": "PreTrainedTokenizerFast"}, f)
-    out = os.path.join(tmp, f"guidellm-{rate}.json")
-    scenario = {
-        "spec": {
-            "backend": {"kind": "openai_http", "target": url, "model": "mock-model",
-                        "request_format": "/v1/completions"},
-            "profile": {"kind": "constant", "rate": rate},
-            "tokenizer": {"kind": "hf_auto", "name": tok},
-            "data": [{"kind": "synthetic_text", "prompt_tokens": 32, "output_tokens": 128}],
-            "constraints": [{"kind": "max_duration", "seconds": seconds}],
-            "outputs": [{"kind": "json", "path": out}],
-        }
-    }
-    sc = os.path.join(tmp, f"guidellm-{rate}.scenario.json")
-    json.dump(scenario, open(sc, "w"))
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    cpu, rss, rc = timed([os.path.join(venv, "bin", "guidellm"), "run", "--scenario", sc,
-                          "--disable-console-interactive"], env=env)
-    res = {"target": rate, "cpu_s": cpu, "rss_mib": rss, "rc": rc, "file": out}
-    if os.path.exists(out):
-        res["raw"] = json.load(open(out))
-    return res
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", default="1000,2000,5000,10000,15000")
@@ -155,12 +127,10 @@ def main():
         print(f"\nhighest rate within 1% with p99 lateness and dispatch < 1 ms: {best}")
         if a.guidellm:
             print("\n## guidellm side by side (same server)")
+            print(TABLE_HEADER)
             for r in [int(x) for x in a.guidellm_rates.split(",") if x]:
-                g = guidellm_constant(a.guidellm, url, r, a.seconds, tmp)
-                print(json.dumps({k: v for k, v in g.items() if k != "raw"}), flush=True)
-                if "raw" in g:
-                    json.dump(g["raw"], open(os.path.join(tmp, f"guidellm-{r}.full.json"), "w"))
-            print(f"guidellm reports in {tmp}")
+                print(table_row(guidellm_constant(a.guidellm, url, r, a.seconds, tmp)), flush=True)
+            print(f"guidellm reports and logs in {tmp}")
     finally:
         srv.kill()
         srv.wait()
