@@ -262,13 +262,15 @@ impl Body for MockBody {
                     }
                     let chunk = s.r.data.slice(start..end);
                     if s.next >= frames && s.r.stop.is_none_or(|(k, _)| k > frames) {
-                        // Written everything: release the engine slot now if still held.
-                        s.gate = None;
+                        // Written everything: release the engine slot now if still held, and
+                        // end the body with this frame, so hyper writes the end of the
+                        // message together with it.
                         this.end = if s_error_event(frames, s.r.token_frames) {
                             EndKind::StreamError
                         } else {
                             EndKind::Completed
                         };
+                        this.inner = Inner::Done;
                     }
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
