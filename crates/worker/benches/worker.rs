@@ -70,6 +70,7 @@ fn record(c: &mut Criterion) {
                         }
                     }
                     assert_eq!(r.chunks().len(), N);
+                    assert_eq!(r.scanned_events() > 0, fast);
                     r
                 })
             });

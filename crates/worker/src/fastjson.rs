@@ -29,11 +29,11 @@ const MAX_SKIP_DEPTH: u32 = 64;
 /// Most text pieces kept from one event (one per choice and part; real events carry one).
 const MAX_TEXTS: usize = 8;
 
-/// A JSON string read as `str`: its raw bytes between the quotes, valid UTF-8 with valid,
-/// paired escapes.
+/// A JSON string read as `str`: its raw bytes between the quotes, checked to be valid UTF-8
+/// with valid, paired escapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct JStr<'a> {
-    raw: &'a str,
+    raw: &'a [u8],
     escaped: bool,
 }
 
@@ -47,11 +47,12 @@ impl JStr<'_> {
     /// possibly extended) only if the scanner's checks were wrong, which they are not; the
     /// caller restores `out` and falls back.
     pub(crate) fn push_to(&self, out: &mut String) -> Option<()> {
+        let raw = std::str::from_utf8(self.raw).ok()?;
         if !self.escaped {
-            out.push_str(self.raw);
+            out.push_str(raw);
             return Some(());
         }
-        let mut rest = self.raw;
+        let mut rest = raw;
         while let Some(k) = rest.find('\\') {
             out.push_str(rest.get(..k)?);
             let esc = rest.get(k + 1..)?;
@@ -116,7 +117,7 @@ impl JStr<'_> {
         if self.escaped {
             None
         } else {
-            Some(self.raw == s)
+            Some(self.raw == s.as_bytes())
         }
     }
 }
@@ -446,7 +447,7 @@ impl<'a> Scanner<'a> {
         }
         loop {
             self.eat(b'"')?;
-            let (key, escaped) = self.string_raw(true)?;
+            let (key, escaped, _) = self.string_raw(true)?;
             if escaped {
                 // serde matches unescaped names: rare, not worth it.
                 return None;
@@ -499,9 +500,12 @@ impl<'a> Scanner<'a> {
         self.skip_value(0)
     }
 
-    /// Index of the first `"`, `\` or control character at or after `from` (or the end).
-    fn find_special(&self, from: usize) -> usize {
+    /// The first `"`, `\` or control character at or after `from`: its index and value (`None`
+    /// at the end of the input), and whether every byte before it is ASCII.
+    #[inline]
+    fn find_special(&self, from: usize) -> (usize, Option<u8>, bool) {
         let mut i = from;
+        let mut high = 0u64;
         while let Some(chunk) = self.b.get(i..i + 8) {
             let Ok(arr) = <[u8; 8]>::try_from(chunk) else {
                 break;
@@ -515,33 +519,45 @@ impl<'a> Scanner<'a> {
             let bs = bs.wrapping_sub(ONES) & !bs;
             let m = (ctrl | q | bs) & HIGHS;
             if m != 0 {
-                return i + (m.trailing_zeros() / 8) as usize;
+                let tz = m.trailing_zeros();
+                // The high bits of the bytes below the flagged one.
+                high |= x & ((m & m.wrapping_neg()) - 1) & HIGHS;
+                return (
+                    i + (tz / 8) as usize,
+                    Some((x >> (tz & !7)) as u8),
+                    high == 0,
+                );
             }
+            high |= x & HIGHS;
             i += 8;
         }
         while let Some(&c) = self.b.get(i) {
             if c == b'"' || c == b'\\' || c < 0x20 {
-                return i;
+                return (i, Some(c), high == 0);
             }
+            high |= u64::from(c & 0x80);
             i += 1;
         }
-        i
+        (i, None, high == 0)
     }
 
-    /// The raw bytes of a string whose opening quote was eaten, and whether it has escapes.
-    /// `strict` checks `\u` surrogates as serde_json does for a `str` (paired); otherwise only
-    /// that four hex digits follow, as serde_json's skip of an ignored string. UTF-8 is not
-    /// checked here.
-    fn string_raw(&mut self, strict: bool) -> Option<(&'a [u8], bool)> {
+    /// The raw bytes of a string whose opening quote was eaten, whether it has escapes, and
+    /// whether it is all ASCII. `strict` checks `\u` surrogates as serde_json does for a `str`
+    /// (paired); otherwise only that four hex digits follow, as serde_json's skip of an
+    /// ignored string. UTF-8 is not checked here.
+    #[inline]
+    fn string_raw(&mut self, strict: bool) -> Option<(&'a [u8], bool, bool)> {
         let start = self.i;
         let mut escaped = false;
+        let mut ascii = true;
         loop {
-            let k = self.find_special(self.i);
-            match self.b.get(k).copied()? {
+            let (k, c, a) = self.find_special(self.i);
+            ascii &= a;
+            match c? {
                 b'"' => {
                     let raw = self.b.get(start..k)?;
                     self.i = k + 1;
-                    return Some((raw, escaped));
+                    return Some((raw, escaped, ascii));
                 }
                 b'\\' => {
                     escaped = true;
@@ -586,8 +602,10 @@ impl<'a> Scanner<'a> {
     /// A string read as `str`, whose opening quote is next.
     fn str(&mut self) -> Option<JStr<'a>> {
         self.eat(b'"')?;
-        let (raw, escaped) = self.string_raw(true)?;
-        let raw = std::str::from_utf8(raw).ok()?;
+        let (raw, escaped, ascii) = self.string_raw(true)?;
+        if !ascii {
+            std::str::from_utf8(raw).ok()?;
+        }
         Some(JStr { raw, escaped })
     }
 
@@ -893,11 +911,30 @@ mod tests {
                 let mut b = vec![b'a'; 20];
                 b[pos] = c;
                 let s = Scanner { b: &b, i: 0 };
-                assert_eq!(s.find_special(0), pos);
+                assert_eq!(s.find_special(0), (pos, Some(c), true));
             }
         }
         let b = [0x80u8, 0xff, 0x20, 0x7f, 0xa0, 0x9f, 0x5b, 0x5d, 0x21];
-        assert_eq!(Scanner { b: &b, i: 0 }.find_special(0), b.len());
+        assert_eq!(
+            Scanner { b: &b, i: 0 }.find_special(0),
+            (b.len(), None, false)
+        );
+        for n in 1..20 {
+            for at in 0..n {
+                let mut b = vec![b'a'; n];
+                b.push(b'"');
+                b.push(0xc3);
+                assert_eq!(
+                    Scanner { b: &b, i: 0 }.find_special(0),
+                    (n, Some(b'"'), true)
+                );
+                b[at] = 0xc3;
+                assert_eq!(
+                    Scanner { b: &b, i: 0 }.find_special(0),
+                    (n, Some(b'"'), false)
+                );
+            }
+        }
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub(crate) struct StreamState {
     pub(crate) finished: bool,
     /// Try the scanner of [`fastjson`] before serde_json.
     fast: bool,
+    /// Events the scanner interpreted (the others went to serde_json).
+    scanned: u64,
 }
 
 #[derive(Deserialize)]
@@ -159,6 +161,7 @@ impl StreamState {
             usage_completion: None,
             finished: false,
             fast: true,
+            scanned: 0,
         }
     }
 
@@ -228,6 +231,7 @@ impl StreamState {
         if self.fast {
             if let Some(ev) = fastjson::openai(data) {
                 if self.push_texts(&ev.texts) {
+                    self.scanned += 1;
                     if ev.finished {
                         self.finished = true;
                     }
@@ -297,6 +301,7 @@ impl StreamState {
         if self.fast {
             if let Some(ev) = fastjson::tgi(data) {
                 if let Some(flow) = self.apply_tgi(&ev, at) {
+                    self.scanned += 1;
                     return Ok(flow);
                 }
             }
@@ -501,6 +506,12 @@ impl StreamRecorder {
     /// Server-reported `(prompt, completion)` token counts, if any.
     pub fn usage(&self) -> (Option<u32>, Option<u32>) {
         (self.state.usage_prompt, self.state.usage_completion)
+    }
+
+    /// How many JSON events the allocation-free scanner interpreted itself; the others (error
+    /// bodies, malformed or unusual JSON) went to serde_json. For tests and benchmarks.
+    pub fn scanned_events(&self) -> u64 {
+        self.state.scanned
     }
 
     /// The generated text received so far, when the recorder keeps it (`keep_text`).
