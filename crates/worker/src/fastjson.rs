@@ -208,23 +208,37 @@ pub(crate) struct TgiEvent<'a> {
     pub(crate) details: Option<TgiDetails>,
 }
 
+impl Default for OpenAiEvent<'_> {
+    fn default() -> Self {
+        Self {
+            texts: Texts::default(),
+            finished: false,
+            prompt_tokens: None,
+            completion_tokens: None,
+        }
+    }
+}
+
 /// Reads an OpenAI event; `None` means "ask serde_json".
+#[cfg(test)]
 pub(crate) fn openai(data: &[u8]) -> Option<OpenAiEvent<'_>> {
+    let mut ev = OpenAiEvent::default();
+    openai_into(data, &mut ev)?;
+    Some(ev)
+}
+
+/// Reads an OpenAI event into `ev` (which must be `default()`); `None` means "ask
+/// serde_json" (`ev` is then meaningless).
+pub(crate) fn openai_into<'a>(data: &'a [u8], ev: &mut OpenAiEvent<'a>) -> Option<()> {
     let mut s = Scanner { b: data, i: 0 };
-    let mut ev = OpenAiEvent {
-        texts: Texts::default(),
-        finished: false,
-        prompt_tokens: None,
-        completion_tokens: None,
-    };
     s.start_object()?;
     let mut seen = Seen::default();
     s.object_body(|s, key| {
-        match key {
+        match key.name {
             b"choices" => {
                 seen.first(0)?;
                 if !s.null()? {
-                    s.array(|s| s.openai_choice(&mut ev))?;
+                    s.array(|s| s.openai_choice(ev))?;
                 }
             }
             b"usage" => {
@@ -233,7 +247,7 @@ pub(crate) fn openai(data: &[u8]) -> Option<OpenAiEvent<'_>> {
                     s.start_object()?;
                     let mut seen = Seen::default();
                     s.object_body(|s, key| {
-                        match key {
+                        match key.name {
                             b"prompt_tokens" => {
                                 seen.first(0)?;
                                 ev.prompt_tokens = s.opt_u64()?;
@@ -271,8 +285,7 @@ pub(crate) fn openai(data: &[u8]) -> Option<OpenAiEvent<'_>> {
         }
         Some(())
     })?;
-    s.end()?;
-    Some(ev)
+    s.end()
 }
 
 /// Reads a TGI event; `None` means "ask serde_json".
@@ -286,7 +299,7 @@ pub(crate) fn tgi(data: &[u8]) -> Option<TgiEvent<'_>> {
     s.start_object()?;
     let mut seen = Seen::default();
     s.object_body(|s, key| {
-        match key {
+        match key.name {
             b"token" => {
                 seen.first(0)?;
                 if !s.null()? {
@@ -297,7 +310,7 @@ pub(crate) fn tgi(data: &[u8]) -> Option<TgiEvent<'_>> {
                     };
                     let mut seen = Seen::default();
                     s.object_body(|s, key| {
-                        match key {
+                        match key.name {
                             b"text" => {
                                 seen.first(0)?;
                                 tok.text = s.opt_str()?;
@@ -324,7 +337,7 @@ pub(crate) fn tgi(data: &[u8]) -> Option<TgiEvent<'_>> {
                     let mut d = TgiDetails::default();
                     let mut seen = Seen::default();
                     s.object_body(|s, key| {
-                        match key {
+                        match key.name {
                             b"generated_tokens" => {
                                 seen.first(0)?;
                                 d.generated_tokens = s.opt_u64()?;
@@ -379,6 +392,13 @@ impl Seen {
 const ONES: u64 = u64::from_le_bytes([1; 8]);
 const HIGHS: u64 = ONES << 7;
 
+/// An object key without escapes, and whether it is all ASCII.
+#[derive(Clone, Copy)]
+struct Key<'a> {
+    name: &'a [u8],
+    ascii: bool,
+}
+
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
@@ -389,6 +409,7 @@ impl<'a> Scanner<'a> {
         self.b.get(self.i).copied()
     }
 
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.i += 1;
@@ -439,7 +460,7 @@ impl<'a> Scanner<'a> {
 
     /// The members of an object whose `{` was eaten, up to its `}`. `f` is called with the
     /// scanner before each value; it must read or skip it.
-    fn object_body(&mut self, mut f: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+    fn object_body(&mut self, mut f: impl FnMut(&mut Self, Key<'a>) -> Option<()>) -> Option<()> {
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
@@ -447,14 +468,14 @@ impl<'a> Scanner<'a> {
         }
         loop {
             self.eat(b'"')?;
-            let (key, escaped, _) = self.string_raw(true)?;
+            let (name, escaped, ascii) = self.string_raw(true)?;
             if escaped {
                 // serde matches unescaped names: rare, not worth it.
                 return None;
             }
             self.eat(b':')?;
             self.ws();
-            f(self, key)?;
+            f(self, Key { name, ascii })?;
             self.ws();
             match self.peek()? {
                 b',' => self.i += 1,
@@ -493,16 +514,16 @@ impl<'a> Scanner<'a> {
 
     /// An unknown field of a known struct: its key is read as `str` (valid UTF-8), its value
     /// skipped.
-    fn unknown_field(&mut self, key: &[u8]) -> Option<()> {
-        if !key.is_ascii() {
-            std::str::from_utf8(key).ok()?;
+    fn unknown_field(&mut self, key: Key<'_>) -> Option<()> {
+        if !key.ascii {
+            std::str::from_utf8(key.name).ok()?;
         }
         self.skip_value(0)
     }
 
     /// The first `"`, `\` or control character at or after `from`: its index and value (`None`
     /// at the end of the input), and whether every byte before it is ASCII.
-    #[inline]
+    #[inline(always)]
     fn find_special(&self, from: usize) -> (usize, Option<u8>, bool) {
         let mut i = from;
         let mut high = 0u64;
@@ -545,7 +566,7 @@ impl<'a> Scanner<'a> {
     /// whether it is all ASCII. `strict` checks `\u` surrogates as serde_json does for a `str`
     /// (paired); otherwise only that four hex digits follow, as serde_json's skip of an
     /// ignored string. UTF-8 is not checked here.
-    #[inline]
+    #[inline(always)]
     fn string_raw(&mut self, strict: bool) -> Option<(&'a [u8], bool, bool)> {
         let start = self.i;
         let mut escaped = false;
@@ -700,7 +721,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// Any JSON value, ignored (strings are not checked for UTF-8, keys are not checked for
-    /// duplicates: serde_json's `IgnoredAny` does neither).
+    /// duplicates: serde_json's `IgnoredAny` does neither). Leaves inline, containers not.
+    #[inline(always)]
     fn skip_value(&mut self, depth: u32) -> Option<()> {
         self.ws();
         match self.peek()? {
@@ -708,6 +730,16 @@ impl<'a> Scanner<'a> {
                 self.i += 1;
                 self.string_raw(false).map(|_| ())
             }
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.skip_number(),
+            _ => self.skip_other(depth),
+        }
+    }
+
+    /// [`Self::skip_value`] of an object, an array or a boolean.
+    #[inline(never)]
+    fn skip_other(&mut self, depth: u32) -> Option<()> {
+        match self.peek()? {
             b'{' => {
                 if depth >= MAX_SKIP_DEPTH {
                     return None;
@@ -740,10 +772,8 @@ impl<'a> Scanner<'a> {
                 }
                 self.array(|s| s.skip_value(depth + 1))
             }
-            b'n' => self.literal(b"null"),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
-            b'-' | b'0'..=b'9' => self.skip_number(),
             _ => None,
         }
     }
@@ -756,7 +786,7 @@ impl<'a> Scanner<'a> {
         let mut message = [None; 3];
         let mut seen = Seen::default();
         self.object_body(|s, key| {
-            match key {
+            match key.name {
                 b"text" => {
                     seen.first(0)?;
                     text = s.opt_str()?;
@@ -795,7 +825,7 @@ impl<'a> Scanner<'a> {
         self.start_object()?;
         let mut seen = Seen::default();
         self.object_body(|s, key| {
-            let slot = match key {
+            let slot = match key.name {
                 b"reasoning_content" => 0,
                 b"reasoning" => 1,
                 b"content" => 2,

@@ -93,6 +93,11 @@ enum Kind {
 
 /// A line's kind and the offset of its value.
 fn classify(line: &[u8]) -> (Kind, usize) {
+    // Nearly every line of a token stream.
+    if let Some(rest) = line.strip_prefix(b"data:") {
+        let skip = if rest.first() == Some(&b' ') { 6 } else { 5 };
+        return (Kind::Data, skip);
+    }
     if line.is_empty() {
         return (Kind::Blank, 0);
     }

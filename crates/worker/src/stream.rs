@@ -229,23 +229,22 @@ impl StreamState {
 
     fn on_openai(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
         if self.fast {
-            if let Some(ev) = fastjson::openai(data) {
-                if self.push_texts(&ev.texts) {
-                    self.scanned += 1;
-                    if ev.finished {
-                        self.finished = true;
-                    }
-                    if !ev.texts.is_empty() {
-                        self.chunks.push(Chunk { at, tokens: 1 });
-                    }
-                    if let Some(p) = ev.prompt_tokens {
-                        self.usage_prompt = Some(clamp_u32(p));
-                    }
-                    if let Some(c) = ev.completion_tokens {
-                        self.usage_completion = Some(clamp_u32(c));
-                    }
-                    return Ok(Flow::Continue);
+            let mut ev = fastjson::OpenAiEvent::default();
+            if fastjson::openai_into(data, &mut ev).is_some() && self.push_texts(&ev.texts) {
+                self.scanned += 1;
+                if ev.finished {
+                    self.finished = true;
                 }
+                if !ev.texts.is_empty() {
+                    self.chunks.push(Chunk { at, tokens: 1 });
+                }
+                if let Some(p) = ev.prompt_tokens {
+                    self.usage_prompt = Some(clamp_u32(p));
+                }
+                if let Some(c) = ev.completion_tokens {
+                    self.usage_completion = Some(clamp_u32(c));
+                }
+                return Ok(Flow::Continue);
             }
         }
         self.on_openai_serde(data, at)
