@@ -34,9 +34,10 @@ TICK = os.sysconf("SC_CLK_TCK")
 # Columns of the side-by-side table printed by `benches/scheduler.py` (see `table_row`).
 TABLE_HEADER = (
     "| peer | target req/s | achieved req/s | completed req/s | dispatch delay mean / p50 / p99 ms "
-    "| TTFT p50 / p99 ms (from send) | TTFT p50 / p99 ms (from intended) | errors "
+    "| TTFT p50 / p99 ms (from send) | TTFT p50 / p99 ms (from intended) "
+    "| TTFT p50 / p99 ms (simulator) | errors "
     "| CPU s in window (total) | peak RSS MiB tree (PSS) | load avg before |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -169,7 +170,45 @@ def _tail(path, n=15):
         return ""
 
 
-def guidellm_constant(venv, url, rate, seconds, tmp):
+def log_size(path):
+    """Size of the simulator's request log (0 when there is none), to read only what follows."""
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
+
+
+def server_ttft(path, offset):
+    """TTFT as the simulator saw it (request received -> first token written), ms, sorted, for
+    the entries of its --log-requests file after byte offset: the truth the peers' TTFT is
+    compared with. Empty when there is no log."""
+    out = []
+    if not path:
+        return out
+    try:
+        with open(path) as f:
+            f.seek(offset)
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue  # a line being written as we read
+                first, arrival = e.get("first_token_unix_ns"), e.get("arrival_unix_ns")
+                if first is not None and arrival is not None:
+                    out.append((first - arrival) / 1e6)
+    except OSError:
+        return out
+    return sorted(out)
+
+
+def _add_truth(res, server_log, offset):
+    """Adds the simulator's TTFT p50 / p99 (truth_p50, truth_p99, ms) of the requests logged
+    since offset to res."""
+    t = server_ttft(server_log, offset)
+    res["truth_p50"], res["truth_p99"] = percentile(t, 50), percentile(t, 99)
+
+
+def guidellm_constant(venv, url, rate, seconds, tmp, server_log=None):
     """Runs `guidellm run` at a constant rate for `seconds` against url; returns its figures.
 
     Keys: peer, target, seconds, rc; achieved (requests started within guidellm's measured
@@ -181,7 +220,8 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
     completed, errored, incomplete, error (first error message), load1 (the machine's load
     average before the run), cpu_window_s (tree CPU inside the measured window), cpu_s (tree
     CPU of the whole run, start-up included), rss_mib and pss_mib (peak of the tree's summed
-    RSS / PSS), report (guidellm's JSON file), log.
+    RSS / PSS), report (guidellm's JSON file), log; with server_log (the simulator's
+    --log-requests file), truth_p50 / truth_p99: the simulator's TTFT of the same requests.
     On failure (no report written) the dict has rc, error and the log's tail.
     """
     out = os.path.join(tmp, f"guidellm-{rate}.json")
@@ -206,12 +246,14 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
     # The machine's 1-minute load average before the run: on a shared machine, a peer that
     # falls behind may be starved of CPU rather than slow, and this tells which.
     load1 = os.getloadavg()[0]
+    offset = log_size(server_log)
     # cwd=tmp: guidellm writes guidellm.log into its working directory.
     run = run_tree([os.path.join(venv, "bin", "guidellm"), "run", "--scenario", sc,
                     "--disable-console-interactive"], env=env, cwd=tmp, log_path=log)
     res = {"peer": "guidellm", "target": rate, "seconds": seconds, "rc": run["rc"], "log": log,
            "load1": load1, "cpu_s": run["cpu_s"],
            "rss_mib": run["peak_rss"] / 2**20, "pss_mib": run["peak_pss"] / 2**20}
+    _add_truth(res, server_log, offset)
     if not os.path.exists(out):
         res["error"] = f"guidellm wrote no report (exit {run['rc']}); log tail:\n{_tail(log)}"
         return res
@@ -274,7 +316,7 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
     return res
 
 
-def vllm_constant(venv, url, rate, seconds, tmp):
+def vllm_constant(venv, url, rate, seconds, tmp, server_log=None):
     """Runs `vllm bench serve` at a constant rate for about `seconds`; returns its figures.
 
     vLLM's client sends a fixed number of prompts, so it is given rate x seconds of them, with
@@ -288,7 +330,8 @@ def vllm_constant(venv, url, rate, seconds, tmp):
         send_i - (i + 1) / rate: the figures are exact when some request left on time (in
         practice the first one) and otherwise a lower bound;
       ttft_p50 / ttft_p99: vLLM's own, measured from the send; ttft_int_*: from intended time;
-      cpu_window_s: tree CPU between the first send and the last response.
+      cpu_window_s: tree CPU between the first send and the last response;
+      truth_p50 / truth_p99 include vLLM's one test request sent before the run.
     """
     n = max(1, int(round(rate * seconds)))
     out_name = f"vllm-{rate}.json"
@@ -299,6 +342,7 @@ def vllm_constant(venv, url, rate, seconds, tmp):
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
     load1 = os.getloadavg()[0]
+    offset = log_size(server_log)
     cmd = [os.path.join(venv, "bin", "vllm"), "bench", "serve", "--backend", "openai",
            "--base-url", url, "--endpoint", "/v1/completions", "--model", "mock-model",
            "--tokenizer", tokenizer_dir(tmp), "--dataset-name", "random",
@@ -310,6 +354,7 @@ def vllm_constant(venv, url, rate, seconds, tmp):
     res = {"peer": "vllm", "target": rate, "seconds": seconds, "rc": run["rc"], "log": log,
            "load1": load1, "cpu_s": run["cpu_s"],
            "rss_mib": run["peak_rss"] / 2**20, "pss_mib": run["peak_pss"] / 2**20}
+    _add_truth(res, server_log, offset)
     if not os.path.exists(out):
         res["error"] = f"vllm wrote no result (exit {run['rc']}); log tail:\n{_tail(log)}"
         return res
@@ -350,13 +395,14 @@ def _f(x, fmt="{:.1f}"):
 def table_row(r):
     """One markdown row of TABLE_HEADER for a result of guidellm_constant or vllm_constant."""
     if "achieved" not in r:
-        return (f"| {r['peer']} | {r['target']} | failed (exit {r['rc']}) | | | | | | "
+        return (f"| {r['peer']} | {r['target']} | failed (exit {r['rc']}) | | | | | | | "
                 f"{_f(r['cpu_s'])} | {_f(r['rss_mib'], '{:.0f}')} | {r['load1']:.1f} |")
     d = r["disp"]
     return (f"| {r['peer']} | {r['target']} | {r['achieved']:.1f} | {r['completed_rps']:.1f} | "
             f"{_f(d['mean'], '{:.2f}')} / {_f(d['p50'], '{:.2f}')} / {_f(d['p99'], '{:.2f}')} | "
             f"{_f(r['ttft_p50'], '{:.2f}')} / {_f(r['ttft_p99'], '{:.2f}')} | "
             f"{_f(r['ttft_int_p50'], '{:.2f}')} / {_f(r['ttft_int_p99'], '{:.2f}')} | "
+            f"{_f(r.get('truth_p50'), '{:.2f}')} / {_f(r.get('truth_p99'), '{:.2f}')} | "
             f"{r['errored']}{' ' + str(r['error']) if r.get('error') else ''} | "
             f"{_f(r['cpu_window_s'])} ({_f(r['cpu_s'])}) | "
             f"{_f(r['rss_mib'], '{:.0f}')} ({_f(r['pss_mib'], '{:.0f}')}) | {r['load1']:.1f} |")
@@ -372,15 +418,19 @@ def main():
     ap.add_argument("--rates", default="100,300,1000")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--tmp", default=None, help="folder for reports and logs (default: a new one)")
+    ap.add_argument("--server-log", default=None,
+                    help="the simulator's --log-requests file, for its TTFT beside the peers'")
     a = ap.parse_args()
     tmp = a.tmp or tempfile.mkdtemp(prefix="bench-peers-")
     os.makedirs(tmp, exist_ok=True)
     print(TABLE_HEADER)
     for r in [int(x) for x in a.rates.split(",") if x]:
         if a.guidellm:
-            print(table_row(guidellm_constant(a.guidellm, a.url, r, a.seconds, tmp)), flush=True)
+            g = guidellm_constant(a.guidellm, a.url, r, a.seconds, tmp, a.server_log)
+            print(table_row(g), flush=True)
         if a.vllm:
-            print(table_row(vllm_constant(a.vllm, a.url, r, a.seconds, tmp)), flush=True)
+            v = vllm_constant(a.vllm, a.url, r, a.seconds, tmp, a.server_log)
+            print(table_row(v), flush=True)
     print(f"reports and logs in {tmp}")
 
 

@@ -182,13 +182,13 @@ def main():
             print("\n## guidellm side by side (same server)")
             print(TABLE_HEADER)
             for r in [int(x) for x in a.guidellm_rates.split(",") if x]:
-                print(table_row(guidellm_constant(a.guidellm, url, r, a.seconds, tmp)), flush=True)
+                print(table_row(guidellm_constant(a.guidellm, url, r, a.seconds, tmp, log)), flush=True)
             print(f"guidellm reports and logs in {tmp}")
         if a.vllm:
             print("\n## vllm bench serve side by side (same server)")
             print(TABLE_HEADER)
             for r in [int(x) for x in a.vllm_rates.split(",") if x]:
-                print(table_row(vllm_constant(a.vllm, url, r, a.seconds, tmp)), flush=True)
+                print(table_row(vllm_constant(a.vllm, url, r, a.seconds, tmp, log)), flush=True)
             print(f"vllm results and logs in {tmp}")
     finally:
         srv.kill()
