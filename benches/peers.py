@@ -9,12 +9,22 @@ Used by `benches/scheduler.py`; each peer runs in its own virtualenv given by pa
       workload: random dataset 32 / 128 tokens, --ignore-eos, evenly spaced requests.
 
 Every peer is run as a new user would run it (the tool's defaults, except what the scenario
-needs), while a sampler reads /proc every 200 ms to measure the CPU time and memory of the
-peer's whole process tree: guidellm starts 10 worker processes by default, so the peak RSS of
-one process (what /usr/bin/time reports) would understate it.
+needs: for vLLM, `--burstiness inf`, its constant rate), while a sampler reads /proc every
+200 ms to measure the CPU time and memory of the peer's whole process tree: guidellm starts
+10 worker processes by default, so the peak RSS of one process (what /usr/bin/time reports)
+would understate it.
 
 Figures are computed from the per-request timings the peer writes, so that they are defined as
 bench defines its own: dispatch delay = actual send - intended send, per request.
+
+The virtualenvs (outside the repository: each pulls torch, 6 to 9 GB):
+    python3 -m venv /work/venvs/guidellm && /work/venvs/guidellm/bin/pip install guidellm==0.8.1
+    python3 -m venv /work/venvs/vllm && /work/venvs/vllm/bin/pip install vllm
+vLLM needs no GPU here: only its client (`vllm bench serve`) runs; it imports with warnings
+about missing CUDA kernels.
+
+Alone, against a server already listening (`bench mock-server --zero-delay --ignore-eos`):
+    python3 benches/peers.py --url URL --guidellm VENV [--vllm VENV] --rates 100,300 --seconds 10
 """
 import argparse
 import json
@@ -395,7 +405,7 @@ def _f(x, fmt="{:.1f}"):
 def table_row(r):
     """One markdown row of TABLE_HEADER for a result of guidellm_constant or vllm_constant."""
     if "achieved" not in r:
-        return (f"| {r['peer']} | {r['target']} | failed (exit {r['rc']}) | | | | | | | "
+        return (f"| {r['peer']} | {r['target']} | failed (exit {r['rc']}, see {r['log']}) | | | | | | | "
                 f"{_f(r['cpu_s'])} | {_f(r['rss_mib'], '{:.0f}')} | {r['load1']:.1f} |")
     d = r["disp"]
     return (f"| {r['peer']} | {r['target']} | {r['achieved']:.1f} | {r['completed_rps']:.1f} | "
