@@ -3,27 +3,32 @@
 
 Measures, with `target/release/bench`:
   1. constant rates: achieved vs target, pacer lateness (`queue_ms`: intended -> slot, no cap)
-     and dispatch delay (`dispatch_delay_ms`: slot -> request written), TTFT, client CPU and
-     peak RSS; the highest rate with achieved within 1% and both p99 under 1 ms;
+     and dispatch delay (`dispatch_delay_ms`: slot -> request written), TTFT as bench measured
+     it beside the simulator's own (request received -> first token written, from its
+     --log-requests file), client CPU and peak RSS, the simulator's CPU; the highest rate with
+     achieved within 1% and both p99 under 1 ms;
   2. concurrent streams held open (slow simulator: 100 tokens at 1 per 100 ms): peak in flight,
      errors, client CPU and RSS, RSS per stream;
-  3. with --guidellm VENV: guidellm (`guidellm run`) against the same zero-delay server at the
-     same constant rates, side by side.
+  3. with --guidellm VENV: guidellm (`guidellm run`) against the same zero-delay server at
+     constant rates (--guidellm-rates), side by side; with --vllm VENV the same for
+     `vllm bench serve` (--vllm-rates). The peers' side lives in benches/peers.py.
 
     python3 benches/scheduler.py [--rates 1000,2000,5000,10000] [--seconds 10]
                                  [--streams 1000,10000] [--guidellm /path/to/venv]
+                                 [--vllm /path/to/venv]
 
 Runs the server and the client as separate processes on this machine (they share its CPUs).
 """
 import argparse
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from peers import TABLE_HEADER, guidellm_constant, table_row, vllm_constant
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "bench")
@@ -60,11 +65,47 @@ def timed(cmd, env=None):
     return float(u) + float(s_), int(m) / 1024.0, rc
 
 
-def bench_constant(url, rate, seconds, tmp):
+def proc_cpu(pid):
+    """user+sys CPU seconds used so far by process pid (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(xs, q):
+    """Nearest-rank percentile of a sorted list."""
+    if not xs:
+        return float("nan")
+    return xs[min(len(xs) - 1, max(0, int(round(q / 100.0 * len(xs) + 0.5)) - 1))]
+
+
+def server_truth(log, offset):
+    """TTFT as the simulator saw it (request headers received -> first token written), ms,
+    sorted, for the log lines written after byte `offset`."""
+    out = []
+    with open(log) as f:
+        f.seek(offset)
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("first_token_unix_ns") is not None:
+                out.append((e["first_token_unix_ns"] - e["arrival_unix_ns"]) / 1e6)
+    return sorted(out)
+
+
+def bench_constant(url, rate, seconds, tmp, srv=None, log=None):
     out = os.path.join(tmp, f"constant-{rate}.json")
+    offset = os.path.getsize(log) if log else 0
+    srv_cpu0 = proc_cpu(srv.pid) if srv else 0.0
     cpu, rss, rc = timed([BIN, "run", "--target", url, "--rate-type", "constant", "--rate", str(rate),
-                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128",
+                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128,samples=4096",
                           "--quiet", "--console", "none", "--output", out])
+    srv_cpu = proc_cpu(srv.pid) - srv_cpu0 if srv else float("nan")
+    if log:
+        time.sleep(0.3)  # the simulator flushes its log in the background
+    truth = server_truth(log, offset) if log else []
     b = json.load(open(out))["benchmarks"][0]
     m = b["metrics"]
     return {
@@ -77,7 +118,9 @@ def bench_constant(url, rate, seconds, tmp):
         "disp_p50": m["dispatch_delay_ms"]["percentiles"]["p50"],
         "disp_p99": m["dispatch_delay_ms"]["percentiles"]["p99"],
         "ttft_p50": m["ttft_ms"]["median"],
-        "cpu_s": cpu, "rss_mib": rss, "rc": rc, "seconds": seconds,
+        "ttft_p99": m["ttft_ms"]["percentiles"]["p99"],
+        "truth_p50": pct(truth, 50), "truth_p99": pct(truth, 99), "truth_n": len(truth),
+        "cpu_s": cpu, "srv_cpu_s": srv_cpu, "rss_mib": rss, "rc": rc, "seconds": seconds,
     }
 
 
@@ -97,35 +140,6 @@ def bench_streams(n, tmp):
         srv.wait()
 
 
-def guidellm_constant(venv, url, rate, seconds, tmp):
-    tok = os.path.join(tmp, "tokenizer")
-    os.makedirs(tok, exist_ok=True)
-    shutil.copy(os.path.join(ROOT, "crates/tokenizer/assets/builtin-tokenizer.json"), os.path.join(tok, "tokenizer.json"))
-    with open(os.path.join(tok, "tokenizer_config.json"), "w") as f:
-        json.dump({"tokenizer_class": "PreTrainedTokenizerFast"}, f)
-    out = os.path.join(tmp, f"guidellm-{rate}.json")
-    scenario = {
-        "spec": {
-            "backend": {"kind": "openai_http", "target": url, "model": "mock-model",
-                        "request_format": "/v1/completions"},
-            "profile": {"kind": "constant", "rate": rate},
-            "tokenizer": {"kind": "hf_auto", "name": tok},
-            "data": [{"kind": "synthetic_text", "prompt_tokens": 32, "output_tokens": 128}],
-            "constraints": [{"kind": "max_duration", "seconds": seconds}],
-            "outputs": [{"kind": "json", "path": out}],
-        }
-    }
-    sc = os.path.join(tmp, f"guidellm-{rate}.scenario.json")
-    json.dump(scenario, open(sc, "w"))
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    cpu, rss, rc = timed([os.path.join(venv, "bin", "guidellm"), "run", "--scenario", sc,
-                          "--disable-console-interactive"], env=env)
-    res = {"target": rate, "cpu_s": cpu, "rss_mib": rss, "rc": rc, "file": out}
-    if os.path.exists(out):
-        res["raw"] = json.load(open(out))
-    return res
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", default="1000,2000,5000,10000,15000")
@@ -133,34 +147,49 @@ def main():
     ap.add_argument("--streams", default="1000,10000")
     ap.add_argument("--guidellm", default=None)
     ap.add_argument("--guidellm-rates", default="100,300,1000")
+    ap.add_argument("--vllm", default=None, help="virtualenv holding vllm: run `vllm bench serve` too")
+    ap.add_argument("--vllm-rates", default="100,1000,2000")
     ap.add_argument("--no-build", action="store_true", help="use target/release/bench as it is")
     a = ap.parse_args()
     if not a.no_build:
         subprocess.check_call(["cargo", "build", "--release", "-q"], cwd=ROOT)
     tmp = tempfile.mkdtemp(prefix="bench-sched-")
-    srv, url = start_server(["--zero-delay", "--ignore-eos"])
+    log = os.path.join(tmp, "simulator.jsonl")
+    srv, url = start_server(["--zero-delay", "--ignore-eos", "--log-requests", log])
     try:
         print(f"# zero-delay simulator at {url}; client: {BIN}; {os.cpu_count()} CPUs")
-        print("| target req/s | achieved req/s | completed req/s | pacer late p50 / p99 ms | dispatch p50 / p99 ms | TTFT p50 ms | client CPU s (per 1k req) | peak RSS MiB | errors |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| target req/s | achieved req/s | completed req/s | pacer late p50 / p99 ms | dispatch p50 / p99 ms "
+              "| TTFT p50 / p99 ms (bench) | TTFT p50 / p99 ms (simulator) | client CPU s (per 1k req) "
+              "| simulator CPU s | peak RSS MiB | errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        # Every run sends the same 4,096 distinct prompts (samples=4096, same seed), so the
+        # simulator counts their tokens once, in this unreported pass, and then answers from its
+        # prompt-count cache: tokenizing 10,000 new prompts a second would make the simulator,
+        # not the client, the limit.
+        bench_constant(url, 1000, 5, tmp)
         best = None
         for r in [int(x) for x in a.rates.split(",") if x]:
-            x = bench_constant(url, r, a.seconds, tmp)
+            x = bench_constant(url, r, a.seconds, tmp, srv, log)
             n = x["achieved"] * x["seconds"]
             ok = abs(x["achieved"] - r) <= 0.01 * r and x["late_p99"] < 1 and x["disp_p99"] < 1 and x["errored"] == 0
             best = r if ok else best
             print(f"| {r} | {x['achieved']:.1f} | {x['completed_rps']:.1f} | {x['late_p50']:.3f} / {x['late_p99']:.3f} | "
-                  f"{x['disp_p50']:.3f} / {x['disp_p99']:.3f} | {x['ttft_p50']:.3f} | {x['cpu_s']:.1f} ({1000 * x['cpu_s'] / max(n, 1):.3f}) | "
-                  f"{x['rss_mib']:.0f} | {x['errored']} |{' ok' if ok else ''}", flush=True)
+                  f"{x['disp_p50']:.3f} / {x['disp_p99']:.3f} | {x['ttft_p50']:.3f} / {x['ttft_p99']:.3f} | "
+                  f"{x['truth_p50']:.3f} / {x['truth_p99']:.3f} | {x['cpu_s']:.1f} ({1000 * x['cpu_s'] / max(n, 1):.3f}) | "
+                  f"{x['srv_cpu_s']:.1f} | {x['rss_mib']:.0f} | {x['errored']} |{' ok' if ok else ''}", flush=True)
         print(f"\nhighest rate within 1% with p99 lateness and dispatch < 1 ms: {best}")
         if a.guidellm:
             print("\n## guidellm side by side (same server)")
+            print(TABLE_HEADER)
             for r in [int(x) for x in a.guidellm_rates.split(",") if x]:
-                g = guidellm_constant(a.guidellm, url, r, a.seconds, tmp)
-                print(json.dumps({k: v for k, v in g.items() if k != "raw"}), flush=True)
-                if "raw" in g:
-                    json.dump(g["raw"], open(os.path.join(tmp, f"guidellm-{r}.full.json"), "w"))
-            print(f"guidellm reports in {tmp}")
+                print(table_row(guidellm_constant(a.guidellm, url, r, a.seconds, tmp, log)), flush=True)
+            print(f"guidellm reports and logs in {tmp}")
+        if a.vllm:
+            print("\n## vllm bench serve side by side (same server)")
+            print(TABLE_HEADER)
+            for r in [int(x) for x in a.vllm_rates.split(",") if x]:
+                print(table_row(vllm_constant(a.vllm, url, r, a.seconds, tmp, log)), flush=True)
+            print(f"vllm results and logs in {tmp}")
     finally:
         srv.kill()
         srv.wait()

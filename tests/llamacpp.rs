@@ -135,8 +135,9 @@ fn short_run_against_llama_cpp_matches_the_server() {
     assert_eq!(
         b["requests"]["completed"].as_u64(),
         Some(4),
-        "errors: {}\n{stdout}",
-        b["errors"]
+        "errors: {} {}\n{stdout}",
+        b["errors"],
+        b["error_samples"]
     );
     assert!(
         stdout.contains("Successful requests:                     4"),

@@ -110,6 +110,11 @@ impl Observer for ReportObserver {
         };
         let report = acc.finish(meta);
         let rate = report.rates.requests_per_s;
+        for (kind, messages) in &report.error_samples {
+            for m in messages {
+                tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
+            }
+        }
         if o.not_sent > 0 {
             tracing::warn!(
                 label = %o.strategy.label(),

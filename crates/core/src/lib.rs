@@ -176,6 +176,19 @@ impl Outcome {
         }
     }
 
+    /// What the server or the transport said, for the outcomes that carry a message (the
+    /// HTTP error body excerpt, the connection error, the stream's error event, the protocol
+    /// fault).
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Outcome::Http { body, .. } => Some(body),
+            Outcome::Connect { message }
+            | Outcome::StreamError { message }
+            | Outcome::Protocol { message } => Some(message),
+            Outcome::Completed | Outcome::Cancelled | Outcome::Timeout { .. } => None,
+        }
+    }
+
     /// A short stable name for grouping errors in reports, e.g. `http_503`, `timeout_idle`.
     pub fn kind_name(&self) -> String {
         match self {

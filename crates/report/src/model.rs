@@ -97,6 +97,10 @@ pub struct BenchmarkReport {
     pub requests: RequestCounts,
     /// Errored requests by kind (`http_503`, `timeout_idle`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// Up to three distinct messages per error kind, from every errored request of the
+    /// benchmark (warmup and cooldown included): what the server or the transport said.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_samples: BTreeMap<String, Vec<String>>,
     /// Token counts by status, with where they came from.
     pub tokens: Tokens,
     /// Throughput and concurrency over the window.

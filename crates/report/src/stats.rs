@@ -140,7 +140,11 @@ pub struct Accumulator {
     opts: StatsOptions,
     requests: Vec<Compact>,
     records: Vec<RequestRecord>,
+    error_samples: BTreeMap<String, Vec<String>>,
 }
+
+/// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
+pub const ERROR_SAMPLES_PER_KIND: usize = 3;
 
 impl Accumulator {
     /// A new, empty accumulator for one benchmark.
@@ -149,12 +153,23 @@ impl Accumulator {
             opts: opts.clone(),
             requests: Vec::new(),
             records: Vec::new(),
+            error_samples: BTreeMap::new(),
         }
     }
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
         self.requests.push(Compact::from_record(&record));
+        if record.status() == Status::Errored {
+            let samples = self
+                .error_samples
+                .entry(record.outcome.kind_name())
+                .or_default();
+            let message = record.outcome.message().unwrap_or("").trim();
+            if samples.len() < ERROR_SAMPLES_PER_KIND && !samples.iter().any(|m| m == message) {
+                samples.push(message.to_string());
+            }
+        }
         if self.opts.keep_records {
             self.records.push(record);
         }
@@ -420,6 +435,7 @@ impl Accumulator {
             stop_reason: meta.stop_reason,
             requests: counts,
             errors,
+            error_samples: self.error_samples,
             tokens,
             rates,
             goodput,
@@ -484,6 +500,44 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn error_samples_keep_a_few_distinct_messages_per_kind() {
+        let mut acc = Accumulator::new(&StatsOptions::default());
+        let connect = |m: &str| Outcome::Connect {
+            message: m.to_string(),
+        };
+        for m in ["reset", "reset", "refused", "closed", "eof", "eof"] {
+            acc.add(rec(0, &[], 10, 1, connect(m)));
+        }
+        acc.add(rec(
+            0,
+            &[],
+            10,
+            1,
+            Outcome::Http {
+                status: 503,
+                body: " overloaded\n".into(),
+            },
+        ));
+        acc.add(rec(0, &[5], 10, 1, Outcome::Completed));
+        let meta = BenchmarkMeta::new(Strategy::Synchronous, 0, 20 * MS, SystemTime::UNIX_EPOCH);
+        let r = acc.finish(meta);
+        assert_eq!(r.errors.get("connect"), Some(&6));
+        assert_eq!(
+            r.error_samples.get("connect"),
+            Some(&vec![
+                "reset".to_string(),
+                "refused".into(),
+                "closed".into()
+            ])
+        );
+        assert_eq!(
+            r.error_samples.get("http_503"),
+            Some(&vec!["overloaded".to_string()])
+        );
+        assert_eq!(r.error_samples.len(), 2);
     }
 
     #[test]

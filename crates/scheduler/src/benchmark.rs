@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::MissedTickBehavior;
 
-use crate::pacing::wait_until;
+use crate::pacing::{lower_timer_slack, wait_precise, wait_until, Pacing};
 use crate::{Progress, ProgressPhase, Scheduler, SchedulerError};
 
 /// One benchmark to run: a strategy, its limits and its warmup / cooldown.
@@ -289,7 +289,9 @@ struct Pacer<B> {
     deadline: Option<Nanos>,
     warm_count: Option<u64>,
     cool_count: Option<u64>,
-    spin: Duration,
+    pacing: Pacing,
+    /// The caller's runtime, where every request runs (the pacer may run elsewhere).
+    runtime: tokio::runtime::Handle,
     stop: CancellationToken,
     cancel: CancellationToken,
     hard: CancellationToken,
@@ -338,7 +340,7 @@ impl<B: Backend> Pacer<B> {
                 tokio::select! {
                     biased;
                     _ = self.stop.cancelled() => break PacerEnd::Stopped,
-                    _ = wait_until(&self.clock, d, self.spin) => {}
+                    _ = self.wait(d) => {}
                 }
             }
             let permit = match &slots {
@@ -389,6 +391,13 @@ impl<B: Backend> Pacer<B> {
         (specs, end, not_sent)
     }
 
+    async fn wait(&self, due: Nanos) {
+        match self.pacing {
+            Pacing::Runtime => wait_until(&self.clock, due).await,
+            Pacing::Thread { spin } => wait_precise(&self.clock, due, spin).await,
+        }
+    }
+
     fn spawn(
         &self,
         spec: RequestSpec,
@@ -412,7 +421,7 @@ impl<B: Backend> Pacer<B> {
         shared.sent.fetch_add(1, Ordering::Relaxed);
         let prompt_tokens = spec.prompt_tokens;
         let requested = spec.output_tokens;
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             let record = tokio::select! {
                 biased;
                 r = backend.send(spec, dispatch, cancel) => r,
@@ -426,6 +435,64 @@ impl<B: Backend> Pacer<B> {
             // The receiver lives until every sender is gone; a send error is impossible.
             let _ = tx.send(record);
         });
+    }
+}
+
+type PacerResult<S> = (S, PacerEnd, u64);
+
+/// The running pacer: a task on the caller's runtime, or its own thread.
+enum PacerTask<S> {
+    Task(tokio::task::JoinHandle<PacerResult<S>>),
+    Thread {
+        done: tokio::sync::oneshot::Receiver<PacerResult<S>>,
+        thread: std::thread::JoinHandle<()>,
+    },
+}
+
+impl<S> PacerTask<S>
+where
+    S: Iterator<Item = RequestSpec> + Send + 'static,
+{
+    /// Starts `pacer` where its [`Pacing`] says. Fails only if the OS refuses a thread.
+    fn start<B: Backend>(pacer: Pacer<B>, specs: S) -> std::io::Result<Self> {
+        match pacer.pacing {
+            Pacing::Runtime => Ok(PacerTask::Task(tokio::spawn(pacer.run(specs)))),
+            Pacing::Thread { .. } => {
+                // The pacer's own single-threaded runtime serves only its coarse timer and its
+                // stop / slot waits; its blocking fine sleeps delay nothing else.
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()?;
+                let (tx, done) = tokio::sync::oneshot::channel();
+                let thread = std::thread::Builder::new()
+                    .name("bench-pacer".into())
+                    .spawn(move || {
+                        lower_timer_slack();
+                        let _ = tx.send(rt.block_on(pacer.run(specs)));
+                    })?;
+                Ok(PacerTask::Thread { done, thread })
+            }
+        }
+    }
+
+    /// Waits for the pacer to finish. The pacer never panics by construction; if it did, the
+    /// panic is surfaced rather than hidden.
+    async fn join(self) -> PacerResult<S> {
+        match self {
+            PacerTask::Task(h) => match h.await {
+                Ok(v) => v,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            },
+            PacerTask::Thread { done, thread } => match done.await {
+                Ok(v) => v,
+                Err(_) => match thread.join() {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(()) => {
+                        unreachable!("the pacer thread always sends its result before ending")
+                    }
+                },
+            },
+        }
     }
 }
 
@@ -556,7 +623,8 @@ impl<B: Backend> Scheduler<B> {
             deadline,
             warm_count,
             cool_count,
-            spin: self.options.spin,
+            pacing: self.options.pacing,
+            runtime: tokio::runtime::Handle::current(),
             stop: stop.clone(),
             cancel: cancel.clone(),
             hard: hard.clone(),
@@ -567,7 +635,7 @@ impl<B: Backend> Scheduler<B> {
         if self.interrupt.is_cancelled() {
             stop.cancel();
         }
-        let pacer = tokio::spawn(pacer.run(specs));
+        let pacer = PacerTask::start(pacer, specs).map_err(SchedulerError::Pacer)?;
 
         // A count window not yet opened is in the future: everything that ended so far ended
         // before it.
@@ -686,13 +754,7 @@ impl<B: Backend> Scheduler<B> {
                 }
             }
         }
-        let (specs, pacer_end, not_sent) = match pacer.await {
-            Ok(v) => v,
-            Err(e) => {
-                // The pacer never panics by construction; surface it rather than hide it.
-                std::panic::resume_unwind(e.into_panic())
-            }
-        };
+        let (specs, pacer_end, not_sent) = pacer.join().await;
         let reason = stop_reason.unwrap_or(match pacer_end {
             PacerEnd::AllSent => StopReason::RequestsDone,
             PacerEnd::Deadline => StopReason::MaxSeconds,

@@ -16,7 +16,7 @@ mod progress;
 mod sweep;
 
 pub use benchmark::{BenchmarkOutcome, BenchmarkPlan, Phase, StopReason};
-pub use pacing::wait_until;
+pub use pacing::{wait_until, Pacing};
 pub use progress::{Progress, ProgressPhase};
 pub use sweep::{Observer, RunOutcome};
 
@@ -43,6 +43,9 @@ pub enum SchedulerError {
         #[source]
         source: ProfileError,
     },
+    /// The operating system refused the pacer its thread.
+    #[error("starting the pacer thread: {0}")]
+    Pacer(#[source] std::io::Error),
     /// The sweep could not derive its rates from the probes.
     #[error("sweep: {0}")]
     Sweep(#[source] ProfileError),
@@ -51,10 +54,9 @@ pub enum SchedulerError {
 /// Tuning of the scheduler itself.
 #[derive(Debug, Clone)]
 pub struct SchedulerOptions {
-    /// How long before a due instant the pacer stops sleeping on tokio's (millisecond) timer
-    /// and finishes by spinning, so dispatch lands within microseconds of the intended time.
-    /// Zero sleeps to the instant (right for tokio's paused clock in tests).
-    pub spin: Duration,
+    /// Where the pacer runs and how it waits: its own thread with high-resolution sleeps
+    /// (the default), or a task on tokio's timers (exact on tokio's paused clock, for tests).
+    pub pacing: Pacing,
     /// How long requests cancelled at the end of a benchmark may take to return what they
     /// had before they are abandoned (recorded as incomplete without their partial data).
     pub cancel_grace: Duration,
@@ -65,7 +67,7 @@ pub struct SchedulerOptions {
 impl Default for SchedulerOptions {
     fn default() -> Self {
         Self {
-            spin: Duration::from_micros(2000),
+            pacing: Pacing::default(),
             cancel_grace: Duration::from_secs(2),
             progress_interval: Duration::from_millis(250),
         }

@@ -1,44 +1,76 @@
-//! Waiting for an instant of the run clock more precisely than tokio's timers allow.
+//! Waiting for an instant of the run clock, and where the pacer runs while it waits.
+//!
+//! tokio's timer wheel has a 1 ms resolution and rounds up, so a pacer that only awaits tokio
+//! timers lands up to about a millisecond late, and one that spins on a runtime worker burns
+//! that worker. The production pacer therefore runs on its own OS thread: it sleeps on the
+//! kernel's high-resolution timer (with the thread's timer slack lowered to 1 ns, so the
+//! kernel does not batch its wake-ups up to 50 µs late), busy-waits only the last few
+//! microseconds, and hands each request to the caller's runtime. Between requests it costs a
+//! wake-up, not a core.
 
 use std::time::Duration;
 
 use bench_core::{Clock, Nanos};
-use tokio::time::Instant;
 
-/// Below this much remaining time the pacer spins on the CPU instead of yielding to the
-/// runtime (a yield can cost tens of microseconds when other tasks are ready).
-const HOT_SPIN: Duration = Duration::from_micros(40);
+/// Where the pacer runs and how it waits for each request's intended send time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pacing {
+    /// A task on the caller's runtime that waits on tokio's timers: exact on tokio's paused
+    /// clock (tests), up to about a millisecond late on a real clock.
+    Runtime,
+    /// A dedicated OS thread that sleeps on the kernel's high-resolution timer until `spin`
+    /// before each due instant and busy-waits the rest. Requests still run on the caller's
+    /// runtime.
+    Thread {
+        /// The final busy-wait before each due instant (covers the kernel's wake-up latency).
+        spin: Duration,
+    },
+}
 
-/// Waits until `due` on `clock`.
-///
-/// tokio's timer wheel has a 1 ms resolution and rounds up, so `sleep_until` alone lands up to
-/// about a millisecond late. With a non-zero `spin`, this sleeps on the timer only until `spin`
-/// before `due`, then yields to the runtime in a loop (other tasks keep running) and, for the
-/// last few microseconds, spins. Deadlines in the past return at once. `spin = 0` is a plain
-/// `sleep_until`, which is exact on tokio's paused clock.
-pub async fn wait_until(clock: &Clock, due: Nanos, spin: Duration) {
-    let target = clock.instant(due);
-    if spin.is_zero() {
-        tokio::time::sleep_until(target).await;
-        return;
-    }
-    let now = Instant::now();
-    if now >= target {
-        return;
-    }
-    if target - now > spin {
-        tokio::time::sleep_until(target - spin).await;
-    }
-    loop {
-        let now = Instant::now();
-        if now >= target {
-            return;
+impl Default for Pacing {
+    fn default() -> Self {
+        Pacing::Thread {
+            spin: Duration::from_micros(20),
         }
-        if target - now > HOT_SPIN {
-            tokio::task::yield_now().await;
+    }
+}
+
+/// Longest blocking sleep of the thread pacer: above it the pacer awaits tokio's timer
+/// instead, so a stop request is seen within this long.
+const COARSE: Duration = Duration::from_millis(2);
+
+/// Waits until `due` on `clock` on tokio's timers (`Pacing::Runtime`).
+pub async fn wait_until(clock: &Clock, due: Nanos) {
+    tokio::time::sleep_until(clock.instant(due)).await;
+}
+
+/// Waits until `due` on `clock` precisely (`Pacing::Thread`): tokio's timer for all but the
+/// last 1-2 ms, then a blocking high-resolution sleep until `spin` before `due`, then a
+/// busy-wait. Blocks its thread for up to [`COARSE`] at a time, so it must only run on the
+/// pacer's own thread. Never returns before `due`; deadlines in the past return at once.
+pub(crate) async fn wait_precise(clock: &Clock, due: Nanos, spin: Duration) {
+    let target = clock.instant(due).into_std();
+    loop {
+        let now = std::time::Instant::now();
+        let Some(left) = target.checked_duration_since(now).filter(|d| !d.is_zero()) else {
+            return;
+        };
+        if left > COARSE {
+            tokio::time::sleep_until((target - COARSE).into()).await;
+        } else if left > spin {
+            std::thread::sleep(left - spin);
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// Lowers the calling thread's timer slack to 1 ns so its sleeps end when asked (Linux; the
+/// default slack of 50 µs lets the kernel batch wake-ups that much later). Best effort.
+pub(crate) fn lower_timer_slack() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_timerslack(1) {
+        tracing::debug!(error = %e, "could not lower the pacer thread's timer slack");
     }
 }
 
@@ -51,24 +83,34 @@ mod tests {
         // tokio's timer wheel (paused or not) fires on whole milliseconds: whole-millisecond
         // instants are exact, others land on the next millisecond.
         let clock = Clock::start();
-        wait_until(&clock, 7_000_000, Duration::ZERO).await;
+        wait_until(&clock, 7_000_000).await;
         assert_eq!(clock.now(), 7_000_000);
-        wait_until(&clock, 8_234_567, Duration::ZERO).await;
+        wait_until(&clock, 8_234_567).await;
         assert_eq!(clock.now(), 9_000_000);
         // In the past: no wait.
-        wait_until(&clock, 1_000, Duration::ZERO).await;
+        wait_until(&clock, 1_000).await;
         assert_eq!(clock.now(), 9_000_000);
     }
 
-    #[tokio::test]
-    async fn never_early_with_spin() {
-        // Real clock: the wait must never end before the instant (lateness is a benchmark's
-        // business, not a test's).
-        let clock = Clock::start();
-        for i in 1..=5u64 {
-            let due = clock.now() + i * 300_000;
-            wait_until(&clock, due, Duration::from_millis(2)).await;
-            assert!(clock.now() >= due);
-        }
+    #[test]
+    fn precise_wait_is_never_early() {
+        // Real clock, on a thread of its own as in production: the wait must never end before
+        // the instant (lateness is a benchmark's business, not a test's).
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            lower_timer_slack();
+            let clock = Clock::start();
+            for i in 1..=6u64 {
+                // Both branches: beyond COARSE (tokio timer first) and within it.
+                let due = clock.now() + i * 700_000;
+                wait_precise(&clock, due, Duration::from_micros(20)).await;
+                assert!(clock.now() >= due);
+            }
+            // In the past: returns at once.
+            wait_precise(&clock, 0, Duration::from_micros(20)).await;
+        });
     }
 }

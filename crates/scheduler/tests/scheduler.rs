@@ -10,7 +10,8 @@ use bench_profile::{
     sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Strategy, SweepSpec, Transient,
 };
 use bench_scheduler::{
-    BenchmarkOutcome, BenchmarkPlan, Observer, Phase, Scheduler, SchedulerOptions, StopReason,
+    BenchmarkOutcome, BenchmarkPlan, Observer, Pacing, Phase, Scheduler, SchedulerOptions,
+    StopReason,
 };
 use support::{specs, Fake};
 
@@ -19,7 +20,7 @@ const S: u64 = 1_000_000_000;
 
 fn opts() -> SchedulerOptions {
     SchedulerOptions {
-        spin: Duration::ZERO,
+        pacing: Pacing::Runtime,
         cancel_grace: Duration::from_secs(2),
         progress_interval: Duration::from_millis(250),
     }
