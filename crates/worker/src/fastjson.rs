@@ -175,7 +175,7 @@ impl<'a> Texts<'a> {
 }
 
 /// What an OpenAI completions / chat event means.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct OpenAiEvent<'a> {
     /// Non-empty `text`, `delta.*` and `message.*` pieces of every choice.
     pub(crate) texts: Texts<'a>,
@@ -206,17 +206,6 @@ pub(crate) struct TgiEvent<'a> {
     pub(crate) token: Option<TgiToken<'a>>,
     pub(crate) generated_text: Option<JStr<'a>>,
     pub(crate) details: Option<TgiDetails>,
-}
-
-impl Default for OpenAiEvent<'_> {
-    fn default() -> Self {
-        Self {
-            texts: Texts::default(),
-            finished: false,
-            prompt_tokens: None,
-            completion_tokens: None,
-        }
-    }
 }
 
 /// Reads an OpenAI event; `None` means "ask serde_json".
