@@ -5,14 +5,26 @@ Used by `benches/scheduler.py`; each peer runs in its own virtualenv given by pa
 
   guidellm_constant(venv, url, rate, seconds, tmp): `guidellm run` (guidellm 0.8.x) at a
       constant rate, synthetic 32-token prompts / 128 output tokens, streamed /v1/completions.
+  vllm_constant(venv, url, rate, seconds, tmp): `vllm bench serve` (vLLM 0.32), the same
+      workload: random dataset 32 / 128 tokens, --ignore-eos, evenly spaced requests.
 
 Every peer is run as a new user would run it (the tool's defaults, except what the scenario
-needs), while a sampler reads /proc every 200 ms to measure the CPU time and memory of the
-peer's whole process tree: guidellm starts 10 worker processes by default, so the peak RSS of
-one process (what /usr/bin/time reports) would understate it.
+needs: for vLLM, `--burstiness inf`, its constant rate), while a sampler reads /proc every
+200 ms to measure the CPU time and memory of the peer's whole process tree: guidellm starts
+10 worker processes by default, so the peak RSS of one process (what /usr/bin/time reports)
+would understate it.
 
 Figures are computed from the per-request timings the peer writes, so that they are defined as
 bench defines its own: dispatch delay = actual send - intended send, per request.
+
+The virtualenvs (outside the repository: each pulls torch, 6 to 9 GB):
+    python3 -m venv /work/venvs/guidellm && /work/venvs/guidellm/bin/pip install guidellm==0.8.1
+    python3 -m venv /work/venvs/vllm && /work/venvs/vllm/bin/pip install vllm
+vLLM needs no GPU here: only its client (`vllm bench serve`) runs; it imports with warnings
+about missing CUDA kernels.
+
+Alone, against a server already listening (`bench mock-server --zero-delay --ignore-eos`):
+    python3 benches/peers.py --url URL --guidellm VENV [--vllm VENV] --rates 100,300 --seconds 10
 """
 import argparse
 import json
@@ -32,9 +44,10 @@ TICK = os.sysconf("SC_CLK_TCK")
 # Columns of the side-by-side table printed by `benches/scheduler.py` (see `table_row`).
 TABLE_HEADER = (
     "| peer | target req/s | achieved req/s | completed req/s | dispatch delay mean / p50 / p99 ms "
-    "| TTFT p50 / p99 ms (from send) | TTFT p50 / p99 ms (from intended) | errors "
-    "| CPU s in window (total) | peak RSS MiB tree (PSS) |\n"
-    "|---|---|---|---|---|---|---|---|---|---|"
+    "| TTFT p50 / p99 ms (from send) | TTFT p50 / p99 ms (from intended) "
+    "| TTFT p50 / p99 ms (simulator) | errors "
+    "| CPU s in window (total) | peak RSS MiB tree (PSS) | load avg before |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -167,7 +180,45 @@ def _tail(path, n=15):
         return ""
 
 
-def guidellm_constant(venv, url, rate, seconds, tmp):
+def log_size(path):
+    """Size of the simulator's request log (0 when there is none), to read only what follows."""
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
+
+
+def server_ttft(path, offset):
+    """TTFT as the simulator saw it (request received -> first token written), ms, sorted, for
+    the entries of its --log-requests file after byte offset: the truth the peers' TTFT is
+    compared with. Empty when there is no log."""
+    out = []
+    if not path:
+        return out
+    try:
+        with open(path) as f:
+            f.seek(offset)
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue  # a line being written as we read
+                first, arrival = e.get("first_token_unix_ns"), e.get("arrival_unix_ns")
+                if first is not None and arrival is not None:
+                    out.append((first - arrival) / 1e6)
+    except OSError:
+        return out
+    return sorted(out)
+
+
+def _add_truth(res, server_log, offset):
+    """Adds the simulator's TTFT p50 / p99 (truth_p50, truth_p99, ms) of the requests logged
+    since offset to res."""
+    t = server_ttft(server_log, offset)
+    res["truth_p50"], res["truth_p99"] = percentile(t, 50), percentile(t, 99)
+
+
+def guidellm_constant(venv, url, rate, seconds, tmp, server_log=None):
     """Runs `guidellm run` at a constant rate for `seconds` against url; returns its figures.
 
     Keys: peer, target, seconds, rc; achieved (requests started within guidellm's measured
@@ -176,9 +227,11 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
     g_disp_mean / g_disp_p99 (guidellm's own request_dispatch_delay, successful requests, ms),
     ttft_p50 / ttft_p99 (guidellm's time_to_first_token_ms of successful requests, measured
     from its request_start), ttft_int_p50 / ttft_int_p99 (first token - targeted_start, ms),
-    completed, errored, incomplete, error (first error message), cpu_window_s (tree CPU inside
-    the measured window), cpu_s (tree CPU of the whole run, start-up included), rss_mib and
-    pss_mib (peak of the tree's summed RSS / PSS), report (guidellm's JSON file), log.
+    completed, errored, incomplete, error (first error message), load1 (the machine's load
+    average before the run), cpu_window_s (tree CPU inside the measured window), cpu_s (tree
+    CPU of the whole run, start-up included), rss_mib and pss_mib (peak of the tree's summed
+    RSS / PSS), report (guidellm's JSON file), log; with server_log (the simulator's
+    --log-requests file), truth_p50 / truth_p99: the simulator's TTFT of the same requests.
     On failure (no report written) the dict has rc, error and the log's tail.
     """
     out = os.path.join(tmp, f"guidellm-{rate}.json")
@@ -200,11 +253,17 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
     if os.path.exists(out):
         os.remove(out)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    # The machine's 1-minute load average before the run: on a shared machine, a peer that
+    # falls behind may be starved of CPU rather than slow, and this tells which.
+    load1 = os.getloadavg()[0]
+    offset = log_size(server_log)
     # cwd=tmp: guidellm writes guidellm.log into its working directory.
     run = run_tree([os.path.join(venv, "bin", "guidellm"), "run", "--scenario", sc,
                     "--disable-console-interactive"], env=env, cwd=tmp, log_path=log)
     res = {"peer": "guidellm", "target": rate, "seconds": seconds, "rc": run["rc"], "log": log,
-           "cpu_s": run["cpu_s"], "rss_mib": run["peak_rss"] / 2**20, "pss_mib": run["peak_pss"] / 2**20}
+           "load1": load1, "cpu_s": run["cpu_s"],
+           "rss_mib": run["peak_rss"] / 2**20, "pss_mib": run["peak_pss"] / 2**20}
+    _add_truth(res, server_log, offset)
     if not os.path.exists(out):
         res["error"] = f"guidellm wrote no report (exit {run['rc']}); log tail:\n{_tail(log)}"
         return res
@@ -216,7 +275,10 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
         res["error"] = "guidellm's report holds no benchmark"
         return res
     b = benches[0]
-    t0, t1 = b["start_time"], b["end_time"]
+    t0, t1 = b.get("start_time"), b.get("end_time")
+    if t0 is None or t1 is None:
+        res["error"] = "guidellm's report has no benchmark start_time / end_time"
+        return res
     dur = max(t1 - t0, 1e-9)
     res["duration"] = dur
 
@@ -264,23 +326,96 @@ def guidellm_constant(venv, url, rate, seconds, tmp):
     return res
 
 
+def vllm_constant(venv, url, rate, seconds, tmp, server_log=None):
+    """Runs `vllm bench serve` at a constant rate for about `seconds`; returns its figures.
+
+    vLLM's client sends a fixed number of prompts, so it is given rate x seconds of them, with
+    `--burstiness inf` (evenly spaced requests: its default, burstiness 1, is a Poisson
+    process). Same keys as guidellm_constant, with these definitions:
+      achieved: requests sent per second, (n - 1) / (last send - first send);
+      completed_rps: vLLM's request_throughput (completed requests / its benchmark duration);
+      disp: dispatch delay = send time - intended time. vLLM does not save the intended times,
+        only the send times (`start_times`, time.perf_counter). Its pacer schedules request i at
+        t0 + (i + 1) / rate with t0 unknown, so t0 is estimated as the earliest
+        send_i - (i + 1) / rate: the figures are exact when some request left on time (in
+        practice the first one) and otherwise a lower bound;
+      ttft_p50 / ttft_p99: vLLM's own, measured from the send; ttft_int_*: from intended time;
+      cpu_window_s: tree CPU between the first send and the last response;
+      truth_p50 / truth_p99 include vLLM's one test request sent before the run.
+    """
+    n = max(1, int(round(rate * seconds)))
+    out_name = f"vllm-{rate}.json"
+    out = os.path.join(tmp, out_name)
+    log = os.path.join(tmp, f"vllm-{rate}.log")
+    if os.path.exists(out):
+        os.remove(out)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
+    load1 = os.getloadavg()[0]
+    offset = log_size(server_log)
+    cmd = [os.path.join(venv, "bin", "vllm"), "bench", "serve", "--backend", "openai",
+           "--base-url", url, "--endpoint", "/v1/completions", "--model", "mock-model",
+           "--tokenizer", tokenizer_dir(tmp), "--dataset-name", "random",
+           "--random-input-len", "32", "--random-output-len", "128", "--ignore-eos",
+           "--request-rate", str(rate), "--burstiness", "inf", "--num-prompts", str(n),
+           "--save-result", "--save-detailed", "--result-dir", tmp, "--result-filename", out_name,
+           "--disable-tqdm"]
+    run = run_tree(cmd, env=env, cwd=tmp, log_path=log)
+    res = {"peer": "vllm", "target": rate, "seconds": seconds, "rc": run["rc"], "log": log,
+           "load1": load1, "cpu_s": run["cpu_s"],
+           "rss_mib": run["peak_rss"] / 2**20, "pss_mib": run["peak_pss"] / 2**20}
+    _add_truth(res, server_log, offset)
+    if not os.path.exists(out):
+        res["error"] = f"vllm wrote no result (exit {run['rc']}); log tail:\n{_tail(log)}"
+        return res
+    with open(out) as f:
+        report = json.load(f)
+    res["report"] = out
+    starts, ttfts = report.get("start_times") or [], report.get("ttfts") or []
+    lats, errors = report.get("latencies") or [], report.get("errors") or []
+    if len(starts) < 2 or not len(starts) == len(ttfts) == len(lats):
+        res["error"] = "vllm's result has no per-request start_times / ttfts / latencies"
+        return res
+    # Outputs are in request order (asyncio.gather over the tasks in creation order).
+    t0 = min(st - (i + 1) / rate for i, st in enumerate(starts))
+    delays = [st - (t0 + (i + 1) / rate) for i, st in enumerate(starts)]
+    ok = [i for i, e in enumerate(errors) if not e] if len(errors) == len(starts) else range(len(starts))
+    ttft_int = [starts[i] + ttfts[i] - (t0 + (i + 1) / rate) for i in ok]
+    res["achieved"] = (len(starts) - 1) / max(max(starts) - min(starts), 1e-9)
+    res["completed_rps"] = report.get("request_throughput")
+    res["disp"] = _summary_ms(delays)
+    ti = _summary_ms(ttft_int)
+    res["ttft_int_p50"], res["ttft_int_p99"] = ti["p50"], ti["p99"]
+    res["ttft_p50"], res["ttft_p99"] = report.get("median_ttft_ms"), report.get("p99_ttft_ms")
+    res["completed"], res["errored"] = report.get("completed"), report.get("failed")
+    res["error"] = next((e for e in errors if e), None)
+    # vLLM's times come from time.perf_counter, which on Linux is CLOCK_MONOTONIC, shared by
+    # all processes: shift them onto the epoch clock of the samples.
+    shift = time.time() - time.perf_counter()
+    end = max(st + lat for st, lat in zip(starts, lats))
+    res["cpu_window_s"] = cpu_between(run["samples"], min(starts) + shift, end + shift)
+    res["duration"] = report.get("duration")
+    return res
+
+
 def _f(x, fmt="{:.1f}"):
     return "-" if x is None else fmt.format(x)
 
 
 def table_row(r):
-    """One markdown row of TABLE_HEADER for a result of guidellm_constant."""
+    """One markdown row of TABLE_HEADER for a result of guidellm_constant or vllm_constant."""
     if "achieved" not in r:
-        return (f"| {r['peer']} | {r['target']} | failed (exit {r['rc']}) | | | | | | "
-                f"{_f(r['cpu_s'])} | {_f(r['rss_mib'], '{:.0f}')} |")
+        return (f"| {r['peer']} | {r['target']} | failed (exit {r['rc']}, see {r['log']}) | | | | | | | "
+                f"{_f(r['cpu_s'])} | {_f(r['rss_mib'], '{:.0f}')} | {r['load1']:.1f} |")
     d = r["disp"]
     return (f"| {r['peer']} | {r['target']} | {r['achieved']:.1f} | {r['completed_rps']:.1f} | "
             f"{_f(d['mean'], '{:.2f}')} / {_f(d['p50'], '{:.2f}')} / {_f(d['p99'], '{:.2f}')} | "
             f"{_f(r['ttft_p50'], '{:.2f}')} / {_f(r['ttft_p99'], '{:.2f}')} | "
             f"{_f(r['ttft_int_p50'], '{:.2f}')} / {_f(r['ttft_int_p99'], '{:.2f}')} | "
+            f"{_f(r.get('truth_p50'), '{:.2f}')} / {_f(r.get('truth_p99'), '{:.2f}')} | "
             f"{r['errored']}{' ' + str(r['error']) if r.get('error') else ''} | "
             f"{_f(r['cpu_window_s'])} ({_f(r['cpu_s'])}) | "
-            f"{_f(r['rss_mib'], '{:.0f}')} ({_f(r['pss_mib'], '{:.0f}')}) |")
+            f"{_f(r['rss_mib'], '{:.0f}')} ({_f(r['pss_mib'], '{:.0f}')}) | {r['load1']:.1f} |")
 
 
 def main():
@@ -288,16 +423,24 @@ def main():
     `benches/scheduler.py`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--url", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000")
-    ap.add_argument("--guidellm", required=True, help="virtualenv holding guidellm")
+    ap.add_argument("--guidellm", default=None, help="virtualenv holding guidellm")
+    ap.add_argument("--vllm", default=None, help="virtualenv holding vllm")
     ap.add_argument("--rates", default="100,300,1000")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--tmp", default=None, help="folder for reports and logs (default: a new one)")
+    ap.add_argument("--server-log", default=None,
+                    help="the simulator's --log-requests file, for its TTFT beside the peers'")
     a = ap.parse_args()
     tmp = a.tmp or tempfile.mkdtemp(prefix="bench-peers-")
     os.makedirs(tmp, exist_ok=True)
     print(TABLE_HEADER)
     for r in [int(x) for x in a.rates.split(",") if x]:
-        print(table_row(guidellm_constant(a.guidellm, a.url, r, a.seconds, tmp)), flush=True)
+        if a.guidellm:
+            g = guidellm_constant(a.guidellm, a.url, r, a.seconds, tmp, a.server_log)
+            print(table_row(g), flush=True)
+        if a.vllm:
+            v = vllm_constant(a.vllm, a.url, r, a.seconds, tmp, a.server_log)
+            print(table_row(v), flush=True)
     print(f"reports and logs in {tmp}")
 
 

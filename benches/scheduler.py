@@ -9,11 +9,13 @@ Measures, with `target/release/bench`:
      achieved within 1% and both p99 under 1 ms;
   2. concurrent streams held open (slow simulator: 100 tokens at 1 per 100 ms): peak in flight,
      errors, client CPU and RSS, RSS per stream;
-  3. with --guidellm VENV: guidellm (`guidellm run`) against the same zero-delay server at the
-     same constant rates, side by side.
+  3. with --guidellm VENV: guidellm (`guidellm run`) against the same zero-delay server at
+     constant rates (--guidellm-rates), side by side; with --vllm VENV the same for
+     `vllm bench serve` (--vllm-rates). The peers' side lives in benches/peers.py.
 
     python3 benches/scheduler.py [--rates 1000,2000,5000,10000] [--seconds 10]
                                  [--streams 1000,10000] [--guidellm /path/to/venv]
+                                 [--vllm /path/to/venv]
 
 Runs the server and the client as separate processes on this machine (they share its CPUs).
 """
@@ -26,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from peers import TABLE_HEADER, guidellm_constant, table_row
+from peers import TABLE_HEADER, guidellm_constant, table_row, vllm_constant
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "bench")
@@ -145,6 +147,8 @@ def main():
     ap.add_argument("--streams", default="1000,10000")
     ap.add_argument("--guidellm", default=None)
     ap.add_argument("--guidellm-rates", default="100,300,1000")
+    ap.add_argument("--vllm", default=None, help="virtualenv holding vllm: run `vllm bench serve` too")
+    ap.add_argument("--vllm-rates", default="100,1000,2000")
     ap.add_argument("--no-build", action="store_true", help="use target/release/bench as it is")
     a = ap.parse_args()
     if not a.no_build:
@@ -178,8 +182,14 @@ def main():
             print("\n## guidellm side by side (same server)")
             print(TABLE_HEADER)
             for r in [int(x) for x in a.guidellm_rates.split(",") if x]:
-                print(table_row(guidellm_constant(a.guidellm, url, r, a.seconds, tmp)), flush=True)
+                print(table_row(guidellm_constant(a.guidellm, url, r, a.seconds, tmp, log)), flush=True)
             print(f"guidellm reports and logs in {tmp}")
+        if a.vllm:
+            print("\n## vllm bench serve side by side (same server)")
+            print(TABLE_HEADER)
+            for r in [int(x) for x in a.vllm_rates.split(",") if x]:
+                print(table_row(vllm_constant(a.vllm, url, r, a.seconds, tmp, log)), flush=True)
+            print(f"vllm results and logs in {tmp}")
     finally:
         srv.kill()
         srv.wait()

@@ -4,8 +4,11 @@ Prints the listening address on its first stdout line, then serves until stdin c
 test holds the pipe, so the server never outlives it). Used by tests/llamacpp.rs.
 """
 import importlib.util
+import json
 import os
 import sys
+import time
+import urllib.request
 
 import xllamacpp as xlc
 
@@ -24,7 +27,21 @@ params.hostnames = ["127.0.0.1"]
 params.port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
 params.endpoint_metrics = True
 params.cpuparams.n_threads = 2
-params.warmup = False
+params.warmup = True
 server = xlc.Server(params)
-print(server.listening_address, flush=True)
+# One real generation before the test starts: the first requests of a cold server (model pages
+# still being read in) were seen to take many seconds and, under CI load, to lose their
+# connection mid-stream; the test is about bench's counts, not llama.cpp's cold start.
+addr = server.listening_address
+body = json.dumps({"prompt": "Hello", "max_tokens": 4, "stream": False}).encode()
+for _ in range(3):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(
+                addr + "/v1/completions", data=body,
+                headers={"Content-Type": "application/json"}), timeout=120) as r:
+            r.read()
+        break
+    except OSError:
+        time.sleep(1)
+print(addr, flush=True)
 sys.stdin.read()

@@ -2,6 +2,8 @@
 //!
 //! - `record/*`: the per-chunk hot path alone (SSE parse + JSON interpretation + chunk record),
 //!   one body frame per event as a server flushing every token sends it. Pure client CPU.
+//!   `per_chunk` is the worker's path (JSON scanner with serde_json fallback),
+//!   `per_chunk_serde` the serde_json-only reference path.
 //! - `request/*`: one whole `Worker::send` against the zero-delay simulator (`bench-mock`) in
 //!   the same process (`1` or `256` output tokens, chat, HTTP/1.1 and HTTP/2). This is a round
 //!   trip: it includes the simulator's and the kernel's share, so it is an upper bound of the
@@ -56,18 +58,23 @@ fn record(c: &mut Criterion) {
     g.throughput(Throughput::Elements(N as u64));
     for backend in BackendKind::ALL {
         let evs = events(backend, N);
-        g.bench_function(BenchmarkId::new("per_chunk", backend.name()), |b| {
-            b.iter(|| {
-                let mut r = StreamRecorder::new(backend, false, false);
-                for (i, e) in evs.iter().enumerate() {
-                    if r.on_data(e.clone(), i as u64) != Progress::More {
-                        break;
+        // `per_chunk`: as the worker runs it (JSON scanner, serde_json fallback);
+        // `per_chunk_serde`: every event through serde_json, the reference path.
+        for (name, fast) in [("per_chunk", true), ("per_chunk_serde", false)] {
+            g.bench_function(BenchmarkId::new(name, backend.name()), |b| {
+                b.iter(|| {
+                    let mut r = StreamRecorder::new(backend, false, false).with_fast_path(fast);
+                    for (i, e) in evs.iter().enumerate() {
+                        if r.on_data(e.clone(), i as u64) != Progress::More {
+                            break;
+                        }
                     }
-                }
-                assert_eq!(r.chunks().len(), N);
-                r
-            })
-        });
+                    assert_eq!(r.chunks().len(), N);
+                    assert_eq!(r.scanned_events() > 0, fast);
+                    r
+                })
+            });
+        }
     }
     g.finish();
 }

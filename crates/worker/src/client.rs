@@ -25,6 +25,12 @@ const H2_STREAM_WINDOW: u32 = 16 << 20;
 /// HTTP/2 connection window: many concurrent long streams share one connection.
 const H2_CONNECTION_WINDOW: u32 = 256 << 20;
 
+/// Idle pooled connections are dropped after this long, below the 5 s keep-alive timeout of
+/// uvicorn (vLLM, SGLang) and cpp-httplib (llama.cpp): a request must never be written on a
+/// connection the server is closing at that instant ("connection closed before message
+/// completed").
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The client type every request goes through.
@@ -190,7 +196,7 @@ pub(crate) fn build(cfg: &WorkerConfig, https: bool) -> Result<HttpClient, Error
     let mut b = Client::builder(TokioExecutor::new());
     b.timer(TokioTimer::new())
         .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_idle_timeout(POOL_IDLE)
         .pool_max_idle_per_host(usize::MAX)
         .retry_canceled_requests(true);
     if cfg.http2 {

@@ -10,6 +10,7 @@
 
 mod body;
 mod client;
+mod fastjson;
 pub mod sse;
 mod stream;
 mod worker;

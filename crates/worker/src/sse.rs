@@ -1,10 +1,12 @@
 //! Incremental Server-Sent Events parser.
 //!
 //! Fed with body chunks as they arrive, it yields complete events. Lines that lie wholly inside
-//! one chunk are handed out as [`Bytes`] slices of that chunk (no copy); only a line split across
-//! chunks, or an event with several `data:` lines, is copied. Correct for any split of the input
-//! into chunks, for `\r\n`, `\n` and lone `\r` line ends, comments (`: keep-alive`), `event:`
-//! lines and multi-line `data:` (joined with `\n`, as the WHATWG specification says).
+//! one chunk are read in place: [`SseParser::next_event_ref`] lends the event's data as a slice
+//! of that chunk (no copy, no reference count touched), [`SseParser::next_event`] as a [`Bytes`]
+//! slice of it. Only a line split across chunks, or an event with several `data:` lines, is
+//! copied. Correct for any split of the input into chunks, for `\r\n`, `\n` and lone `\r` line
+//! ends, comments (`: keep-alive`), `event:` lines and multi-line `data:` (joined with `\n`, as
+//! the WHATWG specification says).
 //!
 //! The parser knows nothing about `[DONE]` or JSON: that is the backend's business.
 
@@ -22,6 +24,15 @@ pub struct SseEvent {
     pub event: Option<Bytes>,
     /// The `data:` lines joined with `\n`.
     pub data: Bytes,
+}
+
+/// One dispatched event, borrowed from the parser until its next call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SseEventRef<'a> {
+    /// The `event:` field, if one was given.
+    pub event: Option<&'a [u8]>,
+    /// The `data:` lines joined with `\n`.
+    pub data: &'a [u8],
 }
 
 /// The stream could not be parsed.
@@ -46,28 +57,86 @@ impl std::fmt::Display for SseError {
 
 impl std::error::Error for SseError {}
 
+/// A field value: a range of the current input, or bytes of its own.
+#[derive(Debug, Clone)]
+enum Val {
+    Input(usize, usize),
+    Owned(Bytes),
+}
+
 #[derive(Debug, Default)]
 enum DataBuf {
     #[default]
     None,
-    One(Bytes),
+    One(Val),
     Many(BytesMut),
 }
 
+/// Where a complete line is.
+#[derive(Debug, Clone, Copy)]
+enum Line {
+    /// `input[start..end]`.
+    Input(usize, usize),
+    /// All of `partial` (it was assembled across inputs).
+    Partial,
+}
+
+/// What a line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Blank,
+    Data,
+    Event,
+    /// Comments, `id`, `retry` and unknown fields do not matter to a benchmark.
+    Ignored,
+}
+
+/// A line's kind and the offset of its value.
+fn classify(line: &[u8]) -> (Kind, usize) {
+    // Nearly every line of a token stream.
+    if let Some(rest) = line.strip_prefix(b"data:") {
+        let skip = if rest.first() == Some(&b' ') { 6 } else { 5 };
+        return (Kind::Data, skip);
+    }
+    if line.is_empty() {
+        return (Kind::Blank, 0);
+    }
+    if line.first() == Some(&b':') {
+        return (Kind::Ignored, 0);
+    }
+    let (field, value) = match memchr::memchr(b':', line) {
+        Some(c) => {
+            let skip = if line.get(c + 1) == Some(&b' ') { 2 } else { 1 };
+            (line.get(..c).unwrap_or(b""), (c + skip).min(line.len()))
+        }
+        None => (line, line.len()),
+    };
+    let kind = match field {
+        b"data" => Kind::Data,
+        b"event" => Kind::Event,
+        _ => Kind::Ignored,
+    };
+    (kind, value)
+}
+
 /// The incremental parser. Call [`SseParser::feed`] with each body chunk, then
-/// [`SseParser::next_event`] until it returns `Ok(None)`; at the end of the body call
-/// [`SseParser::finish`].
+/// [`SseParser::next_event`] (or [`SseParser::next_event_ref`]) until it returns `Ok(None)`; at
+/// the end of the body call [`SseParser::finish`].
 #[derive(Debug)]
 pub struct SseParser {
-    /// Unscanned remainder of the current input.
+    /// The current input; `input[pos..]` is not scanned yet.
     input: Bytes,
+    pos: usize,
     /// An incomplete line carried over from earlier input.
     partial: BytesMut,
     /// The previous line ended with `\r` at the very end of the input: a `\n` that starts the
     /// next input belongs to that line end.
     skip_lf: bool,
     data: DataBuf,
-    event: Option<Bytes>,
+    event: Option<Val>,
+    /// The event last dispatched, readable until the next call.
+    out_data: DataBuf,
+    out_event: Option<Val>,
     max: usize,
 }
 
@@ -87,37 +156,59 @@ impl SseParser {
     pub fn with_limit(max: usize) -> Self {
         Self {
             input: Bytes::new(),
+            pos: 0,
             partial: BytesMut::new(),
             skip_lf: false,
             data: DataBuf::None,
             event: None,
+            out_data: DataBuf::None,
+            out_event: None,
             max,
         }
     }
 
     /// Adds a chunk of the body.
     pub fn feed(&mut self, chunk: Bytes) {
-        if self.input.is_empty() {
+        self.out_data = DataBuf::None;
+        self.out_event = None;
+        // Fields of the event being read that point into the input outlive it.
+        if let DataBuf::One(v) = &mut self.data {
+            own(&self.input, v);
+        }
+        if let Some(v) = &mut self.event {
+            own(&self.input, v);
+        }
+        let rest = self.input.get(self.pos..).unwrap_or(b"");
+        if rest.is_empty() {
             self.input = chunk;
         } else {
             // The caller did not drain the previous chunk; keep order by joining them.
-            let mut joined = BytesMut::with_capacity(self.input.len() + chunk.len());
-            joined.extend_from_slice(&self.input);
+            let mut joined = BytesMut::with_capacity(rest.len() + chunk.len());
+            joined.extend_from_slice(rest);
             joined.extend_from_slice(&chunk);
             self.input = joined.freeze();
         }
+        self.pos = 0;
     }
 
     /// The next complete event, `Ok(None)` when more input is needed.
     pub fn next_event(&mut self) -> Result<Option<SseEvent>, SseError> {
-        loop {
-            let Some(line) = self.next_line()? else {
-                return Ok(None);
-            };
-            if let Some(ev) = self.process_line(line)? {
-                return Ok(Some(ev));
-            }
+        Ok(self.advance()?.then(|| self.take_out()))
+    }
+
+    /// [`SseParser::next_event`] without giving the event's bytes away: they are lent until
+    /// the next call, which saves the reference counting of [`Bytes`] on the hot path.
+    pub fn next_event_ref(&mut self) -> Result<Option<SseEventRef<'_>>, SseError> {
+        if !self.advance()? {
+            return Ok(None);
         }
+        let data = match &self.out_data {
+            DataBuf::None => b"",
+            DataBuf::One(v) => val_bytes(&self.input, v),
+            DataBuf::Many(m) => &m[..],
+        };
+        let event = self.out_event.as_ref().map(|v| val_bytes(&self.input, v));
+        Ok(Some(SseEventRef { event, data }))
     }
 
     /// Ends the stream: a last line without a line end is processed, and an event whose blank
@@ -127,43 +218,68 @@ impl SseParser {
         if let Some(ev) = self.next_event()? {
             return Ok(Some(ev));
         }
-        if !self.partial.is_empty() {
-            let line = self.partial.split().freeze();
-            if let Some(ev) = self.process_line(line)? {
-                return Ok(Some(ev));
-            }
+        if !self.partial.is_empty() && self.process_line(Line::Partial)? {
+            return Ok(Some(self.take_out()));
         }
-        Ok(self.dispatch())
+        Ok(self.dispatch().then(|| self.take_out()))
     }
 
-    fn next_line(&mut self) -> Result<Option<Bytes>, SseError> {
-        if self.input.is_empty() {
+    /// Reads lines up to the next dispatched event (`true`, in `out_*`).
+    fn advance(&mut self) -> Result<bool, SseError> {
+        self.out_data = DataBuf::None;
+        self.out_event = None;
+        loop {
+            let Some(line) = self.next_line()? else {
+                return Ok(false);
+            };
+            if self.process_line(line)? {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The dispatched event, owned.
+    fn take_out(&mut self) -> SseEvent {
+        let event = self.out_event.take().map(|v| val_owned(&self.input, v));
+        let data = match std::mem::take(&mut self.out_data) {
+            DataBuf::None => Bytes::new(),
+            DataBuf::One(v) => val_owned(&self.input, v),
+            DataBuf::Many(m) => m.freeze(),
+        };
+        SseEvent { event, data }
+    }
+
+    fn next_line(&mut self) -> Result<Option<Line>, SseError> {
+        let len = self.input.len();
+        if self.pos >= len {
             return Ok(None);
         }
         if self.skip_lf {
             self.skip_lf = false;
-            if self.input.first() == Some(&b'\n') {
-                let _ = self.input.split_to(1);
-                if self.input.is_empty() {
+            if self.input.get(self.pos) == Some(&b'\n') {
+                self.pos += 1;
+                if self.pos >= len {
                     return Ok(None);
                 }
             }
         }
-        let Some(i) = memchr::memchr2(b'\n', b'\r', &self.input) else {
-            if self.partial.len() + self.input.len() > self.max {
+        let start = self.pos;
+        let rest = self.input.get(start..).unwrap_or(b"");
+        let Some(i) = memchr::memchr2(b'\n', b'\r', rest) else {
+            if self.partial.len() + rest.len() > self.max {
                 return Err(SseError::TooLong { limit: self.max });
             }
-            self.partial.extend_from_slice(&self.input);
-            self.input = Bytes::new();
+            self.partial.extend_from_slice(rest);
+            self.pos = len;
             return Ok(None);
         };
-        let len = self.input.len();
-        let terminator = match self.input.get(i) {
+        let end = start + i;
+        let terminator = match rest.get(i) {
             Some(b'\r') => {
-                if i + 1 == len {
+                if end + 1 == len {
                     self.skip_lf = true;
                     1
-                } else if self.input.get(i + 1) == Some(&b'\n') {
+                } else if rest.get(i + 1) == Some(&b'\n') {
                     2
                 } else {
                     1
@@ -171,55 +287,56 @@ impl SseParser {
             }
             _ => 1,
         };
-        let mut rest = self.input.split_off(i);
-        let _ = rest.split_to(terminator.min(rest.len()));
-        let head = std::mem::replace(&mut self.input, rest);
+        self.pos = (end + terminator).min(len);
         if self.partial.is_empty() {
-            Ok(Some(head))
+            Ok(Some(Line::Input(start, end)))
         } else {
+            let head = rest.get(..i).unwrap_or(b"");
             if self.partial.len() + head.len() > self.max {
                 return Err(SseError::TooLong { limit: self.max });
             }
-            self.partial.extend_from_slice(&head);
-            Ok(Some(self.partial.split().freeze()))
+            self.partial.extend_from_slice(head);
+            Ok(Some(Line::Partial))
         }
     }
 
-    fn process_line(&mut self, line: Bytes) -> Result<Option<SseEvent>, SseError> {
-        if line.is_empty() {
-            return Ok(self.dispatch());
-        }
-        if line.first() == Some(&b':') {
-            return Ok(None);
-        }
-        let (field, value) = match memchr::memchr(b':', &line) {
-            Some(c) => {
-                let skip = if line.get(c + 1) == Some(&b' ') { 2 } else { 1 };
-                (&line[..c], line.slice((c + skip).min(line.len())..))
+    /// Takes one line in; `true` when it dispatched an event into `out_*`.
+    fn process_line(&mut self, line: Line) -> Result<bool, SseError> {
+        let (kind, value) = match line {
+            Line::Input(start, end) => {
+                let (kind, off) = classify(self.input.get(start..end).unwrap_or(b""));
+                (kind, Val::Input((start + off).min(end), end))
             }
-            None => (&line[..], Bytes::new()),
+            Line::Partial => {
+                let bytes = self.partial.split().freeze();
+                let (kind, off) = classify(&bytes);
+                (kind, Val::Owned(bytes.slice(off.min(bytes.len())..)))
+            }
         };
-        match field {
-            b"data" => self.push_data(value)?,
-            b"event" => self.event = Some(value),
-            _ => {} // id, retry and unknown fields do not matter to a benchmark
+        match kind {
+            Kind::Blank => return Ok(self.dispatch()),
+            Kind::Data => self.push_data(value)?,
+            Kind::Event => self.event = Some(value),
+            Kind::Ignored => {}
         }
-        Ok(None)
+        Ok(false)
     }
 
-    fn push_data(&mut self, value: Bytes) -> Result<(), SseError> {
+    fn push_data(&mut self, value: Val) -> Result<(), SseError> {
         self.data = match std::mem::take(&mut self.data) {
             DataBuf::None => DataBuf::One(value),
             DataBuf::One(first) => {
+                let first = val_bytes(&self.input, &first);
+                let value = val_bytes(&self.input, &value);
                 let mut m = BytesMut::with_capacity(first.len() + 1 + value.len());
-                m.extend_from_slice(&first);
+                m.extend_from_slice(first);
                 m.extend_from_slice(b"\n");
-                m.extend_from_slice(&value);
+                m.extend_from_slice(value);
                 DataBuf::Many(m)
             }
             DataBuf::Many(mut m) => {
                 m.extend_from_slice(b"\n");
-                m.extend_from_slice(&value);
+                m.extend_from_slice(val_bytes(&self.input, &value));
                 DataBuf::Many(m)
             }
         };
@@ -232,16 +349,41 @@ impl SseParser {
         Ok(())
     }
 
-    fn dispatch(&mut self) -> Option<SseEvent> {
+    /// Ends the current event: `true` (and the event in `out_*`) if it had data.
+    fn dispatch(&mut self) -> bool {
         let event = self.event.take();
         match std::mem::take(&mut self.data) {
-            DataBuf::None => None,
-            DataBuf::One(data) => Some(SseEvent { event, data }),
-            DataBuf::Many(m) => Some(SseEvent {
-                event,
-                data: m.freeze(),
-            }),
+            DataBuf::None => false,
+            data => {
+                self.out_data = data;
+                self.out_event = event;
+                true
+            }
         }
+    }
+}
+
+/// The bytes of `v`, whose ranges are always within `input` (an empty slice otherwise).
+fn val_bytes<'a>(input: &'a Bytes, v: &'a Val) -> &'a [u8] {
+    match v {
+        Val::Input(a, b) => input.get(*a..*b).unwrap_or(b""),
+        Val::Owned(bytes) => bytes,
+    }
+}
+
+fn val_owned(input: &Bytes, v: Val) -> Bytes {
+    match v {
+        Val::Input(a, b) if a <= b && b <= input.len() => input.slice(a..b),
+        Val::Input(..) => Bytes::new(),
+        Val::Owned(bytes) => bytes,
+    }
+}
+
+/// Makes `v` independent of `input`.
+fn own(input: &Bytes, v: &mut Val) {
+    if let Val::Input(..) = v {
+        let owned = val_owned(input, std::mem::replace(v, Val::Owned(Bytes::new())));
+        *v = Val::Owned(owned);
     }
 }
 

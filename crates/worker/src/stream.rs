@@ -3,12 +3,18 @@
 //!
 //! Never panics and never indexes into server JSON: every field is optional, unknown fields are
 //! ignored, and anything that is not JSON where JSON is expected is a protocol error.
+//!
+//! The serde structs below define what an event means. Each event first goes through the
+//! allocation-free scanner of [`crate::fastjson`], which answers only when it is sure to agree
+//! with them and otherwise hands the event to serde_json (error bodies, malformed JSON, odd
+//! types...), so the fast path never changes a result.
 
 use std::borrow::Cow;
 
 use bench_core::{Chunk, Nanos, Outcome};
 use serde::Deserialize;
 
+use crate::fastjson;
 use crate::sse::{SseEvent, SseParser};
 use crate::BackendKind;
 
@@ -35,6 +41,10 @@ pub(crate) struct StreamState {
     pub(crate) usage_completion: Option<u32>,
     /// A finish reason (or TGI's final event) was seen.
     pub(crate) finished: bool,
+    /// Try the scanner of [`fastjson`] before serde_json.
+    fast: bool,
+    /// Events the scanner interpreted (the others went to serde_json).
+    scanned: u64,
 }
 
 #[derive(Deserialize)]
@@ -150,6 +160,8 @@ impl StreamState {
             usage_prompt: None,
             usage_completion: None,
             finished: false,
+            fast: true,
+            scanned: 0,
         }
     }
 
@@ -159,10 +171,36 @@ impl StreamState {
         }
     }
 
+    /// Appends every piece to the kept text, or nothing if one fails to decode (the scanner's
+    /// checks make that impossible; the caller then falls back to serde_json).
+    fn push_texts(&mut self, texts: &fastjson::Texts<'_>) -> bool {
+        let Some(t) = &mut self.text else {
+            return true;
+        };
+        let mark = t.len();
+        for piece in texts.iter() {
+            if piece.push_to(t).is_none() {
+                t.truncate(mark);
+                return false;
+            }
+        }
+        true
+    }
+
     /// Interprets one event that arrived at `at`. `Err` carries the failure outcome.
     pub(crate) fn on_event(&mut self, ev: &SseEvent, at: Nanos) -> Result<Flow, Outcome> {
-        let data = ev.data.trim_ascii();
-        if ev.event.as_deref() == Some(b"error") {
+        self.on_event_parts(ev.event.as_deref(), &ev.data, at)
+    }
+
+    /// [`StreamState::on_event`] on borrowed parts of an event.
+    pub(crate) fn on_event_parts(
+        &mut self,
+        event: Option<&[u8]>,
+        data: &[u8],
+        at: Nanos,
+    ) -> Result<Flow, Outcome> {
+        let data = data.trim_ascii();
+        if event == Some(b"error") {
             let message = match serde_json::from_slice::<serde_json::Value>(data) {
                 Ok(v) => match &v {
                     serde_json::Value::Object(m) => match m.get("error") {
@@ -190,6 +228,29 @@ impl StreamState {
     }
 
     fn on_openai(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
+        if self.fast {
+            let mut ev = fastjson::OpenAiEvent::default();
+            if fastjson::openai_into(data, &mut ev).is_some() && self.push_texts(&ev.texts) {
+                self.scanned += 1;
+                if ev.finished {
+                    self.finished = true;
+                }
+                if !ev.texts.is_empty() {
+                    self.chunks.push(Chunk { at, tokens: 1 });
+                }
+                if let Some(p) = ev.prompt_tokens {
+                    self.usage_prompt = Some(clamp_u32(p));
+                }
+                if let Some(c) = ev.completion_tokens {
+                    self.usage_completion = Some(clamp_u32(c));
+                }
+                return Ok(Flow::Continue);
+            }
+        }
+        self.on_openai_serde(data, at)
+    }
+
+    fn on_openai_serde(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
         let ev: OaiEvent<'_> = serde_json::from_slice(data).map_err(|e| Outcome::Protocol {
             message: format!("malformed JSON in SSE event ({e}): {}", excerpt(data)),
         })?;
@@ -236,6 +297,55 @@ impl StreamState {
     }
 
     fn on_tgi(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
+        if self.fast {
+            if let Some(ev) = fastjson::tgi(data) {
+                if let Some(flow) = self.apply_tgi(&ev, at) {
+                    self.scanned += 1;
+                    return Ok(flow);
+                }
+            }
+        }
+        self.on_tgi_serde(data, at)
+    }
+
+    /// The effect of a TGI event read by the scanner, exactly as [`Self::on_tgi_serde`];
+    /// `None` (nothing changed) if its text fails to decode.
+    fn apply_tgi(&mut self, ev: &fastjson::TgiEvent<'_>, at: Nanos) -> Option<Flow> {
+        let mut texts = fastjson::Texts::default();
+        let mut chunk = false;
+        if let Some(tok) = &ev.token {
+            if let Some(text) = tok.text.filter(|t| !t.is_empty()) {
+                chunk = true;
+                if !tok.special {
+                    texts.push(Some(text))?;
+                }
+            }
+        } else if let Some(g) = ev.generated_text.filter(|g| !g.is_empty()) {
+            chunk = true;
+            texts.push(Some(g))?;
+        }
+        if !self.push_texts(&texts) {
+            return None;
+        }
+        if chunk {
+            self.chunks.push(Chunk { at, tokens: 1 });
+        }
+        if let Some(d) = &ev.details {
+            if let Some(n) = d.generated_tokens {
+                self.usage_completion = Some(clamp_u32(n));
+            }
+            if let Some(n) = d.prefill.filter(|&n| n > 0) {
+                self.usage_prompt = Some(clamp_u32(n as u64));
+            }
+        }
+        if ev.generated_text.is_some() || ev.details.is_some() {
+            self.finished = true;
+            return Some(Flow::Done);
+        }
+        Some(Flow::Continue)
+    }
+
+    fn on_tgi_serde(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
         let ev: TgiEvent<'_> = serde_json::from_slice(data).map_err(|e| Outcome::Protocol {
             message: format!("malformed JSON in SSE event ({e}): {}", excerpt(data)),
         })?;
@@ -276,17 +386,13 @@ impl StreamState {
 
     /// Reads a non-streamed JSON reply (a server that ignored `stream: true`).
     pub(crate) fn on_json_body(&mut self, body: &[u8], at: Nanos) -> Result<(), Outcome> {
-        let ev = SseEvent {
-            event: None,
-            data: bytes::Bytes::copy_from_slice(body),
-        };
-        let data = ev.data.trim_ascii();
+        let data = body.trim_ascii();
         let flow = if data.first() == Some(&b'[') && self.backend == BackendKind::Tgi {
             // TGI's `/generate` may answer with a one-element array.
             let inner = data.get(1..data.len().saturating_sub(1)).unwrap_or(b"");
             self.on_tgi(inner.trim_ascii(), at)?
         } else {
-            self.on_event(&ev, at)?
+            self.on_event_parts(None, data, at)?
         };
         let _ = flow;
         self.finished = true;
@@ -325,6 +431,14 @@ impl StreamRecorder {
         }
     }
 
+    /// Turns the allocation-free JSON scanner on (the default) or off. Off, every event is
+    /// interpreted by serde_json alone: the reference the scanner is tested against, and the
+    /// slower path it is benchmarked against. Results are identical either way.
+    pub fn with_fast_path(mut self, enabled: bool) -> Self {
+        self.state.fast = enabled;
+        self
+    }
+
     /// Feeds body bytes that arrived at `at` (taken before this call parses anything).
     pub fn on_data(&mut self, data: bytes::Bytes, at: Nanos) -> Progress {
         if let Some(buf) = &mut self.json {
@@ -333,9 +447,9 @@ impl StreamRecorder {
         }
         self.parser.feed(data);
         loop {
-            match self.parser.next_event() {
+            match self.parser.next_event_ref() {
                 Ok(None) => return Progress::More,
-                Ok(Some(ev)) => match self.state.on_event(&ev, at) {
+                Ok(Some(ev)) => match self.state.on_event_parts(ev.event, ev.data, at) {
                     Ok(Flow::Continue) => {}
                     Ok(Flow::Done) => return Progress::Done,
                     Err(outcome) => return Progress::Failed(outcome),
@@ -391,6 +505,17 @@ impl StreamRecorder {
     /// Server-reported `(prompt, completion)` token counts, if any.
     pub fn usage(&self) -> (Option<u32>, Option<u32>) {
         (self.state.usage_prompt, self.state.usage_completion)
+    }
+
+    /// How many JSON events the allocation-free scanner interpreted itself; the others (error
+    /// bodies, malformed or unusual JSON) went to serde_json. For tests and benchmarks.
+    pub fn scanned_events(&self) -> u64 {
+        self.state.scanned
+    }
+
+    /// The generated text received so far, when the recorder keeps it (`keep_text`).
+    pub fn text(&self) -> Option<&str> {
+        self.state.text.as_deref()
     }
 }
 
