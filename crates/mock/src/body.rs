@@ -14,7 +14,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use crate::engine::SeqHandle;
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
 use crate::metrics::Metrics;
-use crate::render::{Rendered, Stop};
+use crate::render::{Pieces, Rendered, Stop};
 
 /// Per-connection state the bodies can touch.
 #[derive(Debug, Default)]
@@ -151,13 +151,13 @@ impl MockBody {
 }
 
 impl Body for MockBody {
-    type Data = Bytes;
+    type Data = Pieces;
     type Error = InjectedReset;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, InjectedReset>>> {
+    ) -> Poll<Option<Result<Frame<Pieces>, InjectedReset>>> {
         let this = self.get_mut();
         match &mut this.inner {
             Inner::Done => Poll::Ready(None),
@@ -170,7 +170,7 @@ impl Body for MockBody {
                     log.tokens_written(tokens);
                 }
                 this.end = EndKind::Completed;
-                Poll::Ready(Some(Ok(Frame::data(data))))
+                Poll::Ready(Some(Ok(Frame::data(Pieces::from(data)))))
             }
             Inner::Stream(s) => {
                 let frames = s.r.frames();

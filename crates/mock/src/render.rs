@@ -3,6 +3,9 @@
 //! arrives (its length and faults are known then) and sliced into one frame per token; the
 //! engine only decides *when* each slice may be written.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
 use bytes::Bytes;
 
 use crate::faults::{FaultPlan, Terminal};
@@ -102,7 +105,7 @@ pub(crate) enum Stop {
 /// A rendered streaming body.
 #[derive(Debug)]
 pub(crate) struct Rendered {
-    pub data: Bytes,
+    pub data: Pieces,
     /// End offset of each frame; empty means one frame (the whole body, written at once).
     pub ends: Vec<u32>,
     /// Frames `0..token_frames` carry one token each; later frames (an error event) none.
@@ -117,6 +120,137 @@ impl Rendered {
             1
         } else {
             self.ends.len() as u32
+        }
+    }
+}
+
+/// A response body in up to four pieces, written as one frame (one HTTP/1.1 chunk, the pieces
+/// gathered by one `writev`).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pieces {
+    parts: [Bytes; 4],
+    /// Parts before this one are used up.
+    first: usize,
+}
+
+impl From<Bytes> for Pieces {
+    fn from(b: Bytes) -> Self {
+        Self {
+            parts: [b, Bytes::new(), Bytes::new(), Bytes::new()],
+            first: 0,
+        }
+    }
+}
+
+impl Pieces {
+    fn live(&self) -> &[Bytes] {
+        self.parts.get(self.first..).unwrap_or(&[])
+    }
+
+    /// Bytes left.
+    pub(crate) fn len(&self) -> usize {
+        self.live().iter().map(Bytes::len).sum()
+    }
+
+    /// Bytes `range` of what is left, as pieces of their own.
+    pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> Pieces {
+        let mut out = Pieces::default();
+        let mut at = 0;
+        let mut n = 0;
+        for p in self.live() {
+            let (lo, hi) = (range.start.max(at), range.end.min(at + p.len()));
+            if lo < hi {
+                if let Some(slot) = out.parts.get_mut(n) {
+                    *slot = p.slice(lo - at..hi - at);
+                    n += 1;
+                }
+            }
+            at += p.len();
+        }
+        out
+    }
+
+    /// Non-empty pieces left.
+    #[cfg(test)]
+    pub(crate) fn pieces(&self) -> usize {
+        self.live().iter().filter(|p| !p.is_empty()).count()
+    }
+
+    /// All bytes left, in one buffer.
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.live().concat()
+    }
+}
+
+impl bytes::Buf for Pieces {
+    fn remaining(&self) -> usize {
+        self.len()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.live()
+            .iter()
+            .find(|p| !p.is_empty())
+            .map_or(&[], |p| p.as_ref())
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        while let Some(p) = self.parts.get_mut(self.first) {
+            let k = cnt.min(p.len());
+            p.advance(k);
+            cnt -= k;
+            if !p.is_empty() {
+                break;
+            }
+            self.first += 1;
+            if cnt == 0 {
+                break;
+            }
+        }
+    }
+
+    fn chunks_vectored<'a>(&'a self, dst: &mut [std::io::IoSlice<'a>]) -> usize {
+        let mut n = 0;
+        for p in self.live().iter().filter(|p| !p.is_empty()) {
+            let Some(slot) = dst.get_mut(n) else { break };
+            *slot = std::io::IoSlice::new(p);
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Copies of an [`EventCycle`]'s events lent to responses: a response writes its id and time
+/// over the events it sends, in place, and sends them from there with no copy; the copy
+/// comes back when hyper has written it.
+#[derive(Debug, Default)]
+struct CyclePool {
+    free: Mutex<Vec<Vec<u8>>>,
+    /// Copies made so far (at most [`POOLED_COPIES`]).
+    made: AtomicUsize,
+}
+
+/// Copies of a cycle kept per endpoint: enough for the responses being written at once under
+/// a zero-delay benchmark; beyond them, responses copy their events into a buffer of their own.
+const POOLED_COPIES: usize = 64;
+
+/// A pooled copy on loan to one response; returned when the last piece of it is dropped.
+struct Lease {
+    buf: Vec<u8>,
+    pool: Arc<CyclePool>,
+}
+
+impl AsRef<[u8]> for Lease {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Ok(mut free) = self.pool.free.lock() {
+            free.push(std::mem::take(&mut self.buf));
         }
     }
 }
@@ -211,6 +345,7 @@ pub(crate) struct EventCycle {
     created_len: usize,
     /// Length of the shared event head.
     head_len: usize,
+    pool: Arc<CyclePool>,
 }
 
 impl EventCycle {
@@ -244,6 +379,7 @@ impl EventCycle {
             created_at,
             created_len: digits.len(),
             head_len: head.len(),
+            pool: Arc::default(),
         }
     }
 
@@ -255,14 +391,33 @@ impl EventCycle {
             && decimal_len(ctx.created) == self.created_len
     }
 
+    /// Writes `ctx`'s id and time over the placeholders of cycle events `events`, held in
+    /// `dst` from offset `at` on.
+    fn patch(&self, dst: &mut [u8], at: usize, events: std::ops::Range<usize>, ctx: &Ctx<'_>) {
+        let id = hex16(ctx.id);
+        let mut created = Vec::with_capacity(20);
+        push_u64(&mut created, ctx.created);
+        let Some(starts) = self.starts.get(events) else {
+            return;
+        };
+        let Some(&from) = starts.first() else {
+            return;
+        };
+        for &e in starts {
+            let o = at + (e - from);
+            if let Some(d) = dst.get_mut(o + self.id_at..o + self.id_at + 16) {
+                d.copy_from_slice(&id);
+            }
+            if let Some(d) = dst.get_mut(o + self.created_at..o + self.created_at + created.len()) {
+                d.copy_from_slice(&created);
+            }
+        }
+    }
+
     /// Appends the events of output tokens `0..n` of `ctx` (none of them the last token),
     /// and with `ends` the end offset of each.
     fn copy_events(&self, b: &mut Vec<u8>, ctx: &Ctx<'_>, n: u32, mut ends: Option<&mut Vec<u32>>) {
         let words = self.starts.len() - 1;
-        let mut id = Vec::with_capacity(16);
-        push_hex(&mut id, ctx.id);
-        let mut created = Vec::with_capacity(20);
-        push_u64(&mut created, ctx.created);
         let mut s = ctx.word_start % words;
         let mut left = n as usize;
         while left > 0 {
@@ -270,12 +425,7 @@ impl EventCycle {
             let from = self.starts[s];
             let base = b.len();
             b.extend_from_slice(&self.data[from..self.starts[s + k]]);
-            for w in &self.starts[s..s + k] {
-                let o = base + (w - from);
-                b[o + self.id_at..o + self.id_at + 16].copy_from_slice(&id);
-                b[o + self.created_at..o + self.created_at + self.created_len]
-                    .copy_from_slice(&created);
-            }
+            self.patch(b, base, s..s + k, ctx);
             if let Some(ends) = ends.as_deref_mut() {
                 ends.extend(
                     self.starts[s + 1..=s + k]
@@ -287,6 +437,117 @@ impl EventCycle {
             s = 0;
         }
     }
+
+    /// A copy of the cycle from the pool, or a new one while fewer than [`POOLED_COPIES`]
+    /// exist.
+    fn borrow_copy(&self) -> Option<Vec<u8>> {
+        if let Some(b) = self.pool.free.lock().ok().and_then(|mut f| f.pop()) {
+            return Some(b);
+        }
+        self.pool
+            .made
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                (m < POOLED_COPIES).then_some(m + 1)
+            })
+            .ok()?;
+        Some(self.data.clone())
+    }
+
+    /// Renders a whole one-frame response (no faults in the stream) whose token events, but
+    /// the last, are sent from a pooled copy of the cycle with `ctx`'s id and time written
+    /// over them in place: nothing of their 200 bytes per token is copied. `None` when the
+    /// events do not fit in one turn of the cycle or every copy is on loan.
+    fn render_lent(&self, ctx: &Ctx<'_>, include_usage: bool) -> Option<Rendered> {
+        let words = self.starts.len() - 1;
+        let n = ctx.tokens.checked_sub(1)? as usize;
+        if n == 0 || n > words {
+            return None;
+        }
+        let mut buf = self.borrow_copy()?;
+        let s = ctx.word_start % words;
+        let first = s..(s + n).min(words);
+        let second = 0..(s + n).saturating_sub(words);
+        for r in [&first, &second] {
+            let at = self.starts.get(r.start).copied().unwrap_or(0);
+            self.patch(&mut buf, at, r.clone(), ctx);
+        }
+        // The chat role chunk before; the last token's event, usage and [DONE] after.
+        let mut edge = Vec::with_capacity(3 * (self.head_len + 200));
+        let mut head_len = 0;
+        if self.kind == Oai::Chat {
+            push_role_chunk(&mut edge, &mut head_len, ctx);
+        }
+        let before = edge.len();
+        let w = ctx.words.get(ctx.word_start, ctx.tokens - 1);
+        push_last(
+            &mut edge,
+            &mut head_len,
+            self.kind,
+            ctx,
+            include_usage,
+            &w.escaped,
+        );
+        let edge = Bytes::from(edge);
+        let lent = Bytes::from_owner(Lease {
+            buf,
+            pool: self.pool.clone(),
+        });
+        let span =
+            |r: &std::ops::Range<usize>| match (self.starts.get(r.start), self.starts.get(r.end)) {
+                (Some(&a), Some(&b)) if a < b => lent.slice(a..b),
+                _ => Bytes::new(),
+            };
+        Some(Rendered {
+            data: Pieces {
+                parts: [
+                    edge.slice(..before),
+                    span(&first),
+                    span(&second),
+                    edge.slice(before..),
+                ],
+                first: 0,
+            },
+            ends: Vec::new(),
+            token_frames: ctx.tokens,
+            stop: None,
+        })
+    }
+}
+
+/// The 16 hex digits of a response id.
+fn hex16(v: u64) -> [u8; 16] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 16];
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = HEX[((v >> ((15 - i) * 4)) & 0xf) as usize];
+    }
+    out
+}
+
+/// The last token's event (with the finish reason), the usage event when asked for, and
+/// `[DONE]`.
+fn push_last(
+    b: &mut Vec<u8>,
+    head_len: &mut usize,
+    kind: Oai,
+    ctx: &Ctx<'_>,
+    include_usage: bool,
+    word: &str,
+) {
+    let finish: &[u8] = if ctx.finish_length {
+        b"\"length\""
+    } else {
+        b"\"stop\""
+    };
+    event_head(b, head_len, kind, ctx);
+    push_oai_token(b, kind, word, Some(finish));
+    if include_usage {
+        event_head(b, head_len, kind, ctx);
+        b.extend_from_slice(b"\"choices\":[],\"usage\":");
+        push_usage(b, ctx.prompt_tokens, ctx.tokens);
+        b.extend_from_slice(b"}\n\n");
+    }
+    b.extend_from_slice(DONE);
 }
 
 /// Number of decimal digits of `v`.
@@ -307,6 +568,14 @@ pub(crate) fn oai_stream(
 ) -> Rendered {
     let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
     let frames = frames || plan.touches_stream();
+    if !frames {
+        let lent = cycle
+            .filter(|c| c.fits(kind, ctx))
+            .and_then(|c| c.render_lent(ctx, include_usage));
+        if let Some(r) = lent {
+            return r;
+        }
+    }
     let per_token = ctx.model.len() + 200;
     let mut b: Vec<u8> = Vec::with_capacity(per_token * (ctx.tokens as usize + 3) + 64);
     let mut ends = Vec::with_capacity(if frames {
@@ -315,12 +584,6 @@ pub(crate) fn oai_stream(
         0
     });
     let mut head_len = 0;
-    let finish: &[u8] = if ctx.finish_length {
-        b"\"length\""
-    } else {
-        b"\"stop\""
-    };
-
     let mut first = 0;
     let mut role_written = false;
     if let Some(c) = cycle.filter(|c| plan.malformed_after.is_none() && c.fits(kind, ctx)) {
@@ -348,16 +611,11 @@ pub(crate) fn oai_stream(
         }
         let last = i + 1 == ctx.tokens;
         let w = ctx.words.get(ctx.word_start, i);
-        event_head(&mut b, &mut head_len, kind, ctx);
-        push_oai_token(&mut b, kind, &w.escaped, last.then_some(finish));
         if last {
-            if include_usage {
-                event_head(&mut b, &mut head_len, kind, ctx);
-                b.extend_from_slice(b"\"choices\":[],\"usage\":");
-                push_usage(&mut b, ctx.prompt_tokens, ctx.tokens);
-                b.extend_from_slice(b"}\n\n");
-            }
-            b.extend_from_slice(DONE);
+            push_last(&mut b, &mut head_len, kind, ctx, include_usage, &w.escaped);
+        } else {
+            event_head(&mut b, &mut head_len, kind, ctx);
+            push_oai_token(&mut b, kind, &w.escaped, None);
         }
         if plan.malformed_after == Some(i + 1) && !last {
             malformed_oai(&mut b, &mut head_len, kind, ctx);
@@ -378,7 +636,7 @@ pub(crate) fn oai_stream(
         ends.push(b.len() as u32);
     }
     Rendered {
-        data: Bytes::from(b),
+        data: Pieces::from(Bytes::from(b)),
         ends,
         token_frames: rendered_tokens,
         stop,
@@ -532,7 +790,7 @@ pub(crate) fn tgi_stream(ctx: &Ctx<'_>, details: bool, plan: &FaultPlan, frames:
         ends.push(b.len() as u32);
     }
     Rendered {
-        data: Bytes::from(b),
+        data: Pieces::from(Bytes::from(b)),
         ends,
         token_frames: rendered_tokens,
         stop,
@@ -629,7 +887,7 @@ mod tests {
         );
         assert_eq!(r.ends.len(), 4);
         assert_eq!(r.token_frames, 4);
-        let ev = events(&r.data);
+        let ev = events(&r.data.to_vec());
         assert_eq!(ev.len(), 1 + 4 + 1 + 1);
         let mut text = String::new();
         for (i, e) in ev.iter().enumerate() {
@@ -655,7 +913,7 @@ mod tests {
         }
         assert_eq!(text, " \"q\" b a \"q\"");
         // Frame 0 holds the role chunk and the first token.
-        assert_eq!(events(&r.data[..r.ends[0] as usize]).len(), 2);
+        assert_eq!(events(&r.data.to_vec()[..r.ends[0] as usize]).len(), 2);
     }
 
     #[test]
@@ -693,6 +951,7 @@ mod tests {
             },
         ];
         let mut fast = 0;
+        let mut lent = 0;
         for (kind, cycle) in [(Oai::Completions, &cycles[0]), (Oai::Chat, &cycles[1])] {
             for tokens in [1, 2, 3, 4, 7, 11] {
                 for word_start in 0..3 {
@@ -717,10 +976,11 @@ mod tests {
                                              created {created} {plan:?} usage {usage}"
                                         );
                                         assert_eq!(
-                                            String::from_utf8_lossy(&a.data),
-                                            String::from_utf8_lossy(&b.data),
+                                            String::from_utf8_lossy(&a.data.to_vec()),
+                                            String::from_utf8_lossy(&b.data.to_vec()),
                                             "{what}"
                                         );
+                                        lent += usize::from(b.data.pieces() > 1);
                                         assert_eq!(a.ends, b.ends, "{what}");
                                         assert_eq!(a.token_frames, b.token_frames, "{what}");
                                         assert_eq!(a.stop, b.stop, "{what}");
@@ -733,6 +993,13 @@ mod tests {
             }
         }
         assert_eq!(fast, 2 * 6 * 3 * 3, "the cycle fits every 10-digit time");
+        // 2 to 4 tokens (1 to 3 events from the 3-word cycle), 10-digit times, no faults, one
+        // frame: sent from a pooled copy, which came back each time.
+        assert_eq!(lent, 2 * 3 * 3 * 3 * 2, "responses sent from a pooled copy");
+        for c in &cycles {
+            assert_eq!(c.pool.made.load(Ordering::Relaxed), 1);
+            assert_eq!(c.pool.free.lock().expect("pool").len(), 1);
+        }
         // Another model or another endpoint's cycle never fits.
         let c = ctx(&w, 3);
         assert!(
@@ -740,6 +1007,62 @@ mod tests {
                 .fits(Oai::Completions, &c)
         );
         assert!(!cycles[1].fits(Oai::Completions, &c));
+    }
+
+    #[test]
+    fn pooled_copies_are_bounded_and_reused_with_each_response_own_id() {
+        let w = words();
+        let cycle = EventCycle::new(Oai::Completions, "m", &w, 1_700_000_000);
+        let plan = FaultPlan::default();
+        let mut held = Vec::new();
+        for id in 0..(POOLED_COPIES as u64 + 5) {
+            let mut c = ctx(&w, 3);
+            c.id = id;
+            let r = oai_stream(Oai::Completions, &c, true, &plan, false, Some(&cycle));
+            let reference = oai_stream(Oai::Completions, &c, true, &plan, false, None);
+            assert_eq!(r.data.to_vec(), reference.data.to_vec());
+            // Beyond the pool's size, responses get a buffer of their own.
+            assert_eq!(r.data.pieces() > 1, id < POOLED_COPIES as u64, "{id}");
+            held.push(r);
+        }
+        assert_eq!(cycle.pool.made.load(Ordering::Relaxed), POOLED_COPIES);
+        drop(held);
+        assert_eq!(cycle.pool.free.lock().expect("pool").len(), POOLED_COPIES);
+        // A reused copy carries the new response's id, not the last one's.
+        let mut c = ctx(&w, 3);
+        c.id = 0xabc;
+        let r = oai_stream(Oai::Completions, &c, false, &plan, false, Some(&cycle));
+        let reference = oai_stream(Oai::Completions, &c, false, &plan, false, None);
+        assert_eq!(r.data.to_vec(), reference.data.to_vec());
+        assert_eq!(cycle.pool.made.load(Ordering::Relaxed), POOLED_COPIES);
+    }
+
+    #[test]
+    fn pieces_are_one_buffer_to_hyper() {
+        use bytes::Buf;
+        let mut p = Pieces {
+            parts: [
+                Bytes::from_static(b"ab"),
+                Bytes::new(),
+                Bytes::from_static(b"cde"),
+                Bytes::from_static(b"f"),
+            ],
+            first: 0,
+        };
+        assert_eq!(p.remaining(), 6);
+        assert_eq!(p.slice(1..5).to_vec(), b"bcde");
+        let mut io = [std::io::IoSlice::new(&[]); 4];
+        assert_eq!(p.chunks_vectored(&mut io), 3);
+        assert_eq!(p.chunk(), b"ab");
+        p.advance(3);
+        assert_eq!((p.remaining(), p.chunk()), (3, &b"de"[..]));
+        p.advance(2);
+        assert_eq!(p.chunk(), b"f");
+        p.advance(1);
+        assert_eq!((p.remaining(), p.chunk()), (0, &b""[..]));
+        let mut q = Pieces::from(Bytes::from_static(b"xyz"));
+        assert_eq!(q.copy_to_bytes(3), Bytes::from_static(b"xyz"));
+        assert!(!q.has_remaining());
     }
 
     #[test]
@@ -756,7 +1079,7 @@ mod tests {
         assert_eq!(v["details"]["generated_tokens"], 3);
         let r = tgi_stream(&c, true, &FaultPlan::default(), false);
         assert!(r.ends.is_empty());
-        let ev = events(&r.data);
+        let ev = events(&r.data.to_vec());
         assert_eq!(ev.len(), 3);
         let last: serde_json::Value =
             serde_json::from_str(ev[2].strip_prefix("data:").expect("p")).expect("j");
@@ -777,7 +1100,7 @@ mod tests {
         let r = oai_stream(Oai::Completions, &c, false, &plan, false, None);
         assert_eq!(r.token_frames, 2);
         assert_eq!(r.ends.len(), 3);
-        let ev = events(&r.data);
+        let ev = events(&r.data.to_vec());
         // token, malformed, token, error, DONE
         assert_eq!(ev.len(), 5);
         assert!(serde_json::from_str::<serde_json::Value>(&ev[1][6..]).is_err());
