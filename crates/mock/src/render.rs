@@ -394,22 +394,35 @@ impl EventCycle {
     /// Writes `ctx`'s id and time over the placeholders of cycle events `events`, held in
     /// `dst` from offset `at` on.
     fn patch(&self, dst: &mut [u8], at: usize, events: std::ops::Range<usize>, ctx: &Ctx<'_>) {
-        let id = hex16(ctx.id);
-        let mut created = Vec::with_capacity(20);
-        push_u64(&mut created, ctx.created);
-        let Some(starts) = self.starts.get(events) else {
+        // The id, the constant bytes up to the time, and the time: one span, written with one
+        // copy per event.
+        let mut span = [0u8; 128];
+        let span_len = self.created_at + self.created_len - self.id_at;
+        let (Some(head), Some(starts)) = (
+            self.data.get(self.id_at..self.id_at + span_len),
+            self.starts.get(events),
+        ) else {
             return;
         };
+        let Some(span) = span.get_mut(..span_len) else {
+            return;
+        };
+        span.copy_from_slice(head);
+        span[..16].copy_from_slice(&hex16(ctx.id));
+        let mut digits = [0u8; 20];
+        let mut v = ctx.created;
+        for d in digits[20 - self.created_len..].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        span[span_len - self.created_len..].copy_from_slice(&digits[20 - self.created_len..]);
         let Some(&from) = starts.first() else {
             return;
         };
         for &e in starts {
-            let o = at + (e - from);
-            if let Some(d) = dst.get_mut(o + self.id_at..o + self.id_at + 16) {
-                d.copy_from_slice(&id);
-            }
-            if let Some(d) = dst.get_mut(o + self.created_at..o + self.created_at + created.len()) {
-                d.copy_from_slice(&created);
+            let o = at + (e - from) + self.id_at;
+            if let Some(d) = dst.get_mut(o..o + span_len) {
+                d.copy_from_slice(span);
             }
         }
     }
