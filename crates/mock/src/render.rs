@@ -231,9 +231,11 @@ struct CyclePool {
     made: AtomicUsize,
 }
 
-/// Copies of a cycle kept per endpoint: enough for the responses being written at once under
-/// a zero-delay benchmark; beyond them, responses copy their events into a buffer of their own.
-const POOLED_COPIES: usize = 64;
+/// Copies of a cycle kept per endpoint (made as needed, about 50 kB each with the built-in
+/// vocabulary): one per response still being written, which under a zero-delay benchmark is up
+/// to one per connection (a pool of 8 overflowed with 64 wrk connections). Beyond them,
+/// responses copy their events into a buffer of their own.
+const POOLED_COPIES: usize = 128;
 
 /// A pooled copy on loan to one response; returned when the last piece of it is dropped.
 struct Lease {
