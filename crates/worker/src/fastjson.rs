@@ -394,6 +394,7 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    #[inline]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -406,6 +407,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips whitespace and eats `c`.
+    #[inline]
     fn eat(&mut self, c: u8) -> Option<()> {
         self.ws();
         if self.peek()? == c {
@@ -417,11 +419,13 @@ impl<'a> Scanner<'a> {
     }
 
     /// Only whitespace is left.
+    #[inline]
     fn end(&mut self) -> Option<()> {
         self.ws();
         (self.i == self.b.len()).then_some(())
     }
 
+    #[inline]
     fn literal(&mut self, lit: &[u8]) -> Option<()> {
         let end = self.i.checked_add(lit.len())?;
         if self.b.get(self.i..end)? == lit {
@@ -433,6 +437,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A `null` (eaten, `true`) or the start of another value (not eaten, `false`).
+    #[inline]
     fn null(&mut self) -> Option<bool> {
         self.ws();
         if self.peek()? == b'n' {
@@ -443,6 +448,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     fn start_object(&mut self) -> Option<()> {
         self.eat(b'{')
     }
@@ -503,6 +509,7 @@ impl<'a> Scanner<'a> {
 
     /// An unknown field of a known struct: its key is read as `str` (valid UTF-8), its value
     /// skipped.
+    #[inline]
     fn unknown_field(&mut self, key: Key<'_>) -> Option<()> {
         if !key.ascii {
             std::str::from_utf8(key.name).ok()?;
@@ -610,6 +617,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string read as `str`, whose opening quote is next.
+    #[inline]
     fn str(&mut self) -> Option<JStr<'a>> {
         self.eat(b'"')?;
         let (raw, escaped, ascii) = self.string_raw(true)?;
@@ -620,6 +628,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// `Option<Cow<str>>`: `null` or a string.
+    #[inline]
     fn opt_str(&mut self) -> Option<Option<JStr<'a>>> {
         if self.null()? {
             Some(None)
@@ -631,6 +640,7 @@ impl<'a> Scanner<'a> {
     /// `Option<u64>`: `null` or a plain non-negative integer that fits (serde_json reads
     /// anything else as a float or a negative number, which a `u64` refuses or, for `-0`,
     /// accepts: either way, serde's business).
+    #[inline]
     fn opt_u64(&mut self) -> Option<Option<u64>> {
         if self.null()? {
             return Some(None);
@@ -657,6 +667,7 @@ impl<'a> Scanner<'a> {
         Some(Some(n))
     }
 
+    #[inline]
     fn bool(&mut self) -> Option<bool> {
         self.ws();
         match self.peek()? {
@@ -666,6 +677,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     fn digits(&mut self) -> usize {
         let start = self.i;
         while self.peek().is_some_and(|c| c.is_ascii_digit()) {
