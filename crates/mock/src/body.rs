@@ -260,15 +260,23 @@ impl Body for MockBody {
                     if let Some(log) = &mut this.log {
                         log.tokens_written(tokens);
                     }
-                    let chunk = s.r.data.slice(start..end);
+                    let chunk = if start == 0 && end == s.r.data.len() {
+                        // The whole body in one frame (zero-delay mode): hand it over as is,
+                        // without the shared-buffer allocation a slice of it costs.
+                        std::mem::take(&mut s.r.data)
+                    } else {
+                        s.r.data.slice(start..end)
+                    };
                     if s.next >= frames && s.r.stop.is_none_or(|(k, _)| k > frames) {
-                        // Written everything: release the engine slot now if still held.
-                        s.gate = None;
+                        // Written everything: release the engine slot now if still held, and
+                        // end the body with this frame, so hyper writes the end of the
+                        // message together with it.
                         this.end = if s_error_event(frames, s.r.token_frames) {
                             EndKind::StreamError
                         } else {
                             EndKind::Completed
                         };
+                        this.inner = Inner::Done;
                     }
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }

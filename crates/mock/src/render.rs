@@ -137,14 +137,173 @@ fn frame_plan(ctx: &Ctx<'_>, plan: &FaultPlan) -> (u32, Option<(u32, Stop)>, boo
     }
 }
 
+/// The two names an OpenAI streaming endpoint puts in its event head.
+fn oai_names(kind: Oai) -> (&'static [u8], &'static [u8]) {
+    match kind {
+        Oai::Completions => (b"cmpl-", b"text_completion"),
+        Oai::Chat => (b"chatcmpl-", b"chat.completion.chunk"),
+    }
+}
+
+/// The head every event of one streamed OpenAI response starts with:
+/// `data: {"id":"...","object":"...","created":N,"model":"M",`.
+fn push_oai_head(b: &mut Vec<u8>, kind: Oai, id: u64, created: u64, model: &str) {
+    let (id_prefix, object) = oai_names(kind);
+    b.extend_from_slice(b"data: {\"id\":\"");
+    b.extend_from_slice(id_prefix);
+    push_hex(b, id);
+    b.extend_from_slice(b"\",\"object\":\"");
+    b.extend_from_slice(object);
+    b.extend_from_slice(b"\",\"created\":");
+    push_u64(b, created);
+    b.extend_from_slice(b",\"model\":\"");
+    b.extend_from_slice(model.as_bytes());
+    b.extend_from_slice(b"\",");
+}
+
+/// The rest of a token event after its head; `finish` is `None` while more tokens follow.
+fn push_oai_token(b: &mut Vec<u8>, kind: Oai, word: &str, finish: Option<&[u8]>) {
+    match kind {
+        Oai::Completions => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\""),
+        Oai::Chat => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":{\"content\":\""),
+    }
+    b.extend_from_slice(word.as_bytes());
+    match kind {
+        Oai::Completions => b.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
+        Oai::Chat => b.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
+    }
+    b.extend_from_slice(finish.unwrap_or(b"null"));
+    match kind {
+        Oai::Completions => b.extend_from_slice(b",\"stop_reason\":null}]}\n\n"),
+        Oai::Chat => b.extend_from_slice(b"}]}\n\n"),
+    }
+}
+
+/// Appends an event head. Every event of a response starts with the same head, so once the
+/// first one is written (`head_len` > 0, at the start of `b`) it is copied.
+fn event_head(b: &mut Vec<u8>, head_len: &mut usize, kind: Oai, ctx: &Ctx<'_>) {
+    if *head_len > 0 && b.len() >= *head_len {
+        b.extend_from_within(..*head_len);
+    } else {
+        let start = b.len();
+        push_oai_head(b, kind, ctx.id, ctx.created, ctx.model);
+        if start == 0 {
+            *head_len = b.len();
+        }
+    }
+}
+
+/// The token events of one OpenAI streaming endpoint for every word of the output cycle, each
+/// with a more-tokens-follow finish reason, rendered once at start with a placeholder id and
+/// creation time. A response copies the run of events it needs in one piece and writes its
+/// own id and time over the placeholders, instead of assembling every event from its parts.
+#[derive(Debug)]
+pub(crate) struct EventCycle {
+    kind: Oai,
+    model: Box<str>,
+    /// Event `j` (word `j`) is `data[starts[j]..starts[j + 1]]`.
+    data: Vec<u8>,
+    starts: Vec<usize>,
+    /// Offset of the 16 hex digits of the id in every event.
+    id_at: usize,
+    /// Offset and width of the decimal creation time in every event.
+    created_at: usize,
+    created_len: usize,
+    /// Length of the shared event head.
+    head_len: usize,
+}
+
+impl EventCycle {
+    /// Renders the cycle for `kind` and the JSON-escaped `model`, with creation times of as
+    /// many digits as `created` has (responses whose time has another width are rendered
+    /// event by event).
+    pub(crate) fn new(kind: Oai, model: &str, words: &Words, created: u64) -> Self {
+        let mut head = Vec::new();
+        push_oai_head(&mut head, kind, 0, created, model);
+        let (id_prefix, object) = oai_names(kind);
+        let id_at = b"data: {\"id\":\"".len() + id_prefix.len();
+        let created_at =
+            id_at + 16 + b"\",\"object\":\"".len() + object.len() + b"\",\"created\":".len();
+        let mut digits = Vec::new();
+        push_u64(&mut digits, created);
+        let n = words.len().max(1);
+        let mut data = Vec::with_capacity(n * (head.len() + 120));
+        let mut starts = Vec::with_capacity(n + 1);
+        for j in 0..n {
+            starts.push(data.len());
+            data.extend_from_slice(&head);
+            push_oai_token(&mut data, kind, &words.get(j, 0).escaped, None);
+        }
+        starts.push(data.len());
+        Self {
+            kind,
+            model: model.into(),
+            data,
+            starts,
+            id_at,
+            created_at,
+            created_len: digits.len(),
+            head_len: head.len(),
+        }
+    }
+
+    /// Whether this cycle renders `ctx`'s events for `kind`.
+    fn fits(&self, kind: Oai, ctx: &Ctx<'_>) -> bool {
+        self.kind == kind
+            && *self.model == *ctx.model
+            && self.starts.len() == ctx.words.len().max(1) + 1
+            && decimal_len(ctx.created) == self.created_len
+    }
+
+    /// Appends the events of output tokens `0..n` of `ctx` (none of them the last token),
+    /// and with `ends` the end offset of each.
+    fn copy_events(&self, b: &mut Vec<u8>, ctx: &Ctx<'_>, n: u32, mut ends: Option<&mut Vec<u32>>) {
+        let words = self.starts.len() - 1;
+        let mut id = Vec::with_capacity(16);
+        push_hex(&mut id, ctx.id);
+        let mut created = Vec::with_capacity(20);
+        push_u64(&mut created, ctx.created);
+        let mut s = ctx.word_start % words;
+        let mut left = n as usize;
+        while left > 0 {
+            let k = left.min(words - s);
+            let from = self.starts[s];
+            let base = b.len();
+            b.extend_from_slice(&self.data[from..self.starts[s + k]]);
+            for w in &self.starts[s..s + k] {
+                let o = base + (w - from);
+                b[o + self.id_at..o + self.id_at + 16].copy_from_slice(&id);
+                b[o + self.created_at..o + self.created_at + self.created_len]
+                    .copy_from_slice(&created);
+            }
+            if let Some(ends) = ends.as_deref_mut() {
+                ends.extend(
+                    self.starts[s + 1..=s + k]
+                        .iter()
+                        .map(|e| (base + (e - from)) as u32),
+                );
+            }
+            left -= k;
+            s = 0;
+        }
+    }
+}
+
+/// Number of decimal digits of `v`.
+fn decimal_len(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
 /// Renders a streaming OpenAI response. `frames` asks for per-token frame boundaries (timed
-/// mode, or faults that need them).
+/// mode, or faults that need them). With a `cycle` that fits, the token events before the last
+/// are copied from it; the bytes are the same either way.
 pub(crate) fn oai_stream(
     kind: Oai,
     ctx: &Ctx<'_>,
     include_usage: bool,
     plan: &FaultPlan,
     frames: bool,
+    cycle: Option<&EventCycle>,
 ) -> Rendered {
     let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
     let frames = frames || plan.touches_stream();
@@ -155,75 +314,45 @@ pub(crate) fn oai_stream(
     } else {
         0
     });
-
-    // The shared event head `data: {"id":"...","object":"...","created":N,"model":"M",` is
-    // written once and copied for every later event.
-    let (id_prefix, object) = match kind {
-        Oai::Completions => ("cmpl-", "text_completion"),
-        Oai::Chat => ("chatcmpl-", "chat.completion.chunk"),
-    };
-    let head_start = b.len();
-    b.extend_from_slice(b"data: {\"id\":\"");
-    b.extend_from_slice(id_prefix.as_bytes());
-    push_hex(&mut b, ctx.id);
-    b.extend_from_slice(b"\",\"object\":\"");
-    b.extend_from_slice(object.as_bytes());
-    b.extend_from_slice(b"\",\"created\":");
-    push_u64(&mut b, ctx.created);
-    b.extend_from_slice(b",\"model\":\"");
-    b.extend_from_slice(ctx.model.as_bytes());
-    b.extend_from_slice(b"\",");
-    let head = head_start..b.len();
-    let mut head_written = true;
-    let mut event_head = |b: &mut Vec<u8>| {
-        if head_written {
-            head_written = false;
-        } else {
-            b.extend_from_within(head.clone());
-        }
-    };
-
+    let mut head_len = 0;
     let finish: &[u8] = if ctx.finish_length {
         b"\"length\""
     } else {
         b"\"stop\""
     };
-    for i in 0..rendered_tokens {
-        if i == 0 && plan.malformed_after == Some(0) {
-            malformed_oai(&mut b, &mut event_head);
+
+    let mut first = 0;
+    let mut role_written = false;
+    if let Some(c) = cycle.filter(|c| plan.malformed_after.is_none() && c.fits(kind, ctx)) {
+        if kind == Oai::Chat && rendered_tokens > 0 {
+            push_role_chunk(&mut b, &mut head_len, ctx);
+            role_written = true;
         }
-        if kind == Oai::Chat && i == 0 {
-            event_head(&mut b);
-            b.extend_from_slice(
-                b"\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-            );
+        // Every rendered token but the last of the response, which carries the finish reason.
+        first = if rendered_tokens == ctx.tokens {
+            rendered_tokens.saturating_sub(1)
+        } else {
+            rendered_tokens
+        };
+        c.copy_events(&mut b, ctx, first, frames.then_some(&mut ends));
+        if !b.is_empty() {
+            head_len = c.head_len;
+        }
+    }
+    for i in first..rendered_tokens {
+        if i == 0 && plan.malformed_after == Some(0) {
+            malformed_oai(&mut b, &mut head_len, kind, ctx);
+        }
+        if kind == Oai::Chat && i == 0 && !role_written {
+            push_role_chunk(&mut b, &mut head_len, ctx);
         }
         let last = i + 1 == ctx.tokens;
         let w = ctx.words.get(ctx.word_start, i);
-        event_head(&mut b);
-        match kind {
-            Oai::Completions => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\""),
-            Oai::Chat => {
-                b.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
-            }
-        }
-        b.extend_from_slice(w.escaped.as_bytes());
-        match kind {
-            Oai::Completions => b.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
-            Oai::Chat => b.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
-        }
-        if last {
-            b.extend_from_slice(finish);
-        } else {
-            b.extend_from_slice(b"null");
-        }
-        match kind {
-            Oai::Completions => b.extend_from_slice(b",\"stop_reason\":null}]}\n\n"),
-            Oai::Chat => b.extend_from_slice(b"}]}\n\n"),
-        }
+        event_head(&mut b, &mut head_len, kind, ctx);
+        push_oai_token(&mut b, kind, &w.escaped, last.then_some(finish));
         if last {
             if include_usage {
-                event_head(&mut b);
+                event_head(&mut b, &mut head_len, kind, ctx);
                 b.extend_from_slice(b"\"choices\":[],\"usage\":");
                 push_usage(&mut b, ctx.prompt_tokens, ctx.tokens);
                 b.extend_from_slice(b"}\n\n");
@@ -231,7 +360,7 @@ pub(crate) fn oai_stream(
             b.extend_from_slice(DONE);
         }
         if plan.malformed_after == Some(i + 1) && !last {
-            malformed_oai(&mut b, &mut event_head);
+            malformed_oai(&mut b, &mut head_len, kind, ctx);
         }
         if frames {
             ends.push(b.len() as u32);
@@ -256,8 +385,16 @@ pub(crate) fn oai_stream(
     }
 }
 
-fn malformed_oai(b: &mut Vec<u8>, event_head: &mut impl FnMut(&mut Vec<u8>)) {
-    event_head(b);
+/// The chat role-only first chunk, as vLLM sends it.
+fn push_role_chunk(b: &mut Vec<u8>, head_len: &mut usize, ctx: &Ctx<'_>) {
+    event_head(b, head_len, Oai::Chat, ctx);
+    b.extend_from_slice(
+        b"\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+    );
+}
+
+fn malformed_oai(b: &mut Vec<u8>, head_len: &mut usize, kind: Oai, ctx: &Ctx<'_>) {
+    event_head(b, head_len, kind, ctx);
     // Truncated JSON: the event ends in the middle of an object.
     b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\"\n\n");
 }
@@ -482,7 +619,14 @@ mod tests {
     #[test]
     fn chat_stream_is_valid_json_per_event_with_role_usage_and_done() {
         let w = words();
-        let r = oai_stream(Oai::Chat, &ctx(&w, 4), true, &FaultPlan::default(), true);
+        let r = oai_stream(
+            Oai::Chat,
+            &ctx(&w, 4),
+            true,
+            &FaultPlan::default(),
+            true,
+            None,
+        );
         assert_eq!(r.ends.len(), 4);
         assert_eq!(r.token_frames, 4);
         let ev = events(&r.data);
@@ -512,6 +656,90 @@ mod tests {
         assert_eq!(text, " \"q\" b a \"q\"");
         // Frame 0 holds the role chunk and the first token.
         assert_eq!(events(&r.data[..r.ends[0] as usize]).len(), 2);
+    }
+
+    #[test]
+    fn event_cycle_renders_the_same_bytes_as_event_by_event() {
+        let w = words();
+        let cycles = [
+            EventCycle::new(Oai::Completions, "m", &w, 1_700_000_000),
+            EventCycle::new(Oai::Chat, "m", &w, 1_700_000_000),
+        ];
+        let plans = [
+            FaultPlan::default(),
+            FaultPlan {
+                terminal: Some((0, Terminal::Reset)),
+                ..FaultPlan::default()
+            },
+            FaultPlan {
+                terminal: Some((3, Terminal::Reset)),
+                ..FaultPlan::default()
+            },
+            FaultPlan {
+                terminal: Some((2, Terminal::Stall)),
+                ..FaultPlan::default()
+            },
+            FaultPlan {
+                terminal: Some((0, Terminal::ErrorEvent)),
+                ..FaultPlan::default()
+            },
+            FaultPlan {
+                terminal: Some((4, Terminal::ErrorEvent)),
+                ..FaultPlan::default()
+            },
+            FaultPlan {
+                malformed_after: Some(1),
+                ..FaultPlan::default()
+            },
+        ];
+        let mut fast = 0;
+        for (kind, cycle) in [(Oai::Completions, &cycles[0]), (Oai::Chat, &cycles[1])] {
+            for tokens in [1, 2, 3, 4, 7, 11] {
+                for word_start in 0..3 {
+                    // The second time has another width than the cycle's: rendered event
+                    // by event.
+                    for created in [1_700_000_123, 99] {
+                        for id in [0, 255, u64::MAX] {
+                            let mut c = ctx(&w, tokens);
+                            c.word_start = word_start;
+                            c.created = created;
+                            c.id = id;
+                            c.finish_length = tokens % 2 == 0;
+                            fast += usize::from(cycle.fits(kind, &c));
+                            for plan in &plans {
+                                for usage in [false, true] {
+                                    for frames in [false, true] {
+                                        let a = oai_stream(kind, &c, usage, plan, frames, None);
+                                        let b =
+                                            oai_stream(kind, &c, usage, plan, frames, Some(cycle));
+                                        let what = format!(
+                                            "{kind:?} tokens {tokens} start {word_start} \
+                                             created {created} {plan:?} usage {usage}"
+                                        );
+                                        assert_eq!(
+                                            String::from_utf8_lossy(&a.data),
+                                            String::from_utf8_lossy(&b.data),
+                                            "{what}"
+                                        );
+                                        assert_eq!(a.ends, b.ends, "{what}");
+                                        assert_eq!(a.token_frames, b.token_frames, "{what}");
+                                        assert_eq!(a.stop, b.stop, "{what}");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(fast, 2 * 6 * 3 * 3, "the cycle fits every 10-digit time");
+        // Another model or another endpoint's cycle never fits.
+        let c = ctx(&w, 3);
+        assert!(
+            !EventCycle::new(Oai::Completions, "other", &w, 1_700_000_000)
+                .fits(Oai::Completions, &c)
+        );
+        assert!(!cycles[1].fits(Oai::Completions, &c));
     }
 
     #[test]
@@ -546,7 +774,7 @@ mod tests {
             malformed_after: Some(1),
             ..FaultPlan::default()
         };
-        let r = oai_stream(Oai::Completions, &c, false, &plan, false);
+        let r = oai_stream(Oai::Completions, &c, false, &plan, false, None);
         assert_eq!(r.token_frames, 2);
         assert_eq!(r.ends.len(), 3);
         let ev = events(&r.data);
@@ -559,7 +787,7 @@ mod tests {
             terminal: Some((3, Terminal::Reset)),
             ..FaultPlan::default()
         };
-        let r = oai_stream(Oai::Completions, &c, false, &plan, false);
+        let r = oai_stream(Oai::Completions, &c, false, &plan, false, None);
         assert_eq!((r.token_frames, r.stop), (3, Some((3, Stop::Reset))));
         let plan = FaultPlan {
             terminal: Some((3, Terminal::Stall)),

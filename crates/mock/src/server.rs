@@ -28,7 +28,7 @@ use crate::engine::{self, EngineHandle, EngineParams};
 use crate::faults::{FaultPlan, Rng};
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
 use crate::metrics::Metrics;
-use crate::render::{self, Ctx, Oai, Words};
+use crate::render::{self, Ctx, EventCycle, Oai, Words};
 use crate::request::{self, Api, Limits};
 use crate::{tls, Error, MockConfig};
 
@@ -56,6 +56,9 @@ pub(crate) struct State {
     model_escaped: String,
     models_body: Bytes,
     words: Words,
+    /// Precomputed token events of `/v1/completions` and `/v1/chat/completions`.
+    completions_cycle: EventCycle,
+    chat_cycle: EventCycle,
     prompts: request::PromptCounter,
     engine: Option<EngineHandle>,
     metrics: Arc<Metrics>,
@@ -101,6 +104,9 @@ impl MockServer {
             (Some(h), Some(t))
         };
         let model_escaped = render::escape(&config.model);
+        let now = unix_secs();
+        let completions_cycle = EventCycle::new(Oai::Completions, &model_escaped, &words, now);
+        let chat_cycle = EventCycle::new(Oai::Chat, &model_escaped, &words, now);
         let models_body = Bytes::from(
             serde_json::json!({
                 "object": "list",
@@ -129,6 +135,8 @@ impl MockServer {
             model_escaped,
             models_body,
             words,
+            completions_cycle,
+            chat_cycle,
             prompts: request::PromptCounter::new(tokenizer),
             engine,
             metrics,
@@ -278,7 +286,13 @@ async fn serve_conn(state: Arc<State>, tcp: TcpStream, tls: Option<tokio_rustls:
         async move { Ok::<_, Infallible>(handle(&state, &conn, req).await) }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new());
+    // No header read timeout: hyper's default (30 s, armed whenever a connection waits for a
+    // request head) registers and cancels a timer per request, which costs a zero-delay
+    // response a measurable share of its CPU; a loopback test server does not need it.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(None);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -550,10 +564,22 @@ async fn generate(
     let timed = !state.zero_delay;
     if p.stream {
         let rendered = match api {
-            Api::Completions => {
-                render::oai_stream(Oai::Completions, &ctx, p.include_usage, &plan, timed)
-            }
-            Api::Chat => render::oai_stream(Oai::Chat, &ctx, p.include_usage, &plan, timed),
+            Api::Completions => render::oai_stream(
+                Oai::Completions,
+                &ctx,
+                p.include_usage,
+                &plan,
+                timed,
+                Some(&state.completions_cycle),
+            ),
+            Api::Chat => render::oai_stream(
+                Oai::Chat,
+                &ctx,
+                p.include_usage,
+                &plan,
+                timed,
+                Some(&state.chat_cycle),
+            ),
             Api::TgiStream | Api::Tgi => render::tgi_stream(&ctx, p.details, &plan, timed),
         };
         let gate = match &state.engine {
