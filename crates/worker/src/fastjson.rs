@@ -399,8 +399,17 @@ impl<'a> Scanner<'a> {
         self.b.get(self.i).copied()
     }
 
+    /// Skips JSON whitespace. Compact JSON (the usual case) costs one comparison.
     #[inline(always)]
     fn ws(&mut self) {
+        if self.peek().is_some_and(|c| c > b' ') {
+            return;
+        }
+        self.ws_slow();
+    }
+
+    #[inline(never)]
+    fn ws_slow(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.i += 1;
         }
@@ -469,7 +478,7 @@ impl<'a> Scanner<'a> {
                 return None;
             }
             self.eat(b':')?;
-            self.ws();
+            // Every value reader skips its leading whitespace.
             f(self, Key { name, ascii })?;
             self.ws();
             match self.peek()? {
@@ -480,7 +489,6 @@ impl<'a> Scanner<'a> {
                 }
                 _ => return None,
             }
-            self.ws();
         }
     }
 
@@ -493,7 +501,7 @@ impl<'a> Scanner<'a> {
             return Some(());
         }
         loop {
-            self.ws();
+            // Every element reader skips its leading whitespace.
             f(self)?;
             self.ws();
             match self.peek()? {
@@ -861,6 +869,14 @@ mod tests {
         assert!(ev.finished);
         assert_eq!(ev.prompt_tokens, Some(3));
         assert_eq!(ev.completion_tokens, Some(u64::MAX));
+    }
+
+    #[test]
+    fn whitespace_anywhere_is_scanned_not_left_to_serde() {
+        let doc = " {\r\n \"choices\" :\t[ { \"text\" : \"a\" ,\n \"delta\" : { \"content\" : \"b\" } } ] ,\"usage\" : { \"prompt_tokens\" : 7 } , \"x\" : [ 1 , { \"y\" : null } ] } \n";
+        assert_eq!(texts(doc), Some(vec!["a".into(), "b".into()]));
+        let ev = tgi(b"{ \"token\" : { \"text\" : \"t\" , \"special\" : true } , \"details\" : { \"prefill\" : [ 1 , 2 ] } }").expect("fast path");
+        assert_eq!(ev.details.and_then(|d| d.prefill), Some(2));
     }
 
     #[test]
