@@ -394,18 +394,29 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    #[inline]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
 
+    /// Skips JSON whitespace. Compact JSON (the usual case) costs one comparison.
     #[inline(always)]
     fn ws(&mut self) {
+        if self.peek().is_some_and(|c| c > b' ') {
+            return;
+        }
+        self.ws_slow();
+    }
+
+    #[inline(never)]
+    fn ws_slow(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.i += 1;
         }
     }
 
     /// Skips whitespace and eats `c`.
+    #[inline]
     fn eat(&mut self, c: u8) -> Option<()> {
         self.ws();
         if self.peek()? == c {
@@ -417,11 +428,13 @@ impl<'a> Scanner<'a> {
     }
 
     /// Only whitespace is left.
+    #[inline]
     fn end(&mut self) -> Option<()> {
         self.ws();
         (self.i == self.b.len()).then_some(())
     }
 
+    #[inline]
     fn literal(&mut self, lit: &[u8]) -> Option<()> {
         let end = self.i.checked_add(lit.len())?;
         if self.b.get(self.i..end)? == lit {
@@ -433,6 +446,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A `null` (eaten, `true`) or the start of another value (not eaten, `false`).
+    #[inline]
     fn null(&mut self) -> Option<bool> {
         self.ws();
         if self.peek()? == b'n' {
@@ -443,6 +457,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     fn start_object(&mut self) -> Option<()> {
         self.eat(b'{')
     }
@@ -463,7 +478,7 @@ impl<'a> Scanner<'a> {
                 return None;
             }
             self.eat(b':')?;
-            self.ws();
+            // Every value reader skips its leading whitespace.
             f(self, Key { name, ascii })?;
             self.ws();
             match self.peek()? {
@@ -474,7 +489,6 @@ impl<'a> Scanner<'a> {
                 }
                 _ => return None,
             }
-            self.ws();
         }
     }
 
@@ -487,7 +501,7 @@ impl<'a> Scanner<'a> {
             return Some(());
         }
         loop {
-            self.ws();
+            // Every element reader skips its leading whitespace.
             f(self)?;
             self.ws();
             match self.peek()? {
@@ -503,6 +517,7 @@ impl<'a> Scanner<'a> {
 
     /// An unknown field of a known struct: its key is read as `str` (valid UTF-8), its value
     /// skipped.
+    #[inline]
     fn unknown_field(&mut self, key: Key<'_>) -> Option<()> {
         if !key.ascii {
             std::str::from_utf8(key.name).ok()?;
@@ -610,6 +625,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string read as `str`, whose opening quote is next.
+    #[inline]
     fn str(&mut self) -> Option<JStr<'a>> {
         self.eat(b'"')?;
         let (raw, escaped, ascii) = self.string_raw(true)?;
@@ -620,6 +636,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// `Option<Cow<str>>`: `null` or a string.
+    #[inline]
     fn opt_str(&mut self) -> Option<Option<JStr<'a>>> {
         if self.null()? {
             Some(None)
@@ -631,6 +648,7 @@ impl<'a> Scanner<'a> {
     /// `Option<u64>`: `null` or a plain non-negative integer that fits (serde_json reads
     /// anything else as a float or a negative number, which a `u64` refuses or, for `-0`,
     /// accepts: either way, serde's business).
+    #[inline]
     fn opt_u64(&mut self) -> Option<Option<u64>> {
         if self.null()? {
             return Some(None);
@@ -657,6 +675,7 @@ impl<'a> Scanner<'a> {
         Some(Some(n))
     }
 
+    #[inline]
     fn bool(&mut self) -> Option<bool> {
         self.ws();
         match self.peek()? {
@@ -666,6 +685,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     fn digits(&mut self) -> usize {
         let start = self.i;
         while self.peek().is_some_and(|c| c.is_ascii_digit()) {
@@ -849,6 +869,14 @@ mod tests {
         assert!(ev.finished);
         assert_eq!(ev.prompt_tokens, Some(3));
         assert_eq!(ev.completion_tokens, Some(u64::MAX));
+    }
+
+    #[test]
+    fn whitespace_anywhere_is_scanned_not_left_to_serde() {
+        let doc = " {\r\n \"choices\" :\t[ { \"text\" : \"a\" ,\n \"delta\" : { \"content\" : \"b\" } } ] ,\"usage\" : { \"prompt_tokens\" : 7 } , \"x\" : [ 1 , { \"y\" : null } ] } \n";
+        assert_eq!(texts(doc), Some(vec!["a".into(), "b".into()]));
+        let ev = tgi(b"{ \"token\" : { \"text\" : \"t\" , \"special\" : true } , \"details\" : { \"prefill\" : [ 1 , 2 ] } }").expect("fast path");
+        assert_eq!(ev.details.and_then(|d| d.prefill), Some(2));
     }
 
     #[test]

@@ -522,7 +522,7 @@ fn run_cases<T: std::fmt::Debug>(
 /// scanner answered, so that the property cannot hold by the scanner always declining.
 #[test]
 fn fast_path_agrees_with_serde_on_generated_events() {
-    let cases = 3000;
+    let cases = 2000;
     let scanned = run_cases(cases, event(), |d| check_event(d));
     // Each case runs up to 12 recorders; a realistic share of the events must be scanned.
     assert!(
@@ -592,7 +592,7 @@ fn realistic_events_take_the_fast_path() {
 #[test]
 fn fast_path_agrees_with_serde_on_chunked_streams() {
     let stream = (vec(event(), 1..6), vec(any::<prop::sample::Index>(), 0..8)).boxed();
-    run_cases(400, stream, |(events, cuts)| {
+    run_cases(300, stream, |(events, cuts)| {
         let mut body = Vec::new();
         for e in events {
             if let Some(f) = sse_frame(e) {
@@ -649,7 +649,7 @@ fn sse_bytes() -> BoxedStrategy<Vec<u8>> {
 #[test]
 fn sse_parser_agrees_with_the_previous_one() {
     let case = (sse_bytes(), vec(any::<prop::sample::Index>(), 0..8)).boxed();
-    run_cases(1500, case, |(input, cuts)| {
+    run_cases(1000, case, |(input, cuts)| {
         let mut points: Vec<usize> = cuts.iter().map(|c| c.index(input.len() + 1)).collect();
         points.sort_unstable();
         let mut pieces = Vec::new();
