@@ -177,3 +177,68 @@ async fn shutdown_cuts_in_flight_streams_and_frees_the_port() {
     assert!(r.error.is_some());
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+/// Zero-delay streams are sent from pooled copies of the precomputed events with each
+/// response's id written in place: many at once, over HTTP/1.1 connections and one HTTP/2
+/// connection, each response carries its own id in every event, its 128 tokens and its usage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_delay_streams_at_once_each_carry_their_own_id() {
+    let s = MockServer::start(MockConfig::zero_delay())
+        .await
+        .expect("start");
+    let c2 = h2(s.addr()).await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let addr = s.addr();
+        let mut c2 = c2.clone();
+        tasks.push(tokio::spawn(async move {
+            let usage = json!({"include_usage": true});
+            let (path, b) = if i % 2 == 0 {
+                let b = json!({"prompt": "pool", "max_tokens": 128, "ignore_eos": true,
+                    "stream": true, "stream_options": usage});
+                ("/v1/completions", b)
+            } else {
+                let b = json!({"messages": [{"role": "user", "content": "pool"}],
+                    "max_tokens": 128, "ignore_eos": true, "stream": true,
+                    "stream_options": usage});
+                ("/v1/chat/completions", b)
+            };
+            let resp = if i % 3 == 0 {
+                c2.send_request(request(addr, path, &b)).await
+            } else {
+                h1(addr).await.send_request(request(addr, path, &b)).await
+            }
+            .expect("head");
+            read(resp, Instant::now()).await
+        }));
+    }
+    let mut ids = std::collections::HashSet::new();
+    for t in tasks {
+        let r = t.await.expect("task");
+        assert_eq!(r.status, 200);
+        assert!(r.error.is_none());
+        let ev = r.events();
+        assert_eq!(ev.last().map(String::as_str), Some("[DONE]"));
+        let mut id = None;
+        let mut usage = None;
+        for e in &ev[..ev.len() - 1] {
+            let v: serde_json::Value = serde_json::from_str(e).expect("JSON event");
+            let this = v["id"].as_str().expect("id").to_string();
+            assert_eq!(
+                id.get_or_insert_with(|| this.clone()),
+                &this,
+                "one id per response"
+            );
+            if !v["usage"].is_null() {
+                usage = Some(v["usage"]["completion_tokens"].clone());
+            }
+        }
+        assert!(
+            ids.insert(id.expect("events")),
+            "ids differ between responses"
+        );
+        assert_eq!(token_texts(&ev).len(), 128);
+        assert_eq!(usage, Some(json!(128)));
+    }
+    s.shutdown().await;
+}
