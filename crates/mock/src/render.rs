@@ -226,7 +226,8 @@ impl bytes::Buf for Pieces {
 /// comes back when hyper has written it.
 #[derive(Debug, Default)]
 struct CyclePool {
-    free: Mutex<Vec<Vec<u8>>>,
+    /// Copies not on loan, each with the creation time written in all of its events.
+    free: Mutex<Vec<(Vec<u8>, u64)>>,
     /// Copies made so far (at most [`POOLED_COPIES`]).
     made: AtomicUsize,
 }
@@ -240,6 +241,7 @@ const POOLED_COPIES: usize = 128;
 /// A pooled copy on loan to one response; returned when the last piece of it is dropped.
 struct Lease {
     buf: Vec<u8>,
+    created: u64,
     pool: Arc<CyclePool>,
 }
 
@@ -252,7 +254,7 @@ impl AsRef<[u8]> for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Ok(mut free) = self.pool.free.lock() {
-            free.push(std::mem::take(&mut self.buf));
+            free.push((std::mem::take(&mut self.buf), self.created));
         }
     }
 }
@@ -347,6 +349,8 @@ pub(crate) struct EventCycle {
     created_len: usize,
     /// Length of the shared event head.
     head_len: usize,
+    /// The creation time written in `data`.
+    created: u64,
     pool: Arc<CyclePool>,
 }
 
@@ -381,6 +385,7 @@ impl EventCycle {
             created_at,
             created_len: digits.len(),
             head_len: head.len(),
+            created,
             pool: Arc::default(),
         }
     }
@@ -455,7 +460,7 @@ impl EventCycle {
 
     /// A copy of the cycle from the pool, or a new one while fewer than [`POOLED_COPIES`]
     /// exist.
-    fn borrow_copy(&self) -> Option<Vec<u8>> {
+    fn borrow_copy(&self) -> Option<(Vec<u8>, u64)> {
         if let Some(b) = self.pool.free.lock().ok().and_then(|mut f| f.pop()) {
             return Some(b);
         }
@@ -465,7 +470,18 @@ impl EventCycle {
                 (m < POOLED_COPIES).then_some(m + 1)
             })
             .ok()?;
-        Some(self.data.clone())
+        Some((self.data.clone(), self.created))
+    }
+
+    /// Writes `id` over the id placeholders of events `events` of a whole copy of the cycle.
+    fn patch_ids(&self, dst: &mut [u8], events: std::ops::Range<usize>, id: u64) {
+        let id = hex16(id);
+        for &e in self.starts.get(events).unwrap_or(&[]) {
+            let o = e + self.id_at;
+            if let Some(d) = dst.get_mut(o..o + 16) {
+                d.copy_from_slice(&id);
+            }
+        }
     }
 
     /// Renders a whole one-frame response (no faults in the stream) whose token events, but
@@ -478,13 +494,18 @@ impl EventCycle {
         if n == 0 || n > words {
             return None;
         }
-        let mut buf = self.borrow_copy()?;
+        let (mut buf, mut created) = self.borrow_copy()?;
+        if created != ctx.created {
+            // A new second: the time goes into every event of this copy (the ids of all but
+            // the events sent below are stale and never sent).
+            self.patch(&mut buf, 0, 0..words, ctx);
+            created = ctx.created;
+        }
         let s = ctx.word_start % words;
         let first = s..(s + n).min(words);
         let second = 0..(s + n).saturating_sub(words);
         for r in [&first, &second] {
-            let at = self.starts.get(r.start).copied().unwrap_or(0);
-            self.patch(&mut buf, at, r.clone(), ctx);
+            self.patch_ids(&mut buf, r.clone(), ctx.id);
         }
         // The chat role chunk before; the last token's event, usage and [DONE] after.
         let mut edge = Vec::with_capacity(3 * (self.head_len + 200));
@@ -505,6 +526,7 @@ impl EventCycle {
         let edge = Bytes::from(edge);
         let lent = Bytes::from_owner(Lease {
             buf,
+            created,
             pool: self.pool.clone(),
         });
         let span =
@@ -1049,6 +1071,16 @@ mod tests {
         let r = oai_stream(Oai::Completions, &c, false, &plan, false, Some(&cycle));
         let reference = oai_stream(Oai::Completions, &c, false, &plan, false, None);
         assert_eq!(r.data.to_vec(), reference.data.to_vec());
+        drop(r);
+        // The next second, then back: the copy's time follows.
+        for created in [1_700_000_001, 1_700_000_000] {
+            c.created = created;
+            c.word_start = 2;
+            let r = oai_stream(Oai::Completions, &c, false, &plan, false, Some(&cycle));
+            assert!(r.data.pieces() > 1);
+            let reference = oai_stream(Oai::Completions, &c, false, &plan, false, None);
+            assert_eq!(r.data.to_vec(), reference.data.to_vec());
+        }
         assert_eq!(cycle.pool.made.load(Ordering::Relaxed), POOLED_COPIES);
     }
 
