@@ -255,7 +255,12 @@ impl Body for MockBody {
                             .copied()
                             .unwrap_or(s.r.data.len() as u32) as usize
                     };
-                    let tokens = upto.min(s.r.token_frames).saturating_sub(s.next);
+                    let tokens = if s.r.ends.is_empty() {
+                        // One frame holding the whole body: every token goes with it.
+                        s.r.token_frames
+                    } else {
+                        upto.min(s.r.token_frames).saturating_sub(s.next)
+                    };
                     s.next = upto;
                     if let Some(log) = &mut this.log {
                         log.tokens_written(tokens);

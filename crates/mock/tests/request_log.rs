@@ -139,3 +139,60 @@ async fn metrics_show_running_and_waiting() {
     }
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn zero_delay_log_counts_every_token_of_a_one_frame_body() {
+    // Zero-delay bodies go out as one frame; the log must still count all their tokens
+    // (it once recorded 1, the frame count).
+    let s = MockServer::start(MockConfig {
+        record_requests: true,
+        ..MockConfig::zero_delay()
+    })
+    .await
+    .expect("start");
+    let cases = [
+        (
+            "/v1/completions",
+            json!({"prompt": "a b c", "max_tokens": 37, "ignore_eos": true, "stream": true}),
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 12, "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}),
+        ),
+        (
+            "/generate_stream",
+            json!({"inputs": "hello", "parameters": {"max_new_tokens": 9, "details": true}}),
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": "x", "max_tokens": 21, "ignore_eos": true}),
+        ),
+    ];
+    for (path, body) in &cases {
+        let r = post(s.addr(), path, body).await;
+        assert_eq!(r.status, 200, "{path}");
+    }
+    let mut records = s.request_log();
+    for _ in 0..200 {
+        if records.len() >= cases.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        records = s.request_log();
+    }
+    s.shutdown().await;
+    assert_eq!(records.len(), cases.len());
+    for e in &records {
+        assert_eq!(e.end, EndKind::Completed);
+        assert!(e.planned_tokens > 1);
+        assert_eq!(e.output_tokens, e.planned_tokens, "{e:?}");
+        assert!(e.first_token.is_some() && e.last_token.is_some());
+    }
+    let mut tokens: Vec<u32> = records.iter().map(|e| e.output_tokens).collect();
+    tokens.sort_unstable();
+    // TGI without ignore_eos may stop early; the other three ask for exact lengths.
+    assert!(
+        tokens.contains(&37) && tokens.contains(&12) && tokens.contains(&21),
+        "{tokens:?}"
+    );
+}
