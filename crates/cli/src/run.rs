@@ -71,7 +71,14 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(run_async(settings))
+    // The whole run is a task on the runtime, not the main thread's `block_on`: records then
+    // travel between tasks of one runtime, without waking a third thread for each of them.
+    rt.block_on(async {
+        match tokio::spawn(run_async(settings)).await {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("the run task failed: {e}")),
+        }
+    })
 }
 
 /// Collects records into the report crate's accumulator and writes files after each benchmark.
