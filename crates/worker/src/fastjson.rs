@@ -174,6 +174,83 @@ impl<'a> Texts<'a> {
     }
 }
 
+/// The last scanned OpenAI event that carried exactly one text piece, unescaped, and nothing
+/// else (no finish reason, no usage), with where that piece lies in it.
+///
+/// A server repeats one event shape for every token of a stream: the same id, model, index and
+/// nulls, only the text changes. An event whose bytes equal the template's everywhere outside
+/// the piece, with a plain string there (no `"`, `\`, control byte, and valid UTF-8), has
+/// exactly the template's structure (the string token spans the same place, so every other
+/// key and value is the same), hence the same meaning with its own string as the only text. It
+/// is then read with two comparisons and a scan of the text instead of a full scan.
+#[derive(Debug, Default)]
+pub(crate) struct Template {
+    event: Vec<u8>,
+    start: usize,
+    end: usize,
+    ok: bool,
+}
+
+impl Template {
+    /// The only text of `data` if it has the template's shape; `None` otherwise (read it in
+    /// full).
+    pub(crate) fn read<'a>(&self, data: &'a [u8]) -> Option<JStr<'a>> {
+        if !self.ok {
+            return None;
+        }
+        let pre = self.event.get(..self.start)?;
+        let suf = self.event.get(self.end..)?;
+        let mid_end = data.len().checked_sub(suf.len())?;
+        if mid_end <= pre.len() || !data.starts_with(pre) || !data.ends_with(suf) {
+            return None;
+        }
+        let mid = data.get(pre.len()..mid_end)?;
+        if mid.iter().any(|&c| c == b'"' || c == b'\\' || c < 0x20) {
+            return None;
+        }
+        if !mid.is_ascii() {
+            std::str::from_utf8(mid).ok()?;
+        }
+        Some(JStr {
+            raw: mid,
+            escaped: false,
+        })
+    }
+
+    /// Learns the shape of `data`, which [`openai_into`] read as `ev` (forgets it when `ev` is
+    /// not a single plain text piece).
+    pub(crate) fn learn(&mut self, data: &[u8], ev: &OpenAiEvent<'_>) {
+        self.ok = false;
+        if ev.finished
+            || ev.prompt_tokens.is_some()
+            || ev.completion_tokens.is_some()
+            || ev.texts.len != 1
+        {
+            return;
+        }
+        let Some(piece) = ev.texts.iter().next() else {
+            return;
+        };
+        if piece.escaped || piece.raw.is_empty() {
+            return;
+        }
+        let start = (piece.raw.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
+        let end = start.wrapping_add(piece.raw.len());
+        // The piece must be that very range of `data`, between its quotes.
+        let inside = data.get(start..end).map(<[u8]>::as_ptr) == Some(piece.raw.as_ptr());
+        let quoted =
+            start > 0 && data.get(start - 1) == Some(&b'"') && data.get(end) == Some(&b'"');
+        if !(inside && quoted) {
+            return;
+        }
+        self.event.clear();
+        self.event.extend_from_slice(data);
+        self.start = start;
+        self.end = end;
+        self.ok = true;
+    }
+}
+
 /// What an OpenAI completions / chat event means.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct OpenAiEvent<'a> {

@@ -45,6 +45,9 @@ pub(crate) struct StreamState {
     fast: bool,
     /// Events the scanner interpreted (the others went to serde_json).
     scanned: u64,
+    /// Of those, events read through the template of the previous ones.
+    templated: u64,
+    template: fastjson::Template,
 }
 
 #[derive(Deserialize)]
@@ -162,6 +165,8 @@ impl StreamState {
             finished: false,
             fast: true,
             scanned: 0,
+            templated: 0,
+            template: fastjson::Template::default(),
         }
     }
 
@@ -230,7 +235,17 @@ impl StreamState {
     fn on_openai(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
         if self.fast {
             let mut ev = fastjson::OpenAiEvent::default();
+            if let Some(text) = self.template.read(data) {
+                if ev.texts.push(Some(text)).is_some() && self.push_texts(&ev.texts) {
+                    self.scanned += 1;
+                    self.templated += 1;
+                    self.chunks.push(Chunk { at, tokens: 1 });
+                    return Ok(Flow::Continue);
+                }
+                ev = fastjson::OpenAiEvent::default();
+            }
             if fastjson::openai_into(data, &mut ev).is_some() && self.push_texts(&ev.texts) {
+                self.template.learn(data, &ev);
                 self.scanned += 1;
                 if ev.finished {
                     self.finished = true;
@@ -511,6 +526,11 @@ impl StreamRecorder {
     /// bodies, malformed or unusual JSON) went to serde_json. For tests and benchmarks.
     pub fn scanned_events(&self) -> u64 {
         self.state.scanned
+    }
+
+    /// Of the scanned events, how many were read through the template of an earlier one.
+    pub fn templated_events(&self) -> u64 {
+        self.state.templated
     }
 
     /// The generated text received so far, when the recorder keeps it (`keep_text`).

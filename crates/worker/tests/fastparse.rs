@@ -745,3 +745,135 @@ fn generators_produce_valid_events() {
     }
     assert!(valid > 100, "{valid} valid of 400");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The template path: events that repeat the previous event's shape with another text.
+
+/// Event shapes as (before the text, after the text): servers repeat one per stream.
+const SHAPES: &[(&str, &str)] = &[
+    (
+        r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":""#,
+        r#"","logprobs":null,"finish_reason":null,"stop_reason":null}]}"#,
+    ),
+    (
+        r#"{"id":"cmpl-1","object":"text_completion","created":2,"model":"m","choices":[{"index":0,"text":""#,
+        r#"","logprobs":null,"finish_reason":null,"stop_reason":null}]}"#,
+    ),
+    (
+        r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":""#,
+        r#"","logprobs":null,"finish_reason":"length","stop_reason":null}]}"#,
+    ),
+    (
+        r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":""#,
+        r#""},"logprobs":null,"finish_reason":null}]}"#,
+    ),
+    (
+        r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning_content":""#,
+        r#"","content":null},"finish_reason":null}],"usage":null}"#,
+    ),
+    (
+        r#"{"id":"c","choices":[{"index":0,"text":""#,
+        r#"","delta":{"content":"x"}}]}"#,
+    ),
+    (
+        r#"{"id":"c","choices":[{"index":0,"text":""#,
+        r#""}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+    ),
+    (r#"{"object":"error","message":""#, r#""}"#),
+    (r#"{"error":{"message":""#, r#""}}"#),
+    (r#"{"choices":[{"text":""#, r#""},{"text":""}]}"#),
+    (r#"{"choices":[{"text":""#, r#""}], "choices":null}"#),
+];
+
+/// The bytes between the quotes of a JSON string: mostly plain text, sometimes what the
+/// template must refuse (escapes, a raw quote or control byte, invalid UTF-8, nothing).
+fn string_content() -> BoxedStrategy<Vec<u8>> {
+    prop_oneof![
+        8 => "[a-z ]{1,6}".prop_map(String::into_bytes),
+        2 => prop::sample::select(vec![" é", "ü", "😀", " 中文", "\u{7f}", "/"]).prop_map(|s| s.as_bytes().to_vec()),
+        2 => prop::sample::select(vec![r#"\""#, r"\\", r"\n", r"\u00e9", r"\ud83d\ude00", r"\ud800", r"\x"])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        1 => Just(Vec::new()),
+        1 => prop::sample::select(vec![&b"\""[..], b"\x01", b"\n", b"a\"b", b"\xff", b"\xc3", b"}"])
+            .prop_map(<[u8]>::to_vec),
+    ]
+    .boxed()
+}
+
+/// Streams of events that mostly keep one shape and change text, now and then another shape:
+/// both paths agree after every event, and the template path is really taken.
+#[test]
+fn template_path_agrees_with_serde_on_repeated_shapes() {
+    let ev = (0..SHAPES.len(), string_content());
+    let shaped = prop_oneof![6 => Just(None), 1 => (0..SHAPES.len()).prop_map(Some)];
+    let stream = (ev, vec((shaped, string_content()), 1..30)).boxed();
+    let templated = std::cell::Cell::new(0u64);
+    run_cases(400, stream, |((first, text0), rest)| {
+        let mut shape = *first;
+        let mut pieces = Vec::new();
+        for (s, text) in std::iter::once((None, text0)).chain(rest.iter().map(|(s, t)| (*s, t))) {
+            if let Some(s) = s {
+                shape = s;
+            }
+            let (pre, suf) = SHAPES[shape];
+            let doc = [pre.as_bytes(), text, suf.as_bytes()].concat();
+            if let Some(f) = sse_frame(&doc) {
+                pieces.push(f);
+            }
+        }
+        for backend in BACKENDS {
+            for keep_text in [false, true] {
+                let mut fast = StreamRecorder::new(backend, keep_text, false);
+                let mut slow = StreamRecorder::new(backend, keep_text, false).with_fast_path(false);
+                for (i, p) in pieces.iter().enumerate() {
+                    let at = 10 * i as u64 + 10;
+                    let a = fast.on_data(Bytes::copy_from_slice(p), at);
+                    let b = slow.on_data(Bytes::copy_from_slice(p), at);
+                    prop_assert_eq!(&a, &b, "{:?} keep_text={} event {}", backend, keep_text, i);
+                    prop_assert_eq!(fast.chunks(), slow.chunks());
+                    prop_assert_eq!(fast.usage(), slow.usage());
+                    prop_assert_eq!(fast.text(), slow.text());
+                    if a != Progress::More {
+                        break;
+                    }
+                }
+                prop_assert_eq!(fast.on_end(1_000_000), slow.on_end(1_000_000));
+                templated.set(templated.get() + fast.templated_events());
+            }
+        }
+        Ok(0)
+    });
+    assert!(
+        templated.get() > 1000,
+        "the template path was taken only {} times",
+        templated.get()
+    );
+}
+
+/// A stream as the simulator and vLLM send it: every token event after the first goes through
+/// the template, and the record is the one serde_json makes.
+#[test]
+fn a_realistic_stream_is_read_through_the_template() {
+    let (pre, suf) = SHAPES[0];
+    let mut body = Vec::new();
+    for i in 0..128 {
+        body.extend_from_slice(&sse_frame(format!("{pre} t{i}{suf}").as_bytes()).unwrap());
+    }
+    let last = r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":32,"completion_tokens":128,"total_tokens":160}}"#;
+    body.extend_from_slice(&sse_frame(last.as_bytes()).unwrap());
+    body.extend_from_slice(b"data: [DONE]\n\n");
+    for keep_text in [false, true] {
+        let mut fast = StreamRecorder::new(BackendKind::OpenAiCompletions, keep_text, false);
+        let mut slow = StreamRecorder::new(BackendKind::OpenAiCompletions, keep_text, false)
+            .with_fast_path(false);
+        let a = fast.on_data(Bytes::copy_from_slice(&body), 5);
+        let b = slow.on_data(Bytes::copy_from_slice(&body), 5);
+        assert_eq!(a, b);
+        assert_eq!(fast.chunks(), slow.chunks());
+        assert_eq!(fast.chunks().len(), 128);
+        assert_eq!(fast.usage(), (Some(32), Some(128)));
+        assert_eq!(fast.text(), slow.text());
+        assert_eq!(fast.scanned_events(), 129);
+        assert_eq!(fast.templated_events(), 127);
+    }
+}
