@@ -233,6 +233,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         ..StatsOptions::default()
     };
     let clock = Clock::start();
+    let resent = worker.clone();
     let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
     let shown = progress::spawn(sched.progress(), s.quiet);
 
@@ -279,6 +280,13 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
 
     let run = observer.run;
     print_console(&s, &run)?;
+    let n = resent.resent_requests();
+    if n > 0 {
+        eprintln!(
+            "warning: {n} request(s) were resent because the server closed a kept-alive connection \
+             before answering them; their latencies include the failed attempt"
+        );
+    }
     let (outcome, _) = result.context("the run failed")?;
     if let Some(e) = observer.write_error {
         anyhow::bail!("writing the report files failed: {e}");

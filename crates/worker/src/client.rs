@@ -237,3 +237,17 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     parts.join(": ")
 }
+
+/// The server closed the connection after the request was written and before any byte of a
+/// response (hyper's "connection closed before message completed" while awaiting the head):
+/// nothing was answered, so the request may be resent.
+pub(crate) fn is_closed_unanswered(e: &hyper_util::client::legacy::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        src = s.source();
+    }
+    false
+}

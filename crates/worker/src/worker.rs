@@ -1,5 +1,6 @@
 //! The worker: one request in, one record out.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -40,7 +41,14 @@ struct Inner {
     timeouts: Timeouts,
     model: OnceLock<String>,
     counter: Option<OutputCounter>,
+    /// Requests resent because the server closed their connection unanswered (shared by
+    /// clones, like the connections).
+    resent: Arc<AtomicU64>,
 }
+
+/// How many times one request is resent when the server closes its connection before any
+/// response byte (see [`client::is_closed_unanswered`]).
+const MAX_RESENDS: u32 = 2;
 
 /// Sends generative requests to one target through one pooled HTTP client. Cheap to clone:
 /// clones share the client and its connections.
@@ -123,8 +131,15 @@ impl Worker {
                 timeouts: config.timeouts,
                 model,
                 counter: None,
+                resent: Arc::new(AtomicU64::new(0)),
             }),
         })
+    }
+
+    /// How many requests were resent so far because the server closed their connection before
+    /// answering (a kept-alive connection it had already decided to close). Shared by clones.
+    pub fn resent_requests(&self) -> u64 {
+        self.inner.resent.load(Ordering::Relaxed)
     }
 
     /// Sets the tokenizer fallback used to count output tokens when the server sends no usage.
@@ -140,6 +155,7 @@ impl Worker {
                 timeouts: shared.timeouts,
                 model: shared.model.clone(),
                 counter: shared.counter.clone(),
+                resent: shared.resent.clone(),
             },
         };
         inner.counter = Some(f);
@@ -353,10 +369,13 @@ impl Worker {
         let inner = &*self.inner;
         let clock = dispatch.clock;
         let body = inner.body.build(self.model(), spec);
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = inner.urls.generate.clone();
-        *req.headers_mut() = inner.headers.clone();
+        let request = || {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = inner.urls.generate.clone();
+            *req.headers_mut() = inner.headers.clone();
+            req
+        };
 
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
@@ -377,12 +396,27 @@ impl Worker {
             (total_at, TimeoutPhase::Total)
         };
 
-        let resp = tokio::select! {
-            biased;
-            _ = &mut cancelled => return Ending { outcome: Outcome::Cancelled, end: Instant::now() },
-            r = inner.client.request(req) => r,
-            _ = tokio::time::sleep_until(headers_by) => {
-                return Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() };
+        // A server may close a kept-alive connection just as a request is written on it
+        // (llama.cpp's server does so after some streamed responses, although it advertised
+        // keep-alive): such a request was never answered, so it is resent, at most
+        // MAX_RESENDS times, and counted. Its latencies still run from the first send.
+        let mut resends = 0;
+        let resp = loop {
+            let r = tokio::select! {
+                biased;
+                _ = &mut cancelled => return Ending { outcome: Outcome::Cancelled, end: Instant::now() },
+                r = inner.client.request(request()) => r,
+                _ = tokio::time::sleep_until(headers_by) => {
+                    return Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() };
+                }
+            };
+            match r {
+                Err(e) if resends < MAX_RESENDS && client::is_closed_unanswered(&e) => {
+                    resends += 1;
+                    inner.resent.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(error = %client::chain(&e), "connection closed unanswered; resending");
+                }
+                r => break r,
             }
         };
         let t_headers = Instant::now();

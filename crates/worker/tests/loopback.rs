@@ -767,3 +767,102 @@ async fn ttft_and_gaps_match_the_server_send_times() {
     assert!(t < 5.0, "median TTFT error {t} ms");
     assert!(g < 5.0, "median gap error {g} ms");
 }
+
+/// A raw HTTP/1.1 server: on each connection it answers the first `answered` requests with a
+/// streamed completion (advertising keep-alive), then reads the next request and closes the
+/// connection without a byte, as llama.cpp's server sometimes does after a streamed response.
+/// Returns its URL and the number of connections it accepted.
+async fn closing_server(answered: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut served = 0;
+                loop {
+                    // Read one request: head, then a Content-Length body.
+                    let mut chunk = [0u8; 4096];
+                    let (head_end, len) = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                            let len = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if buf.len() >= i + 4 + len {
+                                break (i + 4, len);
+                            }
+                        }
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    buf.drain(..head_end + len);
+                    if served == answered {
+                        return; // drops the socket: closed, unanswered
+                    }
+                    served += 1;
+                    let mut body = String::new();
+                    for e in COMPLETION_EVENTS {
+                        let ev = format!("data: {e}\n\n");
+                        body.push_str(&format!("{:x}\r\n{ev}\r\n", ev.len()));
+                    }
+                    body.push_str("0\r\n\r\n");
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                         Transfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n{body}"
+                    );
+                    if sock.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/v1"), accepted)
+}
+
+#[tokio::test]
+async fn a_kept_alive_connection_closed_unanswered_is_resent_and_counted() {
+    let (url, accepted) = closing_server(1).await;
+    let w = Worker::new(config(url, BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    for i in 0..4 {
+        let r = send(&w, Some(3)).await;
+        assert_eq!(r.outcome, Outcome::Completed, "request {i}");
+        assert_eq!(r.chunks.len(), 3);
+        assert_eq!(r.output_tokens, 3);
+    }
+    // Requests 2-4 each found the previous request's connection, which the server closed as
+    // they were written: each was resent once, on a new connection.
+    assert_eq!(w.resent_requests(), 3);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_resent_at_most_twice_then_fails() {
+    let (url, accepted) = closing_server(0).await;
+    let w = Worker::new(config(url, BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    let r = send(&w, Some(3)).await;
+    match &r.outcome {
+        Outcome::Connect { message } => {
+            assert!(
+                message.contains("connection closed before message completed"),
+                "{message}"
+            );
+        }
+        o => panic!("expected a connect outcome, got {o:?}"),
+    }
+    assert_eq!(w.resent_requests(), 2);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
