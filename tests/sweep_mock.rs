@@ -206,3 +206,57 @@ fn show_config_prints_the_resolved_settings() {
     );
     assert_eq!(v["rate"], serde_json::json!([2.0, 3.0]));
 }
+
+#[test]
+fn save_records_puts_every_request_in_the_json_and_only_when_asked() {
+    for (flag, want) in [
+        (Some("--save-records"), true),
+        (Some("--save-detailed"), true),
+        (None, false),
+    ] {
+        let json = tmp("records").join(format!("{}.json", flag.unwrap_or("none")));
+        let mut args = vec![
+            "run",
+            "--mock",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "6",
+            "--data",
+            "prompt_tokens=8,output_tokens=4",
+            "--console",
+            "none",
+            "--quiet",
+            "--output",
+            json.to_str().expect("utf8"),
+        ];
+        args.extend(flag);
+        let out = bench(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+        let b = &run["benchmarks"][0];
+        let records = b["records"].as_array();
+        if !want {
+            assert!(
+                records.is_none_or(Vec::is_empty),
+                "records without --save-records"
+            );
+            continue;
+        }
+        let records = records.expect("records");
+        assert_eq!(records.len(), 6);
+        let mut ids: Vec<u64> = records
+            .iter()
+            .map(|r| r["id"].as_u64().expect("id"))
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..6).collect::<Vec<_>>());
+        for r in records {
+            assert_eq!(r["chunks"].as_array().map(Vec::len), Some(4), "{r}");
+            assert!(r["dispatched"].as_u64() >= r["slot"].as_u64());
+        }
+    }
+}

@@ -230,6 +230,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
             }
             None => None,
         },
+        keep_records: s.save_records,
         ..StatsOptions::default()
     };
     let clock = Clock::start();

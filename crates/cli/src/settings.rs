@@ -148,6 +148,10 @@ pub struct CommonArgs {
     /// SLOs for goodput, e.g. "ttft:500 tpot:50 e2el:2000" (milliseconds).
     #[arg(long)]
     pub goodput: Option<String>,
+    /// Also save every request's record (times of dispatch, headers, each chunk, end; tokens;
+    /// outcome) in the JSON and YAML files (vLLM: --save-detailed).
+    #[arg(long, alias = "save-detailed")]
+    pub save_records: bool,
 }
 
 /// What a profile file may hold: the same settings as the flags. Unknown keys are rejected.
@@ -220,6 +224,8 @@ pub struct FileSettings {
     pub metric_percentiles: Option<String>,
     #[serde(default)]
     pub goodput: Option<String>,
+    #[serde(default)]
+    pub save_records: Option<bool>,
 }
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.
@@ -286,6 +292,8 @@ pub struct Settings {
     pub metric_percentiles: Option<String>,
     /// Goodput SLOs.
     pub goodput: Option<String>,
+    /// Save every request's record in the JSON / YAML files.
+    pub save_records: bool,
 }
 
 impl fmt::Display for Settings {
@@ -526,6 +534,7 @@ pub fn resolve(
         percentile_metrics,
         metric_percentiles,
         goodput,
+        save_records: cli.save_records || file.save_records.unwrap_or(false),
     })
 }
 
