@@ -29,9 +29,12 @@ const H2_CONNECTION_WINDOW: u32 = 256 << 20;
 /// uvicorn (vLLM, SGLang) and cpp-httplib (llama.cpp): a request must never be written on a
 /// connection the server is closing at that instant ("connection closed before message
 /// completed").
-const POOL_IDLE: Duration = Duration::from_secs(4);
+pub(crate) const POOL_IDLE: Duration = Duration::from_secs(4);
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Read buffer limit of HTTP/1.1 connections (response heads; bodies stream through).
+pub(crate) const H1_MAX_BUF: usize = 4 << 20;
+
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The client type every request goes through.
 pub(crate) type HttpClient = Client<TimeoutConnector, Full<Bytes>>;
@@ -207,7 +210,7 @@ pub(crate) fn build(cfg: &WorkerConfig, https: bool) -> Result<HttpClient, Error
             .http2_max_send_buf_size(4 << 20);
     } else {
         // Response headers only; bodies stream through without this limit.
-        b.http1_max_buf_size(4 << 20);
+        b.http1_max_buf_size(H1_MAX_BUF);
     }
     Ok(b.build(connector))
 }
@@ -241,8 +244,8 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// The server closed the connection after the request was written and before any byte of a
 /// response (hyper's "connection closed before message completed" while awaiting the head):
 /// nothing was answered, so the request may be resent.
-pub(crate) fn is_closed_unanswered(e: &hyper_util::client::legacy::Error) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+pub(crate) fn is_closed_unanswered(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
             return h.is_incomplete_message();

@@ -11,6 +11,7 @@
 mod body;
 mod client;
 mod fastjson;
+mod h1;
 pub mod sse;
 mod stream;
 mod worker;

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::body::{BodyBuilder, Urls};
 use crate::client::{self, HttpClient};
+use crate::h1::{self, RespBody};
 use crate::stream::{excerpt, Progress, StreamRecorder};
 use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 
@@ -44,6 +45,8 @@ struct Inner {
     /// Requests resent because the server closed their connection unanswered (shared by
     /// clones, like the connections).
     resent: Arc<AtomicU64>,
+    /// Cleartext HTTP/1.1 targets: connections driven by the requests themselves.
+    h1: Option<Arc<h1::H1Pool>>,
 }
 
 /// How many times one request is resent when the server closes its connection before any
@@ -112,6 +115,17 @@ impl Worker {
         let body = BodyBuilder::new(&config)?;
         let https = urls.generate.scheme_str() == Some("https");
         let client = client::build(&config, https)?;
+        // Cleartext HTTP/1.1: the requests drive their own connections (see `h1`).
+        let h1 = match (&urls.generate, https || config.http2) {
+            (u, false) => u.host().map(|host| {
+                h1::H1Pool::new(
+                    format!("{host}:{}", u.port_u16().unwrap_or(80)),
+                    config.timeouts.connect,
+                    client::H1_MAX_BUF,
+                )
+            }),
+            _ => None,
+        };
         let model = OnceLock::new();
         if let Some(m) = config
             .model
@@ -132,6 +146,7 @@ impl Worker {
                 model,
                 counter: None,
                 resent: Arc::new(AtomicU64::new(0)),
+                h1,
             }),
         })
     }
@@ -156,6 +171,7 @@ impl Worker {
                 model: shared.model.clone(),
                 counter: shared.counter.clone(),
                 resent: shared.resent.clone(),
+                h1: shared.h1.clone(),
             },
         };
         inner.counter = Some(f);
@@ -405,16 +421,26 @@ impl Worker {
             let r = tokio::select! {
                 biased;
                 _ = &mut cancelled => return Ending { outcome: Outcome::Cancelled, end: Instant::now() },
-                r = inner.client.request(request()) => r,
+                r = async {
+                    match &inner.h1 {
+                        Some(pool) => pool.request(request()).await.map(|r| r.map(RespBody::Driven)),
+                        None => inner
+                            .client
+                            .request(request())
+                            .await
+                            .map(|r| r.map(RespBody::Pooled))
+                            .map_err(|e| Box::new(e) as client::BoxError),
+                    }
+                } => r,
                 _ = tokio::time::sleep_until(headers_by) => {
                     return Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() };
                 }
             };
             match r {
-                Err(e) if resends < MAX_RESENDS && client::is_closed_unanswered(&e) => {
+                Err(e) if resends < MAX_RESENDS && client::is_closed_unanswered(&*e) => {
                     resends += 1;
                     inner.resent.fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(error = %client::chain(&e), "connection closed unanswered; resending");
+                    tracing::debug!(error = %client::chain(&*e), "connection closed unanswered; resending");
                 }
                 r => break r,
             }
@@ -423,13 +449,13 @@ impl Worker {
         let resp = match resp {
             Ok(r) => r,
             Err(e) => {
-                let outcome = if client::is_connect_timeout(&e) {
+                let outcome = if client::is_connect_timeout(&*e) {
                     Outcome::Timeout {
                         phase: TimeoutPhase::Connect,
                     }
                 } else {
                     Outcome::Connect {
-                        message: client::chain(&e),
+                        message: client::chain(&*e),
                     }
                 };
                 return Ending {

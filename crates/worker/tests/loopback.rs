@@ -773,6 +773,14 @@ async fn ttft_and_gaps_match_the_server_send_times() {
 /// connection without a byte, as llama.cpp's server sometimes does after a streamed response.
 /// Returns its URL and the number of connections it accepted.
 async fn closing_server(answered: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    closing_server_heads(answered, Arc::default()).await
+}
+
+/// [`closing_server`], recording every request head it reads in `heads`.
+async fn closing_server_heads(
+    answered: usize,
+    heads: Arc<std::sync::Mutex<Vec<String>>>,
+) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -781,6 +789,7 @@ async fn closing_server(answered: usize) -> (String, Arc<std::sync::atomic::Atom
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let heads = heads.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut served = 0;
@@ -796,6 +805,10 @@ async fn closing_server(answered: usize) -> (String, Arc<std::sync::atomic::Atom
                                 .and_then(|v| v.trim().parse::<usize>().ok())
                                 .unwrap_or(0);
                             if buf.len() >= i + 4 + len {
+                                heads
+                                    .lock()
+                                    .unwrap()
+                                    .push(String::from_utf8_lossy(&buf[..i]).into_owned());
                                 break (i + 4, len);
                             }
                         }
@@ -865,4 +878,43 @@ async fn a_server_that_never_answers_is_resent_at_most_twice_then_fails() {
     }
     assert_eq!(w.resent_requests(), 2);
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn http1_requests_carry_an_origin_form_target_and_a_host_header() {
+    let heads: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let (url, _) = closing_server_heads(5, heads.clone()).await;
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let w = Worker::new(config(url, BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    assert_eq!(send(&w, Some(3)).await.outcome, Outcome::Completed);
+    let mut cfg = config(
+        format!("http://{authority}/v1"),
+        BackendKind::OpenAiCompletions,
+    );
+    cfg.headers = vec![("Host".into(), "models.internal".into())];
+    let w = Worker::new(cfg).await.unwrap();
+    assert_eq!(send(&w, Some(3)).await.outcome, Outcome::Completed);
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    for h in &heads {
+        assert!(h.starts_with("POST /v1/completions HTTP/1.1\r\n"), "{h}");
+        assert_eq!(
+            h.to_ascii_lowercase().matches("\r\nhost:").count(),
+            1,
+            "{h}"
+        );
+    }
+    assert!(
+        heads[0]
+            .to_ascii_lowercase()
+            .contains(&format!("\r\nhost: {authority}")),
+        "{}",
+        heads[0]
+    );
+    assert!(heads[1].contains("models.internal"), "{}", heads[1]);
 }

@@ -1,0 +1,269 @@
+//! Cleartext HTTP/1.1 without a connection task: each request drives its own connection.
+//!
+//! hyper-util's pooled client runs every connection as a task of its own, so each request
+//! crosses tasks (and often threads) several times: the request is handed to the connection
+//! task, each body chunk is handed back, and an extra task returns the connection to the pool.
+//! At thousands of requests per second those wake-ups were most of the client's kernel time.
+//! Here the request's task polls the connection itself while it waits for the response and
+//! reads the body, and puts the connection back in the pool when the body has ended. HTTPS and
+//! HTTP/2 keep hyper-util's client.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use crate::client::{BoxError, ConnectTimedOut, POOL_IDLE};
+
+type Conn = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// A connection: its request sender and the connection future that does its I/O.
+struct Lease {
+    tx: http1::SendRequest<Full<Bytes>>,
+    conn: Pin<Box<Conn>>,
+    /// The connection future has finished (closed or failed): never reuse.
+    done: bool,
+}
+
+impl Lease {
+    /// Polls the connection's I/O (ignored once it has finished).
+    fn drive(&mut self, cx: &mut Context<'_>) {
+        if !self.done && self.conn.as_mut().poll(cx).is_ready() {
+            self.done = true;
+        }
+    }
+}
+
+/// Idle connections to one `host:port`.
+pub(crate) struct H1Pool {
+    addr: String,
+    connect_timeout: Duration,
+    max_buf: usize,
+    /// Oldest first; requests take the newest.
+    idle: Mutex<VecDeque<(Lease, Instant)>>,
+}
+
+impl std::fmt::Debug for H1Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H1Pool")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl H1Pool {
+    pub(crate) fn new(addr: String, connect_timeout: Duration, max_buf: usize) -> Arc<Self> {
+        Arc::new(Self {
+            addr,
+            connect_timeout,
+            max_buf,
+            idle: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    /// An idle connection ready for a request, or a new one.
+    async fn lease(&self) -> Result<Lease, BoxError> {
+        loop {
+            let next = self.idle.lock().map(|mut v| v.pop_back()).unwrap_or(None);
+            let Some((mut lease, since)) = next else {
+                break;
+            };
+            if since.elapsed() >= POOL_IDLE {
+                continue;
+            }
+            // Let the connection notice a close or finish its last exchange, then ask whether
+            // it takes a request now; anything but "ready" drops it.
+            let mut cx = Context::from_waker(Waker::noop());
+            lease.drive(&mut cx);
+            if !lease.done && matches!(lease.tx.poll_ready(&mut cx), Poll::Ready(Ok(()))) {
+                return Ok(lease);
+            }
+        }
+        let stream = tokio::time::timeout(self.connect_timeout, TcpStream::connect(&self.addr))
+            .await
+            .map_err(|_| Box::new(ConnectTimedOut) as BoxError)?
+            .map_err(|e| Box::new(ConnectError(self.addr.clone(), e)) as BoxError)?;
+        let _ = stream.set_nodelay(true);
+        let (tx, conn) = http1::Builder::new()
+            .max_buf_size(self.max_buf)
+            .handshake(TokioIo::new(stream))
+            .await?;
+        Ok(Lease {
+            tx,
+            conn: Box::pin(conn),
+            done: false,
+        })
+    }
+
+    fn put(&self, lease: Lease) {
+        if lease.done {
+            return;
+        }
+        if let Ok(mut v) = self.idle.lock() {
+            // Connections idle too long are closed here, not left open until a burst needs them.
+            while v.front().is_some_and(|(_, t)| t.elapsed() >= POOL_IDLE) {
+                v.pop_front();
+            }
+            v.push_back((lease, Instant::now()));
+        }
+    }
+
+    /// Sends `req` on a pooled or new connection, driving the connection until the response
+    /// head arrives; the body keeps driving it and returns it to the pool when it has ended.
+    pub(crate) async fn request(
+        self: &Arc<Self>,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<DrivenBody>, BoxError> {
+        // As hyper-util's client sends it: origin-form target, and a Host header unless the
+        // caller gave one.
+        let (mut parts, body) = req.into_parts();
+        if let Some(auth) = parts.uri.authority() {
+            if !parts.headers.contains_key(http::header::HOST) {
+                if let Ok(v) = http::HeaderValue::from_str(auth.as_str()) {
+                    parts.headers.insert(http::header::HOST, v);
+                }
+            }
+        }
+        if let Some(pq) = parts.uri.path_and_query() {
+            parts.uri = http::Uri::from(pq.clone());
+        }
+        let req = Request::from_parts(parts, body);
+        let mut lease = self.lease().await?;
+        let mut sent = std::pin::pin!(lease.tx.send_request(req));
+        let resp = std::future::poll_fn(|cx| {
+            if !lease.done && lease.conn.as_mut().poll(cx).is_ready() {
+                lease.done = true;
+            }
+            sent.as_mut().poll(cx)
+        })
+        .await?;
+        let (parts, body) = resp.into_parts();
+        let ended = body.is_end_stream();
+        let mut driven = DrivenBody {
+            body,
+            lease: Some(lease),
+            pool: self.clone(),
+            ended,
+        };
+        if ended {
+            driven.release();
+        }
+        Ok(Response::from_parts(parts, driven))
+    }
+}
+
+/// A connect failure, naming the address.
+#[derive(Debug)]
+struct ConnectError(String, std::io::Error);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tcp connect error to {}", self.0)
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.1)
+    }
+}
+
+/// A response body that drives its connection while it is read.
+pub(crate) struct DrivenBody {
+    body: Incoming,
+    lease: Option<Lease>,
+    pool: Arc<H1Pool>,
+    ended: bool,
+}
+
+impl DrivenBody {
+    /// The body has ended: the connection goes back to the pool.
+    fn release(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            self.pool.put(lease);
+        }
+    }
+}
+
+impl Body for DrivenBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        if let Some(lease) = this.lease.as_mut() {
+            lease.drive(cx);
+        }
+        let r = Pin::new(&mut this.body).poll_frame(cx);
+        match &r {
+            Poll::Ready(None) => {
+                this.ended = true;
+                this.release();
+            }
+            Poll::Ready(Some(Err(_))) => {
+                // A failed body leaves the connection in no state to reuse.
+                this.lease = None;
+            }
+            _ => {}
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The body of a response from either transport.
+pub(crate) enum RespBody {
+    /// From hyper-util's client (HTTPS, HTTP/2, and the health check).
+    Pooled(Incoming),
+    /// From [`H1Pool`].
+    Driven(DrivenBody),
+}
+
+impl Body for RespBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        match self.get_mut() {
+            RespBody::Pooled(b) => Pin::new(b).poll_frame(cx),
+            RespBody::Driven(b) => Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RespBody::Pooled(b) => b.is_end_stream(),
+            RespBody::Driven(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RespBody::Pooled(b) => b.size_hint(),
+            RespBody::Driven(b) => b.size_hint(),
+        }
+    }
+}
