@@ -242,13 +242,14 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The server closed the connection after the request was written and before any byte of a
-/// response (hyper's "connection closed before message completed" while awaiting the head):
-/// nothing was answered, so the request may be resent.
+/// response (hyper's "connection closed before message completed" while awaiting the head), or
+/// before hyper could write it (canceled): nothing was answered, so the request may be resent.
 pub(crate) fn is_closed_unanswered(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_incomplete_message();
+            // Canceled: the connection closed before hyper wrote the request at all.
+            return h.is_incomplete_message() || h.is_canceled();
         }
         src = s.source();
     }
