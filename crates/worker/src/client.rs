@@ -217,14 +217,21 @@ pub(crate) fn build(cfg: &WorkerConfig, https: bool) -> Result<HttpClient, Error
 
 /// Walks an error's source chain: was it our connect timeout?
 pub(crate) fn is_connect_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    find_in_chain::<ConnectTimedOut>(e).is_some()
+}
+
+/// The first error of type `T` in `e`'s source chain, `e` included.
+fn find_in_chain<'a, T: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if err.is::<ConnectTimedOut>() {
-            return true;
+        if let Some(t) = err.downcast_ref::<T>() {
+            return Some(t);
         }
         cur = err.source();
     }
-    false
+    None
 }
 
 /// The error and its causes on one line, repeated messages dropped.
@@ -245,13 +252,6 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// response (hyper's "connection closed before message completed" while awaiting the head), or
 /// before hyper could write it (canceled): nothing was answered, so the request may be resent.
 pub(crate) fn is_closed_unanswered(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = src {
-        if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            // Canceled: the connection closed before hyper wrote the request at all.
-            return h.is_incomplete_message() || h.is_canceled();
-        }
-        src = s.source();
-    }
-    false
+    // Canceled: the connection closed before hyper wrote the request at all.
+    find_in_chain::<hyper::Error>(e).is_some_and(|h| h.is_incomplete_message() || h.is_canceled())
 }

@@ -47,6 +47,8 @@ impl Lease {
 /// Idle connections to one `host:port`.
 pub(crate) struct H1Pool {
     addr: String,
+    /// The `Host` header of every request (the target's authority).
+    host: http::HeaderValue,
     connect_timeout: Duration,
     max_buf: usize,
     /// Oldest first; requests take the newest.
@@ -62,13 +64,20 @@ impl std::fmt::Debug for H1Pool {
 }
 
 impl H1Pool {
-    pub(crate) fn new(addr: String, connect_timeout: Duration, max_buf: usize) -> Arc<Self> {
-        Arc::new(Self {
-            addr,
+    /// A pool for the target of `uri`; `None` if it names no host.
+    pub(crate) fn new(
+        uri: &http::Uri,
+        connect_timeout: Duration,
+        max_buf: usize,
+    ) -> Option<Arc<Self>> {
+        let authority = uri.authority()?;
+        Some(Arc::new(Self {
+            addr: format!("{}:{}", authority.host(), uri.port_u16().unwrap_or(80)),
+            host: http::HeaderValue::from_str(authority.as_str()).ok()?,
             connect_timeout,
             max_buf,
             idle: Mutex::new(VecDeque::new()),
-        })
+        }))
     }
 
     /// An idle connection ready for a request, or a new one.
@@ -127,12 +136,8 @@ impl H1Pool {
         // As hyper-util's client sends it: origin-form target, and a Host header unless the
         // caller gave one.
         let (mut parts, body) = req.into_parts();
-        if let Some(auth) = parts.uri.authority() {
-            if !parts.headers.contains_key(http::header::HOST) {
-                if let Ok(v) = http::HeaderValue::from_str(auth.as_str()) {
-                    parts.headers.insert(http::header::HOST, v);
-                }
-            }
+        if !parts.headers.contains_key(http::header::HOST) {
+            parts.headers.insert(http::header::HOST, self.host.clone());
         }
         if let Some(pq) = parts.uri.path_and_query() {
             parts.uri = http::Uri::from(pq.clone());
@@ -141,9 +146,7 @@ impl H1Pool {
         let mut lease = self.lease().await?;
         let mut sent = std::pin::pin!(lease.tx.send_request(req));
         let resp = std::future::poll_fn(|cx| {
-            if !lease.done && lease.conn.as_mut().poll(cx).is_ready() {
-                lease.done = true;
-            }
+            lease.drive(cx);
             sent.as_mut().poll(cx)
         })
         .await?;

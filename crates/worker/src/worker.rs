@@ -116,15 +116,10 @@ impl Worker {
         let https = urls.generate.scheme_str() == Some("https");
         let client = client::build(&config, https)?;
         // Cleartext HTTP/1.1: the requests drive their own connections (see `h1`).
-        let h1 = match (&urls.generate, https || config.http2) {
-            (u, false) => u.host().map(|host| {
-                h1::H1Pool::new(
-                    format!("{host}:{}", u.port_u16().unwrap_or(80)),
-                    config.timeouts.connect,
-                    client::H1_MAX_BUF,
-                )
-            }),
-            _ => None,
+        let h1 = if https || config.http2 {
+            None
+        } else {
+            h1::H1Pool::new(&urls.generate, config.timeouts.connect, client::H1_MAX_BUF)
         };
         let model = OnceLock::new();
         if let Some(m) = config
