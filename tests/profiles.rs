@@ -27,7 +27,7 @@ fn every_profile_and_example_resolves() {
     for f in files {
         let s = bench_cli::settings::resolve_file(&f)
             .unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
-        assert!(!s.profile.is_empty(), "{}", f.display());
+        assert!(!s.load.profile.is_empty(), "{}", f.display());
     }
 }
 
@@ -42,16 +42,19 @@ fn seed_profiles_say_what_the_seeds_did() {
         .unwrap_or_else(|e| panic!("{name}: {e:#}"))
     };
     let g = p("guidellm-sweep.yaml");
-    assert_eq!(g.profile.len(), 10);
-    assert_eq!(g.limits.max_seconds, Some(30.0));
-    assert_eq!(g.data, "prompt_tokens=256,output_tokens=128");
+    assert_eq!(g.load.profile.len(), 10);
+    assert_eq!(g.load.limits.max_seconds, Some(30.0));
+    assert_eq!(g.data.data, "prompt_tokens=256,output_tokens=128");
     let v = p("vllm-poisson-rate4-sharegpt.yaml");
-    assert_eq!(v.rate, vec![4.0]);
-    assert_eq!(v.rate_type.name(), "poisson");
+    assert_eq!(v.load.rate, vec![4.0]);
+    assert_eq!(v.load.rate_type.name(), "poisson");
     for n in ["seq80", "10000", "128k"] {
         let b = p(&format!("vllm-num-prompts-{n}.yaml"));
-        assert_eq!(b.profile.len(), 12, "1..2048");
-        assert_eq!(b.limits.max_seconds, None, "a burst ends when all finished");
+        assert_eq!(b.load.profile.len(), 12, "1..2048");
+        assert_eq!(
+            b.load.limits.max_seconds, None,
+            "a burst ends when all finished"
+        );
     }
-    assert_eq!(p("tgi-book.yaml").backend.name(), "tgi");
+    assert_eq!(p("tgi-book.yaml").target.backend.name(), "tgi");
 }
