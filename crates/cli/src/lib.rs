@@ -10,6 +10,7 @@ mod progress;
 mod report_cmd;
 mod run;
 pub mod settings;
+mod vllm_files;
 
 use std::process::ExitCode;
 

@@ -60,6 +60,8 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // No colour codes in logs redirected to a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -87,6 +89,9 @@ struct ReportObserver {
     outputs: Vec<std::path::PathBuf>,
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
+    vllm_files: Option<crate::vllm_files::VllmFiles>,
+    /// The vLLM-fields hint was printed.
+    hinted: bool,
 }
 
 impl Observer for ReportObserver {
@@ -118,6 +123,15 @@ impl Observer for ReportObserver {
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
+                if kind == "http_400" && !self.hinted {
+                    if let Some(field) = bench_worker::rejected_vllm_field(400, m) {
+                        self.hinted = true;
+                        eprintln!(
+                            "hint: the server refused vLLM's `{field}` body field (HTTP 400); \
+                             this API does not take vLLM's extensions: run with --vllm-extensions off"
+                        );
+                    }
+                }
             }
         }
         if o.not_sent > 0 {
@@ -129,6 +143,15 @@ impl Observer for ReportObserver {
         }
         if o.abandoned > 0 {
             tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
+        }
+        if let Some(files) = self.vllm_files.as_mut() {
+            match files.write(&report) {
+                Ok(p) => tracing::info!(path = %p.display(), "vLLM result file written"),
+                Err(e) => {
+                    tracing::error!("writing the vLLM result file failed: {e:#}");
+                    self.write_error = Some(format!("{e:#}"));
+                }
+            }
         }
         self.run.benchmarks.push(report);
         if !self.outputs.is_empty() {
@@ -293,6 +316,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         outputs: s.report.output.clone(),
         wall_epoch: clock.wall_epoch(),
         write_error: None,
+        vllm_files: crate::vllm_files::VllmFiles::new(&s, &model),
+        hinted: false,
     };
     let result = sched
         .run_profile(

@@ -187,7 +187,7 @@ pub fn render_csv(run: &RunReport) -> String {
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over `path`. Readers see the old file or the new one, never a part.
-fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Error> {
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Error> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
