@@ -41,7 +41,7 @@ fn centered(title: &str, fill: char) -> String {
 /// rate, burstiness, concurrency cap), with Python's formatting (`4.0`, `inf`, `None`). A
 /// constant rate is the limit of infinite burstiness and says so.
 pub fn render_vllm_preamble(b: &BenchmarkReport) -> String {
-    use bench_profile::Strategy;
+    use bench_core::Strategy;
     let (rate, burst) = match &b.strategy {
         Strategy::Poisson {
             rate, burstiness, ..

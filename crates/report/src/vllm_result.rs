@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use bench_profile::Strategy;
+use bench_core::Strategy;
 use serde_json::{json, Map, Value};
 
 use crate::model::BenchmarkReport;
