@@ -327,4 +327,143 @@ mod tests {
         assert_eq!(s.load.limits.max_seconds, None);
         assert!(s.to_string().contains("max_requests: 100"));
     }
+
+    #[test]
+    fn data_mapping_json_form_and_book_over_profile() {
+        let d = tmpdir("data");
+        let p = write(
+            &d,
+            "map.yaml",
+            "mock: true\nrate_type: synchronous\nmax_requests: 3\ndata: {prompt_tokens: 64, output_tokens: 8}\n",
+        );
+        let s = resolve_file(&p).expect("a data mapping loads");
+        assert_eq!(s.data.data, "output_tokens=8,prompt_tokens=64");
+        let bad = write(
+            &d,
+            "badmap.yaml",
+            "mock: true\nrate_type: synchronous\ndata: {prompt_tokns: 64}\n",
+        );
+        let e = format!("{:#}", resolve_file(&bad).expect_err("unknown data key"));
+        assert!(e.contains("prompt_tokns"), "{e}");
+        // guidellm's JSON form.
+        let mut cli = mock_args();
+        cli.data.data = Some(r#"{"prompt_tokens": 256, "output_tokens": 128}"#.into());
+        let s = resolve(&cli, Some("synchronous"), &[], false).expect("json data");
+        assert_eq!(s.data.data, "output_tokens=128,prompt_tokens=256");
+        // A book on the command line over the tgi-book profile is sliced at its length.
+        let book = write(
+            &d,
+            "book.txt",
+            "Call me Ishmael. Some years ago, never mind how long.\n",
+        );
+        let tgi =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/tgi-book.yaml");
+        let mut cli = mock_args();
+        cli.profile = Some(tgi.display().to_string());
+        cli.data.data = Some(book.display().to_string());
+        let s = resolve(&cli, None, &[], false).expect("book");
+        assert_eq!(
+            s.data.data,
+            format!("path={},format=book,prompt_tokens=10000", book.display())
+        );
+    }
+
+    #[test]
+    fn peer_flags_translate_to_bench_settings() {
+        // The Done-when command of issue 12.
+        let mut cli = CommonArgs::default();
+        cli.target.target = Some("http://127.0.0.1:8000".into());
+        cli.peers.request_rate = Some("5".into());
+        cli.load.num_prompts = Some(100);
+        cli.peers.dataset_name = Some("random".into());
+        cli.peers.random_input_len = Some(1024);
+        cli.peers.random_output_len = Some(128);
+        cli.report.save_result = true;
+        let s = resolve(&cli, None, &[], false).expect("vLLM's command");
+        assert_eq!(s.load.rate_type, RateType::Poisson);
+        assert_eq!(s.load.rate, vec![5.0]);
+        assert_eq!(s.load.limits.max_requests, Some(100));
+        assert_eq!(s.load.limits.max_seconds, None);
+        assert_eq!(s.data.data, "input_len=1024,output_len=128");
+        assert!(s.report.save_result.is_some());
+        // inf is a burst of --num-prompts (vLLM's default 1000 when not given).
+        let mut inf = mock_args();
+        inf.peers.request_rate = Some("inf".into());
+        let s = resolve(&inf, None, &[], false).expect("inf");
+        assert_eq!(
+            (s.load.rate_type, s.load.rate.clone()),
+            (RateType::Burst, vec![1000.0])
+        );
+        // --host/--port, --profile KIND, --warmup-percent, --request-type.
+        let mut g = CommonArgs::default();
+        g.peers.host = Some("10.0.0.1".into());
+        g.peers.port = Some(9000);
+        g.profile = Some("sweep".into());
+        g.peers.warmup_percent = Some(0.1);
+        g.peers.request_type = Some("chat_completions".into());
+        let s = resolve(&g, None, &[], false).expect("guidellm flags");
+        assert_eq!(s.target.target.as_deref(), Some("http://10.0.0.1:9000"));
+        assert_eq!(s.load.rate_type, RateType::Sweep);
+        assert_eq!(s.load.warmup, Some(Transient::Fraction(0.1)));
+        assert_eq!(s.target.backend, bench_worker::BackendKind::OpenAiChat);
+        // --profile that is neither a file nor a kind, and conflicting spellings.
+        let mut bad = mock_args();
+        bad.profile = Some("nosuch".into());
+        assert!(is_usage(
+            &resolve(&bad, None, &[], false).expect_err("neither")
+        ));
+        let mut both = mock_args();
+        both.peers.request_rate = Some("4".into());
+        assert!(is_usage(
+            &resolve(&both, Some("constant"), &["1".into()], false).expect_err("both")
+        ));
+    }
+
+    #[test]
+    fn api_key_falls_back_to_openai_api_key_and_headers_parse() {
+        let cli = mock_args();
+        let file = FileSettings::default();
+        let src = Sources {
+            cli: &cli,
+            file: &file,
+            profile: None,
+        };
+        let t = target::resolve(&src, |k| {
+            (k == "OPENAI_API_KEY").then(|| "sk-x".to_string())
+        })
+        .expect("ok");
+        assert_eq!(t.api_key.as_deref(), Some("sk-x"));
+        let mut given = mock_args();
+        given.target.api_key = Some("sk-flag".into());
+        given.target.headers = vec!["X-A: 1".into(), "X-B=two=2".into()];
+        let src = Sources {
+            cli: &given,
+            file: &file,
+            profile: None,
+        };
+        let t = target::resolve(&src, |_| Some("sk-x".to_string())).expect("ok");
+        assert_eq!(t.api_key.as_deref(), Some("sk-flag"), "the flag wins");
+        assert_eq!(
+            t.headers,
+            vec![("X-A".into(), "1".into()), ("X-B".into(), "two=2".into())]
+        );
+        let mut bad = mock_args();
+        bad.target.headers = vec!["no separator".into()];
+        let src = Sources {
+            cli: &bad,
+            file: &file,
+            profile: None,
+        };
+        assert!(target::resolve(&src, |_| None).is_err());
+        let mut t0 = mock_args();
+        t0.target.request_timeout = Some(0.0);
+        let src = Sources {
+            cli: &t0,
+            file: &file,
+            profile: None,
+        };
+        assert!(is_usage(
+            &target::resolve(&src, |_| None).expect_err("zero timeout")
+        ));
+    }
 }
