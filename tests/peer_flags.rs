@@ -404,3 +404,29 @@ fn a_vllm_bench_serve_command_line_writes_vllms_result_file() {
         .is_some_and(|c| c >= 1));
     assert!(v.get("request_goodput").is_some_and(|g| g.is_null()));
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_parser() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = bench(&["completions", shell], &[]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let s = text(&out.stdout);
+        for flag in [
+            "request-rate",
+            "vllm-extensions",
+            "save-result",
+            "mock-server",
+        ] {
+            assert!(s.contains(flag), "{shell} completions lack {flag}");
+        }
+    }
+    let out = bench(&["completions", "tcsh"], &[]);
+    assert_eq!(out.status.code(), Some(2), "unknown shell is a usage error");
+    let out = bench(&["man"], &[]);
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(
+        s.contains(".TH bench 1") && s.contains("completions"),
+        "{s}"
+    );
+}

@@ -3,6 +3,7 @@
 //!
 //! Each subcommand lives in its own module with its `Args` and its `run`.
 
+mod completions;
 mod data;
 mod error;
 mod mock_server;
@@ -37,6 +38,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Serve the built-in LLM server simulator (OpenAI and TGI APIs).
     MockServer(Box<mock_server::MockServerArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff): `bench man > bench.1`.
+    Man,
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 1 for a failed run,
@@ -55,6 +60,10 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Report(args) => report_cmd::run(args),
         Command::MockServer(args) => mock_server::run(*args),
+        Command::Completions(args) => {
+            completions::completions(&args, <Cli as clap::CommandFactory>::command())
+        }
+        Command::Man => completions::man(<Cli as clap::CommandFactory>::command()),
     };
     match result {
         Ok(code) => code,
@@ -156,7 +165,10 @@ mod tests {
     fn every_flag_the_docs_name_exists() {
         let have = cli_flags();
         // The detector itself: a made-up flag is found and is not in the CLI.
-        assert_eq!(flags_in("use --no-such-flag, not --- or a--b"), ["--no-such-flag"]);
+        assert_eq!(
+            flags_in("use --no-such-flag, not --- or a--b"),
+            ["--no-such-flag"]
+        );
         assert!(!have.contains("--no-such-flag") && have.contains("--request-rate"));
         let mut missing = BTreeSet::new();
         for d in docs() {
