@@ -61,12 +61,10 @@ pub fn render_vllm_preamble(b: &BenchmarkReport) -> String {
     )
 }
 
-/// Renders one benchmark's block (current layout: after its preamble lines).
+/// Renders one benchmark's block after its preamble lines (both layouts: vLLM prints them
+/// before every run, `benchmark_serving.py` as in seed `vllm-poisson-rate4-sharegpt.txt` too).
 pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> String {
-    let mut out = String::new();
-    if opts.layout == VllmLayout::Current {
-        out.push_str(&render_vllm_preamble(b));
-    }
+    let mut out = render_vllm_preamble(b);
     let _ = writeln!(out, "{}", centered(" Serving Benchmark Result ", '='));
     line_int(&mut out, "Successful requests:", b.requests.completed);
     let current = opts.layout == VllmLayout::Current;
