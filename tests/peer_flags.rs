@@ -430,3 +430,35 @@ fn completions_and_man_page_come_from_the_parser() {
         "{s}"
     );
 }
+
+#[test]
+fn the_guidellm_metadata_block_has_the_seeds_args_and_worker_fields() {
+    let out = bench(
+        &[
+            "run",
+            "--mock",
+            "--rate-type",
+            "synchronous",
+            "--max-seconds",
+            "1",
+            "--warmup",
+            "0.1",
+            "--data",
+            "prompt_tokens=16,output_tokens=4",
+            "--console",
+            "guidellm",
+            "-q",
+        ],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for want in [
+        "    Args:max_number=None, max_duration=1.0, warmup_number=None, warmup_duration=0.1, cooldown_number=None, cooldown_duration=None\n",
+        "    Worker:type_='generative_requests_worker' backend_type='openai-completions' backend_target='http://127.0.0.1:",
+        "backend_model='mock-model' backend_info={'timeout': 3600.0, 'http2': False, 'authorization': False, 'text_completions_path': '/v1/completions'}\n",
+        "    Request Loader:type_='generative_request_loader' data='prompt_tokens=16,output_tokens=4' data_args=None processor=None\n",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
+    }
+}

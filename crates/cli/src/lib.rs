@@ -6,6 +6,7 @@
 mod completions;
 mod data;
 mod error;
+mod metadata;
 mod mock_server;
 mod progress;
 mod report_cmd;

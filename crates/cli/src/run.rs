@@ -283,6 +283,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     );
     run.config = serde_json::to_value(&s).unwrap_or_default();
     run.environment = environment(&s, &model, &worker);
+    crate::metadata::add(&mut run.config, &s, &run.environment.target, &model);
 
     let stats = StatsOptions {
         goodput: s.report.goodput.clone(),
