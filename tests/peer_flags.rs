@@ -462,3 +462,63 @@ fn the_guidellm_metadata_block_has_the_seeds_args_and_worker_fields() {
         assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
     }
 }
+
+#[test]
+fn data_column_picks_the_prompt_column_of_a_file() {
+    let dir = tmp("column");
+    let f = dir.join("q.jsonl");
+    std::fs::write(
+        &f,
+        "{\"prompt\": \"not this\", \"question\": \"the asked question\"}\n",
+    )
+    .expect("write");
+    let (url, seen) = capture("vllm", Reply::Stream);
+    let out = bench(
+        &[
+            "run",
+            "--target",
+            &url,
+            "-q",
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "1",
+            "--console",
+            "none",
+            "--data",
+            f.to_str().expect("utf8"),
+            "--data-column",
+            "question",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(json(&posts(&seen)[0].body)["prompt"], "the asked question");
+}
+
+/// `--cacert` makes a server with a private CA trusted; without it the same run fails.
+#[test]
+fn cacert_trusts_the_simulators_self_signed_certificate() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let server = rt
+        .block_on(bench_mock::MockServer::start(bench_mock::MockConfig {
+            tls: true,
+            ..bench_mock::MockConfig::zero_delay()
+        }))
+        .expect("TLS simulator");
+    let dir = tmp("cacert");
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, server.tls_certificate_pem().expect("a certificate")).expect("write");
+    let url = server.url().replace("127.0.0.1", "localhost");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--target", &url, "-q"];
+        args.extend(SHORT);
+        args.extend(extra);
+        bench(&args, &[])
+    };
+    let without = run(&[]);
+    assert_ne!(without.status.code(), Some(0), "an unknown CA is refused");
+    let with = run(&["--cacert", pem.to_str().expect("utf8")]);
+    assert!(with.status.success(), "{}", text(&with.stderr));
+    rt.block_on(server.shutdown());
+}
