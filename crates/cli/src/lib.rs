@@ -77,9 +77,9 @@ mod tests {
     use std::collections::BTreeSet;
     use std::path::{Path, PathBuf};
 
-    use clap::CommandFactory as _;
+    use clap::{CommandFactory as _, Parser as _};
 
-    use super::Cli;
+    use super::{Cli, Command};
 
     /// Every long flag and alias of every subcommand.
     fn cli_flags() -> BTreeSet<String> {
@@ -229,5 +229,70 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e} (BLESS=1 creates it)", path.display()));
             assert_eq!(text, want, "{sub} --help changed; BLESS=1 to accept");
         }
+    }
+
+    /// The peers' spellings parse (clap aliases) and resolve to bench's settings.
+    #[test]
+    fn peer_aliases_parse_and_resolve() {
+        let cli = Cli::try_parse_from([
+            "bench",
+            "run",
+            "--base-url",
+            "http://h:1",
+            "--tokenizer",
+            "tok.json",
+            "--output-path",
+            "a.json",
+            "--random-seed",
+            "3",
+            "--disable-progress",
+            "--backend-type",
+            "openai_http",
+            "--request-rate",
+            "2",
+            "--num-prompts",
+            "20",
+            "--num-warmups",
+            "5",
+            "--cooldown-percent",
+            "10",
+            "--disable-console-outputs",
+            "--save-detailed",
+            "--header",
+            "A=b",
+        ])
+        .expect("vLLM and guidellm flags parse");
+        let Command::Run(args) = cli.command else {
+            panic!("run")
+        };
+        let s =
+            crate::settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)
+                .expect("resolves");
+        assert_eq!(s.target.target.as_deref(), Some("http://h:1"));
+        assert_eq!(s.data.processor.as_deref(), Some("tok.json"));
+        assert_eq!(s.report.output, vec![std::path::PathBuf::from("a.json")]);
+        assert_eq!(s.load.build.seed, 3);
+        assert!(s.report.quiet && s.report.save_records);
+        assert_eq!(s.report.console, crate::settings::Console::None);
+        assert_eq!(
+            s.target.backend,
+            bench_worker::BackendKind::OpenAiCompletions
+        );
+        assert_eq!(s.load.rate, vec![2.0]);
+        // --num-warmups 5 on top of --num-prompts 20: 25 requests, the first 5 excluded.
+        assert_eq!(s.load.limits.max_requests, Some(25));
+        assert_eq!(s.load.warmup, Some(bench_profile::Transient::Requests(5)));
+        assert_eq!(
+            s.load.cooldown,
+            Some(bench_profile::Transient::Fraction(0.1))
+        );
+        assert_eq!(s.target.headers, vec![("A".to_string(), "b".to_string())]);
+        let cli = Cli::try_parse_from(["bench", "sweep", "--mock", "--scenario", "/no/such.yaml"])
+            .expect("parses");
+        let Command::Sweep(args) = cli.command else {
+            panic!("sweep")
+        };
+        let e = crate::settings::resolve(&args.common, None, &[], true).expect_err("no file");
+        assert!(format!("{e:#}").contains("/no/such.yaml"), "{e:#}");
     }
 }
