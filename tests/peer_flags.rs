@@ -522,3 +522,53 @@ fn cacert_trusts_the_simulators_self_signed_certificate() {
     assert!(with.status.success(), "{}", text(&with.stderr));
     rt.block_on(server.shutdown());
 }
+
+/// `--data book.txt` over the tgi-book profile sends 10,000-token slices of the book to TGI's
+/// endpoint (the simulator's request log counts what it received).
+#[test]
+fn a_book_over_the_tgi_book_profile_is_sliced_at_the_profiles_length() {
+    let dir = tmp("book");
+    let book = dir.join("book.txt");
+    let corpus = bench_tokenizer::corpus::builtin_corpus(3, 30_000);
+    std::fs::write(&book, &corpus).expect("write");
+    let log = dir.join("log.jsonl");
+    let cfg = dir.join("mock.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "step_base_ms: 0\nstep_per_seq_ms: 0\nprefill_overhead_ms: 0\nprefill_rate: 0\nlog_requests: {}\n",
+            log.display()
+        ),
+    )
+    .expect("write");
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/tgi-book.yaml");
+    let out = bench(
+        &[
+            "run",
+            "--mock",
+            "--mock-config",
+            cfg.to_str().expect("utf8"),
+            "--profile",
+            profile,
+            "--data",
+            book.to_str().expect("utf8"),
+            "--rate",
+            "2",
+            "--console",
+            "none",
+            "-q",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(json)
+        .collect();
+    assert_eq!(lines.len(), 2, "a burst of 2");
+    for l in &lines {
+        assert_eq!(l["endpoint"], "/generate_stream");
+        assert_eq!(l["prompt_tokens"], 10_000, "{l}");
+    }
+}
