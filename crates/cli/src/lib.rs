@@ -212,11 +212,10 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected");
         for sub in ["run", "sweep", "report", "mock-server"] {
             let mut c = Cli::command().term_width(100);
+            c.build();
             let text = c
                 .find_subcommand_mut(sub)
                 .expect("subcommand")
-                .clone()
-                .term_width(100)
                 .render_long_help()
                 .to_string();
             let path = dir.join(format!("help-{sub}.txt"));
