@@ -12,6 +12,9 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 pub use tokio_util::sync::CancellationToken;
 
+mod slo;
+pub use slo::{Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat};
+
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
 /// per-request records independent of the process that took them.
 pub type Nanos = u64;
