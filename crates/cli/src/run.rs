@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use bench_core::{Clock, RequestRecord};
+use bench_core::{Capacity, Clock, RequestRecord, Slo};
 use bench_mock::{MockConfig, MockServer};
 use bench_report::{
     Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions, VllmConsoleOptions,
 };
+use bench_profile::Reading;
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Phase, Scheduler, SchedulerOptions,
 };
@@ -89,6 +90,7 @@ struct ReportObserver {
     outputs: Vec<std::path::PathBuf>,
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
+    slo: Option<Slo>,
 }
 
 impl Observer for ReportObserver {
@@ -103,7 +105,7 @@ impl Observer for ReportObserver {
         }
     }
 
-    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) -> Option<f64> {
+    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) -> Option<Reading> {
         let acc = self.acc.take()?;
         let meta = BenchmarkMeta {
             strategy: o.strategy.clone(),
@@ -116,7 +118,11 @@ impl Observer for ReportObserver {
             label: None,
         };
         let report = acc.finish(meta);
-        let rate = report.rates.requests_per_s;
+        let reading = Reading {
+            requests_per_s: report.rates.requests_per_s,
+            output_tokens_per_s: report.rates.output_tokens_per_s,
+            slo_met: self.slo.as_ref().map(|slo| report.meets(slo)),
+        };
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
@@ -133,13 +139,29 @@ impl Observer for ReportObserver {
             tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
         }
         self.run.benchmarks.push(report);
+        self.write();
+        Some(reading)
+    }
+}
+
+impl ReportObserver {
+    /// Rewrites every output file with what the run holds now.
+    fn write(&mut self) {
         if !self.outputs.is_empty() {
             if let Err(e) = bench_report::write_outputs(&self.run, &self.outputs) {
                 tracing::error!("writing the report failed: {e}");
                 self.write_error = Some(e.to_string());
             }
         }
-        Some(rate)
+    }
+
+    /// Adds a sweep's capacity answer, with the knee found from the latencies, and rewrites
+    /// the files.
+    fn set_capacity(&mut self, capacity: Option<Capacity>) {
+        let Some(mut c) = capacity else { return };
+        c.knee_requests_per_s = bench_report::knee(&self.run);
+        self.run.capacity = Some(c);
+        self.write();
     }
 }
 
@@ -259,6 +281,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         outputs: s.output.clone(),
         wall_epoch: clock.wall_epoch(),
         write_error: None,
+        slo: s.slo.clone(),
     };
     let result = sched
         .run_profile(
@@ -279,6 +302,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         m.shutdown().await;
     }
 
+    if let Ok((outcome, _)) = &result {
+        if !outcome.interrupted {
+            observer.set_capacity(outcome.capacity.clone());
+        }
+    }
     let run = observer.run;
     print_console(&s, &run)?;
     let n = resent.resent_requests();

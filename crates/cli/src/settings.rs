@@ -5,7 +5,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use bench_profile::{BuildOptions, Limits, OverSaturation, Profile, RateType, Transient};
+use bench_core::Slo;
+use bench_profile::{
+    BuildOptions, Limits, OverSaturation, Profile, RateType, SweepMode, Transient,
+    DEFAULT_SLO_TOLERANCE,
+};
 use bench_worker::BackendKind;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -106,6 +110,18 @@ pub struct CommonArgs {
     /// Open-loop kind of the sweep's rate benchmarks: constant (default) or poisson.
     #[arg(long, value_name = "constant|poisson")]
     pub sweep_rate_type: Option<String>,
+    /// How a sweep finds the maximum: adaptive (default: concurrency ladder, rates around the
+    /// capacity, SLO search) or guidellm (512-in-flight throughput probe, linspace rates).
+    #[arg(long, value_name = "adaptive|guidellm")]
+    pub sweep_mode: Option<String>,
+    /// Sweep: search the highest rate meeting every bound, e.g. "ttft_p99=500,itl_p50=50"
+    /// (keys <metric>_<stat>: ttft, itl, tpot, e2el, token_latency, ttft_from_scheduled,
+    /// e2el_from_scheduled; mean, median or pNN; milliseconds).
+    #[arg(long, value_name = "KEY=MS,...")]
+    pub slo: Option<String>,
+    /// Sweep: the SLO search stops when (high - low) / low is at most this (default 0.05).
+    #[arg(long)]
+    pub slo_tolerance: Option<f64>,
 
     /// Seconds per benchmark (default 30; 5 with --mock).
     #[arg(long)]
@@ -196,6 +212,12 @@ pub struct FileSettings {
     pub sweep_size: Option<u32>,
     #[serde(default)]
     pub sweep_rate_type: Option<String>,
+    #[serde(default)]
+    pub sweep_mode: Option<String>,
+    #[serde(default)]
+    pub slo: Option<String>,
+    #[serde(default)]
+    pub slo_tolerance: Option<f64>,
     #[serde(default)]
     pub max_seconds: Option<f64>,
     #[serde(default)]
@@ -292,6 +314,8 @@ pub struct Settings {
     pub metric_percentiles: Option<String>,
     /// Goodput SLOs.
     pub goodput: Option<String>,
+    /// The SLO a sweep searches for (also inside `profile`).
+    pub slo: Option<Slo>,
     /// Save every request's record in the JSON / YAML files.
     pub save_records: bool,
 }
@@ -415,12 +439,48 @@ pub fn resolve(
             )))
         }
     };
+    let sweep_mode = match cli.sweep_mode.as_deref().or(file.sweep_mode.as_deref()) {
+        None | Some("adaptive") => SweepMode::Adaptive,
+        Some("guidellm") => SweepMode::Guidellm,
+        Some(other) => {
+            return Err(usage(format!(
+                "{}: expected adaptive or guidellm, got `{other}`",
+                origin("sweep-mode")
+            )))
+        }
+    };
+    let slo = match cli.slo.as_deref().or(file.slo.as_deref()) {
+        None => None,
+        Some(text) => Some(
+            text.parse::<Slo>()
+                .map_err(|e| usage(format!("{}: {e}", origin("slo"))))?,
+        ),
+    };
+    if slo.is_some() && rate_type != RateType::Sweep {
+        return Err(usage(format!(
+            "{}: the SLO search runs in a sweep (`bench sweep` or --rate-type sweep)",
+            origin("slo")
+        )));
+    }
+    let slo_tolerance = cli
+        .slo_tolerance
+        .or(file.slo_tolerance)
+        .unwrap_or(DEFAULT_SLO_TOLERANCE);
+    if !(slo_tolerance > 0.0 && slo_tolerance < 1.0) {
+        return Err(usage(format!(
+            "{}: expected a fraction above 0 and below 1, got {slo_tolerance}",
+            origin("slo-tolerance")
+        )));
+    }
     let build = BuildOptions {
         max_concurrency: cli.max_concurrency.or(file.max_concurrency),
         burstiness: cli.burstiness.or(file.burstiness).unwrap_or(1.0),
         seed: cli.seed.or(file.seed).unwrap_or(42),
         sweep_size: cli.sweep_size.or(file.sweep_size).unwrap_or(10),
         sweep_poisson,
+        sweep_mode,
+        slo: slo.clone(),
+        slo_tolerance,
     };
     let profile = Profile::build(rate_type, &rate, &build)
         .map_err(|e| usage(format!("{}: {e}", origin("rate"))))?;
@@ -534,6 +594,7 @@ pub fn resolve(
         percentile_metrics,
         metric_percentiles,
         goodput,
+        slo,
         save_records: cli.save_records || file.save_records.unwrap_or(false),
     })
 }

@@ -30,6 +30,7 @@
 //! # let _ = (text, vllm); Ok(()) }
 //! ```
 
+mod capacity;
 mod compare;
 mod files;
 mod guidellm;
@@ -42,6 +43,10 @@ mod svg;
 mod time_fmt;
 mod vllm;
 
+pub use capacity::{
+    knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric, KNEE_FACTOR,
+    KNEE_SLACK_MS,
+};
 pub use compare::render_comparison;
 pub use files::{read_run, render_csv, render_json, render_yaml, write_outputs, OutputFormat};
 pub use guidellm::render_guidellm;

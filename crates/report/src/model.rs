@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use bench_core::{Nanos, RequestRecord};
+use bench_core::{Capacity, Nanos, RequestRecord};
 use bench_profile::Strategy;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,9 @@ pub struct RunReport {
     pub config: serde_json::Value,
     /// Where and against what the run was made.
     pub environment: Environment,
+    /// The capacity answer of an adaptive sweep (`None` for other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Capacity>,
     /// One entry per finished benchmark, in run order.
     pub benchmarks: Vec<BenchmarkReport>,
 }
@@ -41,6 +44,7 @@ impl RunReport {
             created: created.into(),
             config: serde_json::Value::Null,
             environment: Environment::default(),
+            capacity: None,
             benchmarks: Vec::new(),
         }
     }

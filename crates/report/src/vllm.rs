@@ -15,7 +15,12 @@ pub fn render_vllm(run: &RunReport, opts: &VllmConsoleOptions) -> String {
         .iter()
         .map(|b| render_vllm_benchmark(b, opts))
         .collect();
-    blocks.join("\n")
+    let mut out = blocks.join("\n");
+    if run.capacity.is_some() {
+        out.push('\n');
+        out.push_str(&crate::capacity::render_capacity_vllm(run));
+    }
+    out
 }
 
 fn line_int(out: &mut String, label: &str, v: u64) {

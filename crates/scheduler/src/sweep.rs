@@ -1,7 +1,10 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::{Backend, RequestRecord, RequestSpec};
-use bench_profile::{Limits, Profile, Strategy, Transient};
+use bench_core::{Backend, Capacity, RequestRecord, RequestSpec};
+use bench_profile::{
+    Limits, Profile, ProfileError, Reading, Strategy, SweepPlanner, SweepRole, SweepStep,
+    Transient, LADDER_LENGTH,
+};
 
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
 
@@ -14,11 +17,11 @@ pub trait Observer {
     }
     /// One request finished (in any way), with the phase it belongs to.
     fn record(&mut self, index: usize, record: RequestRecord, phase: Phase);
-    /// A benchmark ended; all its records have been delivered. May return the completed
-    /// requests/s the observer computed for it (e.g. the report's), which a sweep then uses
-    /// for its rates instead of [`BenchmarkOutcome::completed_rate`], so that the rates follow
+    /// A benchmark ended; all its records have been delivered. May return what the observer
+    /// measured (e.g. the report's steady-state rates and the SLO verdict), which a sweep then
+    /// decides on instead of [`BenchmarkOutcome::completed_rate`], so that its decisions follow
     /// from the figures the user sees.
-    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) -> Option<f64> {
+    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) -> Option<Reading> {
         let _ = (index, outcome);
         None
     }
@@ -29,6 +32,10 @@ pub trait Observer {
 pub struct RunOutcome {
     /// Finished benchmarks, in order (the last may be partial).
     pub benchmarks: Vec<BenchmarkOutcome>,
+    /// The part of the sweep each benchmark was (empty for fixed lists).
+    pub roles: Vec<SweepRole>,
+    /// The capacity answer of an adaptive sweep (its knee is the report's to find).
+    pub capacity: Option<Capacity>,
     /// Whether the user interrupted the run.
     pub interrupted: bool,
 }
@@ -47,6 +54,30 @@ fn plan(
     }
 }
 
+/// `limits` with their time and count scaled by `length` (ladder rungs are shorter).
+fn scaled(limits: &Limits, length: f64) -> Limits {
+    if length == 1.0 {
+        return limits.clone();
+    }
+    Limits {
+        max_seconds: limits.max_seconds.map(|s| s * length),
+        max_requests: limits
+            .max_requests
+            .map(|n| ((n as f64 * length).ceil() as u64).max(1)),
+        ..limits.clone()
+    }
+}
+
+/// The reading the sweep decides on when the observer gives none: the scheduler's own
+/// completed rate (also as the throughput figure).
+fn fallback_reading(o: &BenchmarkOutcome) -> Reading {
+    Reading {
+        requests_per_s: o.completed_rate,
+        output_tokens_per_s: o.completed_rate,
+        slo_met: None,
+    }
+}
+
 impl<B: Backend> Scheduler<B> {
     /// Checks that every benchmark `profile` can produce is runnable with these limits and
     /// transients, without running anything.
@@ -56,25 +87,34 @@ impl<B: Backend> Scheduler<B> {
         warmup: &Option<Transient>,
         cooldown: &Option<Transient>,
     ) -> Result<(), SchedulerError> {
-        let strategies: Vec<Strategy> = match profile {
-            Profile::Fixed { benchmarks } => benchmarks.clone(),
+        let plans: Vec<BenchmarkPlan> = match profile {
+            Profile::Fixed { benchmarks } => benchmarks
+                .iter()
+                .map(|s| plan(s.clone(), limits, warmup, cooldown))
+                .collect(),
             Profile::Sweep(spec) => {
-                let mut s = spec.probes().to_vec();
+                let mut s = vec![Strategy::Synchronous];
                 s.extend(
                     spec.rate_strategies(1.0, 2.0)
                         .map_err(SchedulerError::Sweep)?,
                 );
-                s
+                let mut p: Vec<BenchmarkPlan> = s
+                    .into_iter()
+                    .map(|s| plan(s, limits, warmup, cooldown))
+                    .collect();
+                let rung = Strategy::Concurrent { streams: 2 };
+                p.push(plan(rung, &scaled(limits, LADDER_LENGTH), warmup, cooldown));
+                p
             }
         };
-        for s in strategies {
-            plan(s, limits, warmup, cooldown).resolve()?;
+        for p in plans {
+            p.resolve()?;
         }
         Ok(())
     }
 
     /// Runs every benchmark of `profile` in order with the same limits and transients; for a
-    /// sweep, runs the two probes and derives the rates from the completed requests/s they
+    /// sweep, asks its [`SweepPlanner`] for each next benchmark given what the previous ones
     /// measured. Stops after the benchmark during which a graceful stop was requested.
     pub async fn run_profile<S, O>(
         &self,
@@ -90,20 +130,23 @@ impl<B: Backend> Scheduler<B> {
         O: Observer,
     {
         Self::validate_profile(profile, limits, warmup, cooldown)?;
-        let total = profile.len();
         let mut out = RunOutcome {
             benchmarks: Vec::new(),
+            roles: Vec::new(),
+            capacity: None,
             interrupted: false,
         };
+        let mut steps = Steps::new(profile);
         let mut specs = specs;
-        let mut queue: Vec<Strategy> = match profile {
-            Profile::Fixed { benchmarks } => benchmarks.clone(),
-            Profile::Sweep(spec) => spec.probes().to_vec(),
-        };
-        let mut index = 0;
-        let mut rates: Vec<f64> = Vec::new();
-        while index < queue.len() {
-            let p = plan(queue[index].clone(), limits, warmup, cooldown);
+        while let Some(step) = steps.next().map_err(SchedulerError::Sweep)? {
+            let index = out.benchmarks.len();
+            let total = steps.expected_len().max(index + 1);
+            let p = plan(
+                step.strategy.clone(),
+                &scaled(limits, step.length),
+                warmup,
+                cooldown,
+            );
             observer.benchmark_started(index, total, &p);
             let (outcome, rest) = self
                 .run_benchmark(index, total, &p, specs, |r, ph| {
@@ -111,27 +154,69 @@ impl<B: Backend> Scheduler<B> {
                 })
                 .await?;
             specs = rest;
-            let measured = observer
+            let reading = observer
                 .benchmark_finished(index, &outcome)
-                .unwrap_or(outcome.completed_rate);
-            rates.push(measured);
+                .unwrap_or_else(|| fallback_reading(&outcome));
+            tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");
             let stop =
                 outcome.stop_reason == StopReason::Interrupted || self.interrupt.is_cancelled();
             out.benchmarks.push(outcome);
+            out.roles.push(step.role);
+            steps.record(step, reading);
             if stop {
                 out.interrupted = true;
                 break;
             }
-            if let (Profile::Sweep(spec), 1) = (profile, index) {
-                let (r_sync, r_thr) = (rates[0], rates[1]);
-                tracing::info!(r_sync, r_thr, "sweep probes measured");
-                queue.extend(
-                    spec.rate_strategies(r_sync, r_thr)
-                        .map_err(SchedulerError::Sweep)?,
-                );
-            }
-            index += 1;
         }
+        out.capacity = steps.answer();
         Ok((out, specs))
+    }
+}
+
+/// The benchmarks of a profile, one at a time: a fixed list, or a sweep's planner.
+enum Steps {
+    Fixed(std::vec::IntoIter<Strategy>, usize),
+    Sweep(Box<SweepPlanner>),
+}
+
+impl Steps {
+    fn new(profile: &Profile) -> Self {
+        match profile {
+            Profile::Fixed { benchmarks } => {
+                Steps::Fixed(benchmarks.clone().into_iter(), benchmarks.len())
+            }
+            Profile::Sweep(spec) => Steps::Sweep(Box::new(SweepPlanner::new(spec))),
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+        match self {
+            Steps::Fixed(it, _) => Ok(it.next().map(|strategy| SweepStep {
+                strategy,
+                role: SweepRole::Probe,
+                length: 1.0,
+            })),
+            Steps::Sweep(p) => p.next(),
+        }
+    }
+
+    fn record(&mut self, step: SweepStep, reading: Reading) {
+        if let Steps::Sweep(p) = self {
+            p.record(step, reading);
+        }
+    }
+
+    fn expected_len(&self) -> usize {
+        match self {
+            Steps::Fixed(_, n) => *n,
+            Steps::Sweep(p) => p.expected_len(),
+        }
+    }
+
+    fn answer(&self) -> Option<Capacity> {
+        match self {
+            Steps::Fixed(..) => None,
+            Steps::Sweep(p) => p.answer(),
+        }
     }
 }

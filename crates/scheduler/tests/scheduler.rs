@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bench_core::{Clock, RequestRecord, Status};
 use bench_profile::{
-    sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Strategy, SweepSpec, Transient,
+    capacity_rates, sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Reading, Strategy,
+    SweepMode, SweepRole, SweepSpec, Transient, DEFAULT_SLO_TOLERANCE,
 };
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Pacing, Phase, Scheduler, SchedulerOptions,
@@ -377,7 +378,11 @@ impl Observer for Collect {
     fn record(&mut self, index: usize, _record: RequestRecord, _phase: Phase) {
         self.records.push(index);
     }
-    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) -> Option<f64> {
+    fn benchmark_finished(
+        &mut self,
+        _index: usize,
+        outcome: &BenchmarkOutcome,
+    ) -> Option<Reading> {
         self.finished.push(outcome.clone());
         None
     }
@@ -390,9 +395,12 @@ async fn sweep_rates_follow_linspace_of_the_measured_probes() {
     let sched = Scheduler::new(Arc::new(f), Clock::start(), opts());
     let profile = Profile::Sweep(SweepSpec {
         size: 6,
+        mode: SweepMode::Guidellm,
         throughput_concurrency: 32,
         open_loop: OpenLoop::Constant,
         max_concurrency: None,
+        slo: None,
+        slo_tolerance: DEFAULT_SLO_TOLERANCE,
     });
     let limits = Limits {
         max_seconds: Some(2.05),
@@ -550,8 +558,16 @@ struct Override(Vec<f64>);
 
 impl Observer for Override {
     fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}
-    fn benchmark_finished(&mut self, index: usize, _outcome: &BenchmarkOutcome) -> Option<f64> {
-        self.0.get(index).copied()
+    fn benchmark_finished(
+        &mut self,
+        index: usize,
+        _outcome: &BenchmarkOutcome,
+    ) -> Option<Reading> {
+        self.0.get(index).map(|&r| Reading {
+            requests_per_s: r,
+            output_tokens_per_s: r,
+            slo_met: None,
+        })
     }
 }
 
@@ -560,9 +576,12 @@ async fn sweep_uses_the_rates_the_observer_measured() {
     let sched = Scheduler::new(Arc::new(Fake::new(10, 0, 1)), Clock::start(), opts());
     let profile = Profile::Sweep(SweepSpec {
         size: 4,
+        mode: SweepMode::Guidellm,
         throughput_concurrency: 4,
         open_loop: OpenLoop::Constant,
         max_concurrency: None,
+        slo: None,
+        slo_tolerance: DEFAULT_SLO_TOLERANCE,
     });
     let limits = Limits {
         max_seconds: Some(0.5),
@@ -584,4 +603,57 @@ async fn sweep_uses_the_rates_the_observer_measured() {
         .filter_map(|b| b.strategy.target_rate())
         .collect();
     assert_eq!(rates, vec![6.0, 9.0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn adaptive_sweep_climbs_the_ladder_and_places_rates_around_the_capacity() {
+    let mut f = Fake::new(40, 10, 7); // 100 ms per request, 6 at a time on the server
+    f.capacity = Some(Arc::new(tokio::sync::Semaphore::new(6)));
+    let sched = Scheduler::new(Arc::new(f), Clock::start(), opts());
+    let profile = Profile::Sweep(SweepSpec {
+        size: 6,
+        mode: SweepMode::Adaptive,
+        throughput_concurrency: 512,
+        open_loop: OpenLoop::Constant,
+        max_concurrency: None,
+        slo: None,
+        slo_tolerance: DEFAULT_SLO_TOLERANCE,
+    });
+    let limits = Limits {
+        max_seconds: Some(4.05),
+        ..Limits::default()
+    };
+    let mut obs = Collect::default();
+    let (run, _) = sched
+        .run_profile(&profile, &limits, &None, &None, specs(), &mut obs)
+        .await
+        .expect("runs");
+    let labels: Vec<String> = run.benchmarks.iter().map(|b| b.strategy.label()).collect();
+    assert_eq!(
+        &labels[..5],
+        [
+            "synchronous",
+            "concurrent@2",
+            "concurrent@4",
+            "concurrent@8",
+            "concurrent@16"
+        ],
+        "{labels:?}"
+    );
+    assert_eq!(run.roles[1..5], [SweepRole::Ladder; 4]);
+    // Rungs last a quarter of the benchmark length.
+    let len = |i: usize| (run.benchmarks[i].end - run.benchmarks[i].start) as f64 / 1e9;
+    assert!((len(1) - 4.05 / 4.0).abs() < 0.15, "{}", len(1));
+    let cap = run.capacity.clone().expect("an answer");
+    // 6 slots of 100 ms: 60 req/s at 8 streams and more; the first rung that reaches it wins.
+    assert_eq!(cap.max_measured_by, "concurrent@8");
+    assert!((cap.max_requests_per_s - 60.0).abs() < 6.0, "{cap:?}");
+    let r_sync = run.benchmarks[0].completed_rate;
+    let rates: Vec<f64> = run.benchmarks[5..]
+        .iter()
+        .filter_map(|b| b.strategy.target_rate())
+        .collect();
+    assert_eq!(rates, capacity_rates(r_sync, cap.max_requests_per_s, 4));
+    assert!(rates.windows(2).all(|w| w[1] > w[0]));
+    assert_eq!(obs.finished.len(), 9);
 }
