@@ -9,10 +9,10 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use bench_core::{Capacity, Clock, RequestRecord, Slo};
 use bench_mock::{MockConfig, MockServer};
+use bench_profile::Reading;
 use bench_report::{
     Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions, VllmConsoleOptions,
 };
-use bench_profile::Reading;
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Phase, Scheduler, SchedulerOptions,
 };

@@ -224,7 +224,9 @@ impl SweepPlanner {
                 return Ok(());
             }
         }
-        let r_sync = self.reading_of(SweepRole::Probe, 0).map(|r| r.requests_per_s);
+        let r_sync = self
+            .reading_of(SweepRole::Probe, 0)
+            .map(|r| r.requests_per_s);
         let (r_sync, top) = match self.spec.mode {
             SweepMode::Guidellm => (
                 r_sync.unwrap_or(0.0),

@@ -32,9 +32,7 @@ impl BenchmarkReport {
     pub fn slo_value(&self, metric: SloMetric, stat: SloStat) -> Option<f64> {
         let m = slo_metric(metric);
         match stat.percentile() {
-            None => Some(self.metric(m))
-                .filter(|s| s.count > 0)
-                .map(|s| s.mean),
+            None => Some(self.metric(m)).filter(|s| s.count > 0).map(|s| s.mean),
             Some(p) => self.percentile_ms(m, p),
         }
     }
@@ -159,13 +157,24 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
         s,
         "{:<40} {:<10}",
         "Knee request rate (req/s):",
-        c.knee_requests_per_s.map_or("-".into(), |k| format!("{k:.2}"))
+        c.knee_requests_per_s
+            .map_or("-".into(), |k| format!("{k:.2}"))
     );
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
         let _ = writeln!(s, "{:<40} {:<10}", "SLO:", slo.to_string());
         let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-        let _ = writeln!(s, "{:<40} {:<10}", "Max rate meeting the SLO (req/s):", f(b.low));
-        let _ = writeln!(s, "{:<40} {:<10}", "Lowest rate failing the SLO (req/s):", f(b.high));
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Max rate meeting the SLO (req/s):",
+            f(b.low)
+        );
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Lowest rate failing the SLO (req/s):",
+            f(b.high)
+        );
     }
     s.push_str(&"=".repeat(50));
     s.push('\n');

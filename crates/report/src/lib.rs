@@ -40,6 +40,7 @@ mod model;
 mod options;
 mod stats;
 mod svg;
+mod sweep_html;
 mod time_fmt;
 mod vllm;
 
@@ -51,7 +52,7 @@ pub use compare::render_comparison;
 pub use files::{read_run, render_csv, render_json, render_yaml, write_outputs, OutputFormat};
 pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
-pub use html::render_html;
+pub use html::{render_comparison_html, render_html};
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, Metrics, Rates, RequestCounts,
     RunReport, Timeline, TokenCounts, TokenStat, Tokens, SCHEMA_VERSION,

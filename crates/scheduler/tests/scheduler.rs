@@ -378,11 +378,7 @@ impl Observer for Collect {
     fn record(&mut self, index: usize, _record: RequestRecord, _phase: Phase) {
         self.records.push(index);
     }
-    fn benchmark_finished(
-        &mut self,
-        _index: usize,
-        outcome: &BenchmarkOutcome,
-    ) -> Option<Reading> {
+    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) -> Option<Reading> {
         self.finished.push(outcome.clone());
         None
     }
@@ -558,11 +554,7 @@ struct Override(Vec<f64>);
 
 impl Observer for Override {
     fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}
-    fn benchmark_finished(
-        &mut self,
-        index: usize,
-        _outcome: &BenchmarkOutcome,
-    ) -> Option<Reading> {
+    fn benchmark_finished(&mut self, index: usize, _outcome: &BenchmarkOutcome) -> Option<Reading> {
         self.0.get(index).map(|&r| Reading {
             requests_per_s: r,
             output_tokens_per_s: r,
