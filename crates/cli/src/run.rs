@@ -9,7 +9,6 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use bench_core::{Capacity, Clock, RequestRecord, Slo};
 use bench_mock::{MockConfig, MockServer};
-use bench_profile::Reading;
 use bench_report::{
     Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions, VllmConsoleOptions,
 };
@@ -91,6 +90,8 @@ struct ReportObserver {
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
     slo: Option<Slo>,
+    /// Whether each benchmark met the SLO, by index.
+    verdicts: std::collections::HashMap<usize, bool>,
 }
 
 impl Observer for ReportObserver {
@@ -105,24 +106,23 @@ impl Observer for ReportObserver {
         }
     }
 
-    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) -> Option<Reading> {
-        let acc = self.acc.take()?;
+    fn benchmark_finished(&mut self, index: usize, o: &BenchmarkOutcome) {
+        let Some(acc) = self.acc.take() else {
+            return;
+        };
         let meta = BenchmarkMeta {
             strategy: o.strategy.clone(),
             start: o.start,
             end: o.end,
-            measure_start: o.measure_start,
-            measure_end: o.measure_end,
+            window: o.window,
             wall_epoch: self.wall_epoch,
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
         };
         let report = acc.finish(meta);
-        let reading = Reading {
-            requests_per_s: report.rates.requests_per_s,
-            output_tokens_per_s: report.rates.output_tokens_per_s,
-            slo_met: self.slo.as_ref().map(|slo| report.meets(slo)),
-        };
+        if let Some(slo) = &self.slo {
+            self.verdicts.insert(index, report.meets(slo));
+        }
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
@@ -140,7 +140,10 @@ impl Observer for ReportObserver {
         }
         self.run.benchmarks.push(report);
         self.write();
-        Some(reading)
+    }
+
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        self.verdicts.get(&index).copied()
     }
 }
 
@@ -155,11 +158,19 @@ impl ReportObserver {
         }
     }
 
-    /// Adds a sweep's capacity answer, with the knee found from the latencies, and rewrites
-    /// the files.
+    /// Adds a sweep's capacity answer, with the figures the report owns (the knee from the
+    /// latencies, the best probe's output tokens/s), and rewrites the files.
     fn set_capacity(&mut self, capacity: Option<Capacity>) {
         let Some(mut c) = capacity else { return };
         c.knee_requests_per_s = bench_report::knee(&self.run);
+        if let Some(b) = self
+            .run
+            .benchmarks
+            .iter()
+            .find(|b| b.label == c.max_measured_by)
+        {
+            c.max_output_tokens_per_s = b.rates.output_tokens_per_s;
+        }
         self.run.capacity = Some(c);
         self.write();
     }
@@ -282,6 +293,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         wall_epoch: clock.wall_epoch(),
         write_error: None,
         slo: s.slo.clone(),
+        verdicts: Default::default(),
     };
     let result = sched
         .run_profile(

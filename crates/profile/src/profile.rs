@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use bench_core::Slo;
 
+use crate::StrategyExt as _;
 use crate::{
     check_rate, invalid, ProfileError, Strategy, SweepMode, DEFAULT_THROUGHPUT_CONCURRENCY,
 };

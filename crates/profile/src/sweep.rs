@@ -78,10 +78,18 @@ pub struct SweepStep {
 pub struct Reading {
     /// Steady-state completed requests/s.
     pub requests_per_s: f64,
-    /// Steady-state output tokens/s.
-    pub output_tokens_per_s: f64,
+    /// Steady-state output tokens/s, when the scheduler measures them (the ladder then
+    /// compares tokens; else requests).
+    pub output_tokens_per_s: Option<f64>,
     /// Whether it met every SLO bound (`None`: no SLO).
     pub slo_met: Option<bool>,
+}
+
+impl Reading {
+    /// What the ladder compares: output tokens/s when measured, else requests/s.
+    pub fn throughput(&self) -> f64 {
+        self.output_tokens_per_s.unwrap_or(self.requests_per_s)
+    }
 }
 
 /// The open-loop rates of an adaptive sweep, ascending: with `c` the capacity and `n` rates,
@@ -263,9 +271,9 @@ impl SweepPlanner {
             .history
             .iter()
             .filter_map(|(s, r)| match (s.role, &s.strategy) {
-                (SweepRole::Probe, Strategy::Synchronous) => Some((1, r.output_tokens_per_s)),
+                (SweepRole::Probe, Strategy::Synchronous) => Some((1, r.throughput())),
                 (SweepRole::Ladder, Strategy::Concurrent { streams }) => {
-                    Some((*streams, r.output_tokens_per_s))
+                    Some((*streams, r.throughput()))
                 }
                 _ => None,
             })
@@ -287,13 +295,13 @@ impl SweepPlanner {
         Some((last_c * 2).min(self.spec.throughput_concurrency))
     }
 
-    /// The probe or rung with the highest output token throughput (the first of equals).
+    /// The probe or rung with the highest throughput (the first of equals).
     fn best(&self) -> Option<&(SweepStep, Reading)> {
         self.history
             .iter()
             .filter(|(s, _)| matches!(s.role, SweepRole::Probe | SweepRole::Ladder))
             .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
-                Some(b) if b.1.output_tokens_per_s >= x.1.output_tokens_per_s => Some(b),
+                Some(b) if b.1.throughput() >= x.1.throughput() => Some(b),
                 _ => Some(x),
             })
     }
@@ -344,7 +352,7 @@ impl SweepPlanner {
         });
         Some(Capacity {
             max_requests_per_s: best.requests_per_s,
-            max_output_tokens_per_s: best.output_tokens_per_s,
+            max_output_tokens_per_s: best.output_tokens_per_s.unwrap_or(f64::NAN),
             max_measured_by: step.strategy.label(),
             knee_requests_per_s: None,
             slo: self.spec.slo.clone(),

@@ -1,9 +1,9 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::{Backend, Capacity, RequestRecord, RequestSpec};
+use bench_core::{Backend, Capacity, RequestRecord, RequestSpec, Strategy};
 use bench_profile::{
-    Limits, Profile, ProfileError, Reading, Strategy, SweepPlanner, SweepRole, SweepStep,
-    Transient, LADDER_LENGTH,
+    Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
+    LADDER_LENGTH,
 };
 
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
@@ -17,12 +17,14 @@ pub trait Observer {
     }
     /// One request finished (in any way), with the phase it belongs to.
     fn record(&mut self, index: usize, record: RequestRecord, phase: Phase);
-    /// A benchmark ended; all its records have been delivered. May return what the observer
-    /// measured (e.g. the report's steady-state rates and the SLO verdict), which a sweep then
-    /// decides on instead of [`BenchmarkOutcome::completed_rate`], so that its decisions follow
-    /// from the figures the user sees.
-    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) -> Option<Reading> {
+    /// A benchmark ended; all its records have been delivered.
+    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) {
         let _ = (index, outcome);
+    }
+    /// Whether the finished benchmark `index` met the sweep's SLO (`None`: no SLO, or not
+    /// judged). The observer judges because it owns the latency figures (the report).
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        let _ = index;
         None
     }
 }
@@ -65,16 +67,6 @@ fn scaled(limits: &Limits, length: f64) -> Limits {
             .max_requests
             .map(|n| ((n as f64 * length).ceil() as u64).max(1)),
         ..limits.clone()
-    }
-}
-
-/// The reading the sweep decides on when the observer gives none: the scheduler's own
-/// completed rate (also as the throughput figure).
-fn fallback_reading(o: &BenchmarkOutcome) -> Reading {
-    Reading {
-        requests_per_s: o.completed_rate,
-        output_tokens_per_s: o.completed_rate,
-        slo_met: None,
     }
 }
 
@@ -154,9 +146,14 @@ impl<B: Backend> Scheduler<B> {
                 })
                 .await?;
             specs = rest;
-            let reading = observer
-                .benchmark_finished(index, &outcome)
-                .unwrap_or_else(|| fallback_reading(&outcome));
+            observer.benchmark_finished(index, &outcome);
+            // The window's rate, by the rule the report uses too (bench_core::Window); the SLO
+            // verdict from the observer, which owns the latency figures.
+            let reading = Reading {
+                requests_per_s: outcome.completed_rate,
+                output_tokens_per_s: None,
+                slo_met: observer.slo_met(index),
+            };
             tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");
             let stop =
                 outcome.stop_reason == StopReason::Interrupted || self.interrupt.is_cancelled();

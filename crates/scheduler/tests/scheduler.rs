@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bench_core::{Clock, RequestRecord, Status};
 use bench_profile::{
-    capacity_rates, sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Reading, Strategy,
-    SweepMode, SweepRole, SweepSpec, Transient, DEFAULT_SLO_TOLERANCE,
+    capacity_rates, sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Strategy, SweepMode,
+    SweepRole, SweepSpec, Transient, DEFAULT_SLO_TOLERANCE,
 };
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Pacing, Phase, Scheduler, SchedulerOptions,
@@ -267,15 +267,15 @@ async fn count_warmup_and_cooldown_exclude_exactly_their_requests() {
     assert_eq!(recs.len(), 100);
     // The window opens at request 10's slot and closes at request 80's.
     let slot = |id| recs.iter().find(|(r, _)| r.id == id).map(|(r, _)| r.slot);
-    assert_eq!(Some(out.measure_start), slot(10));
-    assert_eq!(Some(out.measure_end), slot(80));
+    assert_eq!(Some(out.window.open), slot(10));
+    assert_eq!(Some(out.window.close), slot(80));
     // Three streams in waves of 30 ms: request 10 starts at 90 ms, request 80 at 780 ms.
-    assert_eq!(out.measure_start - out.start, 90 * MS);
-    assert_eq!(out.measure_end - out.start, 780 * MS);
+    assert_eq!(out.window.open - out.start, 90 * MS);
+    assert_eq!(out.window.close - out.start, 780 * MS);
     for (r, ph) in &recs {
-        let want = if r.end < out.measure_start {
+        let want = if r.end < out.window.open {
             Phase::Warmup
-        } else if r.dispatched > out.measure_end {
+        } else if r.dispatched > out.window.close {
             Phase::Cooldown
         } else {
             Phase::Measured
@@ -378,9 +378,8 @@ impl Observer for Collect {
     fn record(&mut self, index: usize, _record: RequestRecord, _phase: Phase) {
         self.records.push(index);
     }
-    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) -> Option<Reading> {
+    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) {
         self.finished.push(outcome.clone());
-        None
     }
 }
 
@@ -549,52 +548,60 @@ fn plans_that_cannot_work_are_rejected() {
     }
 }
 
-/// An observer that reports its own completed rates (as the CLI reports the report's).
-struct Override(Vec<f64>);
+/// An observer that judges the SLO as the CLI's report does: here, met at offered rates up to
+/// `limit` (and by every probe).
+struct Judge {
+    limit: f64,
+    rates: Vec<Option<f64>>,
+}
 
-impl Observer for Override {
+impl Observer for Judge {
+    fn benchmark_started(&mut self, _index: usize, _total: usize, plan: &BenchmarkPlan) {
+        self.rates.push(plan.strategy.target_rate());
+    }
     fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}
-    fn benchmark_finished(&mut self, index: usize, _outcome: &BenchmarkOutcome) -> Option<Reading> {
-        self.0.get(index).map(|&r| Reading {
-            requests_per_s: r,
-            output_tokens_per_s: r,
-            slo_met: None,
-        })
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        Some(self.rates[index].is_none_or(|r| r <= self.limit))
     }
 }
 
 #[tokio::test(start_paused = true)]
-async fn sweep_uses_the_rates_the_observer_measured() {
+async fn slo_search_bisects_on_the_observers_verdicts() {
     let sched = Scheduler::new(Arc::new(Fake::new(10, 0, 1)), Clock::start(), opts());
     let profile = Profile::Sweep(SweepSpec {
-        size: 4,
-        mode: SweepMode::Guidellm,
+        size: 5,
+        mode: SweepMode::Adaptive,
         throughput_concurrency: 4,
         open_loop: OpenLoop::Constant,
         max_concurrency: None,
-        slo: None,
-        slo_tolerance: DEFAULT_SLO_TOLERANCE,
+        slo: Some("ttft_p99=100".parse().expect("slo")),
+        slo_tolerance: 0.02,
     });
     let limits = Limits {
         max_seconds: Some(0.5),
         ..Limits::default()
     };
+    let mut judge = Judge {
+        limit: 150.0,
+        rates: Vec::new(),
+    };
     let (run, _) = sched
-        .run_profile(
-            &profile,
-            &limits,
-            &None,
-            &None,
-            specs(),
-            &mut Override(vec![3.0, 9.0]),
-        )
+        .run_profile(&profile, &limits, &None, &None, specs(), &mut judge)
         .await
         .expect("runs");
-    let rates: Vec<f64> = run.benchmarks[2..]
+    let cap = run.capacity.expect("answer");
+    let b = cap.slo_bracket.expect("bracket");
+    let (low, high) = (b.low.expect("low"), b.high.expect("high"));
+    assert!(low <= 150.0 && 150.0 < high, "{b:?}");
+    assert!(high - low <= 0.02 * low, "{b:?}");
+    assert_eq!(cap.slo_max_requests_per_s, Some(low));
+    let refine = run
+        .roles
         .iter()
-        .filter_map(|b| b.strategy.target_rate())
-        .collect();
-    assert_eq!(rates, vec![6.0, 9.0]);
+        .filter(|r| **r == SweepRole::Refine)
+        .count();
+    assert_eq!(refine as u32, b.steps);
+    assert!(b.steps > 0);
 }
 
 #[tokio::test(start_paused = true)]

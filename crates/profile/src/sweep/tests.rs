@@ -77,7 +77,7 @@ fn drive(spec: &SweepSpec, batch: u32, slo_limit: f64) -> (Vec<SweepStep>, Sweep
             step.clone(),
             Reading {
                 requests_per_s: rps,
-                output_tokens_per_s: tok,
+                output_tokens_per_s: Some(tok),
                 slo_met,
             },
         );
