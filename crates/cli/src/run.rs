@@ -112,6 +112,8 @@ impl Observer for ReportObserver {
             start: o.start,
             end: o.end,
             window: o.window,
+            sending_end: o.sending_end,
+            rates: Some(o.rates),
             wall_epoch: self.wall_epoch,
             stop_reason: o.stop_reason.name().to_string(),
             label: None,

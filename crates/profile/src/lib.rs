@@ -13,7 +13,7 @@ mod profile;
 mod transient;
 
 pub use arrivals::Arrivals;
-pub use limits::{Limits, OverSaturation, SaturationSample};
+pub use limits::{Limits, OverSaturation, SaturationSample, DEFAULT_DRAIN_TIMEOUT};
 pub use profile::{sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepSpec};
 pub use transient::{ResolvedTransient, Transient};
 
