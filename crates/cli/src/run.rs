@@ -115,6 +115,8 @@ impl Observer for ReportObserver {
             start: o.start,
             end: o.end,
             window: o.window,
+            sending_end: o.sending_end,
+            rates: Some(o.rates),
             wall_epoch: self.wall_epoch,
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
@@ -158,19 +160,11 @@ impl ReportObserver {
         }
     }
 
-    /// Adds a sweep's capacity answer, with the figures the report owns (the knee from the
-    /// latencies, the best probe's output tokens/s), and rewrites the files.
+    /// Adds a sweep's capacity answer, with the knee the report finds from the latencies, and
+    /// rewrites the files.
     fn set_capacity(&mut self, capacity: Option<Capacity>) {
         let Some(mut c) = capacity else { return };
         c.knee_requests_per_s = bench_report::knee(&self.run);
-        if let Some(b) = self
-            .run
-            .benchmarks
-            .iter()
-            .find(|b| b.label == c.max_measured_by)
-        {
-            c.max_output_tokens_per_s = b.rates.output_tokens_per_s;
-        }
         self.run.capacity = Some(c);
         self.write();
     }

@@ -126,6 +126,11 @@ pub struct CommonArgs {
     /// Seconds per benchmark (default 30; 5 with --mock).
     #[arg(long)]
     pub max_seconds: Option<f64>,
+    /// Seconds a time-boxed benchmark waits, after it stops sending, for the requests in
+    /// flight to finish (default 300; 0 cancels them at once); those still unfinished are
+    /// counted as incomplete.
+    #[arg(long, value_name = "SECONDS")]
+    pub drain_timeout: Option<f64>,
     /// Requests per benchmark.
     #[arg(long)]
     pub max_requests: Option<u64>,
@@ -220,6 +225,8 @@ pub struct FileSettings {
     pub slo_tolerance: Option<f64>,
     #[serde(default)]
     pub max_seconds: Option<f64>,
+    #[serde(default)]
+    pub drain_timeout: Option<f64>,
     #[serde(default)]
     pub max_requests: Option<u64>,
     #[serde(default)]
@@ -502,6 +509,7 @@ pub fn resolve(
     };
     let limits = Limits {
         max_seconds,
+        drain_timeout: cli.drain_timeout.or(file.drain_timeout),
         max_requests,
         max_errors: cli.max_errors.or(file.max_errors),
         max_error_rate: cli.max_error_rate.or(file.max_error_rate),

@@ -14,7 +14,7 @@ mod strategy;
 mod window;
 
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
-pub use window::{BenchmarkOutcome, Phase, StopReason, Window};
+pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
 use std::future::Future;
 use std::sync::Arc;

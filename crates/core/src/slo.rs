@@ -253,8 +253,7 @@ pub struct SloBracket {
 pub struct Capacity {
     /// Steady-state completed requests/s of the best probe (the sustainable maximum).
     pub max_requests_per_s: f64,
-    /// Steady-state output tokens/s of the same probe (the report's figure for it; NaN, written
-    /// as null, until a report fills it in).
+    /// Steady-state output tokens/s of the same probe.
     pub max_output_tokens_per_s: f64,
     /// The probe that measured them (e.g. `concurrent@64`).
     pub max_measured_by: String,

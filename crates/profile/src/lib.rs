@@ -14,7 +14,7 @@ mod sweep;
 mod transient;
 
 pub use arrivals::Arrivals;
-pub use limits::{Limits, OverSaturation, SaturationSample};
+pub use limits::{Limits, OverSaturation, SaturationSample, DEFAULT_DRAIN_TIMEOUT};
 pub use profile::{
     sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepSpec, DEFAULT_SLO_TOLERANCE,
 };

@@ -93,8 +93,12 @@ pub struct BenchmarkReport {
     pub duration_s: f64,
     /// How long the warmup actually was (start to window open), seconds.
     pub warmup_s: f64,
-    /// How long the cooldown actually was (window close to end), seconds.
+    /// How long the cooldown actually was (window close to the end of sending), seconds.
     pub cooldown_s: f64,
+    /// How long the drain was (end of sending until the last request in flight ended or the
+    /// drain timeout cancelled it), seconds.
+    #[serde(default)]
+    pub drain_s: f64,
     /// Why the benchmark stopped (`max_requests`, `max_duration`, `interrupted`, ...).
     pub stop_reason: String,
     /// Request counts by status (of the requests inside the window).

@@ -51,11 +51,12 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
     line_int(&mut out, "Successful requests:", b.requests.completed);
     let current = opts.layout == VllmLayout::Current;
     if current {
-        line_int(
-            &mut out,
-            "Failed requests:",
-            b.requests.errored + b.requests.incomplete,
-        );
+        // Failed counts errors only; requests cut off unfinished (drain timeout, Ctrl-C) get a
+        // line of their own, shown whenever there are any.
+        line_int(&mut out, "Failed requests:", b.requests.errored);
+        if b.requests.incomplete > 0 {
+            line_int(&mut out, "Incomplete requests:", b.requests.incomplete);
+        }
         let cap = match &b.strategy {
             Strategy::Constant {
                 max_concurrency, ..

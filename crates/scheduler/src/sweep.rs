@@ -147,11 +147,12 @@ impl<B: Backend> Scheduler<B> {
                 .await?;
             specs = rest;
             observer.benchmark_finished(index, &outcome);
-            // The window's rate, by the rule the report uses too (bench_core::Window); the SLO
-            // verdict from the observer, which owns the latency figures.
+            // The window's steady-state rates, by the rule the report uses too
+            // (bench_core::Window::steady_rates); the SLO verdict from the observer, which owns
+            // the latency figures.
             let reading = Reading {
-                requests_per_s: outcome.completed_rate,
-                output_tokens_per_s: None,
+                requests_per_s: outcome.rates.requests_per_s,
+                output_tokens_per_s: Some(outcome.rates.output_tokens_per_s),
                 slo_met: observer.slo_met(index),
             };
             tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");
