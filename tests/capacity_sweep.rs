@@ -90,7 +90,7 @@ fn sweep(c: &Config) -> serde_json::Value {
             "--slo",
             &slo,
             "--slo-tolerance",
-            "0.03",
+            "0.02",
             "--console",
             "guidellm",
             "--quiet",
