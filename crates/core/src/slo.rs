@@ -329,7 +329,7 @@ mod tests {
         let s: Slo = "ttft_p99=500,itl_mean=50".parse().expect("valid");
         let fig = |ttft: f64, itl: Option<f64>| {
             move |m: SloMetric, st: SloStat| match (m, st) {
-                (SloMetric::Ttft, SloStat::Percentile(p)) if p == 99.0 => Some(ttft),
+                (SloMetric::Ttft, SloStat::Percentile(99.0)) => Some(ttft),
                 (SloMetric::Itl, SloStat::Mean) => itl,
                 _ => None,
             }

@@ -203,7 +203,7 @@ impl SweepPlanner {
 
     /// The benchmark to run next, or `None` when the sweep is done. Fails when a probe measured
     /// nothing to derive rates from.
-    pub fn next(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+    pub fn next_step(&mut self) -> Result<Option<SweepStep>, ProfileError> {
         if let Some(s) = self.pending.pop_front() {
             return Ok(Some(s));
         }
@@ -216,7 +216,7 @@ impl SweepPlanner {
         Ok(self.refine_step())
     }
 
-    /// Records what the step returned by the last [`Self::next`] measured.
+    /// Records what the step returned by the last [`Self::next_step`] measured.
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
         self.history.push((step, reading));
     }

@@ -130,7 +130,7 @@ impl<B: Backend> Scheduler<B> {
         };
         let mut steps = Steps::new(profile);
         let mut specs = specs;
-        while let Some(step) = steps.next().map_err(SchedulerError::Sweep)? {
+        while let Some(step) = steps.next_step().map_err(SchedulerError::Sweep)? {
             let index = out.benchmarks.len();
             let total = steps.expected_len().max(index + 1);
             let p = plan(
@@ -187,14 +187,14 @@ impl Steps {
         }
     }
 
-    fn next(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+    fn next_step(&mut self) -> Result<Option<SweepStep>, ProfileError> {
         match self {
             Steps::Fixed(it, _) => Ok(it.next().map(|strategy| SweepStep {
                 strategy,
                 role: SweepRole::Probe,
                 length: 1.0,
             })),
-            Steps::Sweep(p) => p.next(),
+            Steps::Sweep(p) => p.next_step(),
         }
     }
 

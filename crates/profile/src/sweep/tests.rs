@@ -67,7 +67,7 @@ fn drive(spec: &SweepSpec, batch: u32, slo_limit: f64) -> (Vec<SweepStep>, Sweep
     let srv = server(batch, 50.0);
     let mut p = SweepPlanner::new(spec);
     let mut steps = Vec::new();
-    while let Some(step) = p.next().expect("plans") {
+    while let Some(step) = p.next_step().expect("plans") {
         let (rps, tok) = srv(&step.strategy);
         let slo_met = spec
             .slo
