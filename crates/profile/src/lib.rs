@@ -20,8 +20,8 @@ pub use profile::{
 };
 pub use sweep::{
     capacity_rates, slo_bracket, slo_next_rate, Reading, SweepMode, SweepPlanner, SweepRole,
-    SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS, MAX_REFINE_STEPS, SECOND_RATE,
-    TOP_RATE,
+    SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS, LADDER_WARMUP, MAX_REFINE_STEPS,
+    SECOND_RATE, TOP_RATE,
 };
 pub use transient::{ResolvedTransient, Transient};
 

@@ -30,6 +30,8 @@ pub const LADDER_GAIN: f64 = 0.05;
 pub const LADDER_MAX_RUNGS: u32 = 8;
 /// Length of a ladder rung relative to the other benchmarks.
 pub const LADDER_LENGTH: f64 = 0.25;
+/// Warmup of a ladder rung (a fraction of its length) when the run sets none.
+pub const LADDER_WARMUP: f64 = 0.25;
 /// The top open-loop rate, relative to the measured capacity.
 pub const TOP_RATE: f64 = 1.2;
 /// The second highest open-loop rate (with 4 or more rates), relative to the capacity.

@@ -264,6 +264,10 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
                 let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", px(*x), py(*y), se.color);
             }
         }
+        if se.markers_only {
+            // Probes share their curve's colour; the caption under the charts explains them.
+            continue;
+        }
         let item_w = 24.0 + 6.6 * se.name.chars().count() as f64;
         if lx + item_w > W - R && lx > L {
             lx = L;
@@ -297,15 +301,14 @@ fn draw_marks(
         let (a, b, c, d, tx, ty, anchor) = if m.vertical {
             let x = px(m.value);
             let top = py(y1);
-            (
-                x,
-                x,
-                top,
-                py(y0),
-                x + 3.0,
-                top + 10.0 + 11.0 * (i % 3) as f64,
-                "start",
-            )
+            let ty = top + 10.0 + 11.0 * (i % 3) as f64;
+            // Labels near the right edge go to the left of their line, so they stay inside.
+            let (tx, anchor) = if x > W * 0.7 {
+                (x - 3.0, "end")
+            } else {
+                (x + 3.0, "start")
+            };
+            (x, x, top, py(y0), tx, ty, anchor)
         } else {
             let y = py(m.value);
             (px(x0), px(x1), y, y, px(x1) - 2.0, y - 3.0, "end")

@@ -3,7 +3,7 @@
 use bench_core::{Backend, Capacity, RequestRecord, RequestSpec, Strategy};
 use bench_profile::{
     Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
-    LADDER_LENGTH,
+    LADDER_LENGTH, LADDER_WARMUP,
 };
 
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
@@ -133,10 +133,16 @@ impl<B: Backend> Scheduler<B> {
         while let Some(step) = steps.next_step().map_err(SchedulerError::Sweep)? {
             let index = out.benchmarks.len();
             let total = steps.expected_len().max(index + 1);
+            // A rung without a warmup of the user's gets one, so its short window measures
+            // the steady state, not the connections opening and the batch filling.
+            let rung_warmup = match (step.role, warmup) {
+                (SweepRole::Ladder, None) => Some(Transient::Fraction(LADDER_WARMUP)),
+                _ => *warmup,
+            };
             let p = plan(
                 step.strategy.clone(),
                 &scaled(limits, step.length),
-                warmup,
+                &rung_warmup,
                 cooldown,
             );
             observer.benchmark_started(index, total, &p);
