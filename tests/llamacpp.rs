@@ -183,6 +183,35 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     let dir = std::env::temp_dir().join(format!("bench-llamacpp-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let json = dir.join("sweep.json");
+    // Benchmarks long enough for a dozen sequential requests: a shared machine under load can
+    // make llama.cpp (CPU-bound) 100x slower than when quiet.
+    let probe = std::time::Instant::now();
+    let one = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "run",
+            "--target",
+            &addr,
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "1",
+        ])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--console",
+            "none",
+            "--quiet",
+        ])
+        .output()
+        .expect("run bench");
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let seconds = (12.0 * probe.elapsed().as_secs_f64()).clamp(6.0, 40.0);
+    let seconds = format!("{seconds:.0}");
     let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args([
@@ -190,7 +219,7 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
             "--target",
             &addr,
             "--max-seconds",
-            "8",
+            &seconds,
             "--sweep-size",
             "5",
             "--data",

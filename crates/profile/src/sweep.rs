@@ -387,7 +387,7 @@ impl SweepSpec {
     pub fn rate_strategies(&self, r_sync: f64, top: f64) -> Result<Vec<Strategy>, ProfileError> {
         if !(r_sync > 0.0 && top > 0.0 && r_sync.is_finite() && top.is_finite()) {
             return Err(invalid(format!(
-                "the sweep cannot derive rates: synchronous measured {r_sync:.3} req/s and the maximum {top:.3} req/s (a probe completed no request)"
+                "the sweep cannot derive rates: synchronous measured {r_sync:.3} req/s and the maximum {top:.3} req/s in their windows (no request completed, or requests last longer than a benchmark: raise --max-seconds)"
             )));
         }
         let n = self.size.saturating_sub(2);
