@@ -168,6 +168,8 @@ pub struct SweepPlanner {
     pending: VecDeque<SweepStep>,
     history: Vec<(SweepStep, Reading)>,
     rates_planned: bool,
+    /// Steps handed out and not yet recorded.
+    outstanding: usize,
 }
 
 impl SweepPlanner {
@@ -190,6 +192,7 @@ impl SweepPlanner {
             pending,
             history: Vec::new(),
             rates_planned: false,
+            outstanding: 0,
         }
     }
 
@@ -200,12 +203,18 @@ impl SweepPlanner {
         } else {
             self.spec.size.saturating_sub(2) as usize
         };
-        self.history.len() + self.pending.len() + rates
+        self.history.len() + self.outstanding + self.pending.len() + rates
     }
 
     /// The benchmark to run next, or `None` when the sweep is done. Fails when a probe measured
     /// nothing to derive rates from.
     pub fn next_step(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+        let step = self.decide()?;
+        self.outstanding += usize::from(step.is_some());
+        Ok(step)
+    }
+
+    fn decide(&mut self) -> Result<Option<SweepStep>, ProfileError> {
         if let Some(s) = self.pending.pop_front() {
             return Ok(Some(s));
         }
@@ -220,6 +229,7 @@ impl SweepPlanner {
 
     /// Records what the step returned by the last [`Self::next_step`] measured.
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
+        self.outstanding = self.outstanding.saturating_sub(1);
         self.history.push((step, reading));
     }
 

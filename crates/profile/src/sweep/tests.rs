@@ -179,6 +179,20 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
     assert_eq!(rates, sweep_rates(0.5, 8.0, 10));
     assert!(p.answer().is_none());
     assert_eq!(steps.len(), 10);
+    // Progress totals: known from the start in guidellm mode.
+    let mut q = SweepPlanner::new(&s);
+    assert_eq!(q.expected_len(), 10);
+    let first = q.next_step().expect("plans").expect("a step");
+    assert_eq!(q.expected_len(), 10, "a step handed out still counts");
+    q.record(
+        first,
+        Reading {
+            requests_per_s: 1.0,
+            output_tokens_per_s: None,
+            slo_met: None,
+        },
+    );
+    assert_eq!(q.expected_len(), 10);
 }
 
 #[test]
