@@ -174,3 +174,92 @@ fn short_run_against_llama_cpp_matches_the_server() {
         "nothing left running"
     );
 }
+
+/// A short adaptive sweep against llama.cpp (4 slots): the stated capacity is never below the
+/// synchronous rate, the open-loop rates ascend, and the top one passes the capacity.
+#[test]
+fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
+    let (_server, addr) = start();
+    let dir = std::env::temp_dir().join(format!("bench-llamacpp-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let json = dir.join("sweep.json");
+    // Benchmarks long enough for a dozen sequential requests: a shared machine under load can
+    // make llama.cpp (CPU-bound) 100x slower than when quiet.
+    let probe = std::time::Instant::now();
+    let one = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "run",
+            "--target",
+            &addr,
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "1",
+        ])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--console",
+            "none",
+            "--quiet",
+        ])
+        .output()
+        .expect("run bench");
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let seconds = (12.0 * probe.elapsed().as_secs_f64()).clamp(6.0, 40.0);
+    let seconds = format!("{seconds:.0}");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "sweep",
+            "--target",
+            &addr,
+            "--max-seconds",
+            &seconds,
+            "--sweep-size",
+            "5",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--console",
+            "guidellm",
+            "--quiet",
+            "--output",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "{stdout}\nwall time {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(stdout.contains("Capacity:"), "{stdout}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let b = run["benchmarks"].as_array().expect("benchmarks");
+    let cap = run["capacity"]["max_requests_per_s"]
+        .as_f64()
+        .expect("capacity");
+    let sync = b[0]["rates"]["requests_per_s"].as_f64().expect("sync");
+    assert_eq!(b[0]["label"], "synchronous");
+    assert!(cap >= sync, "capacity {cap} below synchronous {sync}");
+    // The sweep's 3 open-loop rates come right after the probes, ascending past the capacity.
+    let rates: Vec<f64> = b
+        .iter()
+        .filter_map(|x| x["strategy"]["rate"].as_f64())
+        .take(3)
+        .collect();
+    assert_eq!(rates.len(), 3, "{stdout}");
+    assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
+    assert!(rates[2] > cap, "top rate {} vs capacity {cap}", rates[2]);
+}

@@ -92,21 +92,40 @@ fn report_writes_other_formats_and_compares_runs() {
         std::fs::read_to_string(&csv).expect("csv").lines().count(),
         5
     );
+    let cmp_html = dir.join("cmp.html");
     let cmp = stdout(&bench(&[
         "report",
         s.to_str().expect("path"),
         json.to_str().expect("path"),
+        "--output",
+        cmp_html.to_str().expect("path"),
     ]));
     assert!(cmp.starts_with("Runs compared:\n"), "{cmp}");
+    // Overlaid by rate: every benchmark of both runs, ordered by its rate.
+    let rates: Vec<f64> = cmp
+        .lines()
+        .filter_map(|l| l.split('|').next()?.trim().parse().ok())
+        .collect();
+    assert_eq!(rates.len(), 8, "{cmp}");
+    assert!(rates.windows(2).all(|w| w[0] <= w[1]), "{rates:?}\n{cmp}");
     for label in [
         "synchronous",
         "throughput",
         "constant@4.00",
         "constant@8.00",
     ] {
-        assert!(cmp.contains(label), "{label} in {cmp}");
+        assert_eq!(cmp.matches(label).count(), 2, "{label} in {cmp}");
     }
-    assert!(cmp.contains("+0.0"), "identical runs show no change: {cmp}");
+    let page = std::fs::read_to_string(&cmp_html).expect("comparison html");
+    assert!(page.contains("bench comparison of 2 runs") && page.contains("class=\"curve\""));
+    let bad = bench(&[
+        "report",
+        s.to_str().expect("path"),
+        json.to_str().expect("path"),
+        "--output",
+        "/tmp/cmp.csv",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

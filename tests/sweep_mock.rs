@@ -33,6 +33,8 @@ fn sweep_mock_runs_every_benchmark_and_writes_the_report() {
         "1",
         "--sweep-size",
         "4",
+        "--sweep-mode",
+        "guidellm",
         "--max-concurrency",
         "32",
         "--data",
@@ -180,6 +182,59 @@ fn usage_errors_exit_2_naming_the_culprit() {
 
     let out = bench(&["sweep"]);
     assert_eq!(out.status.code(), Some(2), "no target");
+
+    for (args, culprit) in [
+        (
+            &["sweep", "--mock", "--slo", "ttft_p100=5"][..],
+            "ttft_p100",
+        ),
+        (&["sweep", "--mock", "--slo", "ttfx_p99=5"][..], "ttfx_p99"),
+        (&["sweep", "--mock", "--slo", "itl_p50"][..], "itl_p50"),
+        (&["sweep", "--mock", "--sweep-mode", "fast"][..], "fast"),
+        (
+            &[
+                "sweep",
+                "--mock",
+                "--slo",
+                "ttft_p99=5",
+                "--slo-tolerance",
+                "2",
+            ][..],
+            "slo-tolerance",
+        ),
+        (
+            &[
+                "run",
+                "--mock",
+                "--rate-type",
+                "constant",
+                "--rate",
+                "1",
+                "--slo",
+                "ttft_p99=5",
+            ][..],
+            "slo",
+        ),
+    ] {
+        let out = bench(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(culprit), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+    let dir = tmp("slo-profile");
+    let p = dir.join("slo.yaml");
+    std::fs::write(&p, "rate_type: sweep\nslo: \"ttft_p99=500,itl_p50=50\"\n").expect("write");
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--profile",
+        p.to_str().expect("utf8"),
+        "--show-config",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("ttft_p99=500,itl_median=50"), "{shown}");
 }
 
 #[test]

@@ -103,7 +103,7 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Write the run again in another format, chosen by extension (.json, .yaml, .csv,
-    /// .html); repeatable. Only with a single input file.
+    /// .html); repeatable. With several input files: an .html page overlaying the runs.
     #[arg(long = "output", short = 'o')]
     pub outputs: Vec<PathBuf>,
     /// Console options.
@@ -132,12 +132,6 @@ pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
         }
         return Ok(args.console.render(run, width)?);
     }
-    if !args.outputs.is_empty() {
-        return Err(UsageError::new("--output takes a single input file").into());
-    }
-    if args.console.console == ConsoleStyle::None {
-        return Ok(String::new());
-    }
     let names: Vec<String> = args
         .files
         .iter()
@@ -148,6 +142,25 @@ pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
         })
         .collect();
     let _ = vllm;
+    for out in &args.outputs {
+        if !out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+        {
+            return Err(UsageError::new(format!(
+                "--output {}: several runs are compared in HTML only (.html)",
+                out.display()
+            ))
+            .into());
+        }
+    }
+    for out in &args.outputs {
+        let html = bench_report::render_comparison_html(&runs, &names);
+        std::fs::write(out, html).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if args.console.console == ConsoleStyle::None {
+        return Ok(String::new());
+    }
     Ok(bench_report::render_comparison(&runs, &names, width))
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use bench_core::{Clock, RequestRecord};
+use bench_core::{Capacity, Clock, RequestRecord, Slo};
 use bench_mock::{MockConfig, MockServer};
 use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions};
 use bench_scheduler::{
@@ -92,6 +92,9 @@ struct ReportObserver {
     vllm_files: Option<crate::vllm_files::VllmFiles>,
     /// The vLLM-fields hint was printed.
     hinted: bool,
+    slo: Option<Slo>,
+    /// Whether each benchmark met the SLO, by index.
+    verdicts: std::collections::HashMap<usize, bool>,
 }
 
 impl Observer for ReportObserver {
@@ -106,7 +109,7 @@ impl Observer for ReportObserver {
         }
     }
 
-    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) {
+    fn benchmark_finished(&mut self, index: usize, o: &BenchmarkOutcome) {
         let Some(acc) = self.acc.take() else {
             return;
         };
@@ -115,11 +118,16 @@ impl Observer for ReportObserver {
             start: o.start,
             end: o.end,
             window: o.window,
+            sending_end: o.sending_end,
+            rates: Some(o.rates),
             wall_epoch: self.wall_epoch,
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
         };
         let report = acc.finish(meta);
+        if let Some(slo) = &self.slo {
+            self.verdicts.insert(index, report.meets(slo));
+        }
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
@@ -154,12 +162,32 @@ impl Observer for ReportObserver {
             }
         }
         self.run.benchmarks.push(report);
+        self.write();
+    }
+
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        self.verdicts.get(&index).copied()
+    }
+}
+
+impl ReportObserver {
+    /// Rewrites every output file with what the run holds now.
+    fn write(&mut self) {
         if !self.outputs.is_empty() {
             if let Err(e) = bench_report::write_outputs(&self.run, &self.outputs) {
                 tracing::error!("writing the report failed: {e}");
                 self.write_error = Some(e.to_string());
             }
         }
+    }
+
+    /// Adds a sweep's capacity answer, with the knee the report finds from the latencies, and
+    /// rewrites the files.
+    fn set_capacity(&mut self, capacity: Option<Capacity>) {
+        let Some(mut c) = capacity else { return };
+        c.knee_requests_per_s = bench_report::knee(&self.run);
+        self.run.capacity = Some(c);
+        self.write();
     }
 }
 
@@ -318,6 +346,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         write_error: None,
         vllm_files: crate::vllm_files::VllmFiles::new(&s, &model),
         hinted: false,
+        slo: s.load.build.slo.clone(),
+        verdicts: Default::default(),
     };
     let result = sched
         .run_profile(
@@ -338,6 +368,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         m.shutdown().await;
     }
 
+    if let Ok((outcome, _)) = &result {
+        if !outcome.interrupted {
+            observer.set_capacity(outcome.capacity.clone());
+        }
+    }
     let run = observer.run;
     print_console(&s, &run)?;
     let n = resent.resent_requests();

@@ -14,7 +14,7 @@ mod strategy;
 mod window;
 
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
-pub use window::{BenchmarkOutcome, Phase, StopReason, Window};
+pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -22,6 +22,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 pub use tokio_util::sync::CancellationToken;
+
+mod slo;
+pub use slo::{Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat};
 
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
 /// per-request records independent of the process that took them.

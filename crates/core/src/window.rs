@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Nanos, Strategy};
+use crate::{Nanos, RequestRecord, Strategy};
 
 /// Which part of the benchmark a record belongs to. Only [`Phase::Measured`] records enter the
 /// per-request statistics; the others ran but are excluded.
@@ -131,11 +131,116 @@ impl Window {
         }
     }
 
-    /// Completed requests per second: the completions (of any request) whose end falls in the
-    /// window, divided by its length.
-    pub fn completed_rate(&self, ends: impl IntoIterator<Item = Nanos>) -> f64 {
-        let n = ends.into_iter().filter(|&e| self.contains(e)).count();
-        self.per_s(n as f64)
+    /// The steady-state rates of the window (see docs/metrics.md, "Throughput"):
+    ///
+    /// - closed-loop and at-start loads (synchronous, concurrent, throughput, burst), where the
+    ///   load is the same from the first instant: output tokens arriving in the window, from
+    ///   every request, per second; requests/s is that divided by the mean output tokens of the
+    ///   measured completed requests;
+    /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
+    ///   the departure rate of the measured completed requests (all of them, drained), taken
+    ///   between the mean end of the first and of the last tenth of them in send order:
+    ///   `(N - k) / (mean_end(last k) - mean_end(first k))`, `k = max(1, N / 10)`. Below
+    ///   capacity it is the rate sent; above it, the rate the server completes.
+    ///
+    /// Token rates of open-loop loads are requests/s times the mean tokens per request.
+    pub fn steady_rates(&self, input: &mut RateInput<'_>) -> WindowRates {
+        let n = input.departures.len() as f64;
+        let mean = |t: f64| if n > 0.0 { t / n } else { 0.0 };
+        let (mean_out, mean_prompt) = (mean(input.output_tokens), mean(input.prompt_tokens));
+        let requests_per_s = if input.closed_loop && mean_out > 0.0 {
+            self.per_s(input.output_tokens_in_window) / mean_out
+        } else {
+            self.departure_rate(input.departures)
+        };
+        let output_tokens_per_s = if input.closed_loop && mean_out > 0.0 {
+            self.per_s(input.output_tokens_in_window)
+        } else {
+            requests_per_s * mean_out
+        };
+        WindowRates {
+            requests_per_s,
+            output_tokens_per_s,
+            total_tokens_per_s: output_tokens_per_s + requests_per_s * mean_prompt,
+        }
+    }
+
+    /// `(N - k) / (mean_end(last k) - mean_end(first k))` over `(sent, end)` pairs in send
+    /// order; with fewer than two requests or no spread, `N` over the time from the opening to
+    /// the last end.
+    fn departure_rate(&self, departures: &mut [(Nanos, Nanos)]) -> f64 {
+        let n = departures.len();
+        if n == 0 {
+            return 0.0;
+        }
+        departures.sort_unstable();
+        let k = (n / 10).max(1);
+        let mean_end =
+            |d: &[(Nanos, Nanos)]| d.iter().map(|&(_, e)| e as f64).sum::<f64>() / d.len() as f64;
+        let span = (mean_end(&departures[n - k..]) - mean_end(&departures[..k])) / 1e9;
+        if n >= 2 && span > 0.0 {
+            return (n - k) as f64 / span;
+        }
+        let last = departures
+            .iter()
+            .map(|&(_, e)| e)
+            .max()
+            .unwrap_or(self.open);
+        match last.saturating_sub(self.open) {
+            0 => self.per_s(n as f64),
+            d => n as f64 / (d as f64 / 1e9),
+        }
+    }
+}
+
+/// What [`Window::steady_rates`] needs of a benchmark.
+#[derive(Debug)]
+pub struct RateInput<'a> {
+    /// The load is the same from the first instant (closed loop, or all due at t0).
+    pub closed_loop: bool,
+    /// Output tokens arriving in the window, from every request ([`tokens_in`]).
+    pub output_tokens_in_window: f64,
+    /// `(dispatched, end)` of every measured completed request.
+    pub departures: &'a mut [(Nanos, Nanos)],
+    /// Output tokens of those requests, summed.
+    pub output_tokens: f64,
+    /// Prompt tokens of those requests, summed.
+    pub prompt_tokens: f64,
+}
+
+/// The rates of a benchmark's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowRates {
+    /// Completed requests per second (steady state).
+    pub requests_per_s: f64,
+    /// Output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// Prompt plus output tokens per second.
+    pub total_tokens_per_s: f64,
+}
+
+/// Output tokens of `r` arriving in `[open, close]`: its output count spread over its chunks
+/// in proportion to the tokens each carried, all at its end when it had no chunk.
+pub fn tokens_in(r: &RequestRecord, open: Nanos, close: Nanos) -> f64 {
+    let inside = |t: Nanos| t >= open && t <= close;
+    if r.chunks.is_empty() {
+        return if inside(r.end) {
+            f64::from(r.output_tokens)
+        } else {
+            0.0
+        };
+    }
+    let (mut all, mut hit) = (0u64, 0u64);
+    for c in &r.chunks {
+        all += u64::from(c.tokens);
+        if inside(c.at) {
+            hit += u64::from(c.tokens);
+        }
+    }
+    if all == 0 {
+        0.0
+    } else {
+        f64::from(r.output_tokens) * hit as f64 / all as f64
     }
 }
 
@@ -170,7 +275,12 @@ pub struct BenchmarkOutcome {
     /// Requests abandoned at the hard deadline after cancellation (recorded as incomplete
     /// without their partial data).
     pub abandoned: u64,
-    /// Completed requests per second in the measurement window ([`Window::completed_rate`]).
+    /// When the sending stopped (the deadline, the stop, the last request's end); the drain
+    /// runs from here to `end`.
+    pub sending_end: Nanos,
+    /// The window's steady-state rates ([`Window::steady_rates`]).
+    pub rates: WindowRates,
+    /// Completed requests per second in the measurement window (`rates.requests_per_s`).
     pub completed_rate: f64,
 }
 
@@ -193,11 +303,15 @@ impl BenchmarkOutcome {
     }
     /// Actual cooldown length, seconds.
     pub fn cooldown_secs(&self) -> f64 {
-        secs(self.end.saturating_sub(self.window.close))
+        secs(self.sending_end.saturating_sub(self.window.close))
     }
     /// Length of the measurement window, seconds.
     pub fn measured_secs(&self) -> f64 {
         self.window.secs()
+    }
+    /// Length of the drain, seconds.
+    pub fn drain_secs(&self) -> f64 {
+        secs(self.end.saturating_sub(self.sending_end))
     }
     /// Total length, seconds.
     pub fn duration_secs(&self) -> f64 {
@@ -224,7 +338,6 @@ mod tests {
         assert_eq!(w.phase(0, 100), Phase::Measured);
         assert_eq!(w.phase(200, 300), Phase::Measured);
         assert_eq!(w.phase(201, 300), Phase::Cooldown);
-        assert!((w.completed_rate([50, 100, 150, 200, 250]) - 3.0 / 100e-9).abs() < 1e-3);
     }
 
     #[test]
@@ -238,5 +351,97 @@ mod tests {
         };
         assert_eq!(w.phase(201, 300), Phase::Measured);
         assert_eq!(Window::classify(Nanos::MAX, None, 0, 5), Phase::Warmup);
+    }
+
+    const S: Nanos = 1_000_000_000;
+
+    fn open_loop(departures: &mut [(Nanos, Nanos)], window: &Window) -> f64 {
+        window
+            .steady_rates(&mut RateInput {
+                closed_loop: false,
+                output_tokens_in_window: 0.0,
+                departures,
+                output_tokens: 0.0,
+                prompt_tokens: 0.0,
+            })
+            .requests_per_s
+    }
+
+    #[test]
+    fn open_loop_below_capacity_reads_the_rate_sent() {
+        // 10 req/s for 3 s, latencies 1.0-1.2 s with no trend: 10 req/s, where completions
+        // ending inside the window would read 2/3 of it.
+        let w = Window {
+            open: 0,
+            close: 3 * S,
+            cooldown: false,
+        };
+        let mut d: Vec<(Nanos, Nanos)> = (0..30u64)
+            .map(|i| (i * S / 10, i * S / 10 + S + (i * 7919 % 5) * S / 25))
+            .collect();
+        let r = open_loop(&mut d, &w);
+        assert!((r - 10.0).abs() < 0.2, "{r}");
+    }
+
+    #[test]
+    fn open_loop_above_capacity_reads_what_the_server_completes() {
+        // 60 req/s sent for 5 s; the server completes one every 1/30 s in arrival order.
+        let w = Window {
+            open: 0,
+            close: 5 * S,
+            cooldown: false,
+        };
+        let mut d: Vec<(Nanos, Nanos)> = (0..300u64)
+            .map(|i| (i * S / 60, S / 2 + i * S / 30))
+            .collect();
+        let r = open_loop(&mut d, &w);
+        assert!((r - 30.0).abs() < 1e-6, "{r}");
+        // One request alone: over the time from the opening to its end.
+        assert!((open_loop(&mut [(0, S / 2)], &w) - 2.0).abs() < 1e-9);
+        assert_eq!(open_loop(&mut [], &w), 0.0);
+    }
+
+    #[test]
+    fn closed_loop_reads_tokens_in_the_window() {
+        let w = Window {
+            open: 0,
+            close: 2 * S,
+            cooldown: false,
+        };
+        // 400 tokens in 2 s, 10 tokens per request, 4 prompt tokens per request.
+        let rates = w.steady_rates(&mut RateInput {
+            closed_loop: true,
+            output_tokens_in_window: 400.0,
+            departures: &mut [(0, 1), (0, 2)],
+            output_tokens: 20.0,
+            prompt_tokens: 8.0,
+        });
+        assert_eq!(rates.output_tokens_per_s, 200.0);
+        assert_eq!(rates.requests_per_s, 20.0);
+        assert_eq!(rates.total_tokens_per_s, 280.0);
+    }
+
+    #[test]
+    fn tokens_in_spreads_the_count_over_the_chunks() {
+        let r = RequestRecord {
+            id: 0,
+            scheduled: 0,
+            slot: 0,
+            dispatched: 0,
+            headers: None,
+            chunks: vec![
+                crate::Chunk { at: 10, tokens: 1 },
+                crate::Chunk { at: 20, tokens: 3 },
+            ],
+            end: 30,
+            prompt_tokens: 1,
+            prompt_tokens_source: crate::TokenSource::Usage,
+            output_tokens: 8,
+            output_tokens_source: crate::TokenSource::Usage,
+            requested_output_tokens: None,
+            outcome: crate::Outcome::Completed,
+        };
+        assert_eq!(tokens_in(&r, 0, 15), 2.0);
+        assert_eq!(tokens_in(&r, 15, 30), 6.0);
     }
 }

@@ -10,11 +10,19 @@
 mod arrivals;
 mod limits;
 mod profile;
+mod sweep;
 mod transient;
 
 pub use arrivals::Arrivals;
-pub use limits::{Limits, OverSaturation, SaturationSample};
-pub use profile::{sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepSpec};
+pub use limits::{Limits, OverSaturation, SaturationSample, DEFAULT_DRAIN_TIMEOUT};
+pub use profile::{
+    sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepSpec, DEFAULT_SLO_TOLERANCE,
+};
+pub use sweep::{
+    capacity_rates, slo_bracket, slo_next_rate, Reading, SweepMode, SweepPlanner, SweepRole,
+    SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS, LADDER_WARMUP, MAX_REFINE_STEPS,
+    SECOND_RATE, TOP_RATE,
+};
 pub use transient::{ResolvedTransient, Transient};
 
 /// Errors of this crate: a load shape or limit that cannot be run.

@@ -8,14 +8,25 @@ use crate::{invalid, ProfileError};
 /// early failure cannot stop a benchmark.
 pub const ERROR_RATE_MIN_FINISHED: u64 = 10;
 
+/// Default drain bound, seconds: long enough for an overloaded real server to work off a
+/// backlog of several minutes of requests (a server at twice its capacity for a 5-minute
+/// benchmark needs 5 more minutes); a request still unfinished after it is counted as
+/// incomplete.
+pub const DEFAULT_DRAIN_TIMEOUT: f64 = 300.0;
+
 /// Limits of one benchmark. The first one reached ends it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Stop dispatching after this many seconds; requests still in flight are cancelled and
-    /// counted as incomplete.
+    /// Stop dispatching after this many seconds; requests still in flight then drain (see
+    /// `drain_timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<f64>,
+    /// The most seconds a time-boxed benchmark waits, after it stops sending, for the
+    /// requests still in flight (the drain); those unfinished then are cancelled and counted
+    /// as incomplete. `None` means [`DEFAULT_DRAIN_TIMEOUT`]; 0 cancels at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_timeout: Option<f64>,
     /// Dispatch at most this many requests; the benchmark ends when the last has finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_requests: Option<u64>,
@@ -41,6 +52,13 @@ impl Limits {
                 )));
             }
         }
+        if let Some(d) = self.drain_timeout {
+            if !(d.is_finite() && d >= 0.0) {
+                return Err(invalid(format!(
+                    "drain timeout must be 0 or a positive number of seconds, got {d}"
+                )));
+            }
+        }
         if self.max_requests == Some(0) {
             return Err(invalid("max requests must be at least 1"));
         }
@@ -55,6 +73,11 @@ impl Limits {
             o.validate()?;
         }
         Ok(())
+    }
+
+    /// The drain bound in seconds ([`DEFAULT_DRAIN_TIMEOUT`] when not set).
+    pub fn drain_seconds(&self) -> f64 {
+        self.drain_timeout.unwrap_or(DEFAULT_DRAIN_TIMEOUT)
     }
 
     /// Whether the error limits are reached after `finished` requests of which `errored`

@@ -5,8 +5,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use bench_core::Slo;
+
 use crate::StrategyExt as _;
-use crate::{check_rate, invalid, ProfileError, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
+use crate::{
+    check_rate, invalid, ProfileError, Strategy, SweepMode, DEFAULT_THROUGHPUT_CONCURRENCY,
+};
 
 /// The `--rate-type` of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -91,20 +95,36 @@ pub enum OpenLoop {
     },
 }
 
-/// A guidellm sweep: synchronous, throughput, then `size - 2` open-loop rates at
-/// `linspace(r_sync, r_thr, size - 1)[1:]`.
+/// A sweep: probes, then `size - 2` open-loop rates derived from what they measured, then
+/// (with an SLO) the search for the highest rate meeting it. See [`crate::SweepPlanner`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
-    /// Benchmarks in all (at least 2).
+    /// Probes plus rates (at least 2): the rates are `size - 2`.
     pub size: u32,
-    /// In-flight cap of the throughput probe.
+    /// How the maximum is probed: adaptive (concurrency ladder) or guidellm (throughput).
+    #[serde(default)]
+    pub mode: SweepMode,
+    /// In-flight cap of guidellm's throughput probe, and the top of the adaptive ladder.
     pub throughput_concurrency: u32,
     /// The kind of the rate benchmarks.
     pub open_loop: OpenLoop,
     /// Optional in-flight cap of the rate benchmarks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,
+    /// The SLO whose highest sustainable rate the sweep searches (adaptive mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
+    /// The search stops when `(high - low) / low` is at most this.
+    #[serde(default = "default_slo_tolerance")]
+    pub slo_tolerance: f64,
+}
+
+/// Default relative width of the SLO search's final bracket.
+pub const DEFAULT_SLO_TOLERANCE: f64 = 0.05;
+
+fn default_slo_tolerance() -> f64 {
+    DEFAULT_SLO_TOLERANCE
 }
 
 /// The sweep's rates: `r_sync + i * (r_thr - r_sync) / (size - 2)` for `i = 1..=size-2`, so the
@@ -117,43 +137,6 @@ pub fn sweep_rates(r_sync: f64, r_thr: f64, size: u32) -> Vec<f64> {
     (1..=n)
         .map(|i| r_sync + f64::from(i) * (r_thr - r_sync) / f64::from(n))
         .collect()
-}
-
-impl SweepSpec {
-    /// The two probes, in order.
-    pub fn probes(&self) -> [Strategy; 2] {
-        [
-            Strategy::Synchronous,
-            Strategy::Throughput {
-                max_concurrency: self.throughput_concurrency,
-            },
-        ]
-    }
-
-    /// The open-loop benchmarks after the probes measured `r_sync` and `r_thr` completed
-    /// requests/s. Fails when a probe completed nothing (no rate to derive).
-    pub fn rate_strategies(&self, r_sync: f64, r_thr: f64) -> Result<Vec<Strategy>, ProfileError> {
-        if !(r_sync > 0.0 && r_thr > 0.0 && r_sync.is_finite() && r_thr.is_finite()) {
-            return Err(invalid(format!(
-                "the sweep cannot derive rates: synchronous measured {r_sync:.3} req/s and throughput {r_thr:.3} req/s (a probe completed no request)"
-            )));
-        }
-        Ok(sweep_rates(r_sync, r_thr, self.size)
-            .into_iter()
-            .map(|rate| match self.open_loop {
-                OpenLoop::Constant => Strategy::Constant {
-                    rate,
-                    max_concurrency: self.max_concurrency,
-                },
-                OpenLoop::Poisson { burstiness, seed } => Strategy::Poisson {
-                    rate,
-                    burstiness,
-                    seed,
-                    max_concurrency: self.max_concurrency,
-                },
-            })
-            .collect())
-    }
 }
 
 /// The benchmarks of a run.
@@ -182,6 +165,12 @@ pub struct BuildOptions {
     pub sweep_size: u32,
     /// Whether a sweep uses poisson instead of constant rates.
     pub sweep_poisson: bool,
+    /// How a sweep probes the maximum.
+    pub sweep_mode: SweepMode,
+    /// The SLO a sweep searches for.
+    pub slo: Option<Slo>,
+    /// Final bracket width of the SLO search.
+    pub slo_tolerance: f64,
 }
 
 impl Default for BuildOptions {
@@ -192,6 +181,9 @@ impl Default for BuildOptions {
             seed: 42,
             sweep_size: 10,
             sweep_poisson: false,
+            sweep_mode: SweepMode::Adaptive,
+            slo: None,
+            slo_tolerance: DEFAULT_SLO_TOLERANCE,
         }
     }
 }
@@ -285,8 +277,22 @@ impl Profile {
                         "sweep size must be from 2 to 1000, got {size}"
                     )));
                 }
+                if o.slo.is_some() && o.sweep_mode == SweepMode::Guidellm {
+                    return Err(invalid(
+                        "--slo searches in the adaptive sweep only (not with --sweep-mode guidellm)",
+                    ));
+                }
+                if !(o.slo_tolerance > 0.0 && o.slo_tolerance < 1.0) {
+                    return Err(invalid(format!(
+                        "slo tolerance must be above 0 and below 1, got {}",
+                        o.slo_tolerance
+                    )));
+                }
                 let spec = SweepSpec {
                     size,
+                    mode: o.sweep_mode,
+                    slo: o.slo.clone(),
+                    slo_tolerance: o.slo_tolerance,
                     throughput_concurrency: o
                         .max_concurrency
                         .unwrap_or(DEFAULT_THROUGHPUT_CONCURRENCY),
@@ -304,7 +310,13 @@ impl Profile {
                 for s in spec.rate_strategies(1.0, 2.0)? {
                     s.validate()?;
                 }
-                for s in spec.probes() {
+                for s in [
+                    Strategy::Synchronous,
+                    Strategy::Concurrent { streams: 2 },
+                    Strategy::Throughput {
+                        max_concurrency: spec.throughput_concurrency,
+                    },
+                ] {
                     s.validate()?;
                 }
                 return Ok(Profile::Sweep(spec));
@@ -420,9 +432,12 @@ mod tests {
     fn sweep_rate_strategies() {
         let spec = SweepSpec {
             size: 4,
+            mode: SweepMode::Guidellm,
             throughput_concurrency: 512,
             open_loop: OpenLoop::Constant,
             max_concurrency: None,
+            slo: None,
+            slo_tolerance: DEFAULT_SLO_TOLERANCE,
         };
         let s = spec.rate_strategies(1.0, 3.0).expect("valid");
         assert_eq!(

@@ -1,5 +1,7 @@
 //! Side-by-side comparison of saved runs (`bench report A.json B.json`).
 
+use bench_core::Capacity;
+
 use crate::guidellm::{render, Spec};
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::Metric;
@@ -21,19 +23,19 @@ const FIGURES: &[(&str, Getter, usize)] = &[
     ("E2EL p99 (ms)", |b| b.percentile_ms(Metric::E2el, 99.0), 1),
 ];
 
-/// Puts `runs` side by side: one row per benchmark label (in order of first appearance),
-/// one column per run for each figure, plus the change from the first run to the second
-/// (`Δ%`) when there are exactly two. `names` label the runs (e.g. file stems).
+/// The rate a benchmark sits at when runs are overlaid: its offered rate (open loop), else the
+/// completed requests/s it measured (probes).
+fn rate_of(b: &BenchmarkReport) -> f64 {
+    b.strategy.target_rate().unwrap_or(b.rates.requests_per_s)
+}
+
+/// Overlays `runs` by rate: one row per benchmark of every run, ordered by rate (offered for
+/// open-loop rates, measured for probes), with the run it belongs to, so that runs whose sweeps
+/// derived different rates still line up; then each run's capacity answer, and the change of
+/// each answer from the first run to the second when there are exactly two. `names` label the
+/// runs (e.g. file stems).
 pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16>) -> String {
-    let mut labels: Vec<&str> = Vec::new();
-    for r in runs {
-        for b in &r.benchmarks {
-            if !labels.contains(&b.label.as_str()) {
-                labels.push(&b.label);
-            }
-        }
-    }
-    let mut cols: Vec<String> = (0..runs.len())
+    let cols: Vec<String> = (0..runs.len())
         .map(|i| {
             names
                 .get(i)
@@ -41,53 +43,68 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
                 .unwrap_or_else(|| format!("run {}", i + 1))
         })
         .collect();
-    let two = runs.len() == 2;
-    if two {
-        cols.push("Δ%".into());
-    }
-    let col_refs: Vec<&str> = cols.iter().map(String::as_str).collect();
-    let mut groups: Vec<(&str, &[&str])> = vec![("Benchmark", &["label"])];
+    let mut rows_by_rate: Vec<(f64, usize, &BenchmarkReport)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.benchmarks.iter().map(move |b| (rate_of(b), i, b)))
+        .collect();
+    rows_by_rate.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut groups: Vec<(&str, &[&str])> = vec![("Benchmark", &["rate req/s", "run", "label"])];
     for (title, _, _) in FIGURES {
-        groups.push((title, &col_refs));
+        groups.push((title, &["value"]));
     }
-    let mut rows = Vec::new();
-    for label in &labels {
-        let mut row = vec![label.to_string()];
-        for (_, get, digits) in FIGURES {
-            let vals: Vec<Option<f64>> = runs
-                .iter()
-                .map(|r| {
-                    r.benchmarks
-                        .iter()
-                        .find(|b| b.label == *label)
-                        .and_then(get)
-                })
-                .collect();
-            for v in &vals {
-                row.push(v.map_or("-".into(), |v| format!("{v:.*}", digits)));
+    let rows = rows_by_rate
+        .iter()
+        .map(|(rate, i, b)| {
+            let mut row = vec![format!("{rate:.2}"), cols[*i].clone(), b.label.clone()];
+            for (_, get, digits) in FIGURES {
+                row.push(get(b).map_or("-".into(), |v| format!("{v:.*}", digits)));
             }
-            if two {
-                row.push(match (vals[0], vals[1]) {
-                    (Some(a), Some(b)) if a != 0.0 => format!("{:+.1}", (b - a) / a * 100.0),
-                    _ => "-".into(),
-                });
-            }
-        }
-        rows.push(row);
-    }
+            row
+        })
+        .collect();
     let mut out = String::from("Runs compared:\n");
     for (i, r) in runs.iter().enumerate() {
         out.push_str(&format!(
             "    {}: run {} created {} ({} against {})\n",
-            cols.get(i).map_or("", String::as_str),
-            r.run_id,
-            r.created,
-            r.environment.model,
-            r.environment.target
+            cols[i], r.run_id, r.created, r.environment.model, r.environment.target
         ));
     }
     out.push('\n');
     out.push_str(&render(&Spec { groups, rows }, width));
     out.push('\n');
+    out.push_str(&capacities(runs, &cols));
+    out
+}
+
+/// Each run's capacity answer side by side (nothing when no run has one).
+fn capacities(runs: &[RunReport], cols: &[String]) -> String {
+    if runs.iter().all(|r| r.capacity.is_none()) {
+        return String::new();
+    }
+    type Get = fn(&Capacity) -> Option<f64>;
+    let figures: [(&str, Get); 4] = [
+        ("max req/s", |c| Some(c.max_requests_per_s)),
+        ("max output tok/s", |c| Some(c.max_output_tokens_per_s)),
+        ("knee req/s", |c| c.knee_requests_per_s),
+        ("SLO max req/s", |c| c.slo_max_requests_per_s),
+    ];
+    let mut out = String::from("\nCapacity:\n");
+    for (name, get) in figures {
+        let vals: Vec<Option<f64>> = runs
+            .iter()
+            .map(|r| r.capacity.as_ref().and_then(get))
+            .collect();
+        let cells: Vec<String> = vals
+            .iter()
+            .zip(cols)
+            .map(|(v, c)| format!("{c} {}", v.map_or("-".into(), |v| format!("{v:.2}"))))
+            .collect();
+        let delta = match vals.as_slice() {
+            [Some(a), Some(b)] if *a != 0.0 => format!(" ({:+.1} %)", (b - a) / a * 100.0),
+            _ => String::new(),
+        };
+        out.push_str(&format!("  {name:<18} {}{delta}\n", cells.join("  |  ")));
+    }
     out
 }

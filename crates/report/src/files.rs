@@ -75,6 +75,32 @@ fn num(v: f64) -> String {
     }
 }
 
+/// The run's capacity answer, repeated on every CSV row (empty cells when there is none).
+const CAPACITY_COLUMNS: [&str; 6] = [
+    "capacity_max_requests_per_s",
+    "capacity_max_output_tokens_per_s",
+    "capacity_knee_requests_per_s",
+    "capacity_slo_max_requests_per_s",
+    "capacity_slo_bracket_low",
+    "capacity_slo_bracket_high",
+];
+
+fn capacity_cells(run: &RunReport) -> Vec<String> {
+    let Some(c) = &run.capacity else {
+        return vec![String::new(); CAPACITY_COLUMNS.len()];
+    };
+    let opt = |v: Option<f64>| v.map(num).unwrap_or_default();
+    let b = c.slo_bracket.as_ref();
+    vec![
+        num(c.max_requests_per_s),
+        num(c.max_output_tokens_per_s),
+        opt(c.knee_requests_per_s),
+        opt(c.slo_max_requests_per_s),
+        opt(b.and_then(|b| b.low)),
+        opt(b.and_then(|b| b.high)),
+    ]
+}
+
 /// The CSV: a header line and one row per benchmark (spreadsheet-friendly, flat columns).
 pub fn render_csv(run: &RunReport) -> String {
     let mut header: Vec<String> = [
@@ -123,6 +149,8 @@ pub fn render_csv(run: &RunReport) -> String {
             header.push(format!("{}_{s}", m.json_key()));
         }
     }
+    header.extend(CAPACITY_COLUMNS.iter().map(|s| s.to_string()));
+    let capacity = capacity_cells(run);
     let mut out = header.join(",");
     out.push('\n');
     // Provenance: which run, target, model, backend, data and load kind each row came from,
@@ -199,6 +227,7 @@ pub fn render_csv(run: &RunReport) -> String {
             row.push(cell(Some(s.max)));
             row.push(cell(Some(s.stdev)));
         }
+        row.extend(capacity.iter().cloned());
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::Metric;
 use crate::svg::{line_chart, Axes, Series, PALETTE};
+use crate::sweep_html::{capacity_box, sweep_charts, Drawn};
 
 /// Escapes text for HTML element content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
@@ -23,17 +24,22 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
-const CSS: &str = "\
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1d232a;background:#fff;max-width:1500px}\
+pub(crate) const CSS: &str = "\
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1d232a;background:#fff}\
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde;padding-bottom:4px}\
 h3{font-size:15px;margin:18px 0 6px}.meta{color:#555;margin:0 0 12px}\
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:13px;margin:6px 0}\
 th,td{border:1px solid #d7dbe0;padding:3px 8px;text-align:right}th{background:#f3f5f8}\
 th:first-child,td:first-child{text-align:left}\
-.charts{display:flex;flex-wrap:wrap;gap:12px}\
-svg.chart{border:1px solid #e3e6ea;background:#fff}\
-svg .title{font-size:13px;font-weight:600;fill:#1d232a}svg .tick{font-size:10px;fill:#555}\
-svg .label{font-size:11px;fill:#333}svg .legend{font-size:10px;fill:#333}svg .empty{font-size:13px;fill:#888}\
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:14px;width:100%}\
+svg.chart{border:1px solid #e3e6ea;background:#fff;width:100%;height:auto}\
+svg .title{font-size:15px;font-weight:600;fill:#1d232a}svg .tick{font-size:12px;fill:#444}\
+svg .label{font-size:13px;fill:#333}svg .legend{font-size:12px;fill:#333}svg .empty{font-size:13px;fill:#888}\
+svg .mark line{stroke-width:1.5}svg .mark text{font-size:11px;font-weight:600}\
+svg .slo line{stroke:#c0392b}svg .slo text{fill:#c0392b}svg .knee line{stroke:#6c3483}svg .knee text{fill:#6c3483}\
+svg .capacity line{stroke:#1e8449}svg .capacity text{fill:#1e8449}\
+.answer{border:2px solid #1e8449;border-radius:6px;padding:10px 16px;margin:12px 0;background:#f4fbf6;font-size:15px}\
+.answer b{font-size:17px}.answer p{margin:4px 0}\
 svg .grid{stroke:#eceff2;stroke-width:1}svg .axis{stroke:#888;stroke-width:1}\
 pre{background:#f6f8fa;padding:8px;font-size:12px;overflow:auto;max-height:320px}\
 details{margin:8px 0}summary{cursor:pointer;font-weight:600}\
@@ -57,6 +63,7 @@ pub fn render_html(run: &RunReport) -> String {
         esc(&run.created),
         run.schema_version
     );
+    capacity_box(&mut h, run);
     h.push_str("<table class=\"kv\">\n");
     for (k, v) in [
         ("Target", env.target.as_str()),
@@ -75,8 +82,15 @@ pub fn render_html(run: &RunReport) -> String {
         env.cpus
     );
 
+    h.push_str("<h2>Summary</h2>\n");
     summary_table(&mut h, run);
-    sweep_charts(&mut h, run);
+    sweep_charts(
+        &mut h,
+        &[Drawn {
+            run,
+            name: String::new(),
+        }],
+    );
     h.push_str("<h2>Benchmarks</h2>\n");
     for b in &run.benchmarks {
         benchmark_section(&mut h, b);
@@ -90,13 +104,55 @@ pub fn render_html(run: &RunReport) -> String {
     h
 }
 
+/// Renders several runs on one page: each run's capacity answer and summary, and the charts
+/// across the sweep with every run overlaid by rate (one colour per run; p99 solid, p50
+/// dashed). `names` label the runs.
+pub fn render_comparison_html(runs: &[RunReport], names: &[String]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>bench comparison</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>bench comparison of {} runs</h1>\n",
+        runs.len()
+    );
+    let name = |i: usize| {
+        names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("run {}", i + 1))
+    };
+    for (i, run) in runs.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<h2>{}</h2>\n<p class=\"meta\">Run <code>{}</code>, created {}, {} against {}.</p>",
+            esc(&name(i)),
+            esc(&run.run_id),
+            esc(&run.created),
+            esc(&run.environment.model),
+            esc(&run.environment.target)
+        );
+        capacity_box(&mut h, run);
+    }
+    let drawn: Vec<Drawn> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| Drawn { run, name: name(i) })
+        .collect();
+    sweep_charts(&mut h, &drawn);
+    for (i, run) in runs.iter().enumerate() {
+        let _ = writeln!(h, "<h2>Summary: {}</h2>", esc(&name(i)));
+        summary_table(&mut h, run);
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
 fn pct(b: &BenchmarkReport, m: Metric, p: f64) -> String {
     b.percentile_ms(m, p)
         .map_or("-".into(), |v| format!("{v:.1}"))
 }
 
 fn summary_table(h: &mut String, run: &RunReport) {
-    h.push_str("<h2>Summary</h2>\n<div class=\"scroll\"><table>\n<tr><th>Benchmark</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Target rate</th><th>Req/s</th><th>Concurrency</th><th>Out tok/s</th><th>Total tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2EL p50</th><th>E2EL p99</th><th>Goodput/s</th></tr>\n");
+    h.push_str("<div class=\"scroll\"><table>\n<tr><th>Benchmark</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Target rate</th><th>Req/s</th><th>Concurrency</th><th>Out tok/s</th><th>Total tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2EL p50</th><th>E2EL p99</th><th>Goodput/s</th></tr>\n");
     for b in &run.benchmarks {
         let _ = writeln!(
             h,
@@ -123,90 +179,6 @@ fn summary_table(h: &mut String, run: &RunReport) {
         );
     }
     h.push_str("</table></div>\n<p class=\"meta\">Latencies in milliseconds.</p>\n");
-}
-
-/// Series of `metric` at `percentiles` against completed requests/s, one point per benchmark.
-fn by_rate(run: &RunReport, metric: Metric, percentiles: &[(f64, &str)]) -> Vec<Series> {
-    let mut bs: Vec<&BenchmarkReport> = run.benchmarks.iter().collect();
-    bs.sort_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s));
-    percentiles
-        .iter()
-        .enumerate()
-        .map(|(i, (p, name))| {
-            let mut points = Vec::new();
-            let mut notes = Vec::new();
-            for b in &bs {
-                if let Some(v) = b.percentile_ms(metric, *p) {
-                    points.push((b.rates.requests_per_s, v));
-                    notes.push(b.label.clone());
-                }
-            }
-            Series {
-                name: (*name).to_string(),
-                color: PALETTE[i % PALETTE.len()],
-                points,
-                notes,
-            }
-        })
-        .collect()
-}
-
-fn sweep_charts(h: &mut String, run: &RunReport) {
-    h.push_str("<h2>Across the sweep</h2>\n<div class=\"charts\">\n");
-    let pcts: &[(f64, &str)] = &[(50.0, "p50"), (90.0, "p90"), (99.0, "p99")];
-    for (metric, title) in [
-        (Metric::Ttft, "Time to first token"),
-        (Metric::Itl, "Inter-token latency"),
-        (Metric::Tpot, "Time per output token"),
-        (Metric::E2el, "End-to-end latency"),
-    ] {
-        let axes = Axes {
-            title: format!("{title} vs request rate"),
-            x_label: "completed requests/s".into(),
-            y_label: "ms".into(),
-            x_ticks: None,
-        };
-        h.push_str(&line_chart(&axes, &by_rate(run, metric, pcts)));
-        h.push('\n');
-    }
-    let mut bs: Vec<&BenchmarkReport> = run.benchmarks.iter().collect();
-    bs.sort_by(|a, b| a.rates.requests_per_s.total_cmp(&b.rates.requests_per_s));
-    let series = |name: &str, i: usize, f: &dyn Fn(&BenchmarkReport) -> f64| Series {
-        name: name.into(),
-        color: PALETTE[i],
-        points: bs.iter().map(|b| (b.rates.requests_per_s, f(b))).collect(),
-        notes: bs.iter().map(|b| b.label.clone()).collect(),
-    };
-    let axes = Axes {
-        title: "Token throughput vs request rate".into(),
-        x_label: "completed requests/s".into(),
-        y_label: "tokens/s".into(),
-        x_ticks: None,
-    };
-    h.push_str(&line_chart(
-        &axes,
-        &[
-            series("output tok/s", 0, &|b| b.rates.output_tokens_per_s),
-            series("peak output tok/s (1 s)", 1, &|b| {
-                b.rates.peak_output_tokens_per_s
-            }),
-        ],
-    ));
-    h.push('\n');
-    let axes = Axes {
-        title: "Concurrency vs request rate".into(),
-        x_label: "completed requests/s".into(),
-        y_label: "requests in flight".into(),
-        x_ticks: None,
-    };
-    h.push_str(&line_chart(
-        &axes,
-        &[
-            series("mean", 0, &|b| b.rates.concurrency),
-            series("peak", 1, &|b| b.rates.peak_concurrency as f64),
-        ],
-    ));
-    h.push_str("\n</div>\n");
 }
 
 /// Percentile positions of the distribution charts: x = -log10(1 - q), so the tail is
@@ -237,10 +209,8 @@ fn distribution_chart(b: &BenchmarkReport, metrics: &[(Metric, &str)], title: &s
                 None => (Vec::new(), Vec::new()),
             };
             Series {
-                name: (*name).to_string(),
-                color: PALETTE[i % PALETTE.len()],
-                points,
                 notes,
+                ..Series::line(*name, PALETTE[i % PALETTE.len()], points)
             }
         })
         .collect();
@@ -260,6 +230,7 @@ fn distribution_chart(b: &BenchmarkReport, metrics: &[(Metric, &str)], title: &s
         x_label: "percentile".into(),
         y_label: "ms".into(),
         x_ticks: Some(ticks),
+        marks: Vec::new(),
     };
     line_chart(&axes, &series)
 }

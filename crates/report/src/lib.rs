@@ -30,6 +30,7 @@
 //! # let _ = (text, vllm); Ok(()) }
 //! ```
 
+mod capacity;
 mod compare;
 mod files;
 mod guidellm;
@@ -39,17 +40,22 @@ mod model;
 mod options;
 mod stats;
 mod svg;
+mod sweep_html;
 mod time_fmt;
 mod vllm;
 mod vllm_result;
 
+pub use capacity::{
+    knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric, KNEE_FACTOR,
+    KNEE_SLACK_MS,
+};
 pub use compare::render_comparison;
 pub use files::{
     read_run, render_csv, render_json, render_yaml, write_atomic, write_outputs, OutputFormat,
 };
 pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
-pub use html::render_html;
+pub use html::{render_comparison_html, render_html};
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, Metrics, Rates, RequestCounts,
     RunReport, Timeline, TokenCounts, TokenStat, Tokens, SCHEMA_VERSION,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bench_core::Strategy;
-use bench_core::{Nanos, RequestRecord};
+use bench_core::{Capacity, Nanos, RequestRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{Dist, MetricSummary};
@@ -28,6 +28,9 @@ pub struct RunReport {
     pub config: serde_json::Value,
     /// Where and against what the run was made.
     pub environment: Environment,
+    /// The capacity answer of an adaptive sweep (`None` for other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Capacity>,
     /// One entry per finished benchmark, in run order.
     pub benchmarks: Vec<BenchmarkReport>,
 }
@@ -41,6 +44,7 @@ impl RunReport {
             created: created.into(),
             config: serde_json::Value::Null,
             environment: Environment::default(),
+            capacity: None,
             benchmarks: Vec::new(),
         }
     }
@@ -89,8 +93,12 @@ pub struct BenchmarkReport {
     pub duration_s: f64,
     /// How long the warmup actually was (start to window open), seconds.
     pub warmup_s: f64,
-    /// How long the cooldown actually was (window close to end), seconds.
+    /// How long the cooldown actually was (window close to the end of sending), seconds.
     pub cooldown_s: f64,
+    /// How long the drain was (end of sending until the last request in flight ended or the
+    /// drain timeout cancelled it), seconds.
+    #[serde(default)]
+    pub drain_s: f64,
     /// Why the benchmark stopped (`max_requests`, `max_duration`, `interrupted`, ...).
     pub stop_reason: String,
     /// Request counts by status (of the requests inside the window).

@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use bench_core::{Nanos, Phase, RequestRecord, Status, Strategy, TokenSource, Window};
+use bench_core::{
+    Nanos, Phase, RateInput, Release, RequestRecord, Status, Strategy, TokenSource, Window,
+    WindowRates,
+};
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
 use crate::model::{
@@ -26,6 +29,11 @@ pub struct BenchmarkMeta {
     pub window: Window,
     /// Wall-clock time of the run clock's epoch ([`bench_core::Clock::wall_epoch`]).
     pub wall_epoch: SystemTime,
+    /// When the sending stopped (the drain runs from here to `end`); `end` without a drain.
+    pub sending_end: Nanos,
+    /// The window's steady-state rates as the scheduler computed them
+    /// ([`bench_core::BenchmarkOutcome::rates`]); `None` computes them here by the same rule.
+    pub rates: Option<WindowRates>,
     /// Why the benchmark stopped (`max_requests`, `max_duration`, `all_done`, `interrupted`).
     pub stop_reason: String,
     /// Row label; `None` uses [`Strategy::label`].
@@ -45,6 +53,8 @@ impl BenchmarkMeta {
                 cooldown: false,
             },
             wall_epoch,
+            sending_end: end,
+            rates: None,
             stop_reason: String::new(),
             label: None,
         }
@@ -212,18 +222,21 @@ impl Accumulator {
             }
         };
 
-        let mut completions_in_window = 0u64;
-        let mut output_in_window = 0.0f64;
-        let mut prompt_in_window = 0.0f64;
         let mut busy_ns: u128 = 0;
         let mut events: Vec<(Nanos, i64)> = Vec::new();
         let bucket_count = window_ns.div_ceil(1_000_000_000).max(1) as usize;
         let mut buckets = vec![0.0f64; if window_ns > 0 { bucket_count } else { 0 }];
         let mut sent_in_window = 0u64;
         let mut good = 0u64;
-        let mut good_in_window = 0u64;
 
+        let mut departures: Vec<(Nanos, Nanos)> = Vec::new();
+        let mut tokens_all_in_window = 0.0f64;
         for r in &self.requests {
+            for (at, tokens) in r.token_arrivals() {
+                if in_window(at) {
+                    tokens_all_in_window += tokens;
+                }
+            }
             match window.phase(r.dispatched, r.end) {
                 Phase::Warmup => {
                     counts.excluded_warmup += 1;
@@ -284,6 +297,7 @@ impl Accumulator {
             if r.status != Status::Completed {
                 continue;
             }
+            departures.push((r.dispatched, r.end));
             let n = r.output_tokens;
             let e2el = r.end.saturating_sub(r.dispatched);
             rec(Metric::E2el, us(e2el), 1);
@@ -323,21 +337,10 @@ impl Accumulator {
             if let Some(slo) = &self.opts.goodput {
                 if slo.is_met(ttft_ms, tpot_ms, e2el as f64 / 1e6) {
                     good += 1;
-                    if in_window(r.end) {
-                        good_in_window += 1;
-                    }
                 }
-            }
-            if in_window(r.end) {
-                completions_in_window += 1;
-            }
-            let prompt_at = r.first.unwrap_or(r.end);
-            if in_window(prompt_at) {
-                prompt_in_window += r.prompt_tokens as f64;
             }
             for (at, tokens) in r.token_arrivals() {
                 if in_window(at) {
-                    output_in_window += tokens;
                     let i = ((at - ws) / 1_000_000_000) as usize;
                     if let Some(bk) = buckets.get_mut(i.min(bucket_count.saturating_sub(1))) {
                         *bk += tokens;
@@ -387,10 +390,19 @@ impl Accumulator {
                 sources: output_sources,
             },
         };
+        let steady = meta.rates.unwrap_or_else(|| {
+            window.steady_rates(&mut RateInput {
+                closed_loop: meta.strategy.release() != Release::Scheduled,
+                output_tokens_in_window: tokens_all_in_window,
+                departures: &mut departures,
+                output_tokens: output[0].0 as f64,
+                prompt_tokens: prompt[0].0 as f64,
+            })
+        });
         let rates = Rates {
-            requests_per_s: per_s(completions_in_window as f64),
-            output_tokens_per_s: per_s(output_in_window),
-            total_tokens_per_s: per_s(output_in_window + prompt_in_window),
+            requests_per_s: steady.requests_per_s,
+            output_tokens_per_s: steady.output_tokens_per_s,
+            total_tokens_per_s: steady.total_tokens_per_s,
             concurrency: if window_ns > 0 {
                 busy_ns as f64 / window_ns as f64
             } else {
@@ -404,7 +416,13 @@ impl Accumulator {
         let goodput = self.opts.goodput.clone().map(|slo| GoodputReport {
             slo,
             requests: good,
-            per_s: per_s(good_in_window as f64),
+            // The steady-state request rate times the share of completed requests that met
+            // the objectives (docs/metrics.md).
+            per_s: if counts.completed > 0 {
+                steady.requests_per_s * good as f64 / counts.completed as f64
+            } else {
+                0.0
+            },
             fraction: if counts.total > 0 {
                 good as f64 / counts.total as f64
             } else {
@@ -438,7 +456,8 @@ impl Accumulator {
             },
             duration_s: dur_s,
             warmup_s: ws.saturating_sub(meta.start) as f64 / 1e9,
-            cooldown_s: meta.end.saturating_sub(we) as f64 / 1e9,
+            cooldown_s: meta.sending_end.min(meta.end).saturating_sub(we) as f64 / 1e9,
+            drain_s: meta.end.saturating_sub(meta.sending_end) as f64 / 1e9,
             stop_reason: meta.stop_reason,
             requests: counts,
             errors,
@@ -590,12 +609,13 @@ mod tests {
         assert_eq!(r.errors.get("http_500"), Some(&1));
         assert!(close(r.duration_s, 2.0));
         assert!(close(r.warmup_s, 1.0) && close(r.cooldown_s, 1.0));
-        // Completions ending inside the window: B only.
-        assert!(close(r.rates.requests_per_s, 0.5));
-        // Output tokens arriving inside: B@1.5, B@2.5, C@2.2.
+        // Steady state of a closed loop (docs/metrics.md): output tokens arriving inside, from
+        // every request: B@1.5, B@2.5, C@2.2 = 1.5 tok/s; over the mean output of the
+        // measured completed requests (B 3, C 2): 0.6 req/s.
         assert!(close(r.rates.output_tokens_per_s, 1.5));
-        // Prompts count when their first token arrives: C's 20 (B's arrived at 0.6 s).
-        assert!(close(r.rates.total_tokens_per_s, 11.5));
+        assert!(close(r.rates.requests_per_s, 0.6));
+        // Plus 0.6 req/s times their mean prompt (10 + 20) / 2.
+        assert!(close(r.rates.total_tokens_per_s, 10.5));
         // In flight inside the window: B 1.6 s, C 1.0 s, E 0.6 s over 2 s.
         assert!(close(r.rates.concurrency, 1.6));
         assert_eq!(r.rates.peak_concurrency, 2);
@@ -628,7 +648,8 @@ mod tests {
         assert_eq!(m.queue_ms.count, 3);
         let g = r.goodput.expect("goodput asked");
         assert_eq!(g.requests, 1);
-        assert!(close(g.per_s, 0.5));
+        // 0.6 req/s times 1 good of the 2 completed.
+        assert!(close(g.per_s, 0.3));
         assert!(close(g.fraction, 1.0 / 3.0));
     }
 
@@ -728,7 +749,9 @@ mod tests {
             meta.window = Window { open: ws * MS, close: we * MS, cooldown: true };
             let b = acc.finish(meta);
             prop_assert!((b.rates.concurrency - inflight_ms as f64 / len as f64).abs() < 1e-9);
-            prop_assert!((b.rates.requests_per_s - completions as f64 / (len as f64 / 1000.0)).abs() < 1e-6);
+            // Requests/s is the steady-state estimator (bench_core::Window, tested there).
+            let _ = completions;
+            prop_assert!(b.rates.requests_per_s.is_finite() && b.rates.requests_per_s >= 0.0);
             // Instants where one request starts as another ends count once (half-open).
             prop_assert!(b.rates.peak_concurrency >= peak);
             prop_assert_eq!(b.requests.total, included.len() as u64);

@@ -13,6 +13,35 @@ pub(crate) struct Series {
     pub points: Vec<(f64, f64)>,
     /// Tooltip per point (same length as `points`), e.g. the benchmark label.
     pub notes: Vec<String>,
+    /// Draw the points only, not joined (probes, which are not on a rate curve).
+    pub markers_only: bool,
+    /// Dashed line (e.g. the p50 of a run overlaid on another's).
+    pub dashed: bool,
+}
+
+impl Series {
+    /// A joined line of `points`.
+    pub fn line(name: impl Into<String>, color: &'static str, points: Vec<(f64, f64)>) -> Self {
+        Self {
+            name: name.into(),
+            color,
+            points,
+            notes: Vec::new(),
+            markers_only: false,
+            dashed: false,
+        }
+    }
+}
+
+/// A reference line across the plot: vertical at an x value, or horizontal at a y value.
+#[derive(Debug, Clone)]
+pub(crate) struct Mark {
+    /// Vertical (at x) or horizontal (at y).
+    pub vertical: bool,
+    pub value: f64,
+    pub label: String,
+    /// CSS class (`slo`, `knee`, `capacity`): tests look for it, the style colours it.
+    pub class: &'static str,
 }
 
 /// A chart's axes.
@@ -23,6 +52,8 @@ pub(crate) struct Axes {
     pub y_label: String,
     /// Custom x ticks (value, label); `None` picks round numbers.
     pub x_ticks: Option<Vec<(f64, String)>>,
+    /// Reference lines (SLO bounds, knee, capacity).
+    pub marks: Vec<Mark>,
 }
 
 /// Colors of successive series (colour-blind friendly).
@@ -30,12 +61,12 @@ pub(crate) const PALETTE: [&str; 6] = [
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9",
 ];
 
-const W: f64 = 460.0;
-const H: f64 = 280.0;
-const L: f64 = 62.0;
+const W: f64 = 560.0;
+const H: f64 = 330.0;
+const L: f64 = 66.0;
 const R: f64 = 24.0;
-const T: f64 = 46.0;
-const B: f64 = 48.0;
+const T: f64 = 56.0;
+const B: f64 = 50.0;
 
 /// Round tick values covering `[lo, hi]` (about five).
 fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -105,6 +136,7 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
             (a.min(p.0), b.max(p.0))
         });
     let y1 = pts.iter().fold(f64::NEG_INFINITY, |a, p| a.max(p.1));
+    let x_pad = |x0: f64, x1: f64| (x1 - x0) * 0.03;
     let y0 = 0.0f64.min(pts.iter().fold(f64::INFINITY, |a, p| a.min(p.1)));
     if let Some(t) = &axes.x_ticks {
         for (v, _) in t {
@@ -112,9 +144,22 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
             x1 = x1.max(*v);
         }
     }
+    let mut y1 = y1;
+    for m in axes.marks.iter().filter(|m| m.value.is_finite()) {
+        if m.vertical {
+            x0 = x0.min(m.value);
+            x1 = x1.max(m.value);
+        } else {
+            y1 = y1.max(m.value);
+        }
+    }
     if x1 - x0 < 1e-12 {
         x0 -= 0.5_f64.max(x0.abs() * 0.1);
         x1 += 0.5_f64.max(x1.abs() * 0.1);
+    } else if axes.x_ticks.is_none() {
+        let pad = x_pad(x0, x1);
+        x0 = (x0 - pad).max(0.0_f64.min(x0));
+        x1 += pad;
     }
     let yt = nice_ticks(y0, if y1 > y0 { y1 } else { y0 + 1.0 });
     let ytop = yt.last().copied().unwrap_or(1.0).max(y1);
@@ -169,6 +214,7 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
         T + (H - T - B) / 2.0,
         esc(&axes.y_label)
     );
+    draw_marks(&mut s, &axes.marks, &px, &py, (x0, x1), (ybot, ytop));
     // Lines, points with tooltips; the legend sits between the title and the plot.
     let mut lx = L;
     let mut ly = 34.0;
@@ -183,30 +229,46 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
         if good.is_empty() {
             continue;
         }
-        let path: Vec<String> = good
-            .iter()
-            .map(|(_, (x, y))| format!("{:.1},{:.1}", px(*x), py(*y)))
-            .collect();
-        let _ = write!(
-            s,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>",
-            path.join(" "),
-            se.color
-        );
-        for (j, (x, y)) in &good {
-            let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
+        if !se.markers_only {
+            let path: Vec<String> = good
+                .iter()
+                .map(|(_, (x, y))| format!("{:.1},{:.1}", px(*x), py(*y)))
+                .collect();
             let _ = write!(
                 s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"><title>{}: {} ({})</title></circle>",
+                "<polyline class=\"curve\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
+                path.join(" "),
+                se.color,
+                if se.dashed { " stroke-dasharray=\"5 3\"" } else { "" }
+            );
+        }
+        for (j, (x, y)) in &good {
+            let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
+            let (class, r) = if se.markers_only {
+                ("probe", 5.0)
+            } else {
+                ("point", 3.0)
+            };
+            let _ = write!(
+                s,
+                "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"{}\"{}><title>{}: {} ({})</title></circle>",
                 px(*x),
                 py(*y),
                 se.color,
+                if se.markers_only { " fill-opacity=\"0.35\" stroke-width=\"1.5\"" } else { "" },
                 esc(&se.name),
                 fmt_tick(*y),
                 esc(note)
             );
+            if se.markers_only {
+                let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", px(*x), py(*y), se.color);
+            }
         }
-        let item_w = 22.0 + 6.0 * se.name.chars().count() as f64;
+        if se.markers_only {
+            // Probes share their curve's colour; the caption under the charts explains them.
+            continue;
+        }
+        let item_w = 24.0 + 6.6 * se.name.chars().count() as f64;
         if lx + item_w > W - R && lx > L {
             lx = L;
             ly += 12.0;
@@ -224,6 +286,41 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
     }
     s.push_str("</svg>");
     s
+}
+
+/// Draws the reference lines, each with its label at the end.
+fn draw_marks(
+    s: &mut String,
+    marks: &[Mark],
+    px: &dyn Fn(f64) -> f64,
+    py: &dyn Fn(f64) -> f64,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) {
+    for (i, m) in marks.iter().filter(|m| m.value.is_finite()).enumerate() {
+        let (a, b, c, d, tx, ty, anchor) = if m.vertical {
+            let x = px(m.value);
+            let top = py(y1);
+            let ty = top + 10.0 + 11.0 * (i % 3) as f64;
+            // Labels near the right edge go to the left of their line, so they stay inside.
+            let (tx, anchor) = if x > W * 0.7 {
+                (x - 3.0, "end")
+            } else {
+                (x + 3.0, "start")
+            };
+            (x, x, top, py(y0), tx, ty, anchor)
+        } else {
+            let y = py(m.value);
+            (px(x0), px(x1), y, y, px(x1) - 2.0, y - 3.0, "end")
+        };
+        let _ = write!(
+            s,
+            "<g class=\"mark {}\"><line x1=\"{a:.1}\" x2=\"{b:.1}\" y1=\"{c:.1}\" y2=\"{d:.1}\" stroke-dasharray=\"6 4\"/><text x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\">{}</text><title>{}</title></g>",
+            m.class,
+            esc(&m.label),
+            esc(&m.label)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -246,13 +343,14 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             x_ticks: None,
+            marks: vec![Mark {
+                vertical: false,
+                value: f64::NAN,
+                label: "nan".into(),
+                class: "slo",
+            }],
         };
-        let one = Series {
-            name: "a".into(),
-            color: PALETTE[0],
-            points: vec![(1.0, 2.0), (f64::NAN, 1.0)],
-            notes: vec![],
-        };
+        let one = Series::line("a", PALETTE[0], vec![(1.0, 2.0), (f64::NAN, 1.0)]);
         let svg = line_chart(&axes, &[one]);
         assert!(svg.contains("<circle") && svg.contains("t&lt;&amp;&gt;"));
         assert!(!svg.contains("NaN"));

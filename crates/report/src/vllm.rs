@@ -13,7 +13,12 @@ pub fn render_vllm(run: &RunReport, opts: &VllmConsoleOptions) -> String {
         .iter()
         .map(|b| render_vllm_benchmark(b, opts))
         .collect();
-    blocks.join("\n")
+    let mut out = blocks.join("\n");
+    if run.capacity.is_some() {
+        out.push('\n');
+        out.push_str(&crate::capacity::render_capacity_vllm(run));
+    }
+    out
 }
 
 fn line_int(out: &mut String, label: &str, v: u64) {
@@ -69,11 +74,12 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
     line_int(&mut out, "Successful requests:", b.requests.completed);
     let current = opts.layout == VllmLayout::Current;
     if current {
-        line_int(
-            &mut out,
-            "Failed requests:",
-            b.requests.errored + b.requests.incomplete,
-        );
+        // Failed counts errors only; requests cut off unfinished (drain timeout, Ctrl-C) get a
+        // line of their own, shown whenever there are any.
+        line_int(&mut out, "Failed requests:", b.requests.errored);
+        if b.requests.incomplete > 0 {
+            line_int(&mut out, "Incomplete requests:", b.requests.incomplete);
+        }
         if let Some(c) = crate::vllm_result::max_concurrency(&b.strategy) {
             line_int(&mut out, "Maximum request concurrency:", c as u64);
         }

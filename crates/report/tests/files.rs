@@ -87,10 +87,39 @@ fn json_validates_against_the_published_schema() {
     let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
     let mut keep = opts();
     keep.keep_records = true;
+    let mut with_capacity = common::sample_run(&opts());
+    with_capacity.capacity = Some(bench_core::Capacity {
+        max_requests_per_s: 9.5,
+        max_output_tokens_per_s: 152.0,
+        max_measured_by: "concurrent@8".into(),
+        knee_requests_per_s: None,
+        slo: Some("ttft_p99=200".parse().expect("slo")),
+        slo_max_requests_per_s: Some(4.0),
+        slo_bracket: Some(bench_core::SloBracket {
+            low: Some(4.0),
+            high: None,
+            tolerance: 0.05,
+            steps: 2,
+        }),
+    });
+    // The answer is in JSON, YAML (round trip) and CSV columns.
+    let dir = tmpdir("capacity");
+    let (json, yaml) = (dir.join("c.json"), dir.join("c.yaml"));
+    write_outputs(&with_capacity, &[json.clone(), yaml.clone()]).expect("write");
+    assert_eq!(read_run(&json).expect("json"), with_capacity);
+    assert_eq!(read_run(&yaml).expect("yaml"), with_capacity);
+    let csv = render_csv(&with_capacity);
+    let header: Vec<&str> = csv.lines().next().expect("header").split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).expect("row").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    assert_eq!(row[col("capacity_max_requests_per_s")], "9.5");
+    assert_eq!(row[col("capacity_slo_max_requests_per_s")], "4");
+    assert_eq!(row[col("capacity_knee_requests_per_s")], "");
     for run in [
         common::sample_run(&opts()),
         common::sample_run(&keep),
         common::sample_run(&StatsOptions::default()),
+        with_capacity,
     ] {
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
@@ -284,4 +313,40 @@ fn html_is_self_contained_with_charts() {
         assert!(html.contains(&format!("<summary>{} &mdash;", b.label)));
     }
     assert!(!html.contains("NaN") && !html.contains("inf\""));
+}
+
+#[test]
+fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
+    let mut run = common::sample_run(&opts());
+    assert!(!render_guidellm(&run, None).contains("Capacity"));
+    // The sample's two rates (4 and 8 req/s) stay on the plateau: no knee within them.
+    assert_eq!(bench_report::knee(&run), None);
+    assert_eq!(bench_report::knee_threshold_ms(20.0), 50.0);
+    run.capacity = Some(bench_core::Capacity {
+        max_requests_per_s: 9.5,
+        max_output_tokens_per_s: 152.0,
+        max_measured_by: "concurrent@8".into(),
+        knee_requests_per_s: Some(4.0),
+        slo: Some("ttft_p99=200".parse().expect("slo")),
+        slo_max_requests_per_s: Some(4.0),
+        slo_bracket: Some(bench_core::SloBracket {
+            low: Some(4.0),
+            high: Some(4.1),
+            tolerance: 0.05,
+            steps: 3,
+        }),
+    });
+    let g = render_guidellm(&run, None);
+    let tail = &g[g.find("Benchmarks Stats:").expect("stats")..];
+    assert!(tail.contains("Capacity:"), "after the tables: {g}");
+    assert!(tail.contains("9.50 req/s, 152.0 output tok/s (measured by concurrent@8)"));
+    assert!(tail.contains("Max rate meeting ttft_p99=200: 4.00 req/s (bracket 4.00 to 4.10"));
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    let last = v.rfind("Serving Benchmark Result").expect("blocks");
+    let cap = v
+        .find("==================== Capacity ====================")
+        .expect("block");
+    assert!(cap > last, "after the vLLM blocks");
+    assert!(v.contains("Max request throughput (req/s):          9.50"));
+    assert!(v.contains("Max rate meeting the SLO (req/s):        4.00"));
 }

@@ -194,7 +194,8 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         v.console
     );
 
-    let run = common::sample_run(&bench_report::StatsOptions::default());
+    let mut run = common::sample_run(&bench_report::StatsOptions::default());
+    run.capacity = Some(sample_capacity());
     let page = work.join("report.html");
     bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");
     let shot = work.join("report.png");
@@ -217,4 +218,58 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         v.screenshot.len()
     );
     eprintln!("screenshot: {}", shot.display());
+    // The DOM Chromium built holds the answer, the curves, the probes and the lines.
+    let dom = dump_dom(&chromium, &page, &work);
+    for want in [
+        "id=\"capacity\"",
+        "Capacity: 9.50 req/s",
+        "class=\"curve\"",
+        "class=\"probe\"",
+        "class=\"mark slo\"",
+        "class=\"mark knee\"",
+        "class=\"mark capacity\"",
+        "SLO ttft_p99 ≤ 200 ms",
+    ] {
+        assert!(dom.contains(want), "{want} missing from the rendered DOM");
+    }
+}
+
+fn sample_capacity() -> bench_core::Capacity {
+    bench_core::Capacity {
+        max_requests_per_s: 9.5,
+        max_output_tokens_per_s: 152.0,
+        max_measured_by: "throughput".into(),
+        knee_requests_per_s: Some(4.0),
+        slo: Some("ttft_p99=200,itl_p50=30".parse().expect("slo")),
+        slo_max_requests_per_s: Some(4.0),
+        slo_bracket: Some(bench_core::SloBracket {
+            low: Some(4.0),
+            high: Some(8.0),
+            tolerance: 0.05,
+            steps: 0,
+        }),
+    }
+}
+
+/// The page's DOM after Chromium has parsed and laid it out (`--dump-dom`).
+fn dump_dom(chromium: &Path, page: &Path, work: &Path) -> String {
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            work.join("profile-dom").display()
+        ))
+        .arg(format!("file://{}", page.display()))
+        .stderr(Stdio::null())
+        .output()
+        .expect("chromium --dump-dom");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

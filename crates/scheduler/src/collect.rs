@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bench_core::{
-    Backend, BenchmarkOutcome, CancellationToken, Nanos, Phase, RequestRecord, RequestSpec, Status,
-    StopReason, Window,
+    tokens_in, Backend, BenchmarkOutcome, CancellationToken, Nanos, Phase, RateInput, Release,
+    RequestRecord, RequestSpec, Status, StopReason, Window,
 };
 use bench_profile::{OverSaturation, ResolvedTransient, SaturationSample, StrategyExt as _};
 use tokio::sync::mpsc;
@@ -117,8 +117,13 @@ struct Tally {
     ttft_n: u64,
     itl_sum: u128,
     itl_n: u64,
-    /// End times of completed requests, for the window's completed rate.
-    completed_ends: Vec<Nanos>,
+    /// `(dispatched, end)` of the measured completed requests, for the window's rates.
+    departures: Vec<(Nanos, Nanos)>,
+    /// Their output and prompt tokens.
+    departed_output: u64,
+    departed_prompt: u64,
+    /// Output tokens arriving in the window from every request (closed-loop kinds).
+    tokens_in_window: f64,
 }
 
 impl Tally {
@@ -126,7 +131,6 @@ impl Tally {
         match r.status() {
             Status::Completed => {
                 self.completed += 1;
-                self.completed_ends.push(r.end);
                 if let (Some(first), Some(last)) = (r.first_token(), r.last_token()) {
                     self.ttft_sum += u128::from(first.saturating_sub(r.dispatched));
                     self.ttft_n += 1;
@@ -143,6 +147,9 @@ impl Tally {
             self.measured += 1;
             if r.status() == Status::Completed {
                 self.measured_completed += 1;
+                self.departures.push((r.dispatched, r.end));
+                self.departed_output += u64::from(r.output_tokens);
+                self.departed_prompt += u64::from(r.prompt_tokens);
             }
         }
     }
@@ -176,6 +183,8 @@ struct Collector<'a, B> {
     stop_reason: Option<StopReason>,
     stop_at: Option<Nanos>,
     rate: Option<f64>,
+    /// The load is the same from t0 (the token-based throughput estimator applies).
+    closed_loop: bool,
     saturation: Option<OverSaturation>,
     samples: VecDeque<SaturationSample>,
 }
@@ -239,6 +248,7 @@ impl<B: Backend> Scheduler<B> {
             stop_reason: None,
             stop_at: None,
             rate,
+            closed_loop: plan.strategy.release() != Release::Scheduled,
             saturation: plan.limits.over_saturation.filter(|_| rate.is_some()),
             samples: VecDeque::new(),
         };
@@ -250,7 +260,9 @@ impl<B: Backend> Scheduler<B> {
 }
 
 impl<B: Backend> Collector<'_, B> {
-    /// Receives records until every sender is gone, starting the stop when a limit is hit.
+    /// Receives records until every sender is gone. A limit stops the sending; at the deadline
+    /// the requests in flight drain (up to the plan's drain bound), on any other stop they are
+    /// cancelled at once, and those that ignore cancellation are abandoned after the grace.
     async fn collect<F>(
         &mut self,
         mut rx: mpsc::UnboundedReceiver<RequestRecord>,
@@ -264,6 +276,8 @@ impl<B: Backend> Collector<'_, B> {
         let deadline = self.bounds.deadline;
         let deadline_sleep = tokio::time::sleep_until(deadline.map_or(far, |d| clock.instant(d)));
         tokio::pin!(deadline_sleep);
+        let drain_sleep = tokio::time::sleep_until(far);
+        tokio::pin!(drain_sleep);
         let hard_sleep = tokio::time::sleep_until(far);
         tokio::pin!(hard_sleep);
         let interrupted = self.sched.interrupt.cancelled();
@@ -272,6 +286,8 @@ impl<B: Backend> Collector<'_, B> {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             let stopping = self.stop_reason.is_some();
+            let cancelling = tokens.cancel.is_cancelled();
+            let mut cancel_now = false;
             tokio::select! {
                 biased;
                 r = rx.recv() => {
@@ -281,10 +297,20 @@ impl<B: Backend> Collector<'_, B> {
                 _ = &mut deadline_sleep, if !stopping && deadline.is_some() => {
                     self.begin_stop(StopReason::MaxSeconds, deadline.unwrap_or_default());
                 }
-                _ = &mut interrupted, if !stopping => {
-                    self.begin_stop(StopReason::Interrupted, clock.now());
+                _ = &mut interrupted, if !cancelling => {
+                    // Ctrl-C cancels at once, a drain included.
+                    self.stop_at = self.stop_at.or(Some(clock.now()));
+                    self.stop_reason = Some(StopReason::Interrupted);
+                    cancel_now = true;
                 }
-                _ = &mut hard_sleep, if stopping && !tokens.hard.is_cancelled() => {
+                _ = &mut drain_sleep, if stopping && !cancelling => {
+                    tracing::warn!(
+                        in_flight = self.shared.in_flight.load(Ordering::Relaxed),
+                        "requests still in flight at the drain timeout; cancelling them (incomplete)"
+                    );
+                    cancel_now = true;
+                }
+                _ = &mut hard_sleep, if cancelling && !tokens.hard.is_cancelled() => {
                     tracing::warn!(
                         in_flight = self.shared.in_flight.load(Ordering::Relaxed),
                         "requests did not return within the cancellation grace period; abandoning them"
@@ -295,12 +321,26 @@ impl<B: Backend> Collector<'_, B> {
             }
             if !stopping && self.stop_reason.is_some() {
                 tokens.stop.cancel();
+                match self.drain_bound() {
+                    Some(d) => drain_sleep.as_mut().reset(tokio::time::Instant::now() + d),
+                    None => cancel_now = true,
+                }
+            }
+            if cancel_now && !tokens.cancel.is_cancelled() {
                 tokens.cancel.cancel();
                 hard_sleep
                     .as_mut()
                     .reset(tokio::time::Instant::now() + self.sched.options.cancel_grace);
             }
         }
+    }
+
+    /// How long the requests in flight may drain after the sending stopped: only at the
+    /// deadline (every other stop cancels at once), up to the plan's drain bound.
+    fn drain_bound(&self) -> Option<Duration> {
+        let d = self.plan.limits.drain_seconds();
+        (self.stop_reason == Some(StopReason::MaxSeconds) && d > 0.0)
+            .then(|| Duration::from_secs_f64(d))
     }
 
     fn begin_stop(&mut self, reason: StopReason, at: Nanos) {
@@ -313,6 +353,16 @@ impl<B: Backend> Collector<'_, B> {
     fn on_record<F: FnMut(RequestRecord, Phase)>(&mut self, record: RequestRecord, sink: &mut F) {
         let phase = self.bounds.phase(&record, &self.shared);
         self.tally.add(&record, phase);
+        if self.closed_loop {
+            // The window as known now; a close not yet known is after every chunk so far.
+            let close = self
+                .bounds
+                .close(&self.shared)
+                .unwrap_or(u64::MAX)
+                .min(self.stop_at.unwrap_or(u64::MAX));
+            self.tally.tokens_in_window +=
+                tokens_in(&record, self.bounds.open(&self.shared), close);
+        }
         sink(record, phase);
         if self
             .plan
@@ -373,7 +423,7 @@ impl<B: Backend> Collector<'_, B> {
     }
 
     /// Closes the benchmark once every record is in and the pacer has ended.
-    async fn close(self, pacer_end: PacerEnd, not_sent: u64) -> BenchmarkOutcome {
+    async fn close(mut self, pacer_end: PacerEnd, not_sent: u64) -> BenchmarkOutcome {
         let clock = self.sched.clock;
         let reason = self.stop_reason.unwrap_or(match pacer_end {
             PacerEnd::AllSent => StopReason::RequestsDone,
@@ -388,16 +438,27 @@ impl<B: Backend> Collector<'_, B> {
                 tokio::time::sleep_until(clock.instant(d)).await;
             }
         }
-        let end = match (self.stop_at, reason) {
+        let now = clock.now();
+        let sending_end = match (self.stop_at, reason) {
             (Some(at), _) => at,
-            (None, StopReason::MaxSeconds) => self.bounds.deadline.unwrap_or_else(|| clock.now()),
-            _ => clock.now(),
+            (None, StopReason::MaxSeconds) => self.bounds.deadline.unwrap_or(now),
+            _ => now,
         };
-        let window = self.bounds.window(&self.shared, end);
+        // The drain: records of requests in flight at the stop arrive until `now`.
+        let end = now.max(sending_end);
+        let window = self.bounds.window(&self.shared, sending_end);
+        let rates = window.steady_rates(&mut RateInput {
+            closed_loop: self.closed_loop,
+            output_tokens_in_window: self.tally.tokens_in_window,
+            departures: &mut self.tally.departures,
+            output_tokens: self.tally.departed_output as f64,
+            prompt_tokens: self.tally.departed_prompt as f64,
+        });
         let outcome = BenchmarkOutcome {
             strategy: self.plan.strategy.clone(),
             start: self.bounds.t0,
             end,
+            sending_end,
             window,
             stop_reason: reason,
             sent: self.shared.sent.load(Ordering::Relaxed),
@@ -408,9 +469,10 @@ impl<B: Backend> Collector<'_, B> {
             measured_completed: self.tally.measured_completed,
             not_sent,
             abandoned: self.shared.abandoned.load(Ordering::Relaxed),
-            completed_rate: window.completed_rate(self.tally.completed_ends.iter().copied()),
+            rates,
+            completed_rate: rates.requests_per_s,
         };
-        self.publish(clock.now(), ProgressPhase::Draining, true);
+        self.publish(now, ProgressPhase::Draining, true);
         outcome
     }
 

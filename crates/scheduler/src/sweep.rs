@@ -1,8 +1,10 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::Strategy;
-use bench_core::{Backend, RequestRecord, RequestSpec};
-use bench_profile::{Limits, Profile, Transient};
+use bench_core::{Backend, Capacity, RequestRecord, RequestSpec, Strategy};
+use bench_profile::{
+    Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
+    LADDER_LENGTH, LADDER_WARMUP,
+};
 
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
 
@@ -19,6 +21,12 @@ pub trait Observer {
     fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) {
         let _ = (index, outcome);
     }
+    /// Whether the finished benchmark `index` met the sweep's SLO (`None`: no SLO, or not
+    /// judged). The observer judges because it owns the latency figures (the report).
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        let _ = index;
+        None
+    }
 }
 
 /// What a run did.
@@ -26,6 +34,10 @@ pub trait Observer {
 pub struct RunOutcome {
     /// Finished benchmarks, in order (the last may be partial).
     pub benchmarks: Vec<BenchmarkOutcome>,
+    /// The part of the sweep each benchmark was (empty for fixed lists).
+    pub roles: Vec<SweepRole>,
+    /// The capacity answer of an adaptive sweep (its knee is the report's to find).
+    pub capacity: Option<Capacity>,
     /// Whether the user interrupted the run.
     pub interrupted: bool,
 }
@@ -44,6 +56,20 @@ fn plan(
     }
 }
 
+/// `limits` with their time and count scaled by `length` (ladder rungs are shorter).
+fn scaled(limits: &Limits, length: f64) -> Limits {
+    if length == 1.0 {
+        return limits.clone();
+    }
+    Limits {
+        max_seconds: limits.max_seconds.map(|s| s * length),
+        max_requests: limits
+            .max_requests
+            .map(|n| ((n as f64 * length).ceil() as u64).max(1)),
+        ..limits.clone()
+    }
+}
+
 impl<B: Backend> Scheduler<B> {
     /// Checks that every benchmark `profile` can produce is runnable with these limits and
     /// transients, without running anything.
@@ -53,25 +79,34 @@ impl<B: Backend> Scheduler<B> {
         warmup: &Option<Transient>,
         cooldown: &Option<Transient>,
     ) -> Result<(), SchedulerError> {
-        let strategies: Vec<Strategy> = match profile {
-            Profile::Fixed { benchmarks } => benchmarks.clone(),
+        let plans: Vec<BenchmarkPlan> = match profile {
+            Profile::Fixed { benchmarks } => benchmarks
+                .iter()
+                .map(|s| plan(s.clone(), limits, warmup, cooldown))
+                .collect(),
             Profile::Sweep(spec) => {
-                let mut s = spec.probes().to_vec();
+                let mut s = vec![Strategy::Synchronous];
                 s.extend(
                     spec.rate_strategies(1.0, 2.0)
                         .map_err(SchedulerError::Sweep)?,
                 );
-                s
+                let mut p: Vec<BenchmarkPlan> = s
+                    .into_iter()
+                    .map(|s| plan(s, limits, warmup, cooldown))
+                    .collect();
+                let rung = Strategy::Concurrent { streams: 2 };
+                p.push(plan(rung, &scaled(limits, LADDER_LENGTH), warmup, cooldown));
+                p
             }
         };
-        for s in strategies {
-            plan(s, limits, warmup, cooldown).resolve()?;
+        for p in plans {
+            p.resolve()?;
         }
         Ok(())
     }
 
     /// Runs every benchmark of `profile` in order with the same limits and transients; for a
-    /// sweep, runs the two probes and derives the rates from the completed requests/s they
+    /// sweep, asks its [`SweepPlanner`] for each next benchmark given what the previous ones
     /// measured. Stops after the benchmark during which a graceful stop was requested.
     pub async fn run_profile<S, O>(
         &self,
@@ -87,20 +122,29 @@ impl<B: Backend> Scheduler<B> {
         O: Observer,
     {
         Self::validate_profile(profile, limits, warmup, cooldown)?;
-        let total = profile.len();
         let mut out = RunOutcome {
             benchmarks: Vec::new(),
+            roles: Vec::new(),
+            capacity: None,
             interrupted: false,
         };
+        let mut steps = Steps::new(profile);
         let mut specs = specs;
-        let mut queue: Vec<Strategy> = match profile {
-            Profile::Fixed { benchmarks } => benchmarks.clone(),
-            Profile::Sweep(spec) => spec.probes().to_vec(),
-        };
-        let mut index = 0;
-        let mut rates: Vec<f64> = Vec::new();
-        while index < queue.len() {
-            let p = plan(queue[index].clone(), limits, warmup, cooldown);
+        while let Some(step) = steps.next_step().map_err(SchedulerError::Sweep)? {
+            let index = out.benchmarks.len();
+            let total = steps.expected_len().max(index + 1);
+            // A rung without a warmup of the user's gets one, so its short window measures
+            // the steady state, not the connections opening and the batch filling.
+            let rung_warmup = match (step.role, warmup) {
+                (SweepRole::Ladder, None) => Some(Transient::Fraction(LADDER_WARMUP)),
+                _ => *warmup,
+            };
+            let p = plan(
+                step.strategy.clone(),
+                &scaled(limits, step.length),
+                &rung_warmup,
+                cooldown,
+            );
             observer.benchmark_started(index, total, &p);
             let (outcome, rest) = self
                 .run_benchmark(index, total, &p, specs, |r, ph| {
@@ -109,25 +153,74 @@ impl<B: Backend> Scheduler<B> {
                 .await?;
             specs = rest;
             observer.benchmark_finished(index, &outcome);
-            // The window's rate, by the rule the report uses too (bench_core::Window).
-            rates.push(outcome.completed_rate);
+            // The window's steady-state rates, by the rule the report uses too
+            // (bench_core::Window::steady_rates); the SLO verdict from the observer, which owns
+            // the latency figures.
+            let reading = Reading {
+                requests_per_s: outcome.rates.requests_per_s,
+                output_tokens_per_s: Some(outcome.rates.output_tokens_per_s),
+                slo_met: observer.slo_met(index),
+            };
+            tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");
             let stop =
                 outcome.stop_reason == StopReason::Interrupted || self.interrupt.is_cancelled();
             out.benchmarks.push(outcome);
+            out.roles.push(step.role);
+            steps.record(step, reading);
             if stop {
                 out.interrupted = true;
                 break;
             }
-            if let (Profile::Sweep(spec), 1) = (profile, index) {
-                let (r_sync, r_thr) = (rates[0], rates[1]);
-                tracing::info!(r_sync, r_thr, "sweep probes measured");
-                queue.extend(
-                    spec.rate_strategies(r_sync, r_thr)
-                        .map_err(SchedulerError::Sweep)?,
-                );
-            }
-            index += 1;
         }
+        out.capacity = steps.answer();
         Ok((out, specs))
+    }
+}
+
+/// The benchmarks of a profile, one at a time: a fixed list, or a sweep's planner.
+enum Steps {
+    Fixed(std::vec::IntoIter<Strategy>, usize),
+    Sweep(Box<SweepPlanner>),
+}
+
+impl Steps {
+    fn new(profile: &Profile) -> Self {
+        match profile {
+            Profile::Fixed { benchmarks } => {
+                Steps::Fixed(benchmarks.clone().into_iter(), benchmarks.len())
+            }
+            Profile::Sweep(spec) => Steps::Sweep(Box::new(SweepPlanner::new(spec))),
+        }
+    }
+
+    fn next_step(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+        match self {
+            Steps::Fixed(it, _) => Ok(it.next().map(|strategy| SweepStep {
+                strategy,
+                role: SweepRole::Probe,
+                length: 1.0,
+            })),
+            Steps::Sweep(p) => p.next_step(),
+        }
+    }
+
+    fn record(&mut self, step: SweepStep, reading: Reading) {
+        if let Steps::Sweep(p) = self {
+            p.record(step, reading);
+        }
+    }
+
+    fn expected_len(&self) -> usize {
+        match self {
+            Steps::Fixed(_, n) => *n,
+            Steps::Sweep(p) => p.expected_len(),
+        }
+    }
+
+    fn answer(&self) -> Option<Capacity> {
+        match self {
+            Steps::Fixed(..) => None,
+            Steps::Sweep(p) => p.answer(),
+        }
     }
 }

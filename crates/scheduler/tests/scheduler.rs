@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bench_core::{Clock, RequestRecord, Status};
 use bench_profile::{
-    sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Strategy, SweepSpec, Transient,
+    capacity_rates, sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Strategy, SweepMode,
+    SweepRole, SweepSpec, Transient, DEFAULT_SLO_TOLERANCE,
 };
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Pacing, Phase, Scheduler, SchedulerOptions,
@@ -171,10 +172,12 @@ async fn concurrent_never_exceeds_n_and_keeps_n_busy() {
     .await;
     assert_eq!(fake.max_in_flight(), 4);
     // Each stream does back-to-back 49 ms requests: 2 s / 49 ms = 40.8, so 41 per stream,
-    // the last one cancelled at the deadline.
+    // the last one in flight at the deadline and drained to its end.
     assert_eq!(out.sent, 4 * 41);
-    assert_eq!(out.completed, 4 * 40);
-    assert_eq!(out.incomplete, 4);
+    assert_eq!(out.completed, 4 * 41);
+    assert_eq!(out.incomplete, 0);
+    assert_eq!(out.sending_end - out.start, 2 * S);
+    assert_eq!(out.end - out.start, 41 * 49 * MS);
     // Closed loop: intended time is when the slot freed.
     for (r, _) in &recs {
         assert_eq!(r.scheduled, r.slot);
@@ -292,7 +295,9 @@ async fn count_warmup_and_cooldown_exclude_exactly_their_requests() {
 async fn in_flight_requests_are_cancelled_at_the_end_with_what_they_had() {
     // 10 tokens, one every 100 ms: none can finish in 0.52 s.
     let fake = Arc::new(Fake::new(50, 100, 10));
-    let (out, recs) = run(fake, &plan(constant(4.0, None), Some(0.52), None)).await;
+    let mut p = plan(constant(4.0, None), Some(0.52), None);
+    p.limits.drain_timeout = Some(0.0);
+    let (out, recs) = run(fake, &p).await;
     assert_eq!(out.sent, 3);
     assert_eq!(out.incomplete, 3);
     assert_eq!(out.abandoned, 0);
@@ -309,11 +314,9 @@ async fn a_server_that_ignores_cancellation_cannot_hang_the_run() {
     let mut f = Fake::new(50, 100, 1000);
     f.ignore_cancel = true;
     let fake = Arc::new(f);
-    let (out, recs) = run(
-        fake,
-        &plan(Strategy::Concurrent { streams: 5 }, Some(1.0), None),
-    )
-    .await;
+    let mut p = plan(Strategy::Concurrent { streams: 5 }, Some(1.0), None);
+    p.limits.drain_timeout = Some(0.0);
+    let (out, recs) = run(fake, &p).await;
     assert_eq!(out.sent, 5);
     assert_eq!(out.abandoned, 5);
     assert_eq!(recs.len(), 5, "every request still has a record");
@@ -389,9 +392,12 @@ async fn sweep_rates_follow_linspace_of_the_measured_probes() {
     let sched = Scheduler::new(Arc::new(f), Clock::start(), opts());
     let profile = Profile::Sweep(SweepSpec {
         size: 6,
+        mode: SweepMode::Guidellm,
         throughput_concurrency: 32,
         open_loop: OpenLoop::Constant,
         max_concurrency: None,
+        slo: None,
+        slo_tolerance: DEFAULT_SLO_TOLERANCE,
     });
     let limits = Limits {
         max_seconds: Some(2.05),
@@ -406,9 +412,11 @@ async fn sweep_rates_follow_linspace_of_the_measured_probes() {
     assert!(!run.interrupted);
     let r_sync = run.benchmarks[0].completed_rate;
     let r_thr = run.benchmarks[1].completed_rate;
-    // 100 ms per request: 20 in 2.05 s synchronous; 6 at a time on the server: 120.
-    assert_eq!(r_sync, 20.0 / 2.05);
-    assert_eq!(r_thr, 120.0 / 2.05);
+    // 100 ms per request: 10 req/s synchronous; 6 at a time on the server: 60. The
+    // steady-state estimator (output tokens in the window over tokens per request) counts
+    // the 21st request's tokens at 2.04 and 2.05 s: 142 tokens / 7 / 2.05 s.
+    assert!((r_sync - 142.0 / 7.0 / 2.05).abs() < 1e-9, "{r_sync}");
+    assert!((r_thr - 60.0).abs() < 60.0 * 0.03, "{r_thr}");
     let rates: Vec<f64> = run.benchmarks[2..]
         .iter()
         .filter_map(|b| b.strategy.target_rate())
@@ -450,10 +458,18 @@ async fn graceful_stop_closes_the_current_benchmark_as_partial() {
     assert!(run.interrupted);
     assert_eq!(run.benchmarks.len(), 2);
     assert_eq!(run.benchmarks[0].stop_reason, StopReason::MaxSeconds);
+    // The first drained its last request (500 ms long) after its 2 s.
+    let first = &run.benchmarks[0];
+    assert_eq!(first.sending_end - first.start, 2 * S);
+    assert_eq!(first.incomplete, 0);
     let partial = &run.benchmarks[1];
     assert!(partial.is_partial());
-    assert_eq!(partial.end - partial.start, 1550 * MS);
-    assert_eq!(partial.sent, 16);
+    // Ctrl-C cancels at once, no drain: it ends at the stop, 3.55 s on the run clock.
+    assert_eq!(partial.end, 3550 * MS);
+    assert_eq!(partial.sending_end, 3550 * MS);
+    // 10 req/s from its start (0-based: the request due at the stop instant was not sent).
+    let ms = (partial.end - partial.start) / MS;
+    assert_eq!(partial.sent, ms.div_ceil(100));
     assert_eq!(
         obs.finished.len(),
         2,
@@ -542,4 +558,161 @@ fn plans_that_cannot_work_are_rejected() {
             "{p:?}"
         );
     }
+}
+
+/// An observer that judges the SLO as the CLI's report does: here, met at offered rates up to
+/// `limit` (and by every probe).
+struct Judge {
+    limit: f64,
+    rates: Vec<Option<f64>>,
+}
+
+impl Observer for Judge {
+    fn benchmark_started(&mut self, _index: usize, _total: usize, plan: &BenchmarkPlan) {
+        self.rates.push(plan.strategy.target_rate());
+    }
+    fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        Some(self.rates[index].is_none_or(|r| r <= self.limit))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn slo_search_bisects_on_the_observers_verdicts() {
+    let sched = Scheduler::new(Arc::new(Fake::new(10, 0, 1)), Clock::start(), opts());
+    let profile = Profile::Sweep(SweepSpec {
+        size: 5,
+        mode: SweepMode::Adaptive,
+        throughput_concurrency: 4,
+        open_loop: OpenLoop::Constant,
+        max_concurrency: None,
+        slo: Some("ttft_p99=100".parse().expect("slo")),
+        slo_tolerance: 0.02,
+    });
+    let limits = Limits {
+        max_seconds: Some(0.5),
+        ..Limits::default()
+    };
+    let mut judge = Judge {
+        limit: 150.0,
+        rates: Vec::new(),
+    };
+    let (run, _) = sched
+        .run_profile(&profile, &limits, &None, &None, specs(), &mut judge)
+        .await
+        .expect("runs");
+    let cap = run.capacity.expect("answer");
+    let b = cap.slo_bracket.expect("bracket");
+    let (low, high) = (b.low.expect("low"), b.high.expect("high"));
+    assert!(low <= 150.0 && 150.0 < high, "{b:?}");
+    assert!(high - low <= 0.02 * low, "{b:?}");
+    assert_eq!(cap.slo_max_requests_per_s, Some(low));
+    let refine = run
+        .roles
+        .iter()
+        .filter(|r| **r == SweepRole::Refine)
+        .count();
+    assert_eq!(refine as u32, b.steps);
+    assert!(b.steps > 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn adaptive_sweep_climbs_the_ladder_and_places_rates_around_the_capacity() {
+    let mut f = Fake::new(40, 10, 7); // 100 ms per request, 6 at a time on the server
+    f.capacity = Some(Arc::new(tokio::sync::Semaphore::new(6)));
+    let sched = Scheduler::new(Arc::new(f), Clock::start(), opts());
+    let profile = Profile::Sweep(SweepSpec {
+        size: 6,
+        mode: SweepMode::Adaptive,
+        throughput_concurrency: 512,
+        open_loop: OpenLoop::Constant,
+        max_concurrency: None,
+        slo: None,
+        slo_tolerance: DEFAULT_SLO_TOLERANCE,
+    });
+    let limits = Limits {
+        max_seconds: Some(4.05),
+        ..Limits::default()
+    };
+    let mut obs = Collect::default();
+    let (run, _) = sched
+        .run_profile(&profile, &limits, &None, &None, specs(), &mut obs)
+        .await
+        .expect("runs");
+    let labels: Vec<String> = run.benchmarks.iter().map(|b| b.strategy.label()).collect();
+    assert_eq!(
+        &labels[..5],
+        [
+            "synchronous",
+            "concurrent@2",
+            "concurrent@4",
+            "concurrent@8",
+            "concurrent@16"
+        ],
+        "{labels:?}"
+    );
+    assert_eq!(run.roles[1..5], [SweepRole::Ladder; 4]);
+    // Rungs last a quarter of the benchmark length.
+    let len = |i: usize| (run.benchmarks[i].end - run.benchmarks[i].start) as f64 / 1e9;
+    assert!((len(1) - 4.05 / 4.0).abs() < 0.15, "{}", len(1));
+    let cap = run.capacity.clone().expect("an answer");
+    // 6 slots of 100 ms: 60 req/s at 8 streams and more; the first rung that reaches it wins.
+    assert_eq!(cap.max_measured_by, "concurrent@8");
+    assert!((cap.max_requests_per_s - 60.0).abs() < 6.0, "{cap:?}");
+    let r_sync = run.benchmarks[0].rates.requests_per_s;
+    let rates: Vec<f64> = run.benchmarks[5..]
+        .iter()
+        .filter_map(|b| b.strategy.target_rate())
+        .collect();
+    assert_eq!(rates, capacity_rates(r_sync, cap.max_requests_per_s, 4));
+    assert!(rates.windows(2).all(|w| w[1] > w[0]));
+    assert_eq!(obs.finished.len(), 9);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_drain_follows_requests_to_their_end_up_to_its_bound() {
+    // 10 tokens 100 ms apart after 50 ms: each request lasts 950 ms.
+    let p = plan(constant(4.0, None), Some(0.52), None);
+    let (out, recs) = run(Arc::new(Fake::new(50, 100, 10)), &p).await;
+    assert_eq!((out.sent, out.completed, out.incomplete), (3, 3, 0));
+    assert_eq!(out.sending_end - out.start, 520 * MS);
+    // The last, sent at 500 ms, ends at 1450 ms.
+    assert_eq!(out.end - out.start, 1450 * MS);
+    assert!(recs.iter().all(|(_, ph)| *ph == Phase::Measured));
+    // Every request followed to its end: the window's rate is the rate sent.
+    assert!(
+        (out.completed_rate - 4.0).abs() < 1e-9,
+        "{}",
+        out.completed_rate
+    );
+
+    // A bound of 0.7 s: the requests sent at 0 and 250 ms finish (950, 1200 ms), the one
+    // sent at 500 ms is cancelled at 1220 ms with what it had: incomplete, not failed.
+    let mut p = plan(constant(4.0, None), Some(0.52), None);
+    p.limits.drain_timeout = Some(0.7);
+    let (out, recs) = run(Arc::new(Fake::new(50, 100, 10)), &p).await;
+    assert_eq!((out.completed, out.incomplete, out.errored), (2, 1, 0));
+    assert_eq!(out.end - out.start, 1220 * MS);
+    let last = &recs[2].0;
+    assert_eq!(last.status(), Status::Incomplete);
+    assert_eq!(last.chunks.len(), 7, "tokens at 550, 650, ..., 1150 ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn ctrl_c_during_the_drain_cancels_at_once() {
+    let sched = Scheduler::new(Arc::new(Fake::new(50, 100, 10)), Clock::start(), opts());
+    let stop = sched.stop_handle();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        stop.stop();
+    });
+    let p = plan(constant(4.0, None), Some(0.52), None);
+    let (out, _) = sched
+        .run_benchmark(0, 1, &p, specs(), |_, _| {})
+        .await
+        .expect("valid plan");
+    assert_eq!(out.stop_reason, StopReason::Interrupted);
+    assert_eq!(out.end, 700 * MS);
+    assert_eq!(out.sending_end, 520 * MS);
+    assert_eq!((out.completed, out.incomplete), (0, 3));
 }

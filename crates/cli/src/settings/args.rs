@@ -182,9 +182,26 @@ pub struct LoadArgs {
     /// Open-loop kind of the sweep's rate benchmarks: constant (default) or poisson.
     #[arg(long, value_name = "constant|poisson")]
     pub sweep_rate_type: Option<String>,
+    /// How a sweep finds the maximum: adaptive (default: concurrency ladder, rates around the
+    /// capacity, SLO search) or guidellm (512-in-flight throughput probe, linspace rates).
+    #[arg(long, value_name = "adaptive|guidellm")]
+    pub sweep_mode: Option<String>,
+    /// Sweep: search the highest rate meeting every bound, e.g. "ttft_p99=500,itl_p50=50"
+    /// (keys <metric>_<stat>: ttft, itl, tpot, e2el, token_latency, ttft_from_scheduled,
+    /// e2el_from_scheduled; mean, median or pNN; milliseconds).
+    #[arg(long, value_name = "KEY=MS,...")]
+    pub slo: Option<String>,
+    /// Sweep: the SLO search stops when (high - low) / low is at most this (default 0.05).
+    #[arg(long)]
+    pub slo_tolerance: Option<f64>,
     /// Seconds per benchmark (default 30; 5 with --mock).
     #[arg(long)]
     pub max_seconds: Option<f64>,
+    /// Seconds a time-boxed benchmark waits, after it stops sending, for the requests in
+    /// flight to finish (default 300; 0 cancels them at once); those still unfinished are
+    /// counted as incomplete.
+    #[arg(long, value_name = "SECONDS")]
+    pub drain_timeout: Option<f64>,
     /// Requests per benchmark.
     #[arg(long)]
     pub max_requests: Option<u64>,

@@ -94,7 +94,15 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep_rate_type: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_tolerance: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_timeout: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_requests: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,9 @@
 //! The load group: rate type, rates, the benchmarks, their limits, warmup and cooldown.
 
-use bench_profile::{BuildOptions, Limits, Profile, RateType, Transient};
+use bench_core::Slo;
+use bench_profile::{
+    BuildOptions, Limits, Profile, RateType, SweepMode, Transient, DEFAULT_SLO_TOLERANCE,
+};
 use serde::Serialize;
 
 use super::file::RateList;
@@ -83,7 +86,7 @@ fn rates(src: &Sources<'_>, cli_rate: &[String]) -> anyhow::Result<Vec<f64>> {
     })
 }
 
-fn build_options(src: &Sources<'_>) -> anyhow::Result<BuildOptions> {
+fn build_options(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<BuildOptions> {
     let (c, f) = (&src.cli.load, src.file);
     let sweep_poisson = match c
         .sweep_rate_type
@@ -99,13 +102,63 @@ fn build_options(src: &Sources<'_>) -> anyhow::Result<BuildOptions> {
             )))
         }
     };
+    let (slo, slo_tolerance) = slo(src, rate_type)?;
     Ok(BuildOptions {
         max_concurrency: c.max_concurrency.or(f.max_concurrency),
         burstiness: c.burstiness.or(f.burstiness).unwrap_or(1.0),
         seed: c.seed.or(f.seed).unwrap_or(42),
         sweep_size: c.sweep_size.or(f.sweep_size).unwrap_or(10),
         sweep_poisson,
+        sweep_mode: sweep_mode(src)?,
+        slo,
+        slo_tolerance,
     })
+}
+
+fn sweep_mode(src: &Sources<'_>) -> anyhow::Result<SweepMode> {
+    match src
+        .cli
+        .load
+        .sweep_mode
+        .as_deref()
+        .or(src.file.sweep_mode.as_deref())
+    {
+        None | Some("adaptive") => Ok(SweepMode::Adaptive),
+        Some("guidellm") => Ok(SweepMode::Guidellm),
+        Some(other) => Err(usage(format!(
+            "{}: expected adaptive or guidellm, got `{other}`",
+            src.origin("sweep-mode")
+        ))),
+    }
+}
+
+/// The SLO a sweep searches for, and the search's tolerance.
+fn slo(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<(Option<Slo>, f64)> {
+    let (c, f) = (&src.cli.load, src.file);
+    let slo = match c.slo.as_deref().or(f.slo.as_deref()) {
+        None => None,
+        Some(text) => Some(
+            text.parse::<Slo>()
+                .map_err(|e| usage(format!("{}: {e}", src.origin("slo"))))?,
+        ),
+    };
+    if slo.is_some() && rate_type != RateType::Sweep {
+        return Err(usage(format!(
+            "{}: the SLO search runs in a sweep (`bench sweep` or --rate-type sweep)",
+            src.origin("slo")
+        )));
+    }
+    let tolerance = c
+        .slo_tolerance
+        .or(f.slo_tolerance)
+        .unwrap_or(DEFAULT_SLO_TOLERANCE);
+    if !(tolerance > 0.0 && tolerance < 1.0) {
+        return Err(usage(format!(
+            "{}: expected a fraction above 0 and below 1, got {tolerance}",
+            src.origin("slo-tolerance")
+        )));
+    }
+    Ok((slo, tolerance))
 }
 
 fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<Limits> {
@@ -126,6 +179,7 @@ fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<
     };
     let limits = Limits {
         max_seconds,
+        drain_timeout: c.drain_timeout.or(f.drain_timeout),
         max_requests,
         max_errors: c.max_errors.or(f.max_errors),
         max_error_rate: c.max_error_rate.or(f.max_error_rate),
@@ -158,7 +212,7 @@ pub(crate) fn resolve(
 ) -> anyhow::Result<LoadSettings> {
     let rate_type = rate_type(src, cli_rate_type, force_sweep)?;
     let rate = rates(src, cli_rate)?;
-    let build = build_options(src)?;
+    let build = build_options(src, rate_type)?;
     let profile = Profile::build(rate_type, &rate, &build)
         .map_err(|e| usage(format!("{}: {e}", src.origin("rate"))))?;
     let limits = limits(src, rate_type, mock)?;

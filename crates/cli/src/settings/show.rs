@@ -3,7 +3,7 @@
 //! Secrets stay out: the API key and header values are never written (give them again with
 //! `--api-key` / `--header`).
 
-use bench_profile::RateType;
+use bench_profile::{RateType, SweepMode};
 
 use super::file::{DataValue, FileSettings, RateList};
 use super::Settings;
@@ -58,7 +58,12 @@ impl Settings {
             seed: Some(l.build.seed),
             sweep_size: (l.rate_type == RateType::Sweep).then_some(l.build.sweep_size),
             sweep_rate_type: l.build.sweep_poisson.then(|| "poisson".to_string()),
+            sweep_mode: (l.rate_type == RateType::Sweep && l.build.sweep_mode == SweepMode::Guidellm)
+                .then(|| "guidellm".to_string()),
+            slo: l.build.slo.as_ref().map(|s| s.to_string()),
+            slo_tolerance: l.build.slo.as_ref().map(|_| l.build.slo_tolerance),
             max_seconds: l.limits.max_seconds,
+            drain_timeout: l.limits.drain_timeout,
             max_requests: l.limits.max_requests,
             max_errors: l.limits.max_errors,
             max_error_rate: l.limits.max_error_rate,

@@ -1,0 +1,342 @@
+//! Service-level objectives of the capacity search (`--slo "ttft_p99=500,itl_p50=50"`) and the
+//! capacity answer a sweep states.
+//!
+//! An [`Slo`] is a list of bounds `<metric>_<stat> = milliseconds`; a benchmark meets it when
+//! every bound holds (`value <= bound`). The statistics themselves are computed by the report
+//! (which owns metric definitions); this module only names them, parses the form once, and
+//! judges a benchmark given a way to look its figures up.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A latency metric an SLO can bound (the names of `--percentile-metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SloMetric {
+    /// Time to first token.
+    Ttft,
+    /// Inter-token latency (every gap, pooled).
+    Itl,
+    /// Time per output token (per request).
+    Tpot,
+    /// End-to-end latency.
+    E2el,
+    /// End-to-end latency divided by output tokens.
+    TokenLatency,
+    /// Time to first token from the intended send time.
+    TtftFromScheduled,
+    /// End-to-end latency from the intended send time.
+    E2elFromScheduled,
+}
+
+impl SloMetric {
+    /// Every metric, longest names first (so `ttft_from_scheduled_p99` is not read as `ttft`).
+    pub const ALL: [SloMetric; 7] = [
+        SloMetric::TtftFromScheduled,
+        SloMetric::E2elFromScheduled,
+        SloMetric::TokenLatency,
+        SloMetric::Ttft,
+        SloMetric::Itl,
+        SloMetric::Tpot,
+        SloMetric::E2el,
+    ];
+
+    /// The name in SLO keys and `--percentile-metrics`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SloMetric::Ttft => "ttft",
+            SloMetric::Itl => "itl",
+            SloMetric::Tpot => "tpot",
+            SloMetric::E2el => "e2el",
+            SloMetric::TokenLatency => "token_latency",
+            SloMetric::TtftFromScheduled => "ttft_from_scheduled",
+            SloMetric::E2elFromScheduled => "e2el_from_scheduled",
+        }
+    }
+}
+
+/// The statistic of a bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SloStat {
+    /// The mean.
+    Mean,
+    /// The median (p50).
+    Median,
+    /// Percentile `p` (0 < p < 100).
+    Percentile(f64),
+}
+
+impl SloStat {
+    /// The percentile this statistic is, if it is one (the median is 50).
+    pub fn percentile(self) -> Option<f64> {
+        match self {
+            SloStat::Mean => None,
+            SloStat::Median => Some(50.0),
+            SloStat::Percentile(p) => Some(p),
+        }
+    }
+}
+
+impl fmt::Display for SloStat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SloStat::Mean => f.write_str("mean"),
+            SloStat::Median => f.write_str("median"),
+            SloStat::Percentile(p) => write!(f, "p{p}"),
+        }
+    }
+}
+
+/// One bound: `metric`'s `stat` must be at most `max_ms`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SloBound {
+    /// The metric.
+    pub metric: SloMetric,
+    /// Its statistic.
+    pub stat: SloStat,
+    /// The bound, milliseconds.
+    pub max_ms: f64,
+}
+
+impl SloBound {
+    /// The key, e.g. `ttft_p99`.
+    pub fn key(&self) -> String {
+        format!("{}_{}", self.metric.name(), self.stat)
+    }
+}
+
+/// A set of bounds every one of which a benchmark must meet. Parsed once from
+/// `"ttft_p99=500,itl_p50=50"`; serialized back in the same form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    /// The bounds, in the order given.
+    pub bounds: Vec<SloBound>,
+}
+
+/// A malformed SLO; the message names the offending key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SloError(pub String);
+
+impl fmt::Display for SloError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SloError {}
+
+const FORM: &str = "expected KEY=MILLISECONDS pairs such as ttft_p99=500,itl_p50=50 (KEY is <metric>_<stat>; metric: ttft, itl, tpot, e2el, token_latency, ttft_from_scheduled, e2el_from_scheduled; stat: mean, median or pNN)";
+
+fn parse_key(key: &str) -> Result<(SloMetric, SloStat), SloError> {
+    let bad = |why: &str| SloError(format!("slo: `{key}`: {why}; {FORM}"));
+    let metric = SloMetric::ALL
+        .into_iter()
+        .find(|m| {
+            key.strip_prefix(m.name())
+                .is_some_and(|rest| rest.starts_with('_'))
+        })
+        .ok_or_else(|| bad("unknown metric"))?;
+    let stat = &key[metric.name().len() + 1..];
+    let stat = match stat {
+        "mean" => SloStat::Mean,
+        "median" => SloStat::Median,
+        s => {
+            let p: f64 = s
+                .strip_prefix('p')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| bad("unknown statistic"))?;
+            if !(p > 0.0 && p < 100.0) {
+                return Err(bad("the percentile must be above 0 and below 100"));
+            }
+            if p == 50.0 {
+                SloStat::Median
+            } else {
+                SloStat::Percentile(p)
+            }
+        }
+    };
+    Ok((metric, stat))
+}
+
+impl FromStr for Slo {
+    type Err = SloError;
+
+    fn from_str(s: &str) -> Result<Self, SloError> {
+        let mut bounds: Vec<SloBound> = Vec::new();
+        for pair in s
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|p| !p.is_empty())
+        {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| SloError(format!("slo: `{pair}` has no `=`; {FORM}")))?;
+            let (metric, stat) = parse_key(key.trim())?;
+            let max_ms: f64 = value.trim().parse().map_err(|_| {
+                SloError(format!(
+                    "slo: `{key}`: `{value}` is not a number of milliseconds"
+                ))
+            })?;
+            if !(max_ms.is_finite() && max_ms > 0.0) {
+                return Err(SloError(format!(
+                    "slo: `{key}`: the bound must be a positive number of milliseconds, got {value}"
+                )));
+            }
+            let b = SloBound {
+                metric,
+                stat,
+                max_ms,
+            };
+            if bounds.iter().any(|o| o.key() == b.key()) {
+                return Err(SloError(format!("slo: `{key}` is given twice")));
+            }
+            bounds.push(b);
+        }
+        if bounds.is_empty() {
+            return Err(SloError(format!("slo: no bound given; {FORM}")));
+        }
+        Ok(Slo { bounds })
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .bounds
+            .iter()
+            .map(|b| format!("{}={}", b.key(), b.max_ms))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+impl Serialize for Slo {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Slo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Slo {
+    /// Whether a benchmark meets every bound, given `value(metric, stat)` in milliseconds.
+    /// A figure that is missing (no request completed) does not meet its bound.
+    pub fn is_met(&self, mut value: impl FnMut(SloMetric, SloStat) -> Option<f64>) -> bool {
+        self.bounds
+            .iter()
+            .all(|b| value(b.metric, b.stat).is_some_and(|v| v <= b.max_ms))
+    }
+}
+
+/// The bracket of the SLO search: the highest rate measured to meet every bound and the lowest
+/// measured not to (requests/s, offered).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SloBracket {
+    /// Highest offered rate that met every bound (`None`: none did).
+    pub low: Option<f64>,
+    /// Lowest offered rate above `low` that did not (`None`: every rate met the SLO).
+    pub high: Option<f64>,
+    /// The relative width the search aimed for, `(high - low) / low`.
+    pub tolerance: f64,
+    /// Benchmarks the refinement ran after the sweep.
+    pub steps: u32,
+}
+
+/// The capacity answer of a sweep: what the deployment sustains, where its latency leaves the
+/// low-load plateau, and what it sustains under the SLO. Definitions: docs/profiles.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    /// Steady-state completed requests/s of the best probe (the sustainable maximum).
+    pub max_requests_per_s: f64,
+    /// Steady-state output tokens/s of the same probe.
+    pub max_output_tokens_per_s: f64,
+    /// The probe that measured them (e.g. `concurrent@64`).
+    pub max_measured_by: String,
+    /// The highest offered rate whose latency stayed on its low-load plateau (`None`: not
+    /// determined, e.g. no open-loop rate ran).
+    #[serde(default)]
+    pub knee_requests_per_s: Option<f64>,
+    /// The SLO searched for, if any.
+    #[serde(default)]
+    pub slo: Option<Slo>,
+    /// Highest offered rate measured to meet every SLO bound (`None` without `--slo`, or when
+    /// no rate met it).
+    #[serde(default)]
+    pub slo_max_requests_per_s: Option<f64>,
+    /// The search's bracket (`None` without `--slo`).
+    #[serde(default)]
+    pub slo_bracket: Option<SloBracket>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_keys_stats_and_round_trips() {
+        let s: Slo = "ttft_p99=500,itl_p50=50 e2el_from_scheduled_mean=2000"
+            .parse()
+            .expect("valid");
+        assert_eq!(s.bounds.len(), 3);
+        assert_eq!(s.bounds[0].metric, SloMetric::Ttft);
+        assert_eq!(s.bounds[0].stat, SloStat::Percentile(99.0));
+        assert_eq!(s.bounds[1].stat, SloStat::Median, "p50 is the median");
+        assert_eq!(s.bounds[2].metric, SloMetric::E2elFromScheduled);
+        assert_eq!(s.bounds[2].stat, SloStat::Mean);
+        assert_eq!(
+            s.to_string(),
+            "ttft_p99=500,itl_median=50,e2el_from_scheduled_mean=2000"
+        );
+        assert_eq!(s.to_string().parse::<Slo>(), Ok(s.clone()));
+        let t: Slo = "token_latency_p99.9=3,ttft_from_scheduled_median=1,tpot_p90=2"
+            .parse()
+            .expect("valid");
+        assert_eq!(t.bounds[0].stat, SloStat::Percentile(99.9));
+        assert_eq!(t.bounds[1].metric, SloMetric::TtftFromScheduled);
+        let json = serde_json::to_string(&t).expect("serialize");
+        assert_eq!(json, format!("\"{t}\""));
+        assert_eq!(serde_json::from_str::<Slo>(&json).expect("parse"), t);
+        assert!(serde_json::from_str::<Slo>("\"ttft_p99\"").is_err());
+    }
+
+    #[test]
+    fn bad_forms_name_the_key() {
+        for (bad, culprit) in [
+            ("ttft_p99", "ttft_p99"),
+            ("ttfx_p99=5", "ttfx_p99"),
+            ("ttft_p100=5", "ttft_p100"),
+            ("ttft_p0=5", "ttft_p0"),
+            ("ttft_q9=5", "ttft_q9"),
+            ("ttft=5", "ttft"),
+            ("itl_p50=fast", "itl_p50"),
+            ("itl_p50=-1", "itl_p50"),
+            ("itl_p50=1,itl_median=2", "itl_median"),
+            ("", "no bound"),
+        ] {
+            let e = bad.parse::<Slo>().expect_err(bad);
+            assert!(e.0.contains(culprit), "{bad}: {e}");
+            assert!(!e.0.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn judges_every_bound_and_missing_figures() {
+        let s: Slo = "ttft_p99=500,itl_mean=50".parse().expect("valid");
+        let fig = |ttft: f64, itl: Option<f64>| {
+            move |m: SloMetric, st: SloStat| match (m, st) {
+                (SloMetric::Ttft, SloStat::Percentile(99.0)) => Some(ttft),
+                (SloMetric::Itl, SloStat::Mean) => itl,
+                _ => None,
+            }
+        };
+        assert!(s.is_met(fig(500.0, Some(50.0))));
+        assert!(!s.is_met(fig(500.1, Some(1.0))));
+        assert!(!s.is_met(fig(1.0, Some(50.5))));
+        assert!(!s.is_met(fig(1.0, None)), "no figure, not met");
+    }
+}

@@ -1,0 +1,413 @@
+//! The capacity sweep's decisions, as pure arithmetic: which benchmark runs next given what the
+//! previous ones measured, and the answer at the end. The scheduler runs the benchmarks; the
+//! rules live here so they can be read and tested without a server.
+//!
+//! Adaptive mode (the default; docs/profiles.md):
+//!
+//! 1. `synchronous`.
+//! 2. A concurrency ladder `concurrent@2, @4, @8, ...` (each rung a quarter of the benchmark
+//!    length), until a rung raises the best output token throughput so far by less than
+//!    [`LADDER_GAIN`], the cap (`--max-concurrency`, default 512) is reached, or
+//!    [`LADDER_MAX_RUNGS`] rungs ran. The capacity is the best rung (synchronous included).
+//! 3. `size - 2` open-loop rates placed by [`capacity_rates`]: ascending, from near the
+//!    synchronous rate to 1.2x the capacity, denser near the capacity.
+//! 4. With an SLO: bisection between the highest rate that met every bound and the lowest that
+//!    did not, until `(high - low) / low <= tolerance`.
+//!
+//! guidellm mode: synchronous, throughput (512 in flight), then `linspace(r_sync, r_thr)`.
+
+use std::collections::VecDeque;
+
+use bench_core::{Capacity, SloBracket};
+use serde::{Deserialize, Serialize};
+
+use crate::{invalid, sweep_rates, OpenLoop, ProfileError, Strategy, SweepSpec};
+
+/// A ladder rung must raise the best output token throughput by more than this fraction, or
+/// the ladder stops.
+pub const LADDER_GAIN: f64 = 0.05;
+/// At most this many ladder rungs (so the ladder costs at most 2x one benchmark's length).
+pub const LADDER_MAX_RUNGS: u32 = 8;
+/// Length of a ladder rung relative to the other benchmarks.
+pub const LADDER_LENGTH: f64 = 0.25;
+/// Warmup of a ladder rung (a fraction of its length) when the run sets none.
+pub const LADDER_WARMUP: f64 = 0.25;
+/// The top open-loop rate, relative to the measured capacity.
+pub const TOP_RATE: f64 = 1.2;
+/// The second highest open-loop rate (with 4 or more rates), relative to the capacity.
+pub const SECOND_RATE: f64 = 1.1;
+/// At most this many refinement benchmarks of the SLO search.
+pub const MAX_REFINE_STEPS: u32 = 10;
+
+/// How a sweep finds the capacity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepMode {
+    /// Concurrency ladder, rates around the capacity, SLO search.
+    #[default]
+    Adaptive,
+    /// guidellm's recipe: a throughput probe (512 in flight) and linspace rates.
+    Guidellm,
+}
+
+/// What part of the sweep a benchmark is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepRole {
+    /// synchronous, or guidellm's throughput probe.
+    Probe,
+    /// A rung of the concurrency ladder.
+    Ladder,
+    /// One of the open-loop rates.
+    Rate,
+    /// A benchmark of the SLO search.
+    Refine,
+}
+
+/// One benchmark the sweep wants next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepStep {
+    /// Its load.
+    pub strategy: Strategy,
+    /// Its part of the sweep.
+    pub role: SweepRole,
+    /// Its length relative to the run's limits (1 = the same).
+    pub length: f64,
+}
+
+/// What a finished benchmark measured, as the sweep needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    /// Steady-state completed requests/s.
+    pub requests_per_s: f64,
+    /// Steady-state output tokens/s, when the scheduler measures them (the ladder then
+    /// compares tokens; else requests).
+    pub output_tokens_per_s: Option<f64>,
+    /// Whether it met every SLO bound (`None`: no SLO).
+    pub slo_met: Option<bool>,
+}
+
+impl Reading {
+    /// What the ladder compares: output tokens/s when measured, else requests/s.
+    pub fn throughput(&self) -> f64 {
+        self.output_tokens_per_s.unwrap_or(self.requests_per_s)
+    }
+}
+
+/// The open-loop rates of an adaptive sweep, ascending: with `c` the capacity and `n` rates,
+/// the top one is `1.2 c`, the next `1.1 c` (when `n >= 4`), and the other `m` are
+/// `c * (f0 + (1 - f0) * (1 - (1 - t)^2))` for `t = j / (m - 1)`, `j = 0..m`, where
+/// `f0 = min(r_sync / c, 0.5)`: from near the synchronous rate (or half the capacity when the
+/// server does not batch) to the capacity, spaced quadratically so that the gaps shrink toward
+/// the capacity (the last gap is `1/(m-1)^2` of the span, the first `(2m-3)/(m-1)^2`).
+pub fn capacity_rates(r_sync: f64, capacity: f64, n: u32) -> Vec<f64> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let above: &[f64] = if n >= 4 {
+        &[SECOND_RATE, TOP_RATE]
+    } else {
+        &[TOP_RATE]
+    };
+    let m = n as usize - above.len();
+    let f0 = (r_sync / capacity).clamp(0.0, 0.5);
+    let mut f: Vec<f64> = match m {
+        0 => Vec::new(),
+        1 => vec![1.0],
+        _ => (0..m)
+            .map(|j| {
+                let t = j as f64 / (m - 1) as f64;
+                f0 + (1.0 - f0) * (1.0 - (1.0 - t) * (1.0 - t))
+            })
+            .collect(),
+    };
+    f.extend_from_slice(above);
+    f.into_iter().map(|x| x * capacity).collect()
+}
+
+/// The next rate of the SLO search from the rates measured so far (`(rate, met)`), or `None`
+/// when the bracket is narrow enough. `low` is the highest rate that met every bound below the
+/// lowest that did not (`high`).
+pub fn slo_bracket(measured: &[(f64, bool)], tolerance: f64, steps: u32) -> SloBracket {
+    let high = measured
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(r, _)| *r)
+        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.min(r))));
+    let low = measured
+        .iter()
+        .filter(|(r, ok)| *ok && high.is_none_or(|h| *r < h))
+        .map(|(r, _)| *r)
+        .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
+    SloBracket {
+        low,
+        high,
+        tolerance,
+        steps,
+    }
+}
+
+/// The rate to measure next to narrow `b`, or `None` when it is narrow enough (or open above:
+/// every rate met the SLO).
+pub fn slo_next_rate(b: &SloBracket) -> Option<f64> {
+    let high = b.high?;
+    if b.steps >= MAX_REFINE_STEPS {
+        return None;
+    }
+    match b.low {
+        Some(low) if (high - low) <= b.tolerance * low => None,
+        Some(low) => Some((low + high) / 2.0),
+        None => Some(high / 2.0),
+    }
+}
+
+/// Decides a sweep's benchmarks one at a time from what the previous ones measured.
+#[derive(Debug, Clone)]
+pub struct SweepPlanner {
+    spec: SweepSpec,
+    pending: VecDeque<SweepStep>,
+    history: Vec<(SweepStep, Reading)>,
+    rates_planned: bool,
+    /// Steps handed out and not yet recorded.
+    outstanding: usize,
+}
+
+impl SweepPlanner {
+    /// A planner for `spec`.
+    pub fn new(spec: &SweepSpec) -> Self {
+        let mut pending = VecDeque::new();
+        let probe = |strategy| SweepStep {
+            strategy,
+            role: SweepRole::Probe,
+            length: 1.0,
+        };
+        pending.push_back(probe(Strategy::Synchronous));
+        if spec.mode == SweepMode::Guidellm {
+            pending.push_back(probe(Strategy::Throughput {
+                max_concurrency: spec.throughput_concurrency,
+            }));
+        }
+        Self {
+            spec: spec.clone(),
+            pending,
+            history: Vec::new(),
+            rates_planned: false,
+            outstanding: 0,
+        }
+    }
+
+    /// How many benchmarks the sweep will have run, as far as known now.
+    pub fn expected_len(&self) -> usize {
+        let rates = if self.rates_planned {
+            0
+        } else {
+            self.spec.size.saturating_sub(2) as usize
+        };
+        self.history.len() + self.outstanding + self.pending.len() + rates
+    }
+
+    /// The benchmark to run next, or `None` when the sweep is done. Fails when a probe measured
+    /// nothing to derive rates from.
+    pub fn next_step(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+        let step = self.decide()?;
+        self.outstanding += usize::from(step.is_some());
+        Ok(step)
+    }
+
+    fn decide(&mut self) -> Result<Option<SweepStep>, ProfileError> {
+        if let Some(s) = self.pending.pop_front() {
+            return Ok(Some(s));
+        }
+        if !self.rates_planned {
+            self.plan_ladder_or_rates()?;
+            if let Some(s) = self.pending.pop_front() {
+                return Ok(Some(s));
+            }
+        }
+        Ok(self.refine_step())
+    }
+
+    /// Records what the step returned by the last [`Self::next_step`] measured.
+    pub fn record(&mut self, step: SweepStep, reading: Reading) {
+        self.outstanding = self.outstanding.saturating_sub(1);
+        self.history.push((step, reading));
+    }
+
+    fn plan_ladder_or_rates(&mut self) -> Result<(), ProfileError> {
+        if self.spec.mode == SweepMode::Adaptive {
+            if let Some(c) = self.next_rung() {
+                self.pending.push_back(SweepStep {
+                    strategy: Strategy::Concurrent { streams: c },
+                    role: SweepRole::Ladder,
+                    length: LADDER_LENGTH,
+                });
+                return Ok(());
+            }
+        }
+        let r_sync = self
+            .reading_of(SweepRole::Probe, 0)
+            .map(|r| r.requests_per_s);
+        let (r_sync, top) = match self.spec.mode {
+            SweepMode::Guidellm => (
+                r_sync.unwrap_or(0.0),
+                self.reading_of(SweepRole::Probe, 1)
+                    .map_or(0.0, |r| r.requests_per_s),
+            ),
+            SweepMode::Adaptive => (
+                r_sync.unwrap_or(0.0),
+                self.best().map_or(0.0, |(_, r)| r.requests_per_s),
+            ),
+        };
+        for strategy in self.spec.rate_strategies(r_sync, top)? {
+            self.pending.push_back(SweepStep {
+                strategy,
+                role: SweepRole::Rate,
+                length: 1.0,
+            });
+        }
+        self.rates_planned = true;
+        Ok(())
+    }
+
+    fn reading_of(&self, role: SweepRole, nth: usize) -> Option<Reading> {
+        self.history
+            .iter()
+            .filter(|(s, _)| s.role == role)
+            .nth(nth)
+            .map(|(_, r)| *r)
+    }
+
+    /// The ladder's next concurrency, or `None` when it is done.
+    fn next_rung(&self) -> Option<u32> {
+        let rungs: Vec<(u32, f64)> = self
+            .history
+            .iter()
+            .filter_map(|(s, r)| match (s.role, &s.strategy) {
+                (SweepRole::Probe, Strategy::Synchronous) => Some((1, r.throughput())),
+                (SweepRole::Ladder, Strategy::Concurrent { streams }) => {
+                    Some((*streams, r.throughput()))
+                }
+                _ => None,
+            })
+            .collect();
+        let &(last_c, last) = rungs.last()?;
+        let ladder_len = rungs.len() as u32 - 1;
+        if ladder_len >= LADDER_MAX_RUNGS || last_c >= self.spec.throughput_concurrency {
+            return None;
+        }
+        if ladder_len > 0 {
+            let before = rungs[..rungs.len() - 1]
+                .iter()
+                .map(|(_, t)| *t)
+                .fold(0.0, f64::max);
+            if last <= before * (1.0 + LADDER_GAIN) {
+                return None;
+            }
+        }
+        Some((last_c * 2).min(self.spec.throughput_concurrency))
+    }
+
+    /// The probe or rung with the highest throughput (the first of equals).
+    fn best(&self) -> Option<&(SweepStep, Reading)> {
+        self.history
+            .iter()
+            .filter(|(s, _)| matches!(s.role, SweepRole::Probe | SweepRole::Ladder))
+            .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
+                Some(b) if b.1.throughput() >= x.1.throughput() => Some(b),
+                _ => Some(x),
+            })
+    }
+
+    fn open_loop_verdicts(&self) -> Vec<(f64, bool)> {
+        self.history
+            .iter()
+            .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
+            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_met?)))
+            .collect()
+    }
+
+    fn refine_steps(&self) -> u32 {
+        self.history
+            .iter()
+            .filter(|(s, _)| s.role == SweepRole::Refine)
+            .count() as u32
+    }
+
+    fn refine_step(&self) -> Option<SweepStep> {
+        self.spec.slo.as_ref()?;
+        let b = slo_bracket(
+            &self.open_loop_verdicts(),
+            self.spec.slo_tolerance,
+            self.refine_steps(),
+        );
+        let rate = slo_next_rate(&b)?;
+        Some(SweepStep {
+            strategy: self.spec.open_loop_at(rate),
+            role: SweepRole::Refine,
+            length: 1.0,
+        })
+    }
+
+    /// The capacity answer (adaptive mode; `None` in guidellm mode or before any probe). The
+    /// knee is left for the report, which owns the latency figures.
+    pub fn answer(&self) -> Option<Capacity> {
+        if self.spec.mode != SweepMode::Adaptive {
+            return None;
+        }
+        let (step, best) = self.best()?;
+        let bracket = self.spec.slo.as_ref().map(|_| {
+            slo_bracket(
+                &self.open_loop_verdicts(),
+                self.spec.slo_tolerance,
+                self.refine_steps(),
+            )
+        });
+        Some(Capacity {
+            max_requests_per_s: best.requests_per_s,
+            max_output_tokens_per_s: best.output_tokens_per_s.unwrap_or(f64::NAN),
+            max_measured_by: step.strategy.label(),
+            knee_requests_per_s: None,
+            slo: self.spec.slo.clone(),
+            slo_max_requests_per_s: bracket.and_then(|b| b.low),
+            slo_bracket: bracket,
+        })
+    }
+}
+
+impl SweepSpec {
+    /// The open-loop benchmark of this sweep at `rate`.
+    pub fn open_loop_at(&self, rate: f64) -> Strategy {
+        match self.open_loop {
+            OpenLoop::Constant => Strategy::Constant {
+                rate,
+                max_concurrency: self.max_concurrency,
+            },
+            OpenLoop::Poisson { burstiness, seed } => Strategy::Poisson {
+                rate,
+                burstiness,
+                seed,
+                max_concurrency: self.max_concurrency,
+            },
+        }
+    }
+
+    /// The open-loop benchmarks after the probes measured `r_sync` and `top` completed
+    /// requests/s (`top`: guidellm's throughput probe, or the adaptive capacity). Fails when a
+    /// probe completed nothing (no rate to derive).
+    pub fn rate_strategies(&self, r_sync: f64, top: f64) -> Result<Vec<Strategy>, ProfileError> {
+        if !(r_sync > 0.0 && top > 0.0 && r_sync.is_finite() && top.is_finite()) {
+            return Err(invalid(format!(
+                "the sweep cannot derive rates: synchronous measured {r_sync:.3} req/s and the maximum {top:.3} req/s in their windows (no request completed, or requests last longer than a benchmark: raise --max-seconds)"
+            )));
+        }
+        let n = self.size.saturating_sub(2);
+        let rates = match self.mode {
+            SweepMode::Guidellm => sweep_rates(r_sync, top, self.size),
+            SweepMode::Adaptive => capacity_rates(r_sync, top, n),
+        };
+        Ok(rates.into_iter().map(|r| self.open_loop_at(r)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests;

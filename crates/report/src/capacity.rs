@@ -1,0 +1,182 @@
+//! The capacity answer in the report: SLO figures of a benchmark, the knee of a sweep, and the
+//! "Capacity" console blocks (guidellm and vLLM style). Definitions: docs/profiles.md.
+
+use std::fmt::Write as _;
+
+use bench_core::{Capacity, Slo, SloMetric, SloStat};
+
+use crate::model::{BenchmarkReport, RunReport};
+use crate::options::Metric;
+
+/// The knee is the highest offered rate below the first whose median TTFT exceeds this many
+/// times its value at the lowest offered rate, plus [`KNEE_SLACK_MS`].
+pub const KNEE_FACTOR: f64 = 2.0;
+/// Allowance for timer and scheduling jitter in the knee's threshold, milliseconds.
+pub const KNEE_SLACK_MS: f64 = 10.0;
+
+/// The report metric an SLO metric names.
+pub fn slo_metric(m: SloMetric) -> Metric {
+    match m {
+        SloMetric::Ttft => Metric::Ttft,
+        SloMetric::Itl => Metric::Itl,
+        SloMetric::Tpot => Metric::Tpot,
+        SloMetric::E2el => Metric::E2el,
+        SloMetric::TokenLatency => Metric::TokenLatency,
+        SloMetric::TtftFromScheduled => Metric::TtftFromScheduled,
+        SloMetric::E2elFromScheduled => Metric::E2elFromScheduled,
+    }
+}
+
+impl BenchmarkReport {
+    /// The figure an SLO bound names, in milliseconds (`None`: no request to measure).
+    pub fn slo_value(&self, metric: SloMetric, stat: SloStat) -> Option<f64> {
+        let m = slo_metric(metric);
+        match stat.percentile() {
+            None => Some(self.metric(m)).filter(|s| s.count > 0).map(|s| s.mean),
+            Some(p) => self.percentile_ms(m, p),
+        }
+    }
+
+    /// Whether this benchmark meets every bound of `slo`.
+    pub fn meets(&self, slo: &Slo) -> bool {
+        slo.is_met(|m, s| self.slo_value(m, s))
+    }
+
+    /// Whether the benchmark is an open-loop rate (drawn as a curve), not a probe.
+    pub fn is_open_loop(&self) -> bool {
+        self.strategy.target_rate().is_some()
+    }
+}
+
+/// The open-loop benchmarks of `run` as (offered rate, benchmark), ascending.
+pub(crate) fn open_loop(run: &RunReport) -> Vec<(f64, &BenchmarkReport)> {
+    let mut v: Vec<(f64, &BenchmarkReport)> = run
+        .benchmarks
+        .iter()
+        .filter_map(|b| Some((b.strategy.target_rate()?, b)))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// The knee of a sweep: the highest offered rate below the first one whose median TTFT exceeds
+/// `KNEE_FACTOR x (median TTFT at the lowest offered rate) + KNEE_SLACK_MS`: requests have
+/// started to queue there (latency has left its low-load plateau). The median, not a tail
+/// percentile, so that one slow request does not move it; past capacity the queue grows
+/// through the whole benchmark and the median with it. `None` without open-loop rates or TTFT
+/// at the lowest, or when no rate left the plateau (the knee lies above the sweep).
+pub fn knee(run: &RunReport) -> Option<f64> {
+    let rates = open_loop(run);
+    let base = rates.first()?.1.percentile_ms(Metric::Ttft, 50.0)?;
+    let threshold = knee_threshold_ms(base);
+    let mut last = None;
+    for (rate, b) in &rates {
+        match b.percentile_ms(Metric::Ttft, 50.0) {
+            Some(v) if v <= threshold => last = Some(*rate),
+            _ => return last,
+        }
+    }
+    None
+}
+
+/// The median TTFT above which a rate is past the knee, given the low-load median.
+pub fn knee_threshold_ms(base_ms: f64) -> f64 {
+    KNEE_FACTOR * base_ms + KNEE_SLACK_MS
+}
+
+fn rate(v: Option<f64>) -> String {
+    v.map_or("-".into(), |r| format!("{r:.2} req/s"))
+}
+
+/// The lines of the answer, as (label, text).
+fn lines(c: &Capacity) -> Vec<(String, String)> {
+    let mut out = vec![
+        (
+            "Maximum sustained throughput".to_string(),
+            format!(
+                "{:.2} req/s, {:.1} output tok/s (measured by {})",
+                c.max_requests_per_s, c.max_output_tokens_per_s, c.max_measured_by
+            ),
+        ),
+        (
+            "Knee (latency leaves its plateau)".to_string(),
+            match c.knee_requests_per_s {
+                Some(k) => format!(
+                    "{k:.2} req/s (median TTFT within {KNEE_FACTOR}x its low-load value + {KNEE_SLACK_MS} ms)"
+                ),
+                None => "not found within the swept rates".into(),
+            },
+        ),
+    ];
+    if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
+        let text = match (b.low, b.high) {
+            (Some(l), Some(h)) => format!(
+                "{l:.2} req/s (bracket {l:.2} to {h:.2} req/s, {} refinement step(s))",
+                b.steps
+            ),
+            (Some(_), None) => format!("{} or more (every rate met it)", rate(b.low)),
+            (None, _) => "no rate met it".into(),
+        };
+        out.push((format!("Max rate meeting {slo}"), text));
+    }
+    out
+}
+
+/// The "Capacity" block after guidellm's tables.
+pub fn render_capacity(run: &RunReport) -> String {
+    let Some(c) = &run.capacity else {
+        return String::new();
+    };
+    let mut s = String::from("Capacity:\n");
+    for (k, v) in lines(c) {
+        let _ = writeln!(s, "  {k}: {v}");
+    }
+    s
+}
+
+/// The "Capacity" block after vLLM's blocks, in their `{:<40} {:<10}` layout.
+pub fn render_capacity_vllm(run: &RunReport) -> String {
+    let Some(c) = &run.capacity else {
+        return String::new();
+    };
+    let mut s = format!("{:=^50}\n", " Capacity ");
+    let _ = writeln!(
+        s,
+        "{:<40} {:<10}",
+        "Max request throughput (req/s):",
+        format!("{:.2}", c.max_requests_per_s)
+    );
+    let _ = writeln!(
+        s,
+        "{:<40} {:<10}",
+        "Max output token throughput (tok/s):",
+        format!("{:.2}", c.max_output_tokens_per_s)
+    );
+    let _ = writeln!(s, "{:<40} {:<10}", "Measured by:", c.max_measured_by);
+    let _ = writeln!(
+        s,
+        "{:<40} {:<10}",
+        "Knee request rate (req/s):",
+        c.knee_requests_per_s
+            .map_or("-".into(), |k| format!("{k:.2}"))
+    );
+    if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
+        let _ = writeln!(s, "{:<40} {:<10}", "SLO:", slo.to_string());
+        let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Max rate meeting the SLO (req/s):",
+            f(b.low)
+        );
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Lowest rate failing the SLO (req/s):",
+            f(b.high)
+        );
+    }
+    s.push_str(&"=".repeat(50));
+    s.push('\n');
+    s
+}
