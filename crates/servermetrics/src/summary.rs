@@ -1,0 +1,479 @@
+//! Per-benchmark summaries of timestamped scrapes (the report's `server_metrics`).
+//!
+//! - **Gauges**: mean, max and last of the periodic scrapes taken inside `[start, end]` (the
+//!   mean is of scrapes, which are evenly spaced, so it is a time average at the scrape
+//!   interval's resolution).
+//! - **Counters**: the delta from the *base* scrape (the last one at or before `start`) to the
+//!   *end* scrape (the first one at or after `end`; bench takes one when each benchmark ends,
+//!   after its drain), and that delta over `end - start` as a rate.
+//! - **Histograms**: bucket deltas between the same two scrapes, their count, sum, mean, and
+//!   percentiles estimated like Prometheus' `histogram_quantile` (linear inside a bucket).
+//!
+//! A counter or histogram that went down (the server restarted) has no delta; its entry says
+//! `reset`.
+
+use std::collections::BTreeMap;
+
+use bench_core::Nanos;
+use serde::{Deserialize, Serialize};
+
+use crate::names::{Role, Source, SERVERS};
+use crate::snapshot::{Folded, Hist, Snapshot};
+
+/// One scrape on the run clock.
+#[derive(Debug, Clone)]
+pub struct Timed {
+    pub at: Nanos,
+    pub snap: Snapshot,
+    /// Taken at a benchmark's end (after the drain) rather than on the interval; used for
+    /// counter deltas, not for gauge means.
+    pub boundary: bool,
+}
+
+/// The server's own view of one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetrics {
+    /// The scraped URL (without credentials).
+    pub url: String,
+    /// The known server whose names were found (`vllm`, `sglang`, `tgi`, `llamacpp`).
+    pub server: Option<String>,
+    /// Scrape interval, seconds.
+    pub interval_s: f64,
+    /// Periodic scrapes inside the benchmark (the gauges' sample count).
+    pub scrapes: u32,
+    /// Seconds from the benchmark's start to its end (the rates' denominator).
+    pub duration_s: f64,
+    /// The common figures, resolved through the name table.
+    pub summary: ServerSummary,
+    /// Every metric, keyed by its Prometheus name (labels folded).
+    pub metrics: BTreeMap<String, MetricSummary>,
+    /// Running / waiting / KV usage at each periodic scrape, for charts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesPoint>,
+}
+
+/// The figures every server is asked for (absent when the server does not expose them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<GaugeSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<GaugeSummary>,
+    /// Fraction 0..1 of the KV cache in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_usage: Option<GaugeSummary>,
+    /// Fraction 0..1: hits / queries over the benchmark, or the mean of a hit-rate gauge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_hit_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<CounterSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<CounterSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tokens: Option<CounterSummary>,
+    /// Server-side latency distributions in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<LatencySummary>,
+    /// Which metric each figure came from (figure key -> Prometheus name(s)).
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GaugeSummary {
+    pub mean: f64,
+    pub max: f64,
+    pub last: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CounterSummary {
+    pub delta: f64,
+    pub rate_per_s: f64,
+}
+
+/// A server histogram over the benchmark, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+}
+
+/// One metric over one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum MetricSummary {
+    Gauge {
+        mean: f64,
+        max: f64,
+        last: f64,
+        samples: u32,
+    },
+    Counter {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate_per_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reset: bool,
+    },
+    Histogram {
+        count: f64,
+        sum: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mean: Option<f64>,
+        /// `le` (as the server wrote it, `+Inf` last) -> observations in the benchmark.
+        buckets: Vec<BucketDelta>,
+        /// `p50`, `p90`, `p95`, `p99` estimated from the buckets (the metric's unit).
+        percentiles: BTreeMap<String, f64>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reset: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BucketDelta {
+    pub le: String,
+    pub count: f64,
+}
+
+/// Running, waiting and KV usage at one periodic scrape; `t_s` from the benchmark's start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    pub t_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_usage: Option<f64>,
+}
+
+const PERCENTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)];
+
+/// Summarizes the benchmark `[start, end]` from the run's scrapes (in time order). `None`
+/// when no scrape precedes the benchmark's end.
+pub fn summarize(
+    scrapes: &[Timed],
+    start: Nanos,
+    end: Nanos,
+    url: &str,
+    interval_s: f64,
+) -> Option<ServerMetrics> {
+    let base = scrapes
+        .iter()
+        .rev()
+        .find(|s| s.at <= start)
+        .or_else(|| scrapes.iter().find(|s| s.at >= start && s.at <= end))?;
+    let last = scrapes
+        .iter()
+        .find(|s| s.at >= end)
+        .or_else(|| scrapes.last())?;
+    let inside: Vec<&Timed> = scrapes
+        .iter()
+        .filter(|s| !s.boundary && s.at >= start && s.at <= end)
+        .collect();
+    let duration_s = end.saturating_sub(start) as f64 / 1e9;
+    let mut metrics = BTreeMap::new();
+    for (name, v) in &last.snap {
+        let m = match v {
+            Folded::Gauge { .. } => gauge(name, &inside),
+            Folded::Counter { value, .. } => Some(counter(
+                base.snap.get(name),
+                *value,
+                duration_s,
+            )),
+            Folded::Histogram(h) => Some(histogram(base.snap.get(name), h)),
+        };
+        if let Some(m) = m {
+            metrics.insert(name.clone(), m);
+        }
+    }
+    let server = SERVERS
+        .iter()
+        .find(|s| s.sources.iter().any(|(_, src)| present(&metrics, src)));
+    let summary = server
+        .map(|s| resolve(s, &metrics, duration_s))
+        .unwrap_or_default();
+    let series = series(server, &inside, start, &metrics);
+    Some(ServerMetrics {
+        url: url.to_string(),
+        server: server.map(|s| s.name.to_string()),
+        interval_s,
+        scrapes: inside.len() as u32,
+        duration_s,
+        summary,
+        metrics,
+        series,
+    })
+}
+
+fn gauge(name: &str, inside: &[&Timed]) -> Option<MetricSummary> {
+    let values: Vec<f64> = inside
+        .iter()
+        .filter_map(|s| match s.snap.get(name) {
+            Some(Folded::Gauge { value, .. }) => Some(*value),
+            _ => None,
+        })
+        .collect();
+    let last = *values.last()?;
+    Some(MetricSummary::Gauge {
+        mean: values.iter().sum::<f64>() / values.len() as f64,
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        last,
+        samples: values.len() as u32,
+    })
+}
+
+fn counter(base: Option<&Folded>, end: f64, duration_s: f64) -> MetricSummary {
+    let before = match base {
+        Some(Folded::Counter { value, .. }) => *value,
+        _ => 0.0,
+    };
+    let delta = end - before;
+    if delta < 0.0 {
+        return MetricSummary::Counter {
+            delta: None,
+            rate_per_s: None,
+            reset: true,
+        };
+    }
+    MetricSummary::Counter {
+        delta: Some(delta),
+        rate_per_s: (duration_s > 0.0).then(|| delta / duration_s),
+        reset: false,
+    }
+}
+
+fn histogram(base: Option<&Folded>, end: &Hist) -> MetricSummary {
+    let empty = Hist::default();
+    let base = match base {
+        Some(Folded::Histogram(h)) => h,
+        _ => &empty,
+    };
+    let before = |le: f64| {
+        base.buckets
+            .iter()
+            .find(|(l, _)| *l == le)
+            .map_or(0.0, |(_, c)| *c)
+    };
+    let cumulative: Vec<(f64, f64)> = end
+        .buckets
+        .iter()
+        .map(|&(le, c)| (le, c - before(le)))
+        .collect();
+    let count = end.count - base.count;
+    let sum = end.sum - base.sum;
+    let reset = count < 0.0 || cumulative.iter().any(|&(_, c)| c < 0.0);
+    let mut buckets = Vec::with_capacity(cumulative.len());
+    let mut prev = 0.0;
+    for &(le, c) in &cumulative {
+        buckets.push(BucketDelta {
+            le: if le.is_infinite() {
+                "+Inf".to_string()
+            } else {
+                format!("{le}")
+            },
+            count: (c - prev).max(0.0),
+        });
+        prev = c;
+    }
+    let percentiles = if reset {
+        BTreeMap::new()
+    } else {
+        PERCENTILES
+            .iter()
+            .filter_map(|&(k, q)| quantile(q, &cumulative).map(|v| (k.to_string(), v)))
+            .collect()
+    };
+    MetricSummary::Histogram {
+        count: count.max(0.0),
+        sum: sum.max(0.0),
+        mean: (count > 0.0 && !reset).then(|| sum / count),
+        buckets,
+        percentiles,
+        reset,
+    }
+}
+
+/// Prometheus' `histogram_quantile` on cumulative `(le, count)` buckets: linear interpolation
+/// inside the bucket holding rank `q * total` (from 0 for the first bucket); a rank in the
+/// `+Inf` bucket gives the highest finite bound.
+pub fn quantile(q: f64, cumulative: &[(f64, f64)]) -> Option<f64> {
+    let total = cumulative.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let rank = q * total;
+    let mut lower = (0.0, 0.0);
+    for &(le, c) in cumulative {
+        if c >= rank {
+            if le.is_infinite() {
+                return Some(lower.0);
+            }
+            let lo = if lower.0 == 0.0 && le < 0.0 { le } else { lower.0 };
+            let width = c - lower.1;
+            return Some(if width > 0.0 {
+                lo + (le - lo) * (rank - lower.1) / width
+            } else {
+                le
+            });
+        }
+        lower = (le, c);
+    }
+    Some(lower.0)
+}
+
+fn present(metrics: &BTreeMap<String, MetricSummary>, src: &Source) -> bool {
+    src.names().iter().all(|n| metrics.contains_key(*n))
+}
+
+/// The figures of `server`, from the first of its sources present for each role.
+fn resolve(
+    server: &crate::names::Server,
+    m: &BTreeMap<String, MetricSummary>,
+    duration_s: f64,
+) -> ServerSummary {
+    let mut out = ServerSummary::default();
+    for role in Role::ALL {
+        let Some(src) = server
+            .sources
+            .iter()
+            .filter(|(r, _)| *r == role)
+            .map(|(_, s)| s)
+            .find(|s| present(m, s))
+        else {
+            continue;
+        };
+        let found = fill(&mut out, role, src, m, duration_s);
+        if found {
+            out.sources
+                .insert(role.key().to_string(), src.names().join(" / "));
+        }
+    }
+    out
+}
+
+fn fill(
+    out: &mut ServerSummary,
+    role: Role,
+    src: &Source,
+    m: &BTreeMap<String, MetricSummary>,
+    duration_s: f64,
+) -> bool {
+    let gauge = |n: &str| match m.get(n) {
+        Some(MetricSummary::Gauge { mean, max, last, .. }) => Some(GaugeSummary {
+            mean: *mean,
+            max: *max,
+            last: *last,
+        }),
+        _ => None,
+    };
+    let delta = |n: &str| match m.get(n) {
+        Some(MetricSummary::Counter {
+            delta: Some(d),
+            rate_per_s,
+            ..
+        }) => Some(CounterSummary {
+            delta: *d,
+            rate_per_s: rate_per_s.unwrap_or(0.0),
+        }),
+        _ => None,
+    };
+    let hist_sum = |n: &str| match m.get(n) {
+        Some(MetricSummary::Histogram { sum, reset: false, .. }) => Some(*sum),
+        _ => None,
+    };
+    match (role, *src) {
+        (Role::Running, Source::Gauge(n)) => out.running = gauge(n),
+        (Role::Waiting, Source::Gauge(n)) => out.waiting = gauge(n),
+        (Role::KvUsage, Source::Gauge(n)) => out.kv_usage = gauge(n),
+        (Role::PrefixHitRate, Source::Gauge(n)) => {
+            out.prefix_cache_hit_rate = gauge(n).map(|g| g.mean)
+        }
+        (Role::PrefixHitRate, Source::Ratio(h, q)) => {
+            out.prefix_cache_hit_rate = match (delta(h), delta(q)) {
+                (Some(h), Some(q)) if q.delta > 0.0 => Some(h.delta / q.delta),
+                _ => None,
+            }
+        }
+        (Role::Preemptions, Source::Counter(n)) => out.preemptions = delta(n),
+        (Role::PromptTokens, Source::Counter(n)) => out.prompt_tokens = delta(n),
+        (Role::GenerationTokens, Source::Counter(n)) => out.generation_tokens = delta(n),
+        (Role::PromptTokens | Role::GenerationTokens, Source::HistogramSum(n)) => {
+            let rate = |d: f64| if duration_s > 0.0 { d / duration_s } else { 0.0 };
+            let c = hist_sum(n).map(|d| CounterSummary {
+                delta: d,
+                rate_per_s: rate(d),
+            });
+            if role == Role::PromptTokens {
+                out.prompt_tokens = c;
+            } else {
+                out.generation_tokens = c;
+            }
+        }
+        (Role::Ttft, Source::Histogram(n)) => out.ttft_ms = latency(n, m),
+        (Role::Itl, Source::Histogram(n)) => out.itl_ms = latency(n, m),
+        (Role::E2e, Source::Histogram(n)) => out.e2e_ms = latency(n, m),
+        _ => return false,
+    }
+    true
+}
+
+/// A latency histogram's summary in milliseconds (the name table's histograms are seconds).
+fn latency(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<LatencySummary> {
+    let Some(MetricSummary::Histogram {
+        count,
+        mean: Some(mean),
+        percentiles,
+        ..
+    }) = m.get(name)
+    else {
+        return None;
+    };
+    Some(LatencySummary {
+        count: *count,
+        mean: mean * 1e3,
+        p50: percentiles.get("p50")? * 1e3,
+        p90: percentiles.get("p90")? * 1e3,
+        p99: percentiles.get("p99")? * 1e3,
+    })
+}
+
+fn series(
+    server: Option<&crate::names::Server>,
+    inside: &[&Timed],
+    start: Nanos,
+    m: &BTreeMap<String, MetricSummary>,
+) -> Vec<SeriesPoint> {
+    let Some(server) = server else {
+        return Vec::new();
+    };
+    let name = |role: Role| {
+        server.sources.iter().find_map(|(r, s)| match s {
+            Source::Gauge(n) if *r == role && m.contains_key(*n) => Some(*n),
+            _ => None,
+        })
+    };
+    let (run, wait, kv) = (name(Role::Running), name(Role::Waiting), name(Role::KvUsage));
+    let value = |s: &Timed, n: Option<&str>| match s.snap.get(n?) {
+        Some(Folded::Gauge { value, .. }) => Some(*value),
+        _ => None,
+    };
+    inside
+        .iter()
+        .map(|s| SeriesPoint {
+            t_s: s.at.saturating_sub(start) as f64 / 1e9,
+            running: value(s, run),
+            waiting: value(s, wait),
+            kv_usage: value(s, kv),
+        })
+        .collect()
+}
