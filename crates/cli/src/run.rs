@@ -89,6 +89,37 @@ struct ReportObserver {
     outputs: Vec<std::path::PathBuf>,
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
+    scraper: Option<bench_servermetrics::Scraper>,
+    scrape_warned: bool,
+}
+
+impl ReportObserver {
+    /// The server's view of `[start, end]`, after a scrape taken now (the benchmark has
+    /// drained). Warns once when scraping failed; the report then has no server metrics.
+    fn server_metrics(
+        &mut self,
+        start: bench_core::Nanos,
+        end: bench_core::Nanos,
+    ) -> Option<bench_servermetrics::ServerMetrics> {
+        let sc = self.scraper.as_ref()?;
+        let handle = tokio::runtime::Handle::current();
+        if sc.failure().is_none()
+            && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            // Between benchmarks, off the request path: at most the scrape timeout.
+            tokio::task::block_in_place(|| handle.block_on(sc.scrape_now()));
+        }
+        if let Some(f) = sc.failure() {
+            if !self.scrape_warned {
+                self.scrape_warned = true;
+                tracing::warn!(
+                    "server metrics: {f}; no server metrics from this benchmark on (--no-server-metrics turns scraping off)"
+                );
+            }
+            return None;
+        }
+        sc.summarize(start, end)
+    }
 }
 
 impl Observer for ReportObserver {
@@ -115,7 +146,8 @@ impl Observer for ReportObserver {
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
         };
-        let report = acc.finish(meta);
+        let mut report = acc.finish(meta);
+        report.server_metrics = self.server_metrics(o.start, o.end);
         let rate = report.rates.requests_per_s;
         for (kind, messages) in &report.error_samples {
             for m in messages {
@@ -234,6 +266,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         ..StatsOptions::default()
     };
     let clock = Clock::start();
+    let scraper = start_scraper(&s, &target, clock).await?;
     let resent = worker.clone();
     let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
     let shown = progress::spawn(sched.progress(), s.quiet);
@@ -259,6 +292,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         outputs: s.output.clone(),
         wall_epoch: clock.wall_epoch(),
         write_error: None,
+        scraper,
+        scrape_warned: false,
     };
     let result = sched
         .run_profile(
@@ -300,6 +335,29 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no request completed; see the errors in the report");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts scraping the server's metrics (unless turned off) and takes the first scrape, the
+/// base of the first benchmark's counters.
+async fn start_scraper(
+    s: &Settings,
+    target: &str,
+    clock: Clock,
+) -> anyhow::Result<Option<bench_servermetrics::Scraper>> {
+    if !s.server_metrics {
+        return Ok(None);
+    }
+    let url = match (&s.server_metrics_url, bench_servermetrics::default_url(target)) {
+        (Some(u), _) => u.clone(),
+        (None, Some(u)) => u,
+        (None, None) => return Ok(None),
+    };
+    let mut opts = bench_servermetrics::ScrapeOptions::new(url);
+    opts.interval = std::time::Duration::from_secs_f64(s.server_metrics_interval);
+    let scraper = bench_servermetrics::Scraper::spawn(opts, clock)
+        .map_err(|e| UsageError::new(format!("--server-metrics-url: {e}")))?;
+    scraper.scrape_now().await;
+    Ok(Some(scraper))
 }
 
 fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {

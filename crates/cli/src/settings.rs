@@ -152,6 +152,15 @@ pub struct CommonArgs {
     /// outcome) in the JSON and YAML files (vLLM: --save-detailed).
     #[arg(long, alias = "save-detailed")]
     pub save_records: bool,
+    /// Prometheus endpoint scraped during every benchmark [default: /metrics on the target].
+    #[arg(long, value_name = "URL")]
+    pub server_metrics_url: Option<String>,
+    /// Seconds between scrapes of the server's metrics [default: 1].
+    #[arg(long, value_name = "SECONDS")]
+    pub server_metrics_interval: Option<f64>,
+    /// Do not scrape the server's metrics.
+    #[arg(long)]
+    pub no_server_metrics: bool,
 }
 
 /// What a profile file may hold: the same settings as the flags. Unknown keys are rejected.
@@ -226,6 +235,12 @@ pub struct FileSettings {
     pub goodput: Option<String>,
     #[serde(default)]
     pub save_records: Option<bool>,
+    #[serde(default)]
+    pub server_metrics: Option<bool>,
+    #[serde(default)]
+    pub server_metrics_url: Option<String>,
+    #[serde(default)]
+    pub server_metrics_interval: Option<f64>,
 }
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.
@@ -294,6 +309,13 @@ pub struct Settings {
     pub goodput: Option<String>,
     /// Save every request's record in the JSON / YAML files.
     pub save_records: bool,
+    /// Scrape the server's Prometheus metrics.
+    pub server_metrics: bool,
+    /// Where (`None`: `/metrics` on the target); saved without credentials.
+    #[serde(serialize_with = "redacted")]
+    pub server_metrics_url: Option<String>,
+    /// Seconds between scrapes.
+    pub server_metrics_interval: f64,
 }
 
 impl fmt::Display for Settings {
@@ -535,7 +557,29 @@ pub fn resolve(
         metric_percentiles,
         goodput,
         save_records: cli.save_records || file.save_records.unwrap_or(false),
+        server_metrics: !cli.no_server_metrics && file.server_metrics.unwrap_or(true),
+        server_metrics_url: cli.server_metrics_url.clone().or(file.server_metrics_url),
+        server_metrics_interval: server_metrics_interval(
+            cli.server_metrics_interval.or(file.server_metrics_interval),
+        )?,
     })
+}
+
+fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    url.as_deref()
+        .map(bench_servermetrics::redact)
+        .serialize(s)
+}
+
+/// `--server-metrics-interval`: positive seconds, at most an hour; default 1.
+fn server_metrics_interval(v: Option<f64>) -> Result<f64, UsageError> {
+    match v {
+        None => Ok(1.0),
+        Some(s) if s.is_finite() && s >= 0.01 && s <= 3600.0 => Ok(s),
+        Some(s) => Err(UsageError::new(format!(
+            "--server-metrics-interval {s}: must be between 0.01 and 3600 seconds"
+        ))),
+    }
 }
 
 /// Loads and resolves a profile file as `bench run --profile FILE` would (with `--mock` when

@@ -37,6 +37,7 @@ mod hist;
 mod html;
 mod model;
 mod options;
+mod server;
 mod stats;
 mod svg;
 mod time_fmt;

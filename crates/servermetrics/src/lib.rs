@@ -18,7 +18,7 @@ mod scrape;
 pub mod snapshot;
 pub mod summary;
 
-pub use scrape::{redact, ScrapeOptions, Scraper};
+pub use scrape::{default_url, redact, ScrapeOptions, Scraper};
 pub use summary::{
     BucketDelta, CounterSummary, GaugeSummary, LatencySummary, MetricSummary, SeriesPoint,
     ServerMetrics, ServerSummary,

@@ -145,6 +145,14 @@ impl Drop for Scraper {
     }
 }
 
+/// `/metrics` on the target's scheme, host and port (`http://h:8000/v1` -> `http://h:8000/metrics`).
+pub fn default_url(target: &str) -> Option<String> {
+    let uri: hyper::Uri = target.parse().ok()?;
+    let scheme = uri.scheme_str()?;
+    let authority = uri.authority()?;
+    Some(format!("{scheme}://{authority}/metrics"))
+}
+
 /// The URL without its userinfo (`user:password@`).
 pub fn redact(url: &str) -> String {
     match (url.find("://"), url.find('@')) {
