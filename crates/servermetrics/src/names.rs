@@ -12,6 +12,10 @@ pub enum Source {
     HistogramSum(&'static str),
     /// A ratio of two counters' deltas: hits / queries.
     Ratio(&'static str, &'static str),
+    /// A share of two counters' deltas: hits / (hits + misses).
+    Share(&'static str, &'static str),
+    /// The sum of two counters' deltas.
+    CounterSum(&'static str, &'static str),
     /// A histogram (bucket deltas, estimated percentiles).
     Histogram(&'static str),
 }
@@ -22,7 +26,7 @@ impl Source {
         match *self {
             Source::Gauge(n) | Source::Counter(n) | Source::Histogram(n) => vec![n],
             Source::HistogramSum(n) => vec![n],
-            Source::Ratio(a, b) => vec![a, b],
+            Source::Ratio(a, b) | Source::Share(a, b) | Source::CounterSum(a, b) => vec![a, b],
         }
     }
 }
@@ -142,6 +146,20 @@ pub const SERVERS: &[Server] = &[
             (Running, Gauge("llamacpp:requests_processing")),
             (Waiting, Gauge("llamacpp:requests_deferred")),
             (KvUsage, Gauge("llamacpp:kv_cache_usage_ratio")),
+            (
+                PrefixHitRate,
+                Share(
+                    "llamacpp:prompt_tokens_cached_total",
+                    "llamacpp:prompt_tokens_total",
+                ),
+            ),
+            (
+                PromptTokens,
+                CounterSum(
+                    "llamacpp:prompt_tokens_total",
+                    "llamacpp:prompt_tokens_cached_total",
+                ),
+            ),
             (PromptTokens, Counter("llamacpp:prompt_tokens_total")),
             (GenerationTokens, Counter("llamacpp:tokens_predicted_total")),
         ],

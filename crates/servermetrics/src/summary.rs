@@ -404,6 +404,23 @@ fn fill(
                 _ => None,
             }
         }
+        (Role::PrefixHitRate, Source::Share(h, o)) => {
+            out.prefix_cache_hit_rate = match (delta(h), delta(o)) {
+                (Some(h), Some(o)) if h.delta + o.delta > 0.0 => {
+                    Some(h.delta / (h.delta + o.delta))
+                }
+                _ => None,
+            }
+        }
+        (Role::PromptTokens, Source::CounterSum(a, b)) => {
+            out.prompt_tokens = match (delta(a), delta(b)) {
+                (Some(a), Some(b)) => Some(CounterSummary {
+                    delta: a.delta + b.delta,
+                    rate_per_s: a.rate_per_s + b.rate_per_s,
+                }),
+                _ => None,
+            }
+        }
         (Role::Preemptions, Source::Counter(n)) => out.preemptions = delta(n),
         (Role::PromptTokens, Source::Counter(n)) => out.prompt_tokens = delta(n),
         (Role::GenerationTokens, Source::Counter(n)) => out.generation_tokens = delta(n),
