@@ -113,7 +113,8 @@ impl ReportObserver {
             if !self.scrape_warned {
                 self.scrape_warned = true;
                 tracing::warn!(
-                    "server metrics: {f}; no server metrics from this benchmark on (--no-server-metrics turns scraping off)"
+                    "server metrics from {}: {f}; the report has none from this benchmark on (--no-server-metrics turns scraping off)",
+                    sc.url()
                 );
             }
             return None;

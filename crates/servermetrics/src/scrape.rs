@@ -124,6 +124,11 @@ impl Scraper {
         )
     }
 
+    /// The scraped URL, without credentials.
+    pub fn url(&self) -> &str {
+        &self.shown_url
+    }
+
     /// Scrapes taken so far.
     pub fn scrape_count(&self) -> usize {
         self.lock().scrapes.len()
