@@ -76,7 +76,11 @@ fn sixteen_streams_keep_sixteen_running_and_the_token_counter_matches_the_client
     let running = f(&sm["summary"]["running"]["mean"]);
     assert!((running - 16.0).abs() <= 1.0, "running mean {running}");
     assert_eq!(f(&sm["summary"]["running"]["max"]), 16.0);
-    assert_eq!(f(&sm["summary"]["waiting"]["max"]), 0.0, "64 slots: no queue");
+    assert_eq!(
+        f(&sm["summary"]["waiting"]["max"]),
+        0.0,
+        "64 slots: no queue"
+    );
     // Every output token bench counted (completed, incomplete and errored requests alike)
     // against the server's generation counter over the benchmark.
     let out = &b["tokens"]["output"];
@@ -95,7 +99,10 @@ fn sixteen_streams_keep_sixteen_running_and_the_token_counter_matches_the_client
     // KV model: 16 sequences each holding 64 prompt tokens + up to 32 outputs, of 65536.
     let kv = f(&sm["summary"]["kv_usage"]["mean"]);
     let (lo, hi) = (16.0 * 64.0 / 65536.0, 16.0 * 96.0 / 65536.0);
-    assert!(kv > lo * 0.9 && kv < hi, "kv usage {kv} not in ({lo}, {hi})");
+    assert!(
+        kv > lo * 0.9 && kv < hi,
+        "kv usage {kv} not in ({lo}, {hi})"
+    );
     // The server's own TTFT: prefill of 2 ms + 64 / 10000 s = 8.4 ms for every request; the
     // client's TTFT adds the network and client time, never less.
     let ttft = &sm["summary"]["ttft_ms"];
@@ -103,7 +110,11 @@ fn sixteen_streams_keep_sixteen_running_and_the_token_counter_matches_the_client
     assert!((f(&ttft["mean"]) - 8.4).abs() < 0.05, "{ttft}");
     assert!(f(&b["metrics"]["ttft_ms"]["mean"]) >= f(&ttft["mean"]));
     assert!(sm["series"].as_array().is_some_and(|s| s.len() >= 10));
-    for want in ["Server Metrics:", "Server TTFT (ms)", "Mean running requests:"] {
+    for want in [
+        "Server Metrics:",
+        "Server TTFT (ms)",
+        "Mean running requests:",
+    ] {
         assert!(stdout.contains(want), "{want} missing:\n{stdout}");
     }
 }
@@ -165,8 +176,16 @@ fn a_bad_metrics_endpoint_costs_one_warning_and_nothing_else() {
             b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found".to_vec(),
             Duration::ZERO,
         ),
-        ("html", ok(b"<html><body>metrics</body></html>"), Duration::ZERO),
-        ("malformed", ok(b"vllm:num_requests_running{a=\"1\" 3\n"), Duration::ZERO),
+        (
+            "html",
+            ok(b"<html><body>metrics</body></html>"),
+            Duration::ZERO,
+        ),
+        (
+            "malformed",
+            ok(b"vllm:num_requests_running{a=\"1\" 3\n"),
+            Duration::ZERO,
+        ),
         ("huge", ok(&huge), Duration::ZERO),
         ("slow", ok(b"m 1\n"), Duration::from_secs(30)),
     ];
@@ -217,7 +236,11 @@ fn a_bad_metrics_endpoint_costs_one_warning_and_nothing_else() {
         let run: serde_json::Value = serde_json::from_str(&saved).expect("json");
         let b = &run["benchmarks"][0];
         assert_eq!(b["requests"]["completed"].as_u64(), Some(40), "{name}");
-        assert!(b.get("server_metrics").is_none(), "{name}: {}", b["server_metrics"]);
+        assert!(
+            b.get("server_metrics").is_none(),
+            "{name}: {}",
+            b["server_metrics"]
+        );
         assert!(!text(&out.stdout).contains("Server metrics"), "{name}");
     }
 }

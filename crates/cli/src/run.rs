@@ -348,7 +348,10 @@ async fn start_scraper(
     if !s.server_metrics {
         return Ok(None);
     }
-    let url = match (&s.server_metrics_url, bench_servermetrics::default_url(target)) {
+    let url = match (
+        &s.server_metrics_url,
+        bench_servermetrics::default_url(target),
+    ) {
         (Some(u), _) => u.clone(),
         (None, Some(u)) => u,
         (None, None) => return Ok(None),

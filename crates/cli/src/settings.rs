@@ -566,9 +566,7 @@ pub fn resolve(
 }
 
 fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-    url.as_deref()
-        .map(bench_servermetrics::redact)
-        .serialize(s)
+    url.as_deref().map(bench_servermetrics::redact).serialize(s)
 }
 
 /// `--server-metrics-interval`: positive seconds, at most an hour; default 1.

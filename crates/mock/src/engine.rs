@@ -427,7 +427,12 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert_eq!(metrics.kv_tokens(), 0, "a finished sequence holds nothing");
         let text = metrics.render();
-        assert!(text.contains("vllm:time_to_first_token_seconds_bucket{le=\"0.005\",model_name=\"m\"} 1\n"), "{text}");
+        assert!(
+            text.contains(
+                "vllm:time_to_first_token_seconds_bucket{le=\"0.005\",model_name=\"m\"} 1\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("vllm:e2e_request_latency_seconds_count{model_name=\"m\"} 1\n"));
         assert!(text.contains("vllm:kv_cache_usage_perc{model_name=\"m\"} 0\n"));
     }

@@ -12,13 +12,13 @@ const TTFT_BUCKETS: &[f64] = &[
 ];
 /// vLLM's bucket bounds for `vllm:inter_token_latency_seconds`.
 const ITL_BUCKETS: &[f64] = &[
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0,
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+    40.0, 80.0,
 ];
 /// vLLM's bucket bounds for `vllm:e2e_request_latency_seconds`.
 const E2E_BUCKETS: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
 ];
 
 /// A Prometheus histogram with fixed bounds (seconds); the sum is kept in nanoseconds.
@@ -62,11 +62,17 @@ impl Histogram {
         let mut cum = 0;
         for (i, c) in self.counts.iter().enumerate() {
             cum += c.load(Ordering::Relaxed);
-            let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| format!("{b:?}"));
+            let le = self
+                .bounds
+                .get(i)
+                .map_or("+Inf".to_string(), |b| format!("{b:?}"));
             let _ = writeln!(out, "{name}_bucket{{le=\"{le}\",{model}}} {cum}");
         }
         let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
-        let _ = write!(out, "{name}_sum{{{model}}} {sum:?}\n{name}_count{{{model}}} {cum}\n");
+        let _ = write!(
+            out,
+            "{name}_sum{{{model}}} {sum:?}\n{name}_count{{{model}}} {cum}\n"
+        );
     }
 }
 

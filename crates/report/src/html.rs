@@ -77,6 +77,7 @@ pub fn render_html(run: &RunReport) -> String {
 
     summary_table(&mut h, run);
     sweep_charts(&mut h, run);
+    crate::html_server::sweep_charts(&mut h, run);
     h.push_str("<h2>Benchmarks</h2>\n");
     for b in &run.benchmarks {
         benchmark_section(&mut h, b);
@@ -374,7 +375,9 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
         ],
         &format!("{}: end-to-end latency distribution", b.label),
     ));
-    h.push_str("\n</div>\n</details>\n");
+    h.push_str("\n</div>\n");
+    crate::html_server::benchmark_section(h, b);
+    h.push_str("</details>\n");
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ mod files;
 mod guidellm;
 mod hist;
 mod html;
+mod html_server;
 mod model;
 mod options;
 mod server;

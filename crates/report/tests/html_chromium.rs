@@ -194,7 +194,8 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         v.console
     );
 
-    let run = common::sample_run(&bench_report::StatsOptions::default());
+    let run =
+        common::with_server_metrics(common::sample_run(&bench_report::StatsOptions::default()));
     let page = work.join("report.html");
     bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");
     let shot = work.join("report.png");

@@ -135,7 +135,10 @@ pub const SERVERS: &[Server] = &[
             (Running, Gauge("tgi_batch_current_size")),
             (Waiting, Gauge("tgi_queue_size")),
             (PromptTokens, HistogramSum("tgi_request_input_length")),
-            (GenerationTokens, HistogramSum("tgi_request_generated_tokens")),
+            (
+                GenerationTokens,
+                HistogramSum("tgi_request_generated_tokens"),
+            ),
             (Itl, Histogram("tgi_request_mean_time_per_token_duration")),
             (E2e, Histogram("tgi_request_duration")),
         ],

@@ -155,7 +155,10 @@ fn parse_labels<'a>(
         }
         let key = r[..n].to_string();
         r = r[n..].trim_start();
-        r = r.strip_prefix('=').ok_or("a label without '='")?.trim_start();
+        r = r
+            .strip_prefix('=')
+            .ok_or("a label without '='")?
+            .trim_start();
         r = r.strip_prefix('"').ok_or("a label value without quotes")?;
         let mut value = String::new();
         let mut chars = r.char_indices();
@@ -187,7 +190,12 @@ fn parse_value(s: &str) -> Option<f64> {
         "+Inf" | "Inf" | "+inf" | "inf" => Some(f64::INFINITY),
         "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
         "NaN" | "nan" => Some(f64::NAN),
-        _ if s.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) => s.parse().ok(),
+        _ if s
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) =>
+        {
+            s.parse().ok()
+        }
         _ => None,
     }
 }

@@ -47,8 +47,7 @@ impl ScrapeOptions {
     }
 }
 
-type HttpClient =
-    Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -70,7 +69,10 @@ pub struct Scraper {
 impl Scraper {
     /// Starts scraping now. Fails only on an unusable URL.
     pub fn spawn(opts: ScrapeOptions, clock: Clock) -> Result<Self, Error> {
-        let uri: hyper::Uri = opts.url.parse().map_err(|_| Error::Url(redact(&opts.url)))?;
+        let uri: hyper::Uri = opts
+            .url
+            .parse()
+            .map_err(|_| Error::Url(redact(&opts.url)))?;
         match uri.scheme_str() {
             Some("http") | Some("https") if uri.host().is_some() => {}
             _ => return Err(Error::Url(redact(&opts.url))),
@@ -78,14 +80,7 @@ impl Scraper {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let (trigger, rx) = mpsc::channel(4);
         let client = client()?;
-        let task = tokio::spawn(run(
-            client,
-            uri,
-            opts.clone(),
-            clock,
-            shared.clone(),
-            rx,
-        ));
+        let task = tokio::spawn(run(client, uri, opts.clone(), clock, shared.clone(), rx));
         Ok(Self {
             shared,
             trigger,
@@ -201,10 +196,11 @@ async fn run(
             },
         };
         let at = clock.now();
-        let result = match tokio::time::timeout(opts.timeout, fetch(&client, &uri, opts.max_bytes)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("no answer within {:?}", opts.timeout)),
-        };
+        let result =
+            match tokio::time::timeout(opts.timeout, fetch(&client, &uri, opts.max_bytes)).await {
+                Ok(r) => r,
+                Err(_) => Err(format!("no answer within {:?}", opts.timeout)),
+            };
         let result = result.and_then(|text| {
             let e = parse::parse(&text).map_err(|e| e.to_string())?;
             if e.samples.is_empty() {

@@ -58,8 +58,7 @@ pub fn fold(e: &Exposition) -> Snapshot {
                 }
             }
             Kind::Counter | Kind::Summary => {
-                if s.name.ends_with("_created") || s.labels.iter().any(|(k, _)| k == "quantile")
-                {
+                if s.name.ends_with("_created") || s.labels.iter().any(|(k, _)| k == "quantile") {
                     continue;
                 }
                 add(&mut out, &s.name, s.value, true);

@@ -185,11 +185,7 @@ pub fn summarize(
     for (name, v) in &last.snap {
         let m = match v {
             Folded::Gauge { .. } => gauge(name, &inside),
-            Folded::Counter { value, .. } => Some(counter(
-                base.snap.get(name),
-                *value,
-                duration_s,
-            )),
+            Folded::Counter { value, .. } => Some(counter(base.snap.get(name), *value, duration_s)),
             Folded::Histogram(h) => Some(histogram(base.snap.get(name), h)),
         };
         if let Some(m) = m {
@@ -318,7 +314,11 @@ pub fn quantile(q: f64, cumulative: &[(f64, f64)]) -> Option<f64> {
             if le.is_infinite() {
                 return Some(lower.0);
             }
-            let lo = if lower.0 == 0.0 && le < 0.0 { le } else { lower.0 };
+            let lo = if lower.0 == 0.0 && le < 0.0 {
+                le
+            } else {
+                lower.0
+            };
             let width = c - lower.1;
             return Some(if width > 0.0 {
                 lo + (le - lo) * (rank - lower.1) / width
@@ -369,7 +369,9 @@ fn fill(
     duration_s: f64,
 ) -> bool {
     let gauge = |n: &str| match m.get(n) {
-        Some(MetricSummary::Gauge { mean, max, last, .. }) => Some(GaugeSummary {
+        Some(MetricSummary::Gauge {
+            mean, max, last, ..
+        }) => Some(GaugeSummary {
             mean: *mean,
             max: *max,
             last: *last,
@@ -388,7 +390,9 @@ fn fill(
         _ => None,
     };
     let hist_sum = |n: &str| match m.get(n) {
-        Some(MetricSummary::Histogram { sum, reset: false, .. }) => Some(*sum),
+        Some(MetricSummary::Histogram {
+            sum, reset: false, ..
+        }) => Some(*sum),
         _ => None,
     };
     match (role, *src) {
@@ -425,7 +429,13 @@ fn fill(
         (Role::PromptTokens, Source::Counter(n)) => out.prompt_tokens = delta(n),
         (Role::GenerationTokens, Source::Counter(n)) => out.generation_tokens = delta(n),
         (Role::PromptTokens | Role::GenerationTokens, Source::HistogramSum(n)) => {
-            let rate = |d: f64| if duration_s > 0.0 { d / duration_s } else { 0.0 };
+            let rate = |d: f64| {
+                if duration_s > 0.0 {
+                    d / duration_s
+                } else {
+                    0.0
+                }
+            };
             let c = hist_sum(n).map(|d| CounterSummary {
                 delta: d,
                 rate_per_s: rate(d),
@@ -479,7 +489,11 @@ fn series(
             _ => None,
         })
     };
-    let (run, wait, kv) = (name(Role::Running), name(Role::Waiting), name(Role::KvUsage));
+    let (run, wait, kv) = (
+        name(Role::Running),
+        name(Role::Waiting),
+        name(Role::KvUsage),
+    );
     let value = |s: &Timed, n: Option<&str>| match s.snap.get(n?) {
         Some(Folded::Gauge { value, .. }) => Some(*value),
         _ => None,

@@ -11,14 +11,25 @@ fn name() -> impl Strategy<Value = String> {
 
 fn label_value() -> impl Strategy<Value = String> {
     prop::collection::vec(
-        prop_oneof![Just('\\'), Just('"'), Just('\n'), Just('é'), Just(' '), Just('}'), Just(','), "[a-z0-9]".prop_map(|s| s.chars().next().unwrap_or('a'))],
+        prop_oneof![
+            Just('\\'),
+            Just('"'),
+            Just('\n'),
+            Just('é'),
+            Just(' '),
+            Just('}'),
+            Just(','),
+            "[a-z0-9]".prop_map(|s| s.chars().next().unwrap_or('a'))
+        ],
         0..12,
     )
     .prop_map(|v| v.into_iter().collect())
 }
 
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn value() -> impl Strategy<Value = f64> {
@@ -40,10 +51,21 @@ fn render(lines: &[Line], comments: bool) -> String {
         }
         out.push_str(n);
         if !labels.is_empty() {
-            let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+            let l: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                .collect();
             out.push_str(&format!("{{{}}}", l.join(",")));
         }
-        let v = if v.is_infinite() { if *v > 0.0 { "+Inf".to_string() } else { "-Inf".to_string() } } else { format!("{v:?}") };
+        let v = if v.is_infinite() {
+            if *v > 0.0 {
+                "+Inf".to_string()
+            } else {
+                "-Inf".to_string()
+            }
+        } else {
+            format!("{v:?}")
+        };
         out.push_str(&format!(" {v}"));
         if let Some(t) = ts {
             out.push_str(&format!(" {t}"));
@@ -122,5 +144,8 @@ fn quantile_interpolates_like_prometheus() {
     assert_eq!(quantile(0.75, &cum), Some(1.5));
     assert!((quantile(0.99, &cum).unwrap_or(0.0) - 1.98).abs() < 1e-9);
     // Everything above the last finite bound: the bound.
-    assert_eq!(quantile(0.5, &[(1.0, 0.0), (f64::INFINITY, 4.0)]), Some(1.0));
+    assert_eq!(
+        quantile(0.5, &[(1.0, 0.0), (f64::INFINITY, 4.0)]),
+        Some(1.0)
+    );
 }
