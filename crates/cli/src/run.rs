@@ -98,8 +98,7 @@ impl ReportObserver {
     /// drained). Warns once when scraping failed; the report then has no server metrics.
     fn server_metrics(
         &mut self,
-        start: bench_core::Nanos,
-        end: bench_core::Nanos,
+        span: bench_servermetrics::Span,
     ) -> Option<bench_servermetrics::ServerMetrics> {
         let sc = self.scraper.as_ref()?;
         let handle = tokio::runtime::Handle::current();
@@ -119,7 +118,7 @@ impl ReportObserver {
             }
             return None;
         }
-        sc.summarize(start, end)
+        sc.summarize(span)
     }
 }
 
@@ -149,7 +148,12 @@ impl Observer for ReportObserver {
             label: None,
         };
         let mut report = acc.finish(meta);
-        report.server_metrics = self.server_metrics(o.start, o.end);
+        report.server_metrics = self.server_metrics(bench_servermetrics::Span {
+            start: o.start,
+            end: o.end,
+            open: o.window.open,
+            close: o.window.close,
+        });
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");

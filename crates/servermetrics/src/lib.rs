@@ -21,7 +21,7 @@ pub mod summary;
 pub use scrape::{default_url, redact, ScrapeOptions, Scraper};
 pub use summary::{
     BucketDelta, CounterSummary, GaugeSummary, LatencySummary, MetricSummary, SeriesPoint,
-    ServerMetrics, ServerSummary,
+    ServerMetrics, ServerSummary, Span,
 };
 
 /// Errors of this crate.

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bench_core::{Clock, Nanos};
+use bench_core::Clock;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};
 use hyper::body::Body as _;
@@ -19,7 +19,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::summary::{summarize, ServerMetrics, Timed};
+use crate::summary::{summarize, ServerMetrics, Span, Timed};
 use crate::{parse, snapshot, Error};
 
 /// How to scrape.
@@ -104,16 +104,15 @@ impl Scraper {
         self.lock().failure.clone()
     }
 
-    /// The server's view of `[start, end]`; `None` once scraping has failed.
-    pub fn summarize(&self, start: Nanos, end: Nanos) -> Option<ServerMetrics> {
+    /// The server's view of one benchmark; `None` once scraping has failed.
+    pub fn summarize(&self, span: Span) -> Option<ServerMetrics> {
         let s = self.lock();
         if s.failure.is_some() {
             return None;
         }
         summarize(
             &s.scrapes,
-            start,
-            end,
+            span,
             &self.shown_url,
             self.interval.as_secs_f64(),
         )

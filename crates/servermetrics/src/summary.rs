@@ -1,8 +1,9 @@
 //! Per-benchmark summaries of timestamped scrapes (the report's `server_metrics`).
 //!
-//! - **Gauges**: mean, max and last of the periodic scrapes taken inside `[start, end]` (the
-//!   mean is of scrapes, which are evenly spaced, so it is a time average at the scrape
-//!   interval's resolution).
+//! - **Gauges**: mean, max and last of the periodic scrapes taken inside the measurement
+//!   window `[open, close]` (the steady state the client's rates describe; the mean is of
+//!   scrapes, which are evenly spaced, so it is a time average at the scrape interval's
+//!   resolution). The time series (`series`) covers the whole benchmark, drain included.
 //! - **Counters**: the delta from the *base* scrape (the last one at or before `start`) to the
 //!   *end* scrape (the first one at or after `end`; bench takes one when each benchmark ends,
 //!   after its drain), and that delta over `end - start` as a rate.
@@ -39,7 +40,7 @@ pub struct ServerMetrics {
     pub server: Option<String>,
     /// Scrape interval, seconds.
     pub interval_s: f64,
-    /// Periodic scrapes inside the benchmark (the gauges' sample count).
+    /// Periodic scrapes inside the measurement window (the gauges' sample count).
     pub scrapes: u32,
     /// Seconds from the benchmark's start to its end (the rates' denominator).
     pub duration_s: f64,
@@ -158,15 +159,44 @@ pub struct SeriesPoint {
 
 const PERCENTILES: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)];
 
-/// Summarizes the benchmark `[start, end]` from the run's scrapes (in time order). `None`
-/// when no scrape precedes the benchmark's end.
+/// The times a summary needs, on the run clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The benchmark's first request.
+    pub start: Nanos,
+    /// Its end, drain included.
+    pub end: Nanos,
+    /// The measurement window (gauges are summarized over it).
+    pub open: Nanos,
+    pub close: Nanos,
+}
+
+impl Span {
+    /// A benchmark without warmup or cooldown: the window is `[start, end]`.
+    pub fn whole(start: Nanos, end: Nanos) -> Self {
+        Self {
+            start,
+            end,
+            open: start,
+            close: end,
+        }
+    }
+}
+
+/// Summarizes one benchmark from the run's scrapes (in time order). `None` when no scrape
+/// precedes the benchmark's end.
 pub fn summarize(
     scrapes: &[Timed],
-    start: Nanos,
-    end: Nanos,
+    span: Span,
     url: &str,
     interval_s: f64,
 ) -> Option<ServerMetrics> {
+    let Span {
+        start,
+        end,
+        open,
+        close,
+    } = span;
     let base = scrapes
         .iter()
         .rev()
@@ -176,10 +206,14 @@ pub fn summarize(
         .iter()
         .find(|s| s.at >= end)
         .or_else(|| scrapes.last())?;
-    let inside: Vec<&Timed> = scrapes
-        .iter()
-        .filter(|s| !s.boundary && s.at >= start && s.at <= end)
-        .collect();
+    let periodic = |lo: Nanos, hi: Nanos| -> Vec<&Timed> {
+        scrapes
+            .iter()
+            .filter(|s| !s.boundary && s.at >= lo && s.at <= hi)
+            .collect()
+    };
+    let inside = periodic(open, close);
+    let whole = periodic(start, end);
     let duration_s = end.saturating_sub(start) as f64 / 1e9;
     let mut metrics = BTreeMap::new();
     for (name, v) in &last.snap {
@@ -198,7 +232,7 @@ pub fn summarize(
     let summary = server
         .map(|s| resolve(s, &metrics, duration_s))
         .unwrap_or_default();
-    let series = series(server, &inside, start, &metrics);
+    let series = series(server, &whole, start, &metrics);
     Some(ServerMetrics {
         url: url.to_string(),
         server: server.map(|s| s.name.to_string()),

@@ -256,7 +256,7 @@ pub fn with_server_metrics(mut run: RunReport) -> RunReport {
     use bench_servermetrics::{
         parse::parse,
         snapshot::fold,
-        summary::{summarize, Timed},
+        summary::{summarize, Span, Timed},
     };
     let scrape = |at: Nanos, running: f64, waiting: f64, tokens: f64, ttft: [f64; 3], boundary| {
         let text = format!(
@@ -307,7 +307,12 @@ pub fn with_server_metrics(mut run: RunReport) -> RunReport {
             [10.0, 20.0 * k, 20.0 * k],
             true,
         ));
-        b.server_metrics = summarize(&scrapes, start, end, "http://127.0.0.1:8000/metrics", 1.0);
+        b.server_metrics = summarize(
+            &scrapes,
+            Span::whole(start, end),
+            "http://127.0.0.1:8000/metrics",
+            1.0,
+        );
     }
     run
 }
