@@ -573,7 +573,7 @@ fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S
 fn server_metrics_interval(v: Option<f64>) -> Result<f64, UsageError> {
     match v {
         None => Ok(1.0),
-        Some(s) if s.is_finite() && s >= 0.01 && s <= 3600.0 => Ok(s),
+        Some(s) if (0.01..=3600.0).contains(&s) => Ok(s),
         Some(s) => Err(UsageError::new(format!(
             "--server-metrics-interval {s}: must be between 0.01 and 3600 seconds"
         ))),

@@ -542,3 +542,120 @@ fn series(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse::parse, snapshot::fold};
+
+    fn at(t: Nanos, text: &str, boundary: bool) -> Timed {
+        Timed {
+            at: t,
+            snap: fold(&parse(text).expect("valid")),
+            boundary,
+        }
+    }
+
+    const S: Nanos = 1_000_000_000;
+
+    #[test]
+    fn counters_span_base_to_end_scrape_and_gauges_the_window() {
+        let g = |t, run: u32, tok: u32, b| {
+            at(
+                t,
+                &format!(
+                    "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running {run}\n\
+                     # TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total {tok}\n"
+                ),
+                b,
+            )
+        };
+        let scrapes = [
+            g(0, 0, 100, true),  // base: before the benchmark
+            g(S, 2, 150, false), // warmup: not in the window
+            g(2 * S, 4, 200, false),
+            g(3 * S, 6, 300, false),
+            g(4 * S, 8, 400, false), // drain: after the window, before the end
+            g(5 * S, 0, 500, true),  // end scrape
+            g(6 * S, 9, 900, false), // next benchmark
+        ];
+        let span = Span {
+            start: S / 2,
+            end: 4 * S + S / 2,
+            open: 3 * S / 2,
+            close: 3 * S + S / 2,
+        };
+        let m = summarize(&scrapes, span, "u", 1.0).expect("summary");
+        assert_eq!(m.scrapes, 2);
+        assert_eq!(
+            m.summary.running,
+            Some(GaugeSummary {
+                mean: 5.0,
+                max: 6.0,
+                last: 6.0
+            })
+        );
+        assert_eq!(
+            m.summary.generation_tokens,
+            Some(CounterSummary {
+                delta: 400.0,
+                rate_per_s: 100.0
+            })
+        );
+        assert_eq!(m.series.len(), 4, "the series covers the whole benchmark");
+        assert_eq!(m.server.as_deref(), Some("vllm"));
+    }
+
+    #[test]
+    fn a_counter_that_went_down_has_no_delta() {
+        let c = |t, v| at(t, &format!("# TYPE c counter\nc_total {v}\n"), true);
+        let m = summarize(&[c(0, 10), c(S, 3)], Span::whole(0, S), "u", 1.0).expect("summary");
+        assert_eq!(
+            m.metrics["c_total"],
+            MetricSummary::Counter {
+                delta: None,
+                rate_per_s: None,
+                reset: true
+            }
+        );
+    }
+
+    #[test]
+    fn hit_rates_from_counter_pairs() {
+        let v = |t, h, q| {
+            at(
+                t,
+                &format!(
+                    "# TYPE vllm:prefix_cache_hits counter\nvllm:prefix_cache_hits_total {h}\n\
+                     # TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total {q}\n"
+                ),
+                true,
+            )
+        };
+        let m =
+            summarize(&[v(0, 10, 20), v(S, 40, 80)], Span::whole(0, S), "u", 1.0).expect("summary");
+        assert_eq!(m.summary.prefix_cache_hit_rate, Some(0.5));
+        let l = |t, cached, processed| {
+            at(
+                t,
+                &format!(
+                    "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total {processed}\n\
+                     # TYPE llamacpp:prompt_tokens_cached_total counter\nllamacpp:prompt_tokens_cached_total {cached}\n"
+                ),
+                true,
+            )
+        };
+        let m =
+            summarize(&[l(0, 0, 0), l(S, 30, 90)], Span::whole(0, S), "u", 1.0).expect("summary");
+        assert_eq!(m.server.as_deref(), Some("llamacpp"));
+        assert_eq!(m.summary.prefix_cache_hit_rate, Some(0.25));
+        assert_eq!(m.summary.prompt_tokens.map(|c| c.delta), Some(120.0));
+    }
+
+    #[test]
+    fn nothing_before_the_end_means_no_summary() {
+        assert!(summarize(&[], Span::whole(0, S), "u", 1.0).is_none());
+        let late = at(2 * S, "m 1\n", false);
+        assert!(summarize(&[late], Span::whole(0, S), "u", 1.0).is_none());
+    }
+}
