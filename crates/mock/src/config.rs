@@ -41,6 +41,9 @@ pub struct MockConfig {
     /// Longest prompt plus output a request may ask for; longer requests are answered 400, as
     /// vLLM answers them. Default 131072.
     pub max_model_len: u32,
+    /// Tokens the simulated KV cache holds; `vllm:kv_cache_usage_perc` is the tokens held by
+    /// running requests (prompt + output so far) over this. Default 65536.
+    pub kv_cache_tokens: u64,
     /// Treat every request as if it set `ignore_eos`: always generate the output limit.
     /// Default false.
     pub ignore_eos: bool,
@@ -116,6 +119,7 @@ impl Default for MockConfig {
             prefill_rate: 10_000.0,
             default_max_tokens: 128,
             max_model_len: 131_072,
+            kv_cache_tokens: 65_536,
             ignore_eos: false,
             seed: 0,
             tokenizer: None,
@@ -201,6 +205,9 @@ impl MockConfig {
         }
         if self.default_max_tokens == 0 {
             return Err(invalid("default_max_tokens", "must be at least 1"));
+        }
+        if self.kv_cache_tokens == 0 {
+            return Err(invalid("kv_cache_tokens", "must be at least 1"));
         }
         if self.max_model_len == 0 {
             return Err(invalid("max_model_len", "must be at least 1"));

@@ -184,13 +184,33 @@ struct Waiting {
     shared: Arc<SeqShared>,
     prompt_tokens: u32,
     tokens: u32,
+    arrival: Instant,
 }
 
 struct Active {
     shared: Arc<SeqShared>,
+    prompt_tokens: u32,
     tokens: u32,
     released: u32,
     prefill_end: Instant,
+    /// When the engine received it (server-side latencies start here).
+    arrival: Instant,
+    /// Scheduled time of its latest token.
+    last_token: Instant,
+}
+
+impl Active {
+    /// Its first token, released at scheduled time `t`.
+    fn first_token(&mut self, t: Instant, metrics: &Metrics) {
+        self.released = 1;
+        self.last_token = t;
+        self.shared.release(1);
+        metrics.add_generated(1);
+        metrics.ttft.observe(t - self.arrival);
+        if self.tokens <= 1 {
+            metrics.e2e.observe(t - self.arrival);
+        }
+    }
 }
 
 struct Engine {
@@ -227,6 +247,7 @@ impl Engine {
                             shared: msg.shared,
                             prompt_tokens: msg.prompt_tokens,
                             tokens: msg.tokens,
+                            arrival: now,
                         });
                         next_msg = rx.try_recv().ok();
                     }
@@ -284,9 +305,7 @@ impl Engine {
                         freed = true;
                         continue;
                     }
-                    a.released = 1;
-                    a.shared.release(1);
-                    self.metrics.add_generated(1);
+                    a.first_token(t, &self.metrics);
                     if a.tokens <= 1 {
                         freed = true;
                     } else {
@@ -308,6 +327,7 @@ impl Engine {
     /// The end of a decode step at scheduled time `t`.
     fn step_boundary(&mut self, t: Instant) {
         let mut generated = 0u64;
+        let m = &self.metrics;
         self.decoding.retain_mut(|a| {
             if a.shared.is_cancelled() {
                 return false;
@@ -315,6 +335,11 @@ impl Engine {
             a.released += 1;
             a.shared.release(a.released);
             generated += 1;
+            m.itl.observe(t - a.last_token);
+            a.last_token = t;
+            if a.released >= a.tokens {
+                m.e2e.observe(t - a.arrival);
+            }
             a.released < a.tokens
         });
         self.metrics.add_generated(generated);
@@ -347,15 +372,16 @@ impl Engine {
             let prefill = self.params.prefill(w.prompt_tokens);
             let a = Active {
                 shared: w.shared,
+                prompt_tokens: w.prompt_tokens,
                 tokens: w.tokens,
                 released: 0,
                 prefill_end: t + prefill,
+                arrival: w.arrival,
+                last_token: t,
             };
             if prefill.is_zero() {
                 let mut a = a;
-                a.released = 1;
-                a.shared.release(1);
-                self.metrics.add_generated(1);
+                a.first_token(t, &self.metrics);
                 if a.tokens > 1 {
                     self.joining.push(a);
                 }
@@ -367,12 +393,49 @@ impl Engine {
 
     fn publish_gauges(&self) {
         self.metrics.set_queue(self.slots(), self.waiting.len());
+        // The KV model: every slot-holding sequence holds its prompt and its output so far.
+        let held: u64 = self
+            .prefilling
+            .iter()
+            .chain(&self.joining)
+            .chain(&self.decoding)
+            .map(|a| u64::from(a.prompt_tokens) + u64::from(a.released))
+            .sum();
+        self.metrics.set_kv_tokens(held);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn server_histograms_and_kv_tokens_follow_the_schedule() {
+        // One slot, 10 ms steps, 5 ms prefill, 3 tokens, prompt of 7 tokens: first token at 5,
+        // joins the boundary at 10, tokens at 20 and 30.
+        let metrics = Arc::new(Metrics::new("m", 1000));
+        let (engine, _task) = spawn(params(1, 10.0, 0.0, 5.0), metrics.clone());
+        let h = engine.submit(7, 3);
+        h.wait_for(1).await;
+        tokio::task::yield_now().await;
+        assert_eq!(metrics.kv_tokens(), 8, "prompt + 1 token held");
+        h.wait_for(3).await;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        assert_eq!((metrics.ttft.count(), ms(metrics.ttft.sum())), (1, 5.0));
+        assert_eq!((metrics.itl.count(), ms(metrics.itl.sum())), (2, 25.0));
+        assert_eq!((metrics.e2e.count(), ms(metrics.e2e.sum())), (1, 30.0));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(metrics.kv_tokens(), 0, "a finished sequence holds nothing");
+        let text = metrics.render();
+        assert!(
+            text.contains(
+                "vllm:time_to_first_token_seconds_bucket{le=\"0.005\",model_name=\"m\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("vllm:e2e_request_latency_seconds_count{model_name=\"m\"} 1\n"));
+        assert!(text.contains("vllm:kv_cache_usage_perc{model_name=\"m\"} 0\n"));
+    }
 
     fn params(max_batch: usize, base_ms: f64, per_seq_ms: f64, prefill_ms: f64) -> EngineParams {
         EngineParams {
@@ -400,7 +463,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn exact_schedule_with_queue_prefill_and_batch_dependent_steps() {
-        let metrics = Arc::new(Metrics::new("m"));
+        let metrics = Arc::new(Metrics::new("m", 1000));
         // 2 slots, step = 10 + 1 * slots ms, prefill 5 ms.
         let (engine, _task) = spawn(params(2, 10.0, 1.0, 5.0), metrics.clone());
         let t0 = Instant::now();
@@ -425,7 +488,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn saturated_cycle_matches_closed_form() {
         // B = 3, S = 4 + 2 * 3 = 10 ms, P = 13 ms, n = 5: cycle = (ceil(13/10) + 4) * 10 = 60.
-        let (engine, _task) = spawn(params(3, 4.0, 2.0, 13.0), Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(params(3, 4.0, 2.0, 13.0), Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
         // 6 closed-loop clients, 4 requests each.
         let mut clients = Vec::new();
@@ -456,7 +519,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn cancelled_sequences_free_their_slot() {
-        let (engine, _task) = spawn(params(1, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(params(1, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
         let first = engine.submit(0, 100);
         let second = track(&engine, t0, 2);
@@ -468,7 +531,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn unloaded_sequence_gets_one_token_per_step() {
-        let (engine, _task) = spawn(params(4, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(params(4, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
         let h = engine.submit(0, 50);
         // Check only the last token: the 49 steps after the first token take 490 ms.

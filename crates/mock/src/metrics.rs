@@ -1,14 +1,94 @@
-//! Counters and gauges behind `GET /metrics`, named as vLLM names them so that scrapers written
-//! for vLLM work unchanged.
+//! Counters, gauges and histograms behind `GET /metrics`, named as vLLM names them so that
+//! scrapers written for vLLM work unchanged (`docs/simulator.md`, "Metrics").
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// vLLM's bucket bounds (seconds) for `vllm:time_to_first_token_seconds`.
+const TTFT_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+];
+/// vLLM's bucket bounds for `vllm:inter_token_latency_seconds`.
+const ITL_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+    40.0, 80.0,
+];
+/// vLLM's bucket bounds for `vllm:e2e_request_latency_seconds`.
+const E2E_BUCKETS: &[f64] = &[
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
+];
+
+/// A Prometheus histogram with fixed bounds (seconds); the sum is kept in nanoseconds.
+#[derive(Debug)]
+pub(crate) struct Histogram {
+    bounds: &'static [f64],
+    /// Per bucket (not cumulative); the last is `+Inf`.
+    counts: Vec<AtomicU64>,
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Self {
+        Self {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn observe(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        let i = self.bounds.partition_point(|&b| b < s);
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn sum(&self) -> Duration {
+        Duration::from_nanos(self.sum_ns.load(Ordering::Relaxed))
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str, model: &str) {
+        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} histogram\n");
+        let mut cum = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            cum += c.load(Ordering::Relaxed);
+            let le = self
+                .bounds
+                .get(i)
+                .map_or("+Inf".to_string(), |b| format!("{b:?}"));
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\",{model}}} {cum}");
+        }
+        let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = write!(
+            out,
+            "{name}_sum{{{model}}} {sum:?}\n{name}_count{{{model}}} {cum}\n"
+        );
+    }
+}
 
 /// Live figures of a running simulator.
 #[derive(Debug)]
 pub(crate) struct Metrics {
     label: String,
+    /// `model_name="..."` without braces (for histograms, whose buckets add `le`).
+    model_label: String,
     running: AtomicU64,
+    /// Tokens held by slot-holding sequences (prompt + released output): the KV-usage model.
+    kv_tokens: AtomicU64,
+    kv_capacity: u64,
+    pub(crate) ttft: Histogram,
+    pub(crate) itl: Histogram,
+    pub(crate) e2e: Histogram,
     waiting: AtomicU64,
     generated: AtomicU64,
     prompt: AtomicU64,
@@ -17,7 +97,8 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    pub(crate) fn new(model: &str) -> Self {
+    /// `kv_capacity`: tokens the simulated KV cache holds (`kv_cache_tokens`).
+    pub(crate) fn new(model: &str, kv_capacity: u64) -> Self {
         let mut escaped = String::with_capacity(model.len());
         for c in model.chars() {
             match c {
@@ -29,7 +110,13 @@ impl Metrics {
         }
         Self {
             label: format!("{{model_name=\"{escaped}\"}}"),
+            model_label: format!("model_name=\"{escaped}\""),
             running: AtomicU64::new(0),
+            kv_tokens: AtomicU64::new(0),
+            kv_capacity: kv_capacity.max(1),
+            ttft: Histogram::new(TTFT_BUCKETS),
+            itl: Histogram::new(ITL_BUCKETS),
+            e2e: Histogram::new(E2E_BUCKETS),
             waiting: AtomicU64::new(0),
             generated: AtomicU64::new(0),
             prompt: AtomicU64::new(0),
@@ -41,6 +128,11 @@ impl Metrics {
     pub(crate) fn set_queue(&self, running: usize, waiting: usize) {
         self.running.store(running as u64, Ordering::Relaxed);
         self.waiting.store(waiting as u64, Ordering::Relaxed);
+    }
+
+    /// Tokens held in the simulated KV cache.
+    pub(crate) fn set_kv_tokens(&self, tokens: u64) {
+        self.kv_tokens.store(tokens, Ordering::Relaxed);
     }
 
     /// In zero-delay mode there is no engine: in-flight responses count as running.
@@ -57,6 +149,11 @@ impl Metrics {
         if n > 0 {
             self.generated.fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn kv_tokens(&self) -> u64 {
+        self.kv_tokens.load(Ordering::Relaxed)
     }
 
     #[cfg(test)]
@@ -78,9 +175,9 @@ impl Metrics {
 
     /// The Prometheus text exposition.
     pub(crate) fn render(&self) -> String {
-        let mut out = String::with_capacity(1024);
+        let mut out = String::with_capacity(8192);
         let l = &self.label;
-        let mut metric = |name: &str, kind: &str, help: &str, v: u64| {
+        let mut metric = |name: &str, kind: &str, help: &str, v: f64| {
             let _ = write!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{l} {v}\n"
@@ -90,37 +187,65 @@ impl Metrics {
             "vllm:num_requests_running",
             "gauge",
             "Requests holding a batch slot (prefilling or decoding).",
-            self.running.load(Ordering::Relaxed),
+            self.running.load(Ordering::Relaxed) as f64,
         );
         metric(
             "vllm:num_requests_waiting",
             "gauge",
             "Requests waiting in the queue for a batch slot.",
-            self.waiting.load(Ordering::Relaxed),
+            self.waiting.load(Ordering::Relaxed) as f64,
         );
+        metric(
+            "vllm:kv_cache_usage_perc",
+            "gauge",
+            "KV-cache usage (1 = full): tokens held by running requests / kv_cache_tokens.",
+            (self.kv_tokens.load(Ordering::Relaxed) as f64 / self.kv_capacity as f64).min(1.0),
+        );
+        // Prefix cache (issue #14): `vllm:prefix_cache_queries_total` and
+        // `vllm:prefix_cache_hits_total` (counters, in prompt tokens) belong here, written with
+        // `metric(name, "counter", help, value)` like the token counters below.
         metric(
             "vllm:generation_tokens_total",
             "counter",
             "Generated tokens.",
-            self.generated.load(Ordering::Relaxed),
+            self.generated.load(Ordering::Relaxed) as f64,
         );
         metric(
             "vllm:prompt_tokens_total",
             "counter",
             "Prompt tokens of accepted generation requests.",
-            self.prompt.load(Ordering::Relaxed),
+            self.prompt.load(Ordering::Relaxed) as f64,
         );
         metric(
             "vllm:request_success_total",
             "counter",
             "Generation requests answered with status 200.",
-            self.success.load(Ordering::Relaxed),
+            self.success.load(Ordering::Relaxed) as f64,
         );
         metric(
             "bench_mock:request_errors_total",
             "counter",
             "Generation requests answered with an error status (bad requests and injected faults).",
-            self.errors.load(Ordering::Relaxed),
+            self.errors.load(Ordering::Relaxed) as f64,
+        );
+        let m = &self.model_label;
+        self.ttft.render(
+            &mut out,
+            "vllm:time_to_first_token_seconds",
+            "Arrival to first token (engine schedule).",
+            m,
+        );
+        self.itl.render(
+            &mut out,
+            "vllm:inter_token_latency_seconds",
+            "Time between consecutive tokens of a request (engine schedule).",
+            m,
+        );
+        self.e2e.render(
+            &mut out,
+            "vllm:e2e_request_latency_seconds",
+            "Arrival to last token (engine schedule).",
+            m,
         );
         out
     }

@@ -95,7 +95,7 @@ impl MockServer {
             config.record_requests,
             config.log_token_times,
         )?;
-        let metrics = Arc::new(Metrics::new(&config.model));
+        let metrics = Arc::new(Metrics::new(&config.model, config.kv_cache_tokens));
         let zero_delay = config.is_zero_delay();
         let (engine, engine_task) = if zero_delay {
             (None, None)

@@ -24,6 +24,12 @@ pub fn render_guidellm(run: &RunReport, width: Option<u16>) -> String {
     out.push_str("Benchmarks Stats:\n");
     out.push_str(&stats_table(run, width));
     out.push('\n');
+    if let Some(t) = crate::server::server_table(run, width) {
+        out.push('\n');
+        out.push_str("Server Metrics:\n");
+        out.push_str(&t);
+        out.push('\n');
+    }
     if run.capacity.is_some() {
         out.push('\n');
         out.push_str(&crate::capacity::render_capacity(run));

@@ -91,6 +91,7 @@ pub fn render_html(run: &RunReport) -> String {
             name: String::new(),
         }],
     );
+    crate::html_server::sweep_charts(&mut h, run);
     h.push_str("<h2>Benchmarks</h2>\n");
     for b in &run.benchmarks {
         benchmark_section(&mut h, b);
@@ -345,7 +346,9 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
         ],
         &format!("{}: end-to-end latency distribution", b.label),
     ));
-    h.push_str("\n</div>\n</details>\n");
+    h.push_str("\n</div>\n");
+    crate::html_server::benchmark_section(h, b);
+    h.push_str("</details>\n");
 }
 
 #[cfg(test)]

@@ -123,6 +123,9 @@ pub struct BenchmarkReport {
     /// Every request record, when asked for (`keep_records`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<Vec<RequestRecord>>,
+    /// What the server's own metrics endpoint said over this benchmark (when scraped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<bench_servermetrics::ServerMetrics>,
 }
 
 impl BenchmarkReport {

@@ -468,6 +468,7 @@ impl Accumulator {
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(self.records),
+            server_metrics: None,
         }
     }
 }

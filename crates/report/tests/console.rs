@@ -210,3 +210,53 @@ fn guidellm_tables_have_the_seeds_columns() {
     }
     assert!(text.contains("    Run id:93e36b31-b454-471d-ba62-6b2671585485\n"));
 }
+
+#[test]
+fn server_metrics_show_in_both_consoles_and_the_html_only_when_scraped() {
+    let plain = common::sample_run(&StatsOptions::default());
+    let run = common::with_server_metrics(plain.clone());
+    let b = run.benchmarks[0]
+        .server_metrics
+        .as_ref()
+        .expect("summarized");
+    // Synthetic scrapes: 4 running at every periodic scrape, 500 tokens over the benchmark,
+    // TTFT buckets: 10 at <= 50 ms, 10 more at <= 100 ms -> p50 = 50 ms.
+    let s = &b.summary;
+    assert_eq!(s.running.map(|g| (g.mean, g.max)), Some((4.0, 4.0)));
+    assert_eq!(
+        s.waiting.map(|g| (g.mean, g.max, g.last)),
+        Some((2.5, 4.0, 4.0))
+    );
+    assert_eq!(s.generation_tokens.map(|c| c.delta), Some(500.0));
+    let ttft = s.ttft_ms.as_ref().expect("ttft");
+    assert_eq!((ttft.count, ttft.p50), (20.0, 50.0));
+    assert!(
+        b.metrics.contains_key("some_other_gauge"),
+        "unknown metrics kept"
+    );
+
+    let g = render_guidellm(&run, None);
+    assert!(
+        g.contains("Server Metrics:") && g.contains("Server TTFT (ms)"),
+        "{g}"
+    );
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    assert!(
+        v.contains("Mean running requests:                   4.00"),
+        "{v}"
+    );
+    assert!(v.contains("P99 server TTFT (ms):"), "{v}");
+    let h = bench_report::render_html(&run);
+    for want in [
+        "Server queue vs request rate",
+        "TTFT: server vs client",
+        "server queue over the benchmark",
+        "<code>some_other_gauge</code>",
+    ] {
+        assert!(h.contains(want), "{want} missing");
+    }
+    // Without server metrics nothing changes.
+    assert!(!render_guidellm(&plain, None).contains("Server Metrics"));
+    assert!(!render_vllm(&plain, &VllmConsoleOptions::default()).contains("Server metrics"));
+    assert!(!bench_report::render_html(&plain).contains("Server side"));
+}

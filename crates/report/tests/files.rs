@@ -120,6 +120,7 @@ fn json_validates_against_the_published_schema() {
         common::sample_run(&keep),
         common::sample_run(&StatsOptions::default()),
         with_capacity,
+        common::with_server_metrics(common::sample_run(&opts())),
     ] {
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&run).expect("json")).expect("parse");

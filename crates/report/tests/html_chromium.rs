@@ -194,7 +194,8 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         v.console
     );
 
-    let mut run = common::sample_run(&bench_report::StatsOptions::default());
+    let mut run =
+        common::with_server_metrics(common::sample_run(&bench_report::StatsOptions::default()));
     run.capacity = Some(sample_capacity());
     let page = work.join("report.html");
     bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");

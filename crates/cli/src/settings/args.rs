@@ -267,6 +267,15 @@ pub struct ReportArgs {
     /// Label of the run (vLLM's file-name prefix; default the backend).
     #[arg(long)]
     pub label: Option<String>,
+    /// Prometheus endpoint scraped during every benchmark [default: /metrics on the target].
+    #[arg(long, value_name = "URL")]
+    pub server_metrics_url: Option<String>,
+    /// Seconds between scrapes of the server's metrics [default: 1].
+    #[arg(long, value_name = "SECONDS")]
+    pub server_metrics_interval: Option<f64>,
+    /// Do not scrape the server's metrics.
+    #[arg(long)]
+    pub no_server_metrics: bool,
 }
 
 /// Peer flags whose meaning differs from a bench flag; `peers.rs` translates them.

@@ -136,6 +136,12 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub save_records: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics_interval: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub save_result: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_dir: Option<PathBuf>,

@@ -46,6 +46,28 @@ pub struct ReportSettings {
     pub metadata: BTreeMap<String, String>,
     /// `--label`.
     pub label: Option<String>,
+    /// Scrape the server's Prometheus metrics.
+    pub server_metrics: bool,
+    /// Where (`None`: `/metrics` on the target); printed and saved without its password.
+    #[serde(serialize_with = "redacted")]
+    pub server_metrics_url: Option<String>,
+    /// Seconds between scrapes.
+    pub server_metrics_interval: f64,
+}
+
+fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    url.as_deref().map(bench_servermetrics::redact).serialize(s)
+}
+
+/// `--server-metrics-interval`: 0.01 to 3600 seconds; default 1.
+fn server_metrics_interval(v: Option<f64>) -> anyhow::Result<f64> {
+    match v {
+        None => Ok(1.0),
+        Some(s) if (0.01..=3600.0).contains(&s) => Ok(s),
+        Some(s) => Err(usage(format!(
+            "--server-metrics-interval {s}: must be between 0.01 and 3600 seconds"
+        ))),
+    }
 }
 
 fn vllm_console(
@@ -155,5 +177,13 @@ pub(crate) fn resolve(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<
         }),
         metadata: metadata(&c.metadata, f.metadata.as_ref())?,
         label: c.label.clone().or(f.label.clone()),
+        server_metrics: !c.no_server_metrics && f.server_metrics.unwrap_or(true),
+        server_metrics_url: c
+            .server_metrics_url
+            .clone()
+            .or(f.server_metrics_url.clone()),
+        server_metrics_interval: server_metrics_interval(
+            c.server_metrics_interval.or(f.server_metrics_interval),
+        )?,
     })
 }

@@ -79,6 +79,12 @@ impl Settings {
             metric_percentiles: o.metric_percentiles.clone(),
             goodput: o.goodput.as_ref().map(|g| g.to_string()),
             save_records: o.save_records.then_some(true),
+            server_metrics: (!o.server_metrics).then_some(false),
+            server_metrics_url: o
+                .server_metrics_url
+                .as_deref()
+                .map(bench_servermetrics::redact),
+            server_metrics_interval: Some(o.server_metrics_interval),
             save_result: o.save_result.as_ref().map(|_| true),
             result_dir: o.save_result.as_ref().and_then(|v| v.dir.clone()),
             result_filename: o.save_result.as_ref().and_then(|v| v.filename.clone()),

@@ -248,3 +248,71 @@ pub fn sample_run(opts: &StatsOptions) -> RunReport {
     }
     run
 }
+
+/// `run` with server metrics on every benchmark, summarized from synthetic vLLM expositions
+/// (queue depth growing with the benchmark's index, a TTFT histogram, an unknown metric).
+#[allow(dead_code)]
+pub fn with_server_metrics(mut run: RunReport) -> RunReport {
+    use bench_servermetrics::{
+        parse::parse,
+        snapshot::fold,
+        summary::{summarize, Span, Timed},
+    };
+    let scrape = |at: Nanos, running: f64, waiting: f64, tokens: f64, ttft: [f64; 3], boundary| {
+        let text = format!(
+            "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"m\"}} {running}\n\
+             # TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name=\"m\"}} {waiting}\n\
+             # TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{model_name=\"m\"}} {}\n\
+             # TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {tokens}\n\
+             # TYPE vllm:time_to_first_token_seconds histogram\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"0.05\",model_name=\"m\"}} {}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"0.1\",model_name=\"m\"}} {}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",model_name=\"m\"}} {}\n\
+             vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}\n\
+             vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {}\n\
+             some_other_gauge 3\n",
+            running / 64.0,
+            ttft[0],
+            ttft[1],
+            ttft[2],
+            ttft[2] * 0.06,
+            ttft[2],
+        );
+        Timed {
+            at,
+            snap: fold(&parse(&text).expect("valid")),
+            boundary,
+        }
+    };
+    for (i, b) in run.benchmarks.iter_mut().enumerate() {
+        let (start, end) = (b.timeline.start_ns, b.timeline.end_ns);
+        let k = (i + 1) as f64;
+        let mut scrapes = vec![scrape(start, 0.0, 0.0, 1000.0, [0.0, 0.0, 0.0], true)];
+        for j in 1..=4u64 {
+            let at = start + (end - start) * j / 5;
+            scrapes.push(scrape(
+                at,
+                4.0 * k,
+                k * j as f64,
+                1000.0 + 100.0 * j as f64,
+                [j as f64, 2.0 * j as f64, 2.0 * j as f64],
+                false,
+            ));
+        }
+        scrapes.push(scrape(
+            end,
+            0.0,
+            0.0,
+            1000.0 + 500.0 * k,
+            [10.0, 20.0 * k, 20.0 * k],
+            true,
+        ));
+        b.server_metrics = summarize(
+            &scrapes,
+            Span::whole(start, end),
+            "http://127.0.0.1:8000/metrics",
+            1.0,
+        );
+    }
+    run
+}
