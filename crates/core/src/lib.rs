@@ -76,6 +76,20 @@ pub struct RequestSpec {
     pub output_tokens: Option<u32>,
 }
 
+/// One user's conversation: what a session sends, turn by turn. Turn `k` resends the system
+/// prompt, every earlier user message with the server's actual reply to it, then its own user
+/// message (see docs/data.md, "Sessions").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationSpec {
+    /// A system prompt sent first in every turn (empty: none).
+    pub system: Arc<str>,
+    /// The system prompt's tokens as counted by the loader's tokenizer.
+    pub system_tokens: u32,
+    /// The user turns in order. Each `prompt` is the new user message only, `prompt_tokens` its
+    /// count, `output_tokens` the output length asked for in that turn.
+    pub turns: Vec<RequestSpec>,
+}
+
 /// Where a token count came from. Reports say it, so a requested count is never passed off
 /// as a measured one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
