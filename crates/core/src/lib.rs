@@ -90,6 +90,83 @@ pub struct ConversationSpec {
     pub turns: Vec<RequestSpec>,
 }
 
+/// A session's next turn: its conversation and the server's replies to the earlier turns (so
+/// this is turn `replies.len()`, from 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnRequest {
+    /// The conversation.
+    pub conversation: Arc<ConversationSpec>,
+    /// The text the server streamed for each earlier turn, with its output token count.
+    pub replies: Vec<(Arc<str>, u32)>,
+}
+
+/// The separator between messages when a conversation is flattened into one prompt (for
+/// completions and TGI backends).
+pub const FLATTEN_SEPARATOR: &str = "\n\n";
+
+impl TurnRequest {
+    /// This turn's index (0 for the first).
+    pub fn index(&self) -> usize {
+        self.replies.len()
+    }
+
+    /// This turn's user message, output length and count (`None` past the conversation's
+    /// end).
+    pub fn current(&self) -> Option<&RequestSpec> {
+        self.conversation.turns.get(self.index())
+    }
+
+    /// Prompt tokens as the loader counts a chat turn: the system prompt, every user message
+    /// up to this one and every earlier reply (message contents, no template, no separators).
+    pub fn prompt_tokens(&self) -> u32 {
+        let users: u32 = self
+            .conversation
+            .turns
+            .iter()
+            .take(self.index() + 1)
+            .map(|t| t.prompt_tokens)
+            .fold(0, u32::saturating_add);
+        let replies: u32 = self
+            .replies
+            .iter()
+            .map(|r| r.1)
+            .fold(0, u32::saturating_add);
+        self.conversation
+            .system_tokens
+            .saturating_add(users)
+            .saturating_add(replies)
+    }
+
+    /// The messages in order: `("system", ..)` when there is a system prompt, then `("user",
+    /// ..)` and `("assistant", ..)` alternating, ending with this turn's user message.
+    pub fn messages(&self) -> Vec<(&'static str, &str)> {
+        let c = &self.conversation;
+        let mut out = Vec::with_capacity(2 * self.index() + 2);
+        if !c.system.is_empty() {
+            out.push(("system", &*c.system));
+        }
+        for (user, reply) in c.turns.iter().zip(&self.replies) {
+            out.push(("user", &*user.prompt));
+            out.push(("assistant", &*reply.0));
+        }
+        if let Some(t) = self.current() {
+            out.push(("user", &*t.prompt));
+        }
+        out
+    }
+
+    /// The conversation flattened into one prompt: the messages' texts joined by
+    /// [`FLATTEN_SEPARATOR`] (completions and TGI backends), with the loader's count.
+    pub fn flattened(&self) -> RequestSpec {
+        let texts: Vec<&str> = self.messages().into_iter().map(|(_, t)| t).collect();
+        RequestSpec {
+            prompt: texts.join(FLATTEN_SEPARATOR).into(),
+            prompt_tokens: self.prompt_tokens(),
+            output_tokens: self.current().and_then(|t| t.output_tokens),
+        }
+    }
+}
+
 /// Where a token count came from. Reports say it, so a requested count is never passed off
 /// as a measured one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -298,6 +375,20 @@ pub trait Backend: Send + Sync + 'static {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> impl Future<Output = RequestRecord> + Send;
+
+    /// Sends one turn of a session and records what happened, with the reply text the server
+    /// streamed (`None` when it is not known). The default flattens the conversation into one
+    /// prompt ([`TurnRequest::flattened`]) and knows no reply text.
+    fn send_turn(
+        &self,
+        turn: TurnRequest,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+        let spec = turn.flattened();
+        let sent = self.send(spec, dispatch, cancel);
+        async move { (sent.await, None) }
+    }
 }
 
 impl<B: Backend> Backend for Arc<B> {
@@ -308,6 +399,15 @@ impl<B: Backend> Backend for Arc<B> {
         cancel: CancellationToken,
     ) -> impl Future<Output = RequestRecord> + Send {
         (**self).send(spec, dispatch, cancel)
+    }
+
+    fn send_turn(
+        &self,
+        turn: TurnRequest,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+        (**self).send_turn(turn, dispatch, cancel)
     }
 }
 
