@@ -10,9 +10,11 @@
 //! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
+mod session;
 mod strategy;
 mod window;
 
+pub use session::{ConversationSpec, SessionCounts, ThinkTime, TurnRequest, FLATTEN_SEPARATOR};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{BenchmarkOutcome, Phase, StopReason, Window};
 
@@ -85,97 +87,6 @@ pub struct RequestSpec {
     pub prompt_tokens: u32,
     /// Output tokens asked for (`max_tokens` and friends). `None` lets the server decide.
     pub output_tokens: Option<u32>,
-}
-
-/// One user's conversation: what a session sends, turn by turn. Turn `k` resends the system
-/// prompt, every earlier user message with the server's actual reply to it, then its own user
-/// message (see docs/data.md, "Sessions").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConversationSpec {
-    /// A system prompt sent first in every turn (empty: none).
-    pub system: Arc<str>,
-    /// The system prompt's tokens as counted by the loader's tokenizer.
-    pub system_tokens: u32,
-    /// The user turns in order. Each `prompt` is the new user message only, `prompt_tokens` its
-    /// count, `output_tokens` the output length asked for in that turn.
-    pub turns: Vec<RequestSpec>,
-}
-
-/// A session's next turn: its conversation and the server's replies to the earlier turns (so
-/// this is turn `replies.len()`, from 0).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnRequest {
-    /// The conversation.
-    pub conversation: Arc<ConversationSpec>,
-    /// The text the server streamed for each earlier turn, with its output token count.
-    pub replies: Vec<(Arc<str>, u32)>,
-}
-
-/// The separator between messages when a conversation is flattened into one prompt (for
-/// completions and TGI backends).
-pub const FLATTEN_SEPARATOR: &str = "\n\n";
-
-impl TurnRequest {
-    /// This turn's index (0 for the first).
-    pub fn index(&self) -> usize {
-        self.replies.len()
-    }
-
-    /// This turn's user message, output length and count (`None` past the conversation's
-    /// end).
-    pub fn current(&self) -> Option<&RequestSpec> {
-        self.conversation.turns.get(self.index())
-    }
-
-    /// Prompt tokens as the loader counts a chat turn: the system prompt, every user message
-    /// up to this one and every earlier reply (message contents, no template, no separators).
-    pub fn prompt_tokens(&self) -> u32 {
-        let users: u32 = self
-            .conversation
-            .turns
-            .iter()
-            .take(self.index() + 1)
-            .map(|t| t.prompt_tokens)
-            .fold(0, u32::saturating_add);
-        let replies: u32 = self
-            .replies
-            .iter()
-            .map(|r| r.1)
-            .fold(0, u32::saturating_add);
-        self.conversation
-            .system_tokens
-            .saturating_add(users)
-            .saturating_add(replies)
-    }
-
-    /// The messages in order: `("system", ..)` when there is a system prompt, then `("user",
-    /// ..)` and `("assistant", ..)` alternating, ending with this turn's user message.
-    pub fn messages(&self) -> Vec<(&'static str, &str)> {
-        let c = &self.conversation;
-        let mut out = Vec::with_capacity(2 * self.index() + 2);
-        if !c.system.is_empty() {
-            out.push(("system", &*c.system));
-        }
-        for (user, reply) in c.turns.iter().zip(&self.replies) {
-            out.push(("user", &*user.prompt));
-            out.push(("assistant", &*reply.0));
-        }
-        if let Some(t) = self.current() {
-            out.push(("user", &*t.prompt));
-        }
-        out
-    }
-
-    /// The conversation flattened into one prompt: the messages' texts joined by
-    /// [`FLATTEN_SEPARATOR`] (completions and TGI backends), with the loader's count.
-    pub fn flattened(&self) -> RequestSpec {
-        let texts: Vec<&str> = self.messages().into_iter().map(|(_, t)| t).collect();
-        RequestSpec {
-            prompt: texts.join(FLATTEN_SEPARATOR).into(),
-            prompt_tokens: self.prompt_tokens(),
-            output_tokens: self.current().and_then(|t| t.output_tokens),
-        }
-    }
 }
 
 /// Where a token count came from. Reports say it, so a requested count is never passed off

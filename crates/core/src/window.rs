@@ -172,6 +172,9 @@ pub struct BenchmarkOutcome {
     pub abandoned: u64,
     /// Completed requests per second in the measurement window ([`Window::completed_rate`]).
     pub completed_rate: f64,
+    /// How sessions ended, when the benchmark ran sessions (multi-turn data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::SessionCounts>,
 }
 
 fn secs(ns: Nanos) -> f64 {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bench_core::{
-    Backend, BenchmarkOutcome, CancellationToken, Nanos, Phase, RequestRecord, RequestSpec, Status,
-    StopReason, Window,
+    Backend, BenchmarkOutcome, CancellationToken, Nanos, Phase, RequestRecord, Status, StopReason,
+    Window,
 };
 use bench_profile::{OverSaturation, ResolvedTransient, SaturationSample, StrategyExt as _};
 use tokio::sync::mpsc;
@@ -17,6 +17,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::pacer::{Pacer, PacerEnd, PacerTask, Shared};
 use crate::plan::{secs, BenchmarkPlan, Resolved};
+use crate::Work;
 use crate::{Progress, ProgressPhase, Scheduler, SchedulerError};
 
 /// The bounds of the measurement window, known in advance (time transients) or marked by the
@@ -194,7 +195,8 @@ impl<B: Backend> Scheduler<B> {
         mut sink: F,
     ) -> Result<(BenchmarkOutcome, S), SchedulerError>
     where
-        S: Iterator<Item = RequestSpec> + Send + 'static,
+        S: Iterator + Send + 'static,
+        S::Item: Into<Work>,
         F: FnMut(RequestRecord, Phase),
     {
         let resolved = plan.resolve()?;
@@ -220,6 +222,7 @@ impl<B: Backend> Scheduler<B> {
             hard: tokens.hard.clone(),
             tx,
             shared: shared.clone(),
+            think: self.options.think_time,
         };
         // Already interrupted: run nothing.
         if self.interrupt.is_cancelled() {
@@ -409,6 +412,7 @@ impl<B: Backend> Collector<'_, B> {
             not_sent,
             abandoned: self.shared.abandoned.load(Ordering::Relaxed),
             completed_rate: window.completed_rate(self.tally.completed_ends.iter().copied()),
+            sessions: self.shared.sessions.snapshot(),
         };
         self.publish(clock.now(), ProgressPhase::Draining, true);
         outcome

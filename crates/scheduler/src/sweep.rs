@@ -1,7 +1,9 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
 use bench_core::Strategy;
-use bench_core::{Backend, RequestRecord, RequestSpec};
+use bench_core::{Backend, RequestRecord};
+
+use crate::Work;
 use bench_profile::{Limits, Profile, Transient};
 
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
@@ -83,7 +85,8 @@ impl<B: Backend> Scheduler<B> {
         observer: &mut O,
     ) -> Result<(RunOutcome, S), SchedulerError>
     where
-        S: Iterator<Item = RequestSpec> + Send + 'static,
+        S: Iterator + Send + 'static,
+        S::Item: Into<Work>,
         O: Observer,
     {
         Self::validate_profile(profile, limits, warmup, cooldown)?;
