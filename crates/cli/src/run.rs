@@ -167,7 +167,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
         None => Tokenizer::builtin(),
     };
-    let specs = data::loader(&s.data, tokenizer.clone())?;
+    let specs = data::WorkStream::new(data::loader(&s.data, tokenizer.clone())?);
 
     let mock = if s.mock {
         let cfg = match &s.mock_config {
@@ -234,7 +234,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     };
     let clock = Clock::start();
     let resent = worker.clone();
-    let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
+    let options = SchedulerOptions {
+        think_time: s.think_time,
+        ..SchedulerOptions::default()
+    };
+    let sched = Scheduler::new(Arc::new(worker), clock, options);
     let shown = progress::spawn(sched.progress(), s.quiet);
 
     let stop = sched.stop_handle();

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use bench_core::ThinkTime;
 use bench_profile::{BuildOptions, Limits, OverSaturation, Profile, RateType, Transient};
 use bench_worker::BackendKind;
 use clap::{Args, ValueEnum};
@@ -152,6 +153,10 @@ pub struct CommonArgs {
     /// outcome) in the JSON and YAML files (vLLM: --save-detailed).
     #[arg(long, alias = "save-detailed")]
     pub save_records: bool,
+    /// Sessions: pause between a reply and the user's next turn, excluded from latency: a
+    /// duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
+    #[arg(long, value_name = "TIME")]
+    pub think_time: Option<String>,
 }
 
 /// What a profile file may hold: the same settings as the flags. Unknown keys are rejected.
@@ -226,6 +231,8 @@ pub struct FileSettings {
     pub goodput: Option<String>,
     #[serde(default)]
     pub save_records: Option<bool>,
+    #[serde(default)]
+    pub think_time: Option<String>,
 }
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.
@@ -294,6 +301,8 @@ pub struct Settings {
     pub goodput: Option<String>,
     /// Save every request's record in the JSON / YAML files.
     pub save_records: bool,
+    /// Sessions: the pause between turns.
+    pub think_time: ThinkTime,
 }
 
 impl fmt::Display for Settings {
@@ -504,6 +513,10 @@ pub fn resolve(
         .or(file.data)
         .unwrap_or_else(|| DEFAULT_DATA.to_string());
     crate::data::parse(&data)?;
+    let think_time = match cli.think_time.clone().or(file.think_time) {
+        Some(t) => ThinkTime::parse(&t).map_err(|e| usage(format!("--think-time: {e}")))?,
+        None => ThinkTime::None,
+    };
 
     Ok(Settings {
         target,
@@ -535,6 +548,7 @@ pub fn resolve(
         metric_percentiles,
         goodput,
         save_records: cli.save_records || file.save_records.unwrap_or(false),
+        think_time,
     })
 }
 

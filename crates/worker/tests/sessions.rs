@@ -36,7 +36,7 @@ fn conversation() -> Arc<ConversationSpec> {
         system: " you answer briefly".into(),
         system_tokens: tk.count(" you answer briefly") as u32,
         turns: vec![
-            turn(" river stone under the bridge", 7),
+            turn(" river stone under the bridge", 16),
             turn(" and then what happened", 5),
             turn(" thank you", 3),
         ],
@@ -77,9 +77,23 @@ async fn run_session(w: &Worker) -> Vec<(bench_core::RequestRecord, String)> {
 
 #[tokio::test]
 async fn chat_history_carries_the_replies_and_counts_match_the_simulator() {
+    for zero_delay in [true, false] {
+        let base = if zero_delay {
+            MockConfig::zero_delay()
+        } else {
+            MockConfig {
+                step_base_ms: 1.0,
+                ..MockConfig::default()
+            }
+        };
+        chat_history_counts(base).await;
+    }
+}
+
+async fn chat_history_counts(base: MockConfig) {
     let srv = MockServer::start(MockConfig {
         record_requests: true,
-        ..MockConfig::zero_delay()
+        ..base
     })
     .await
     .unwrap();
