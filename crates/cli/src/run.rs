@@ -116,7 +116,8 @@ impl Observer for ReportObserver {
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
         };
-        let report = acc.finish(meta);
+        let mut report = acc.finish(meta);
+        report.sessions = o.sessions;
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");

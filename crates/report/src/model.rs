@@ -115,6 +115,10 @@ pub struct BenchmarkReport {
     /// Every request record, when asked for (`keep_records`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<Vec<RequestRecord>>,
+    /// How the benchmark's sessions ended (started, completed, cut by the end of the
+    /// benchmark, errored), when it ran sessions (multi-turn data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<bench_core::SessionCounts>,
 }
 
 impl BenchmarkReport {

@@ -449,6 +449,7 @@ impl Accumulator {
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(self.records),
+            sessions: None,
         }
     }
 }
