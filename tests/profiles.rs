@@ -55,6 +55,9 @@ fn seed_profiles_say_what_the_seeds_did() {
     }
     assert_eq!(p("tgi-book.yaml").backend.name(), "tgi");
     let c = p("chat-sessions.yaml");
-    assert_eq!(c.think_time, bench_core::ThinkTime::Exponential { mean: 5.0 });
+    assert_eq!(
+        c.think_time,
+        bench_core::ThinkTime::Exponential { mean: 5.0 }
+    );
     assert!(c.data.starts_with("turns=4,"), "{}", c.data);
 }
