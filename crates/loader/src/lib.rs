@@ -208,6 +208,9 @@ impl Loader {
     /// The next request; `Ok(None)` when a finite dataset is exhausted and cycling is off.
     /// Conversation data ([`Loader::sessions`]) give no single requests: `Ok(None)` at once.
     pub fn try_next(&mut self) -> Result<Option<RequestSpec>, Error> {
+        if self.sessions() {
+            return Ok(None);
+        }
         match self.next_item()? {
             Some(Item::Request(r)) => Ok(Some(r)),
             _ => Ok(None),
