@@ -194,6 +194,18 @@ impl ThinkTime {
     }
 }
 
+impl std::fmt::Display for ThinkTime {
+    /// The form [`ThinkTime::parse`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ThinkTime::None => write!(f, "0"),
+            ThinkTime::Fixed { seconds } => write!(f, "{seconds}s"),
+            ThinkTime::Exponential { mean } => write!(f, "exp:{mean}s"),
+            ThinkTime::Uniform { min, max } => write!(f, "uniform:{min}s-{max}s"),
+        }
+    }
+}
+
 /// How the sessions of a benchmark ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionCounts {

@@ -115,7 +115,7 @@ impl MockServer {
                     "id": config.model,
                     "object": "model",
                     "created": unix_secs(),
-                    "owned_by": "bench-mock",
+                    "owned_by": if config.strict { "system" } else { "bench-mock" },
                     "root": config.model,
                     "parent": null,
                     "max_model_len": config.max_model_len,
@@ -130,6 +130,7 @@ impl MockServer {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
             prompt_ids: config.prefix_cache_blocks > 0 && !zero_delay,
+            strict: config.strict,
         };
         let state = Arc::new(State {
             cfg: config,
