@@ -289,3 +289,70 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
     assert!(rates[2] > cap, "top rate {} vs capacity {cap}", rates[2]);
 }
+
+#[test]
+fn two_turn_sessions_against_llama_cpp() {
+    let (_server, addr) = start();
+    let dir = std::env::temp_dir().join(format!("bench-llamacpp-s-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let json = dir.join("run.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "run",
+            "--target",
+            &addr,
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "1",
+            "--max-requests",
+            "4",
+            "--data",
+            "turns=2,prompt_tokens=16,output_tokens=8",
+            "--think-time",
+            "50ms",
+            "--save-records",
+            "--console",
+            "vllm",
+            "--quiet",
+            "--output",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let b = &run["benchmarks"][0];
+    assert_eq!(
+        b["requests"]["completed"].as_u64(),
+        Some(4),
+        "{}",
+        b["errors"]
+    );
+    // One user: two sessions of two turns, both complete.
+    assert_eq!(
+        b["sessions"],
+        serde_json::json!({"started": 2, "completed": 2, "cut": 0, "errored": 0})
+    );
+    let mut recs: Vec<&serde_json::Value> =
+        b["records"].as_array().expect("records").iter().collect();
+    recs.sort_by_key(|r| r["id"].as_u64());
+    let prompt = |i: usize| recs[i]["prompt_tokens"].as_u64().expect("prompt");
+    for first in [0, 2] {
+        // The second turn resends the first turn and the server's reply: its prompt (the
+        // server's count) holds at least the first prompt and the new 16-token message.
+        assert!(
+            prompt(first + 1) > prompt(first) + 16,
+            "turn prompts {} then {}",
+            prompt(first),
+            prompt(first + 1)
+        );
+    }
+}

@@ -57,6 +57,12 @@ fn seed_profiles_say_what_the_seeds_did() {
         );
     }
     assert_eq!(p("tgi-book.yaml").target.backend.name(), "tgi");
+    let c = p("chat-sessions.yaml");
+    assert_eq!(
+        c.load.think_time,
+        bench_core::ThinkTime::Exponential { mean: 5.0 }
+    );
+    assert!(c.data.data.starts_with("turns=4,"), "{}", c.data.data);
 }
 
 /// What a vLLM seed's first result block shows: its sections (by header), the percentiles of

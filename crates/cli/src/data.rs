@@ -1,6 +1,7 @@
 //! Request data for `bench sweep` / `bench run`: the `--data` argument through `bench-loader`.
 
 use bench_loader::{DataSpec, Loader};
+use bench_scheduler::Work;
 use bench_tokenizer::Tokenizer;
 
 use crate::UsageError;
@@ -61,6 +62,35 @@ pub fn loader(
     Loader::new(spec, tokenizer)
         .map(|l| l.cycle(true))
         .map_err(|e| UsageError::new(format!("--data {data}: {e}")))
+}
+
+/// What the scheduler releases: single requests, or whole conversations when the data are
+/// conversations (`turns=`), so the benchmark runs sessions.
+#[derive(Debug)]
+pub struct WorkStream(Loader);
+
+impl WorkStream {
+    /// The stream of `loader`.
+    pub fn new(loader: Loader) -> Self {
+        Self(loader)
+    }
+}
+
+impl Iterator for WorkStream {
+    type Item = Work;
+
+    fn next(&mut self) -> Option<Work> {
+        if !self.0.sessions() {
+            return self.0.next().map(Work::Request);
+        }
+        match self.0.try_next_conversation() {
+            Ok(c) => c.map(Work::from),
+            Err(e) => {
+                tracing::error!(error = %e, "reading the dataset failed");
+                None
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,16 @@ pub struct MockServerArgs {
     /// Prefill speed, prompt tokens/s; 0 = prompt length costs nothing [default: 10000].
     #[arg(long, value_name = "TOK_PER_S")]
     pub prefill_rate: Option<f64>,
+    /// Prefix cache capacity in token blocks (LRU); 0 = no prefix cache [default: 0].
+    #[arg(long, value_name = "BLOCKS")]
+    pub prefix_cache_blocks: Option<u32>,
+    /// Tokens per prefix-cache block [default: 16].
+    #[arg(long, value_name = "TOKENS")]
+    pub block_size: Option<u32>,
+    /// Prefill tokens per engine step shared by all sequences (chunked prefill); 0 = every
+    /// prefill runs in parallel [default: 0].
+    #[arg(long, value_name = "TOKENS")]
+    pub max_num_batched_tokens: Option<u32>,
     /// Zero-delay mode: no prefill or decode time, every response written at once (sets the
     /// four timing parameters to 0).
     #[arg(long)]
@@ -142,6 +152,9 @@ impl MockServerArgs {
             step_per_seq_ms => step_per_seq_ms,
             prefill_overhead_ms => prefill_overhead_ms,
             prefill_rate => prefill_rate,
+            prefix_cache_blocks => prefix_cache_blocks,
+            block_size => block_size,
+            max_num_batched_tokens => max_num_batched_tokens,
             default_max_tokens => default_max_tokens,
             max_model_len => max_model_len,
             kv_cache_tokens => kv_cache_tokens,

@@ -165,6 +165,7 @@ impl Observer for ReportObserver {
         if let Some(slo) = &self.slo {
             self.verdicts.insert(index, report.meets(slo));
         }
+        report.sessions = o.sessions;
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
@@ -307,11 +308,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
         None => Tokenizer::builtin(),
     };
-    let specs = data::loader(
+    let specs = data::WorkStream::new(data::loader(
         &s.data.data,
         s.data.data_column.as_deref(),
         tokenizer.clone(),
-    )?;
+    )?);
 
     let mock = if s.target.mock {
         let cfg = match &s.target.mock_config {
@@ -358,7 +359,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let clock = Clock::start();
     let scraper = start_scraper(&s, &target, clock).await?;
     let resent = worker.clone();
-    let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
+    let options = SchedulerOptions {
+        think_time: s.load.think_time,
+        ..SchedulerOptions::default()
+    };
+    let sched = Scheduler::new(Arc::new(worker), clock, options);
     let shown = progress::spawn(sched.progress(), s.report.quiet);
 
     let stop = sched.stop_handle();

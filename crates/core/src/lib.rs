@@ -10,9 +10,11 @@
 //! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
+mod session;
 mod strategy;
 mod window;
 
+pub use session::{ConversationSpec, SessionCounts, ThinkTime, TurnRequest, FLATTEN_SEPARATOR};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
@@ -298,6 +300,20 @@ pub trait Backend: Send + Sync + 'static {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> impl Future<Output = RequestRecord> + Send;
+
+    /// Sends one turn of a session and records what happened, with the reply text the server
+    /// streamed (`None` when it is not known). The default flattens the conversation into one
+    /// prompt ([`TurnRequest::flattened`]) and knows no reply text.
+    fn send_turn(
+        &self,
+        turn: TurnRequest,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+        let spec = turn.flattened();
+        let sent = self.send(spec, dispatch, cancel);
+        async move { (sent.await, None) }
+    }
 }
 
 impl<B: Backend> Backend for Arc<B> {
@@ -308,6 +324,15 @@ impl<B: Backend> Backend for Arc<B> {
         cancel: CancellationToken,
     ) -> impl Future<Output = RequestRecord> + Send {
         (**self).send(spec, dispatch, cancel)
+    }
+
+    fn send_turn(
+        &self,
+        turn: TurnRequest,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+        (**self).send_turn(turn, dispatch, cancel)
     }
 }
 

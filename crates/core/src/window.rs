@@ -282,6 +282,9 @@ pub struct BenchmarkOutcome {
     pub rates: WindowRates,
     /// Completed requests per second in the measurement window (`rates.requests_per_s`).
     pub completed_rate: f64,
+    /// How sessions ended, when the benchmark ran sessions (multi-turn data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::SessionCounts>,
 }
 
 fn secs(ns: Nanos) -> f64 {

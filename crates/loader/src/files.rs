@@ -21,7 +21,7 @@ pub const DEFAULT_COLUMNS: [&str; 3] = ["prompt", "text", "input"];
 const READ_AHEAD: usize = 64;
 
 /// One record of a file.
-enum Row {
+pub(crate) enum Row {
     /// A line of a `.txt` file: the prompt itself.
     Text(String),
     /// A JSON object or a CSV row (as strings).
@@ -48,7 +48,7 @@ fn open(path: &Path) -> Result<File, Error> {
 }
 
 /// Streams the records of a file.
-enum Reader {
+pub(crate) enum Reader {
     Lines {
         lines: std::io::Lines<BufReader<File>>,
         json: bool,
@@ -98,7 +98,7 @@ impl<'de> DeserializeSeed<'de> for SendEach {
 }
 
 impl Reader {
-    fn open(path: &Path, format: FileFormat) -> Result<Reader, Error> {
+    pub(crate) fn open(path: &Path, format: FileFormat) -> Result<Reader, Error> {
         let file = open(path)?;
         Ok(match format {
             FileFormat::Jsonl | FileFormat::Txt | FileFormat::Book => Reader::Lines {
@@ -140,7 +140,7 @@ impl Reader {
     }
 
     /// The next record; malformed lines of a `.jsonl` are skipped with a warning.
-    fn next_row(&mut self, path: &Path) -> Result<Option<Row>, Error> {
+    pub(crate) fn next_row(&mut self, path: &Path) -> Result<Option<Row>, Error> {
         match self {
             Reader::Lines { lines, json, line } => loop {
                 let Some(l) = lines.next() else {

@@ -30,10 +30,11 @@
 //! exhausted ([`Loader::cycle`], on by default) with one warning; synthetic data without
 //! `samples` is endless.
 
-use bench_core::RequestSpec;
+use bench_core::{ConversationSpec, RequestSpec};
 use bench_tokenizer::Tokenizer;
 
 mod book;
+mod conversations;
 mod error;
 pub mod files;
 pub mod spec;
@@ -41,8 +42,8 @@ pub mod synthetic;
 
 pub use error::Error;
 pub use spec::{
-    BookConfig, DataArgs, DataSpec, FileConfig, FileFormat, ShareGptConfig, SyntheticConfig,
-    TokenDist,
+    AllTurns, BookConfig, ConversationFileConfig, DataArgs, DataSpec, FileConfig, FileFormat,
+    ShareGptConfig, SyntheticConfig, TokenDist, Turns,
 };
 pub use synthetic::{Composer, Mode};
 
@@ -52,15 +53,44 @@ enum Source {
     File(files::FileSource),
     ShareGpt(files::ShareGptSource),
     Book(book::BookSource),
+    Conversations(conversations::ConversationSource),
+}
+
+/// What a source hands out: single requests, or conversations for sessions.
+#[derive(Debug)]
+enum Item {
+    Request(RequestSpec),
+    Conversation(ConversationSpec),
 }
 
 impl Source {
+    fn sessions(&self) -> bool {
+        match self {
+            Source::Synthetic(s) => s.sessions(),
+            Source::Conversations(_) => true,
+            _ => false,
+        }
+    }
+
+    fn next_item(&mut self) -> Result<Option<Item>, Error> {
+        if !self.sessions() {
+            return Ok(self.next_spec()?.map(Item::Request));
+        }
+        Ok(match self {
+            Source::Synthetic(s) => s.next_conversation()?,
+            Source::Conversations(s) => s.next_conversation()?,
+            _ => None,
+        }
+        .map(Item::Conversation))
+    }
+
     fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
         match self {
             Source::Synthetic(s) => s.next_spec(),
             Source::File(s) => s.next_spec(),
             Source::ShareGpt(s) => s.next_spec(),
             Source::Book(s) => s.next_spec(),
+            Source::Conversations(_) => Ok(None),
         }
     }
 
@@ -70,6 +100,7 @@ impl Source {
             Source::File(s) => s.reset(),
             Source::ShareGpt(s) => s.reset(),
             Source::Book(s) => s.reset(),
+            Source::Conversations(s) => s.reset(),
         }
     }
 }
@@ -79,8 +110,8 @@ impl Source {
 pub struct Loader {
     source: Source,
     tokenizer: Tokenizer,
-    /// The first request, built by `new` to check the dataset.
-    peeked: Option<RequestSpec>,
+    /// The first request or conversation, built by `new` to check the dataset.
+    peeked: Option<Item>,
     cycle: bool,
     produced: u64,
     in_pass: u64,
@@ -114,8 +145,11 @@ impl Loader {
                 Source::ShareGpt(files::ShareGptSource::new(c, tokenizer.clone())?)
             }
             DataSpec::Book(c) => Source::Book(book::BookSource::new(c, tokenizer.clone())?),
+            DataSpec::Conversations(c) => Source::Conversations(
+                conversations::ConversationSource::new(c, tokenizer.clone())?,
+            ),
         };
-        let peeked = source.next_spec()?;
+        let peeked = source.next_item()?;
         if peeked.is_none() {
             let (path, reason) = match &source {
                 Source::File(s) => (s.path().to_path_buf(), String::new()),
@@ -128,6 +162,10 @@ impl Loader {
                         files::SHAREGPT_MAX_PROMPT,
                         files::SHAREGPT_MAX_TOTAL
                     ),
+                ),
+                Source::Conversations(s) => (
+                    s.path().clone(),
+                    " (no conversation with a user turn followed by a reply)".to_string(),
                 ),
                 _ => (std::path::PathBuf::from("?"), String::new()),
             };
@@ -161,14 +199,44 @@ impl Loader {
         self.produced
     }
 
+    /// Whether the data are conversations: the benchmark then runs sessions and takes them
+    /// with [`Loader::try_next_conversation`].
+    pub fn sessions(&self) -> bool {
+        self.source.sessions()
+    }
+
     /// The next request; `Ok(None)` when a finite dataset is exhausted and cycling is off.
+    /// Conversation data ([`Loader::sessions`]) give no single requests: `Ok(None)` at once.
     pub fn try_next(&mut self) -> Result<Option<RequestSpec>, Error> {
+        if self.sessions() {
+            return Ok(None);
+        }
+        match self.next_item()? {
+            Some(Item::Request(r)) => Ok(Some(r)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The next conversation: a session's turns (one-turn conversations for single-request
+    /// data); `Ok(None)` when a finite dataset is exhausted and cycling is off.
+    pub fn try_next_conversation(&mut self) -> Result<Option<ConversationSpec>, Error> {
+        Ok(self.next_item()?.map(|item| match item {
+            Item::Conversation(c) => c,
+            Item::Request(r) => ConversationSpec {
+                system: std::sync::Arc::from(""),
+                system_tokens: 0,
+                turns: vec![r],
+            },
+        }))
+    }
+
+    fn next_item(&mut self) -> Result<Option<Item>, Error> {
         if let Some(s) = self.peeked.take() {
             self.produced += 1;
             self.in_pass += 1;
             return Ok(Some(s));
         }
-        let next = match self.source.next_spec()? {
+        let next = match self.source.next_item()? {
             Some(s) => Some(s),
             None if self.cycle && self.in_pass > 0 => {
                 if !self.warned_cycle {
@@ -180,7 +248,7 @@ impl Loader {
                 }
                 self.in_pass = 0;
                 self.source.reset()?;
-                self.source.next_spec()?
+                self.source.next_item()?
             }
             None => None,
         };

@@ -60,6 +60,28 @@ pub struct DataArgs {
     pub column: Option<String>,
     /// A column holding each request's output length in tokens.
     pub output_column: Option<String>,
+    /// Sessions: user turns per conversation (synthetic: a count; files: `all` or at most N).
+    pub turns: Option<Turns>,
+    /// Sessions: tokens of a system prompt shared by every conversation (synthetic only).
+    pub system_prompt_tokens: Option<i64>,
+}
+
+/// How many user turns a conversation has: `all` of a file's, or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Turns {
+    /// A count (synthetic: exactly; files: at most).
+    Count(i64),
+    /// Every user turn of each conversation of a file.
+    All(AllTurns),
+}
+
+/// The word `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllTurns {
+    /// `all`.
+    All,
 }
 
 /// Formats of data files.
@@ -170,6 +192,10 @@ pub struct SyntheticConfig {
     pub prefix_tokens: u32,
     /// Seed.
     pub seed: u64,
+    /// Sessions: user turns per conversation (`None`: single requests, no sessions).
+    pub turns: Option<u32>,
+    /// Sessions: tokens of the system prompt shared by every conversation (0: none).
+    pub system_prompt_tokens: u32,
 }
 
 /// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
@@ -200,6 +226,22 @@ pub struct ShareGptConfig {
     pub samples: Option<u64>,
 }
 
+/// Conversations replayed turn by turn: ShareGPT (`conversations` of `from`/`value`) or
+/// `.jsonl`/`.json` records with a `messages` list of `role`/`content`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationFileConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format (`Sharegpt`, `Json` or `Jsonl`).
+    pub format: FileFormat,
+    /// At most this many user turns per conversation (`None`: all).
+    pub max_turns: Option<u32>,
+    /// Fixed output length for every turn; otherwise the recorded reply's length.
+    pub output_tokens: Option<u32>,
+    /// Use at most this many conversations.
+    pub samples: Option<u64>,
+}
+
 /// Slices of exact token length cut from a plain-text file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BookConfig {
@@ -224,6 +266,19 @@ pub enum DataSpec {
     ShareGpt(ShareGptConfig),
     /// Text slices.
     Book(BookConfig),
+    /// Conversations from a file, for sessions.
+    Conversations(ConversationFileConfig),
+}
+
+impl DataSpec {
+    /// Whether the data are conversations, so that the benchmark runs sessions.
+    pub fn sessions(&self) -> bool {
+        match self {
+            DataSpec::Synthetic(c) => c.turns.is_some(),
+            DataSpec::Conversations(_) => true,
+            _ => false,
+        }
+    }
 }
 
 fn count(key: &'static str, v: i64, min: i64) -> Result<u32, Error> {
@@ -392,12 +447,38 @@ impl DataArgs {
             Some((key, v)) => count(key, v, 0)?,
             None => 0,
         };
+        let turns = match self.turns {
+            None => None,
+            Some(Turns::Count(n)) => Some(count("turns", n, 1)?),
+            Some(Turns::All(_)) => {
+                return Err(Error::Spec(
+                    "turns=all applies to conversation files; synthetic sessions need a number of turns".into(),
+                ))
+            }
+        };
+        let system_prompt_tokens = match self.system_prompt_tokens {
+            Some(_) if turns.is_none() => {
+                return Err(Error::Orphan {
+                    key: "system_prompt_tokens",
+                    needs: "turns",
+                });
+            }
+            Some(v) => count("system_prompt_tokens", v, 0)?,
+            None => 0,
+        };
+        if turns.is_some() && prefix_tokens > 0 {
+            return Err(Error::Spec(
+                "prefix_tokens does not apply to sessions; use system_prompt_tokens for a prompt shared by every conversation".into(),
+            ));
+        }
         Ok(DataSpec::Synthetic(SyntheticConfig {
             prompt,
             output,
             samples,
             prefix_tokens,
             seed: self.seed.unwrap_or(DEFAULT_SEED),
+            turns,
+            system_prompt_tokens,
         }))
     }
 
@@ -413,6 +494,7 @@ impl DataArgs {
             ("prefix_len", self.prefix_len.is_some()),
             ("range_ratio", self.range_ratio.is_some()),
             ("input_len", self.input_len.is_some()),
+            ("system_prompt_tokens", self.system_prompt_tokens.is_some()),
         ];
         if let Some((key, _)) = synthetic_only.iter().find(|(_, given)| *given) {
             return Err(Error::Spec(format!(
@@ -459,6 +541,28 @@ impl DataArgs {
                 Ok(DataSpec::Book(BookConfig {
                     path,
                     prompt_tokens,
+                    output_tokens,
+                    samples,
+                }))
+            }
+            _ if self.turns.is_some() => {
+                not_for("column", self.column.is_some())?;
+                not_for("output_column", self.output_column.is_some())?;
+                not_for("prompt_tokens", self.prompt_tokens.is_some())?;
+                if !matches!(
+                    format,
+                    FileFormat::Sharegpt | FileFormat::Json | FileFormat::Jsonl
+                ) {
+                    not_for("turns", true)?;
+                }
+                let max_turns = match self.turns {
+                    Some(Turns::Count(n)) => Some(count("turns", n, 1)?),
+                    _ => None,
+                };
+                Ok(DataSpec::Conversations(ConversationFileConfig {
+                    path,
+                    format,
+                    max_turns,
                     output_tokens,
                     samples,
                 }))

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use bench_core::RequestSpec;
+use bench_core::{ConversationSpec, RequestSpec};
 use bench_tokenizer::Tokenizer;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -286,6 +286,7 @@ pub(crate) struct SyntheticSource {
     rng: rand::rngs::StdRng,
     /// The shared prefix and its token count.
     prefix: (String, u32),
+    system: (Arc<str>, u32),
     /// A seeded permutation of the word pool: prompt `i` starts with `perm[i % n]`, then
     /// `perm[(i / n) % n]`, so the first two tokens of any two of `n²` prompts differ.
     perm: Vec<usize>,
@@ -297,6 +298,7 @@ impl SyntheticSource {
         let mut s = SyntheticSource {
             rng: rand::rngs::StdRng::seed_from_u64(config.seed),
             prefix: (String::new(), 0),
+            system: (Arc::from(""), 0),
             perm: Vec::new(),
             index: 0,
             config,
@@ -320,12 +322,48 @@ impl SyntheticSource {
         } else {
             (String::new(), 0)
         };
+        let system = self.config.system_prompt_tokens;
+        self.system = if system > 0 {
+            let text = self.composer.compose("", 0, &[], system, &mut self.rng)?;
+            (Arc::from(text), system)
+        } else {
+            (Arc::from(""), 0)
+        };
         self.index = 0;
         Ok(())
     }
 
+    /// Whether the configuration asks for sessions (`turns`).
+    pub(crate) fn sessions(&self) -> bool {
+        self.config.turns.is_some()
+    }
+
+    /// The next conversation: `turns` user messages of the usual exact lengths (one-turn
+    /// conversations without sessions), after the shared system prompt. `samples` counts
+    /// conversations.
+    pub(crate) fn next_conversation(&mut self) -> Result<Option<ConversationSpec>, Error> {
+        let n = self.config.turns.unwrap_or(1);
+        let mut turns = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            match self.next_spec()? {
+                Some(t) => turns.push(t),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(ConversationSpec {
+            system: self.system.0.clone(),
+            system_tokens: self.system.1,
+            turns,
+        }))
+    }
+
     pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
-        if self.config.samples.is_some_and(|s| self.index >= s) {
+        let per_sample = u64::from(self.config.turns.unwrap_or(1));
+        if self
+            .config
+            .samples
+            .is_some_and(|s| self.index >= s * per_sample)
+        {
             return Ok(None);
         }
         let n = self.perm.len() as u64;

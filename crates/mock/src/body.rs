@@ -264,6 +264,9 @@ impl Body for MockBody {
                     s.next = upto;
                     if let Some(log) = &mut this.log {
                         log.tokens_written(tokens);
+                        if let Some(g) = &s.gate {
+                            log.entry.cached_tokens = g.cached_tokens();
+                        }
                     }
                     let chunk = if start == 0 && end == s.r.data.len() {
                         // The whole body in one frame (zero-delay mode): hand it over as is,

@@ -35,6 +35,17 @@ pub struct MockConfig {
     /// Prefill speed in prompt tokens per second; 0 means prompt length costs nothing.
     /// Default 10000.
     pub prefill_rate: f64,
+    /// Prefix cache capacity in blocks of `block_size` tokens (an LRU of token blocks, as
+    /// vLLM's automatic prefix caching keeps them); 0 turns the cache off. A request's prefill
+    /// costs only its uncached tokens. Default 0.
+    pub prefix_cache_blocks: u32,
+    /// Tokens per prefix-cache block (vLLM's `--block-size`). Default 16.
+    pub block_size: u32,
+    /// Prefill tokens all sequences together may process per engine step (vLLM's
+    /// `max_num_batched_tokens` with chunked prefill; decoding sequences use one each). Prefill
+    /// then advances in chunks at step boundaries and lengthens the step it rides on; 0 lets
+    /// every prefill run in parallel at `prefill_rate`. Default 0.
+    pub max_num_batched_tokens: u32,
     /// Output limit of a request that names none (`max_tokens`, `max_completion_tokens`,
     /// `max_new_tokens`). Default 128.
     pub default_max_tokens: u32,
@@ -117,6 +128,9 @@ impl Default for MockConfig {
             step_per_seq_ms: 0.1,
             prefill_overhead_ms: 2.0,
             prefill_rate: 10_000.0,
+            prefix_cache_blocks: 0,
+            block_size: 16,
+            max_num_batched_tokens: 0,
             default_max_tokens: 128,
             max_model_len: 131_072,
             kv_cache_tokens: 65_536,
@@ -214,6 +228,18 @@ impl MockConfig {
         }
         if self.model.is_empty() {
             return Err(invalid("model", "must not be empty"));
+        }
+        if self.block_size == 0 {
+            return Err(invalid("block_size", "must be at least 1"));
+        }
+        if self.max_num_batched_tokens != 0 && self.max_num_batched_tokens <= self.max_batch {
+            return Err(invalid(
+                "max_num_batched_tokens",
+                format!(
+                    "must be 0 (no budget) or more than max_batch ({}), got {}",
+                    self.max_batch, self.max_num_batched_tokens
+                ),
+            ));
         }
         for (field, v) in [
             ("step_base_ms", self.step_base_ms),

@@ -11,7 +11,15 @@
 //!   receives one token; a sequence whose prefill ended joins the decoding set at the next step
 //!   boundary; slots freed at a boundary are refilled from the queue at that same instant;
 //! - step ends are computed from the previous step's *scheduled* end, never from when the timer
-//!   actually fired, so a late wake-up never stretches the schedule.
+//!   actually fired, so a late wake-up never stretches the schedule;
+//! - with a prefix cache (`prefix_cache_blocks`), a request's cached tokens are found when it is
+//!   admitted and cost no prefill; its prompt blocks are cached when its prefill ends, the blocks
+//!   of its output when its last token is released (see [`crate::prefix`]);
+//! - with a step budget (`max_num_batched_tokens`, chunked prefill), prefill no longer runs on
+//!   its own clock: each step carries prefill chunks, in admission order, up to the budget left
+//!   after one token per decoding sequence, and lasts `prefill_overhead + chunk tokens /
+//!   prefill_rate` longer; a sequence whose last chunk rides a step gets its first token at that
+//!   step's end and decodes from the next step on.
 //!
 //! Tokens reach the HTTP side through [`SeqShared`]: a released-token counter and a waker, so
 //! the engine never allocates or formats per token.
@@ -28,6 +36,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;
+use crate::prefix::{Blocks, PrefixCache};
 
 /// Token progress of one sequence, shared by the engine (writer) and the response (reader).
 #[derive(Debug, Default)]
@@ -35,6 +44,8 @@ pub(crate) struct SeqShared {
     released: AtomicU32,
     waker: AtomicWaker,
     cancelled: AtomicBool,
+    /// Prompt tokens found in the prefix cache, set at admission.
+    cached: AtomicU32,
 }
 
 impl SeqShared {
@@ -69,6 +80,11 @@ impl SeqHandle {
         }
     }
 
+    /// Prompt tokens the prefix cache served (0 before admission or without a cache).
+    pub(crate) fn cached_tokens(&self) -> u32 {
+        self.0.cached.load(Ordering::Acquire)
+    }
+
     /// Waits until at least `need` tokens are released.
     pub(crate) async fn wait_for(&self, need: u32) -> u32 {
         poll_fn(|cx| self.poll_released(cx, need)).await
@@ -90,6 +106,13 @@ pub(crate) struct EngineParams {
     pub prefill_overhead_ns: f64,
     /// Nanoseconds per prompt token (0 when the rate is "instant").
     pub prefill_ns_per_token: f64,
+    /// Prefix cache capacity in blocks (0: no cache).
+    pub cache_blocks: usize,
+    /// Tokens per cache block.
+    pub block_size: u32,
+    /// Tokens per step shared by decoding and prefilling sequences (0: no budget, every
+    /// prefill runs on its own clock).
+    pub step_budget: u32,
 }
 
 impl EngineParams {
@@ -104,7 +127,23 @@ impl EngineParams {
             } else {
                 0.0
             },
+            cache_blocks: c.prefix_cache_blocks as usize,
+            block_size: c.block_size.max(1),
+            step_budget: c.max_num_batched_tokens,
         }
+    }
+
+    fn overhead(&self) -> Duration {
+        Duration::from_nanos(self.prefill_overhead_ns.round() as u64)
+    }
+
+    /// Time a step spends on `tokens` prefill tokens under a step budget.
+    fn chunk_cost(&self, tokens: u32) -> Duration {
+        if tokens == 0 {
+            return Duration::ZERO;
+        }
+        let ns = self.prefill_ns_per_token * f64::from(tokens);
+        self.overhead() + Duration::from_nanos(ns.round() as u64)
     }
 
     /// Duration of a step that starts with `slots` slots held.
@@ -126,6 +165,7 @@ struct Submit {
     shared: Arc<SeqShared>,
     prompt_tokens: u32,
     tokens: u32,
+    blocks: Blocks,
 }
 
 /// Where requests are handed to the engine task.
@@ -144,13 +184,15 @@ impl std::fmt::Debug for Submit {
 }
 
 impl EngineHandle {
-    /// Queues a sequence of `tokens` output tokens (at least 1).
-    pub(crate) fn submit(&self, prompt_tokens: u32, tokens: u32) -> SeqHandle {
+    /// Queues a sequence of `tokens` output tokens (at least 1). `blocks` name its prompt and
+    /// output blocks for the prefix cache (empty without one).
+    pub(crate) fn submit(&self, prompt_tokens: u32, tokens: u32, blocks: Blocks) -> SeqHandle {
         let shared = Arc::new(SeqShared::default());
         let msg = Submit {
             shared: shared.clone(),
             prompt_tokens,
             tokens: tokens.max(1),
+            blocks,
         };
         if self.tx.send(msg).is_err() {
             // The engine is gone (server shutting down): release everything so that no
@@ -168,6 +210,7 @@ pub(crate) fn spawn(
 ) -> (EngineHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let engine = Engine {
+        cache: PrefixCache::new(params.cache_blocks),
         params,
         metrics,
         waiting: VecDeque::new(),
@@ -185,6 +228,7 @@ struct Waiting {
     prompt_tokens: u32,
     tokens: u32,
     arrival: Instant,
+    blocks: Blocks,
 }
 
 struct Active {
@@ -192,29 +236,47 @@ struct Active {
     prompt_tokens: u32,
     tokens: u32,
     released: u32,
+    /// End of the prefill (without a step budget).
     prefill_end: Instant,
     /// When the engine received it (server-side latencies start here).
     arrival: Instant,
     /// Scheduled time of its latest token.
     last_token: Instant,
+    /// Prefill tokens not yet processed (with a step budget).
+    remaining: u32,
+    /// Prefill tokens carried by the step in progress (with a step budget).
+    chunk: u32,
+    blocks: Blocks,
 }
 
 impl Active {
-    /// Its first token, released at scheduled time `t`.
-    fn first_token(&mut self, t: Instant, metrics: &Metrics) {
+    /// Releases the first token at scheduled time `t` and caches the prompt's blocks. True
+    /// when more tokens follow.
+    fn first_token(&mut self, t: Instant, cache: &mut PrefixCache, metrics: &Metrics) -> bool {
         self.released = 1;
         self.last_token = t;
         self.shared.release(1);
         metrics.add_generated(1);
         metrics.ttft.observe(t - self.arrival);
+        cache.insert(&self.blocks.hashes[..self.blocks.in_prompt]);
         if self.tokens <= 1 {
             metrics.e2e.observe(t - self.arrival);
+            self.finished(cache);
+            return false;
         }
+        true
+    }
+
+    /// Caches the output's blocks once the last token is out.
+    fn finished(&mut self, cache: &mut PrefixCache) {
+        cache.insert(&self.blocks.hashes[self.blocks.in_prompt..]);
+        self.blocks = Blocks::default();
     }
 }
 
 struct Engine {
     params: EngineParams,
+    cache: PrefixCache,
     metrics: Arc<Metrics>,
     waiting: VecDeque<Waiting>,
     prefilling: Vec<Active>,
@@ -248,6 +310,7 @@ impl Engine {
                             prompt_tokens: msg.prompt_tokens,
                             tokens: msg.tokens,
                             arrival: now,
+                            blocks: msg.blocks,
                         });
                         next_msg = rx.try_recv().ok();
                     }
@@ -279,6 +342,10 @@ impl Engine {
     }
 
     fn next_prefill_end(&self) -> Option<Instant> {
+        if self.params.step_budget > 0 {
+            // Prefills end at step boundaries.
+            return None;
+        }
         self.prefilling.iter().map(|a| a.prefill_end).min()
     }
 
@@ -298,18 +365,17 @@ impl Engine {
             // Prefills ending at a boundary join that boundary, so they go first.
             let mut freed = false;
             let mut i = 0;
-            while i < self.prefilling.len() {
+            while self.params.step_budget == 0 && i < self.prefilling.len() {
                 if self.prefilling[i].prefill_end <= t {
                     let mut a = self.prefilling.swap_remove(i);
                     if a.shared.is_cancelled() {
                         freed = true;
                         continue;
                     }
-                    a.first_token(t, &self.metrics);
-                    if a.tokens <= 1 {
-                        freed = true;
-                    } else {
+                    if a.first_token(t, &mut self.cache, &self.metrics) {
                         self.joining.push(a);
+                    } else {
+                        freed = true;
                     }
                 } else {
                     i += 1;
@@ -328,6 +394,7 @@ impl Engine {
     fn step_boundary(&mut self, t: Instant) {
         let mut generated = 0u64;
         let m = &self.metrics;
+        let cache = &mut self.cache;
         self.decoding.retain_mut(|a| {
             if a.shared.is_cancelled() {
                 return false;
@@ -337,12 +404,17 @@ impl Engine {
             generated += 1;
             m.itl.observe(t - a.last_token);
             a.last_token = t;
-            if a.released >= a.tokens {
-                m.e2e.observe(t - a.arrival);
+            if a.released < a.tokens {
+                return true;
             }
-            a.released < a.tokens
+            m.e2e.observe(t - a.arrival);
+            a.finished(cache);
+            false
         });
         self.metrics.add_generated(generated);
+        if self.params.step_budget > 0 {
+            self.finish_chunks(t);
+        }
         self.joining.retain(|a| !a.shared.is_cancelled());
         self.decoding.append(&mut self.joining);
         self.step_deadline = None;
@@ -356,7 +428,49 @@ impl Engine {
     fn start_steps_if_idle(&mut self, t: Instant) {
         if self.step_deadline.is_none() && self.slots() > 0 {
             self.decoding.append(&mut self.joining);
-            self.step_deadline = Some(t + self.params.step(self.slots()));
+            let prefill = self.plan_chunks();
+            self.step_deadline = Some(t + self.params.step(self.slots()) + prefill);
+        }
+    }
+
+    /// With a step budget: hands the budget left after the decoding sequences to the
+    /// prefilling ones in admission order; returns the time the chunks add to the step.
+    fn plan_chunks(&mut self) -> Duration {
+        if self.params.step_budget == 0 {
+            return Duration::ZERO;
+        }
+        let decoding = u32::try_from(self.decoding.len()).unwrap_or(u32::MAX);
+        let mut left = self.params.step_budget.saturating_sub(decoding);
+        let mut total = 0u32;
+        for a in &mut self.prefilling {
+            a.chunk = a.remaining.min(left);
+            left -= a.chunk;
+            total += a.chunk;
+        }
+        self.params.chunk_cost(total)
+    }
+
+    /// With a step budget, at a step's end: applies the chunks; sequences whose prefill is
+    /// complete get their first token and join the decoding set.
+    fn finish_chunks(&mut self, t: Instant) {
+        // In place, keeping admission order.
+        let mut i = 0;
+        while i < self.prefilling.len() {
+            let a = &mut self.prefilling[i];
+            if a.shared.is_cancelled() {
+                self.prefilling.remove(i);
+                continue;
+            }
+            a.remaining -= a.chunk;
+            a.chunk = 0;
+            if a.remaining > 0 {
+                i += 1;
+                continue;
+            }
+            let mut a = self.prefilling.remove(i);
+            if a.first_token(t, &mut self.cache, &self.metrics) {
+                self.joining.push(a);
+            }
         }
     }
 
@@ -369,8 +483,13 @@ impl Engine {
             if w.shared.is_cancelled() {
                 continue;
             }
-            let prefill = self.params.prefill(w.prompt_tokens);
-            let a = Active {
+            let uncached = w.prompt_tokens - self.lookup(&w);
+            let prefill = if self.params.step_budget > 0 {
+                Duration::ZERO
+            } else {
+                self.params.prefill(uncached)
+            };
+            let mut a = Active {
                 shared: w.shared,
                 prompt_tokens: w.prompt_tokens,
                 tokens: w.tokens,
@@ -378,17 +497,35 @@ impl Engine {
                 prefill_end: t + prefill,
                 arrival: w.arrival,
                 last_token: t,
+                // Under a budget even a fully cached prompt computes one token.
+                remaining: uncached.max(1),
+                chunk: 0,
+                blocks: w.blocks,
             };
-            if prefill.is_zero() {
-                let mut a = a;
-                a.first_token(t, &self.metrics);
-                if a.tokens > 1 {
-                    self.joining.push(a);
-                }
-            } else {
+            if self.params.step_budget > 0 || !prefill.is_zero() {
                 self.prefilling.push(a);
+            } else if a.first_token(t, &mut self.cache, &self.metrics) {
+                self.joining.push(a);
             }
         }
+    }
+
+    /// Prompt tokens of `w` found in the prefix cache: whole leading blocks, never the last
+    /// prompt token. Recorded on the sequence and in the metrics.
+    fn lookup(&mut self, w: &Waiting) -> u32 {
+        if self.params.cache_blocks == 0 {
+            return 0;
+        }
+        let bs = self.params.block_size;
+        let limit = (w.prompt_tokens.saturating_sub(1) / bs) as usize;
+        let hits = self
+            .cache
+            .hits(&w.blocks.hashes, limit.min(w.blocks.in_prompt));
+        let cached = u32::try_from(hits).unwrap_or(u32::MAX).saturating_mul(bs);
+        w.shared.cached.store(cached, Ordering::Release);
+        self.metrics
+            .add_prefix_cache(u64::from(w.prompt_tokens), u64::from(cached));
+        cached
     }
 
     fn publish_gauges(&self) {
@@ -444,13 +581,16 @@ mod tests {
             step_per_seq_ns: per_seq_ms * 1e6,
             prefill_overhead_ns: prefill_ms * 1e6,
             prefill_ns_per_token: 0.0,
+            cache_blocks: 0,
+            block_size: 16,
+            step_budget: 0,
         }
     }
 
     /// Submits a sequence at the current (paused) time and returns the offsets in ms from
     /// `t0` at which each of its tokens was released.
     fn track(engine: &EngineHandle, t0: Instant, tokens: u32) -> tokio::task::JoinHandle<Vec<f64>> {
-        let h = engine.submit(0, tokens);
+        let h = engine.submit(0, tokens, Blocks::default());
         tokio::spawn(async move {
             let mut at = Vec::new();
             for k in 1..=tokens {
@@ -497,7 +637,7 @@ mod tests {
             clients.push(tokio::spawn(async move {
                 let mut done = Vec::new();
                 for _ in 0..4 {
-                    let h = engine.submit(0, 5);
+                    let h = engine.submit(0, 5, Blocks::default());
                     h.wait_for(5).await;
                     done.push((Instant::now() - t0).as_secs_f64() * 1e3);
                 }
@@ -521,7 +661,7 @@ mod tests {
     async fn cancelled_sequences_free_their_slot() {
         let (engine, _task) = spawn(params(1, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
-        let first = engine.submit(0, 100);
+        let first = engine.submit(0, 100, Blocks::default());
         let second = track(&engine, t0, 2);
         tokio::time::sleep(Duration::from_millis(25)).await;
         drop(first);
@@ -533,9 +673,168 @@ mod tests {
     async fn unloaded_sequence_gets_one_token_per_step() {
         let (engine, _task) = spawn(params(4, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
-        let h = engine.submit(0, 50);
+        let h = engine.submit(0, 50, Blocks::default());
         // Check only the last token: the 49 steps after the first token take 490 ms.
         h.wait_for(50).await;
         assert_eq!(Instant::now() - t0, Duration::from_millis(490));
+    }
+    /// Like `track`, with a prompt and prefix-cache blocks.
+    fn track_prompt(
+        engine: &EngineHandle,
+        t0: Instant,
+        prompt: u32,
+        tokens: u32,
+        blocks: Blocks,
+    ) -> tokio::task::JoinHandle<(Vec<f64>, u32)> {
+        let h = engine.submit(prompt, tokens, blocks);
+        tokio::spawn(async move {
+            let mut at = Vec::new();
+            for k in 1..=tokens {
+                h.wait_for(k).await;
+                at.push((Instant::now() - t0).as_secs_f64() * 1e3);
+            }
+            (at, h.cached_tokens())
+        })
+    }
+
+    /// Blocks of a prompt `ids` followed by `output` ids (the server drops the last one).
+    fn blocks_of(ids: &[u32], output: &[u32], bs: u32) -> Blocks {
+        let mut all = ids.to_vec();
+        all.extend_from_slice(&output[..output.len().saturating_sub(1)]);
+        Blocks {
+            hashes: crate::prefix::block_hashes(&all, bs),
+            in_prompt: ids.len() / bs as usize,
+        }
+    }
+
+    /// Runs one request to its end and returns (TTFT ms, cached tokens).
+    async fn one(engine: &EngineHandle, prompt: &[u32], output: &[u32], bs: u32) -> (f64, u32) {
+        let t0 = Instant::now();
+        let n = output.len() as u32;
+        let b = blocks_of(prompt, output, bs);
+        let (at, cached) = track_prompt(engine, t0, prompt.len() as u32, n, b)
+            .await
+            .expect("request");
+        (at[0], cached)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn prefix_cache_prefills_only_the_uncached_part() {
+        let mut p = params(4, 10.0, 0.0, 2.0);
+        p.prefill_ns_per_token = 1e6; // 1 ms per token
+        p.block_size = 4;
+        p.cache_blocks = 100;
+        let metrics = Arc::new(Metrics::new("m"));
+        let (engine, _task) = spawn(p, metrics.clone());
+        let a: Vec<u32> = (0..40).collect();
+        // Cold: 2 + 40 ms.
+        assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
+        // The same prompt: whole blocks but never the last token, 36 cached, 4 computed.
+        assert_eq!(one(&engine, &a, &[900], 4).await, (6.0, 36));
+        // A longer prompt sharing the 40: its 10 blocks are cached, 20 tokens computed.
+        let longer: Vec<u32> = (0..60).collect();
+        assert_eq!(one(&engine, &longer, &[900], 4).await, (22.0, 40));
+        // A turn: prompt 8 tokens, 5 output tokens; the next turn's prompt carries both plus 3
+        // new tokens; 8 + 4 output tokens form 3 cached blocks.
+        let d: Vec<u32> = (100..108).collect();
+        let out: Vec<u32> = (200..205).collect();
+        assert_eq!(one(&engine, &d, &out, 4).await.1, 0);
+        let mut e = d.clone();
+        e.extend_from_slice(&out);
+        e.extend_from_slice(&[300, 301, 302]);
+        assert_eq!(one(&engine, &e, &[900], 4).await, (2.0 + 4.0, 12));
+        let text = metrics.render();
+        assert!(
+            text.contains("vllm:prefix_cache_hits_total{model_name=\"m\"} 88"),
+            "{text}"
+        );
+        assert!(
+            text.contains("vllm:prefix_cache_queries_total{model_name=\"m\"} 164"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn prefix_cache_off_prefills_everything() {
+        let mut p = params(4, 10.0, 0.0, 2.0);
+        p.prefill_ns_per_token = 1e6;
+        p.block_size = 4;
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let a: Vec<u32> = (0..40).collect();
+        assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
+        assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn prefix_cache_evicts_least_recently_used_blocks() {
+        let mut p = params(4, 10.0, 0.0, 0.0);
+        p.prefill_ns_per_token = 1e6;
+        p.block_size = 4;
+        p.cache_blocks = 3;
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let a: Vec<u32> = (0..13).collect(); // 3 blocks
+        let b: Vec<u32> = (50..63).collect(); // 3 other blocks evict a's
+        one(&engine, &a, &[900], 4).await;
+        assert_eq!(one(&engine, &a, &[900], 4).await.1, 12);
+        one(&engine, &b, &[900], 4).await;
+        assert_eq!(one(&engine, &a, &[900], 4).await.1, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn step_budget_exact_schedule_with_decode_sharing_the_budget() {
+        // 2 slots, step 10 ms, 1 ms per prefill token, budget 8 tokens per step.
+        let mut p = params(2, 10.0, 0.0, 0.0);
+        p.prefill_ns_per_token = 1e6;
+        p.step_budget = 8;
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let t0 = Instant::now();
+        let a = track_prompt(&engine, t0, 12, 3, Blocks::default());
+        let b = track_prompt(&engine, t0, 6, 2, Blocks::default());
+        // Step 0-18: A 8 tokens. 18-36: A 4, B 4; A's first token at 36. 36-48: A decodes
+        // (1 of the budget), B's last 2 tokens; B's first token at 48. 48-58: both decode.
+        assert_eq!(a.await.expect("a").0, vec![36.0, 48.0, 58.0]);
+        assert_eq!(b.await.expect("b").0, vec![48.0, 58.0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn step_budget_burst_matches_closed_form() {
+        // The defaults with a 2048-token budget and no per-sequence step cost: a burst of 64
+        // prompts of 10,000 tokens, one output token each.
+        let (n, l, m) = (64u32, 10_000u32, 2048u32);
+        let mut p = params(64, 8.0, 0.0, 2.0);
+        p.prefill_ns_per_token = 1e9 / 10_000.0;
+        p.step_budget = m;
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let t0 = Instant::now();
+        let hs: Vec<_> = (0..n)
+            .map(|_| track_prompt(&engine, t0, l, 1, Blocks::default()))
+            .collect();
+        for (i, h) in hs.into_iter().enumerate() {
+            let k = i as u64 + 1;
+            // T_k = s_k (S + O) + min(s_k M, N L) / rate, s_k = ceil(k L / M).
+            let s_k = (k * u64::from(l)).div_ceil(u64::from(m));
+            let tokens = (s_k * u64::from(m)).min(u64::from(n * l));
+            let want = s_k as f64 * (8.0 + 2.0) + tokens as f64 * 0.1;
+            let got = h.await.expect("seq").0[0];
+            // Timers fire on whole milliseconds; the schedule itself is exact (absolute).
+            assert!(
+                (0.0..1.0).contains(&(got - want)),
+                "prompt {k}: {got} ms, want {want} ms"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_budget_a_burst_prefills_in_parallel() {
+        let mut p = params(64, 8.0, 0.0, 2.0);
+        p.prefill_ns_per_token = 1e9 / 10_000.0;
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let t0 = Instant::now();
+        let hs: Vec<_> = (0..64)
+            .map(|_| track_prompt(&engine, t0, 10_000, 1, Blocks::default()))
+            .collect();
+        for h in hs {
+            assert_eq!(h.await.expect("seq").0, vec![1002.0]);
+        }
     }
 }

@@ -26,6 +26,7 @@ mod engine;
 mod faults;
 mod log;
 mod metrics;
+mod prefix;
 mod render;
 mod request;
 mod server;

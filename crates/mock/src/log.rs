@@ -55,6 +55,9 @@ pub struct RequestLogEntry {
     pub first_token_unix_ns: Option<u64>,
     /// The last token handed to the connection (Unix ns).
     pub last_token_unix_ns: Option<u64>,
+    /// Prompt tokens served by the prefix cache (no prefill cost); 0 without a cache.
+    #[serde(default)]
+    pub cached_tokens: u32,
     /// Every token's write time (Unix ns), when `log_token_times` is set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub token_unix_ns: Vec<u64>,

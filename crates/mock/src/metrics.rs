@@ -94,6 +94,8 @@ pub(crate) struct Metrics {
     prompt: AtomicU64,
     success: AtomicU64,
     errors: AtomicU64,
+    prefix_queries: AtomicU64,
+    prefix_hits: AtomicU64,
 }
 
 impl Metrics {
@@ -122,6 +124,8 @@ impl Metrics {
             prompt: AtomicU64::new(0),
             success: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            prefix_queries: AtomicU64::new(0),
+            prefix_hits: AtomicU64::new(0),
         }
     }
 
@@ -163,6 +167,12 @@ impl Metrics {
 
     pub(crate) fn add_prompt(&self, n: u64) {
         self.prompt.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Prefix cache lookups: prompt tokens queried and tokens found.
+    pub(crate) fn add_prefix_cache(&self, queried: u64, hits: u64) {
+        self.prefix_queries.fetch_add(queried, Ordering::Relaxed);
+        self.prefix_hits.fetch_add(hits, Ordering::Relaxed);
     }
 
     pub(crate) fn count_status(&self, status: u16) {
@@ -221,6 +231,18 @@ impl Metrics {
             "counter",
             "Generation requests answered with status 200.",
             self.success.load(Ordering::Relaxed) as f64,
+        );
+        metric(
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prompt tokens looked up in the prefix cache.",
+            self.prefix_queries.load(Ordering::Relaxed),
+        );
+        metric(
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prompt tokens found in the prefix cache.",
+            self.prefix_hits.load(Ordering::Relaxed),
         );
         metric(
             "bench_mock:request_errors_total",

@@ -42,6 +42,11 @@ impl Words {
         self.items.len()
     }
 
+    /// The token id of output token `i` of a response whose words start at `start`.
+    pub(crate) fn id_at(&self, start: usize, i: u32) -> u32 {
+        self.get(start, i).id
+    }
+
     #[inline]
     fn get(&self, start: usize, i: u32) -> &Word {
         // `items` is never empty (see `new`'s contract); modulo keeps the index in range.

@@ -46,6 +46,8 @@ pub(crate) struct Parsed {
     pub ignore_eos: bool,
     /// TGI `parameters.details`.
     pub details: bool,
+    /// The prompt's token ids (message contents in order), when [`Limits::prompt_ids`] asks.
+    pub ids: Vec<u32>,
 }
 
 #[derive(Deserialize)]
@@ -126,6 +128,8 @@ struct TgiRequest<'a> {
 pub(crate) struct Limits {
     pub default_max_tokens: u32,
     pub max_model_len: u32,
+    /// Tokenize prompts into ids (for the prefix cache) rather than only count them.
+    pub prompt_ids: bool,
     /// Refuse body fields the OpenAI API does not define.
     pub strict: bool,
 }
@@ -216,6 +220,11 @@ impl PromptCounter {
         }
     }
 
+    /// The token ids of `text` (not cached: the prefix cache needs them all).
+    pub(crate) fn ids(&self, text: &str) -> Vec<u32> {
+        self.tok.encode(text)
+    }
+
     pub(crate) fn count(&self, text: &str) -> u32 {
         if text.is_empty() {
             return 0;
@@ -241,6 +250,32 @@ impl PromptCounter {
     }
 }
 
+/// Counts prompt pieces, keeping their ids when the prefix cache needs them.
+struct Measure<'a> {
+    tok: &'a PromptCounter,
+    ids: Option<Vec<u32>>,
+}
+
+impl Measure<'_> {
+    fn text(&mut self, t: &str) -> u32 {
+        match &mut self.ids {
+            Some(ids) => {
+                let v = self.tok.ids(t);
+                ids.extend_from_slice(&v);
+                u32::try_from(v.len()).unwrap_or(u32::MAX)
+            }
+            None => self.tok.count(t),
+        }
+    }
+
+    fn token_ids(&mut self, v: &[u32]) -> u32 {
+        if let Some(ids) = &mut self.ids {
+            ids.extend_from_slice(v);
+        }
+        u32::try_from(v.len()).unwrap_or(u32::MAX)
+    }
+}
+
 /// Parses the body of a generation request. `Err` carries the message of a 400 answer.
 pub(crate) fn parse(
     api: Api,
@@ -251,24 +286,28 @@ pub(crate) fn parse(
     if limits.strict {
         unknown_field(api, body)?;
     }
-    let p = match api {
+    let mut m = Measure {
+        tok,
+        ids: limits.prompt_ids.then(Vec::new),
+    };
+    let mut p = match api {
         Api::Completions => {
             let r: CompletionRequest<'_> =
                 serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
             let prompt_tokens = match r.prompt {
                 None => return Err("`prompt` is required".into()),
-                Some(Prompt::Text(t)) => tok.count(&t),
+                Some(Prompt::Text(t)) => m.text(&t),
                 Some(Prompt::Texts(v)) => match v.as_slice() {
-                    [t] => tok.count(t),
+                    [t] => m.text(t),
                     _ => {
                         return Err(
                             "the simulator serves one prompt per request; send a string".into()
                         )
                     }
                 },
-                Some(Prompt::Ids(ids)) => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+                Some(Prompt::Ids(ids)) => m.token_ids(&ids),
                 Some(Prompt::IdLists(v)) => match v.as_slice() {
-                    [ids] => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+                    [ids] => m.token_ids(ids),
                     _ => {
                         return Err(
                             "the simulator serves one prompt per request; send a string".into()
@@ -288,6 +327,7 @@ pub(crate) fn parse(
                 min_tokens: r.min_tokens.unwrap_or(0),
                 ignore_eos: r.ignore_eos.unwrap_or(false),
                 details: false,
+                ids: Vec::new(),
             }
         }
         Api::Chat => {
@@ -298,16 +338,16 @@ pub(crate) fn parse(
             }
             // Counted as the loader counts: the message contents, without a chat template.
             let mut prompt_tokens = 0u32;
-            for m in &r.messages {
-                match &m.content {
+            for msg in &r.messages {
+                match &msg.content {
                     None => {}
                     Some(Content::Text(t)) => {
-                        prompt_tokens = prompt_tokens.saturating_add(tok.count(t))
+                        prompt_tokens = prompt_tokens.saturating_add(m.text(t))
                     }
                     Some(Content::Parts(parts)) => {
                         for p in parts {
                             if let Some(t) = &p.text {
-                                prompt_tokens = prompt_tokens.saturating_add(tok.count(t));
+                                prompt_tokens = prompt_tokens.saturating_add(m.text(t));
                             }
                         }
                     }
@@ -327,6 +367,7 @@ pub(crate) fn parse(
                 min_tokens: r.min_tokens.unwrap_or(0),
                 ignore_eos: r.ignore_eos.unwrap_or(false),
                 details: false,
+                ids: Vec::new(),
             }
         }
         Api::TgiStream | Api::Tgi => {
@@ -336,14 +377,16 @@ pub(crate) fn parse(
             Parsed {
                 stream: api == Api::TgiStream,
                 include_usage: false,
-                prompt_tokens: tok.count(&r.inputs),
+                prompt_tokens: m.text(&r.inputs),
                 limit: params.max_new_tokens.unwrap_or(limits.default_max_tokens),
                 min_tokens: params.min_new_tokens.unwrap_or(0),
                 ignore_eos: params.ignore_eos.unwrap_or(false),
                 details: params.details.unwrap_or(false),
+                ids: Vec::new(),
             }
         }
     };
+    p.ids = m.ids.unwrap_or_default();
     if p.limit == 0 {
         return Err("the output limit (max_tokens) must be at least 1".into());
     }
@@ -364,6 +407,7 @@ mod tests {
     const L: Limits = Limits {
         default_max_tokens: 16,
         max_model_len: 1000,
+        prompt_ids: false,
         strict: false,
     };
 

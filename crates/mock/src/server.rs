@@ -28,6 +28,7 @@ use crate::engine::{self, EngineHandle, EngineParams};
 use crate::faults::{FaultPlan, Rng};
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
 use crate::metrics::Metrics;
+use crate::prefix::{self, Blocks};
 use crate::render::{self, Ctx, EventCycle, Oai, Words};
 use crate::request::{self, Api, Limits};
 use crate::{tls, Error, MockConfig};
@@ -128,6 +129,7 @@ impl MockServer {
         let limits = Limits {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
+            prompt_ids: config.prefix_cache_blocks > 0 && !zero_delay,
             strict: config.strict,
         };
         let state = Arc::new(State {
@@ -448,6 +450,22 @@ async fn handle(
     }
 }
 
+/// The prefix-cache blocks of a request: its prompt ids followed by the output tokens it will
+/// get but the last (whose KV a real engine never computes). Empty without a prefix cache.
+fn cache_blocks(ids: &[u32], prompt_tokens: u32, ctx: &Ctx<'_>, block_size: u32) -> Blocks {
+    if ids.is_empty() {
+        return Blocks::default();
+    }
+    let mut all = Vec::with_capacity(ids.len() + ctx.tokens as usize);
+    all.extend_from_slice(ids);
+    all.extend((0..ctx.tokens.saturating_sub(1)).map(|i| ctx.words.id_at(ctx.word_start, i)));
+    let bs = block_size.max(1);
+    Blocks {
+        hashes: prefix::block_hashes(&all, bs),
+        in_prompt: (prompt_tokens.min(ids.len() as u32) / bs) as usize,
+    }
+}
+
 async fn generate(
     state: &Arc<State>,
     conn: &Arc<ConnShared>,
@@ -470,6 +488,7 @@ async fn generate(
                 arrival_unix_ns: sink.timebase.unix_ns(arrival),
                 first_token_unix_ns: None,
                 last_token_unix_ns: None,
+                cached_tokens: 0,
                 token_unix_ns: Vec::new(),
                 faults: Vec::new(),
                 end: EndKind::ClientGone,
@@ -563,6 +582,7 @@ async fn generate(
         prompt_tokens: p.prompt_tokens,
     };
     let timed = !state.zero_delay;
+    let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
     if p.stream {
         let rendered = match api {
             Api::Completions => render::oai_stream(
@@ -584,7 +604,7 @@ async fn generate(
             Api::TgiStream | Api::Tgi => render::tgi_stream(&ctx, p.details, &plan, timed),
         };
         let gate = match &state.engine {
-            Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens)),
+            Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens, blocks)),
             _ => {
                 state.metrics.add_generated(u64::from(tokens));
                 None
@@ -609,8 +629,11 @@ async fn generate(
     } else {
         match &state.engine {
             Some(e) if timed => {
-                let gate = e.submit(p.prompt_tokens, tokens);
+                let gate = e.submit(p.prompt_tokens, tokens, blocks);
                 gate.wait_for(tokens).await;
+                if let Some(l) = &mut log {
+                    l.entry.cached_tokens = gate.cached_tokens();
+                }
             }
             _ => state.metrics.add_generated(u64::from(tokens)),
         }

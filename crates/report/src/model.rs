@@ -126,6 +126,10 @@ pub struct BenchmarkReport {
     /// What the server's own metrics endpoint said over this benchmark (when scraped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<bench_servermetrics::ServerMetrics>,
+    /// How the benchmark's sessions ended (started, completed, cut by the end of the
+    /// benchmark, errored), when it ran sessions (multi-turn data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<bench_core::SessionCounts>,
 }
 
 impl BenchmarkReport {

@@ -469,6 +469,7 @@ impl Accumulator {
             histograms,
             records: self.opts.keep_records.then_some(self.records),
             server_metrics: None,
+            sessions: None,
         }
     }
 }

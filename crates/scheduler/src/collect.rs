@@ -17,6 +17,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::pacer::{Pacer, PacerEnd, PacerTask, Shared};
 use crate::plan::{secs, BenchmarkPlan, Resolved};
+use crate::Work;
 use crate::{Progress, ProgressPhase, Scheduler, SchedulerError};
 
 /// The bounds of the measurement window, known in advance (time transients) or marked by the
@@ -203,7 +204,8 @@ impl<B: Backend> Scheduler<B> {
         mut sink: F,
     ) -> Result<(BenchmarkOutcome, S), SchedulerError>
     where
-        S: Iterator<Item = RequestSpec> + Send + 'static,
+        S: Iterator + Send + 'static,
+        S::Item: Into<Work>,
         F: FnMut(RequestRecord, Phase),
     {
         let resolved = plan.resolve()?;
@@ -229,6 +231,7 @@ impl<B: Backend> Scheduler<B> {
             hard: tokens.hard.clone(),
             tx,
             shared: shared.clone(),
+            think: self.options.think_time,
         };
         // Already interrupted: run nothing.
         if self.interrupt.is_cancelled() {
@@ -471,6 +474,7 @@ impl<B: Backend> Collector<'_, B> {
             abandoned: self.shared.abandoned.load(Ordering::Relaxed),
             rates,
             completed_rate: rates.requests_per_s,
+            sessions: self.shared.sessions.snapshot(),
         };
         self.publish(now, ProgressPhase::Draining, true);
         outcome

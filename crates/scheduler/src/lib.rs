@@ -15,18 +15,20 @@ mod pacer;
 mod pacing;
 mod plan;
 mod progress;
+mod session;
 mod sweep;
 
 pub use bench_core::{BenchmarkOutcome, Phase, StopReason, Window};
 pub use pacing::{wait_until, Pacing};
 pub use plan::BenchmarkPlan;
 pub use progress::{Progress, ProgressPhase};
+pub use session::Work;
 pub use sweep::{Observer, RunOutcome};
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bench_core::{Backend, CancellationToken, Clock};
+use bench_core::{Backend, CancellationToken, Clock, ThinkTime};
 pub use bench_profile::ProfileError;
 use tokio::sync::watch;
 
@@ -65,6 +67,8 @@ pub struct SchedulerOptions {
     pub cancel_grace: Duration,
     /// How often progress snapshots are published.
     pub progress_interval: Duration,
+    /// The pause between a session's reply and its next turn (sessions only).
+    pub think_time: ThinkTime,
 }
 
 impl Default for SchedulerOptions {
@@ -73,6 +77,7 @@ impl Default for SchedulerOptions {
             pacing: Pacing::default(),
             cancel_grace: Duration::from_secs(2),
             progress_interval: Duration::from_millis(250),
+            think_time: ThinkTime::None,
         }
     }
 }

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use bench_core::{
     Backend, CancellationToken, Clock, Dispatch, Nanos, Outcome, Release, RequestRecord,
-    RequestSpec, TokenSource,
+    RequestSpec, ThinkTime, TokenSource,
 };
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::pacing::{lower_timer_slack, wait_precise, wait_until, Pacing};
+use crate::session::{SessionCtx, SessionTally, Work};
 
 /// Counters shared by the pacer, the request tasks and the collecting loop.
 #[derive(Debug)]
@@ -27,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) window_open: AtomicU64,
     /// Slot of the request that closes the window of a count cooldown (`u64::MAX`: not yet).
     pub(crate) window_close: AtomicU64,
+    /// How sessions ended (sessions only).
+    pub(crate) sessions: SessionTally,
 }
 
 impl Shared {
@@ -38,7 +41,18 @@ impl Shared {
             abandoned: AtomicU64::new(0),
             window_open: AtomicU64::new(u64::MAX),
             window_close: AtomicU64::new(u64::MAX),
+            sessions: SessionTally::default(),
         }
+    }
+
+    /// Takes the next request id unless `count` ids are taken already (session turns).
+    pub(crate) fn reserve_id(&self, count: Option<u64>) -> Option<u64> {
+        let limit = count.unwrap_or(u64::MAX);
+        self.sent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()
     }
 
     /// Requests due but not yet sent, estimated from how late the pacer's pending request is.
@@ -86,6 +100,8 @@ pub(crate) struct Pacer<B> {
     pub(crate) hard: CancellationToken,
     pub(crate) tx: mpsc::UnboundedSender<RequestRecord>,
     pub(crate) shared: Arc<Shared>,
+    /// The pause between a session's turns.
+    pub(crate) think: ThinkTime,
 }
 
 /// One step of the pacer: a request to spawn, or the end.
@@ -101,30 +117,48 @@ enum Step {
 impl<B: Backend> Pacer<B> {
     pub(crate) async fn run<S>(mut self, mut specs: S) -> PacerResult<S>
     where
-        S: Iterator<Item = RequestSpec>,
+        S: Iterator,
+        S::Item: Into<Work>,
     {
         let slots = self.cap.map(|c| Arc::new(Semaphore::new(c as usize)));
+        // Units released: requests, or sessions (whose turns take request ids themselves).
         let mut id: u64 = 0;
         let mut pending: Option<Nanos> = None;
         let end = loop {
-            if self.count.is_some_and(|n| id >= n) {
+            if self.count_reached() {
                 break PacerEnd::AllSent;
             }
             if self.stop.is_cancelled() {
                 break PacerEnd::Stopped;
             }
-            let Some(spec) = specs.next() else {
+            let Some(work) = specs.next() else {
                 break PacerEnd::DataExhausted;
             };
-            match self.step(&slots, &mut pending).await {
-                Step::End(e) => break e,
-                Step::Send {
-                    scheduled,
-                    slot,
-                    permit,
-                } => {
-                    self.mark_window(id, slot);
-                    self.spawn(spec, id, scheduled, slot, permit);
+            let work: Work = work.into();
+            match (self.step(&slots, &mut pending).await, work) {
+                (Step::End(e), _) => break e,
+                (Step::Send { .. }, Work::Session(_)) if self.count_reached() => {
+                    // The sessions running took the last turns while this one waited.
+                    break PacerEnd::AllSent;
+                }
+                (
+                    Step::Send {
+                        scheduled,
+                        slot,
+                        permit,
+                    },
+                    work,
+                ) => {
+                    match work {
+                        Work::Request(spec) => {
+                            self.mark_window(id, slot);
+                            self.spawn(spec, id, scheduled, slot, permit);
+                        }
+                        Work::Session(conv) => {
+                            let run = self.session_ctx().run(conv, id, scheduled, slot, permit);
+                            self.runtime.spawn(run);
+                        }
+                    }
                     id += 1;
                 }
             }
@@ -132,6 +166,29 @@ impl<B: Backend> Pacer<B> {
         self.shared.pending_due.store(u64::MAX, Ordering::Relaxed);
         let not_sent = self.count_not_sent(pending, id);
         (specs, end, not_sent)
+    }
+
+    /// Whether `--max-requests` is reached (requests, or session turns, sent).
+    fn count_reached(&self) -> bool {
+        self.count
+            .is_some_and(|n| self.shared.sent.load(Ordering::Relaxed) >= n)
+    }
+
+    fn session_ctx(&self) -> SessionCtx<B> {
+        SessionCtx {
+            backend: self.backend.clone(),
+            clock: self.clock,
+            count: self.count,
+            deadline: self.deadline,
+            warm_count: self.warm_count,
+            cool_count: self.cool_count,
+            think: self.think,
+            stop: self.stop.clone(),
+            cancel: self.cancel.clone(),
+            hard: self.hard.clone(),
+            tx: self.tx.clone(),
+            shared: self.shared.clone(),
+        }
     }
 
     /// The next request's intended time (`None` for closed loops).
@@ -279,7 +336,8 @@ pub(crate) enum PacerTask<S> {
 
 impl<S> PacerTask<S>
 where
-    S: Iterator<Item = RequestSpec> + Send + 'static,
+    S: Iterator + Send + 'static,
+    S::Item: Into<Work>,
 {
     /// Starts `pacer` where its [`Pacing`] says. Fails only if the OS refuses a thread.
     pub(crate) fn start<B: Backend>(pacer: Pacer<B>, specs: S) -> std::io::Result<Self> {
@@ -325,7 +383,7 @@ where
 }
 
 /// The record of a request that did not return after cancellation within the grace period.
-fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
+pub(crate) fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
     RequestRecord {
         id: d.id,
         scheduled: d.scheduled,

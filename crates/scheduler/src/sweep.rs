@@ -6,6 +6,8 @@ use bench_profile::{
     LADDER_LENGTH, LADDER_WARMUP,
 };
 
+use crate::Work;
+
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
 
 /// Receives a run's events in order. Implemented by the CLI (statistics, progress, files) and
@@ -118,7 +120,8 @@ impl<B: Backend> Scheduler<B> {
         observer: &mut O,
     ) -> Result<(RunOutcome, S), SchedulerError>
     where
-        S: Iterator<Item = RequestSpec> + Send + 'static,
+        S: Iterator + Send + 'static,
+        S::Item: Into<Work>,
         O: Observer,
     {
         Self::validate_profile(profile, limits, warmup, cooldown)?;

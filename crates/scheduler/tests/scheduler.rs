@@ -24,6 +24,7 @@ fn opts() -> SchedulerOptions {
         pacing: Pacing::Runtime,
         cancel_grace: Duration::from_secs(2),
         progress_interval: Duration::from_millis(250),
+        ..SchedulerOptions::default()
     }
 }
 

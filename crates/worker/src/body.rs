@@ -1,6 +1,6 @@
 //! Request URLs and bodies for each backend.
 
-use bench_core::RequestSpec;
+use bench_core::{RequestSpec, TurnRequest};
 use bytes::Bytes;
 use http::Uri;
 use serde::Serialize;
@@ -149,7 +149,7 @@ struct Message<'a> {
 struct ChatBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
-    messages: [Message<'a>; 1],
+    messages: &'a [Message<'a>],
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
     stream: bool,
@@ -260,6 +260,35 @@ impl BodyBuilder {
 
     /// The body for `spec`, `model` included when known.
     pub(crate) fn build(&self, model: Option<&str>, spec: &RequestSpec) -> Bytes {
+        let messages = [Message {
+            role: "user",
+            content: &spec.prompt,
+        }];
+        self.build_with(model, spec, &messages)
+    }
+
+    /// The body of a session's turn: chat sends the conversation as messages (system prompt,
+    /// then user and assistant turns, the assistant's being the server's own replies); the
+    /// completions and TGI backends send it flattened ([`TurnRequest::flattened`]).
+    pub(crate) fn build_turn(&self, model: Option<&str>, turn: &TurnRequest) -> Bytes {
+        let flat = turn.flattened();
+        let messages: Vec<Message<'_>> = match self.backend {
+            BackendKind::OpenAiChat => turn
+                .messages()
+                .into_iter()
+                .map(|(role, content)| Message { role, content })
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.build_with(model, &flat, &messages)
+    }
+
+    fn build_with(
+        &self,
+        model: Option<&str>,
+        spec: &RequestSpec,
+        messages: &[Message<'_>],
+    ) -> Bytes {
         let out = spec.output_tokens;
         let fixed = out.is_some();
         let ignore_eos = (fixed && self.ignore_eos).then_some(true);
@@ -279,10 +308,7 @@ impl BodyBuilder {
             }),
             BackendKind::OpenAiChat => self.finish(&ChatBody {
                 model,
-                messages: [Message {
-                    role: "user",
-                    content: &spec.prompt,
-                }],
+                messages,
                 max_completion_tokens: out,
                 stream: true,
                 stream_options,

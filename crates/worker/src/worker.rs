@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bench_core::{
     Backend, CancellationToken, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
-    TokenSource,
+    TokenSource, TurnRequest,
 };
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -383,9 +383,12 @@ struct Ending {
 }
 
 impl Worker {
+    #[allow(clippy::too_many_arguments)]
     async fn run(
         &self,
-        spec: &RequestSpec,
+        body: Bytes,
+        output_tokens: Option<u32>,
+        keep_reply: bool,
         dispatch: &Dispatch,
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
@@ -393,7 +396,6 @@ impl Worker {
     ) -> Ending {
         let inner = &*self.inner;
         let clock = dispatch.clock;
-        let body = inner.body.build(self.model(), spec);
         let request = || {
             let mut req = Request::new(Full::new(body.clone()));
             *req.method_mut() = Method::POST;
@@ -520,9 +522,12 @@ impl Worker {
             };
         }
 
-        *st = StreamRecorder::new(inner.backend, inner.counter.is_some(), json_reply);
-        let expected = spec
-            .output_tokens
+        *st = StreamRecorder::new(
+            inner.backend,
+            inner.counter.is_some() || keep_reply,
+            json_reply,
+        );
+        let expected = output_tokens
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
         st.state.chunks.reserve(expected);
@@ -591,6 +596,52 @@ impl Backend for Worker {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> RequestRecord {
+        let body = self.inner.body.build(self.model(), &spec);
+        let sent = Sent {
+            body,
+            prompt_tokens: spec.prompt_tokens,
+            output_tokens: spec.output_tokens,
+            keep_reply: false,
+        };
+        self.exchange(sent, dispatch, cancel).await.0
+    }
+
+    async fn send_turn(
+        &self,
+        turn: TurnRequest,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> (RequestRecord, Option<String>) {
+        let body = self.inner.body.build_turn(self.model(), &turn);
+        let sent = Sent {
+            body,
+            prompt_tokens: turn.prompt_tokens(),
+            output_tokens: turn.current().and_then(|t| t.output_tokens),
+            keep_reply: true,
+        };
+        self.exchange(sent, dispatch, cancel).await
+    }
+}
+
+/// What one exchange sends.
+struct Sent {
+    body: Bytes,
+    /// The loader's count, reported unless the server's usage says otherwise.
+    prompt_tokens: u32,
+    output_tokens: Option<u32>,
+    /// Keep the streamed text and hand it back (sessions only: it costs a copy per chunk).
+    keep_reply: bool,
+}
+
+impl Worker {
+    /// Sends one request body and records what happened; with `keep_reply`, returns the text
+    /// the server streamed too.
+    async fn exchange(
+        &self,
+        sent: Sent,
+        dispatch: Dispatch,
+        cancel: CancellationToken,
+    ) -> (RequestRecord, Option<String>) {
         let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
         let mut rec = RequestRecord {
             id: dispatch.id,
@@ -600,15 +651,23 @@ impl Backend for Worker {
             headers: None,
             chunks: Vec::new(),
             end: 0,
-            prompt_tokens: spec.prompt_tokens,
+            prompt_tokens: sent.prompt_tokens,
             prompt_tokens_source: TokenSource::Tokenizer,
             output_tokens: 0,
             output_tokens_source: TokenSource::Chunks,
-            requested_output_tokens: spec.output_tokens,
+            requested_output_tokens: sent.output_tokens,
             outcome: Outcome::Completed,
         };
         let ending = self
-            .run(&spec, &dispatch, &cancel, &mut rec, &mut rec_stream)
+            .run(
+                sent.body,
+                sent.output_tokens,
+                sent.keep_reply,
+                &dispatch,
+                &cancel,
+                &mut rec,
+                &mut rec_stream,
+            )
             .await;
         let st = rec_stream.state;
         rec.end = dispatch.clock.since(ending.end).max(rec.dispatched);
@@ -636,6 +695,7 @@ impl Backend for Worker {
         if !matches!(rec.outcome, Outcome::Completed) {
             tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");
         }
-        rec
+        let reply = if sent.keep_reply { st.text } else { None };
+        (rec, reply)
     }
 }

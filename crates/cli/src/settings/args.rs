@@ -220,6 +220,10 @@ pub struct LoadArgs {
     /// Cooldown excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
     #[arg(long)]
     pub cooldown: Option<String>,
+    /// Sessions (--data with turns=): pause between a reply and the user's next turn, excluded
+    /// from latency: a duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
+    #[arg(long, value_name = "TIME")]
+    pub think_time: Option<String>,
 }
 
 /// What to print and write.

@@ -117,6 +117,8 @@ pub struct FileSettings {
     pub warmup: Option<Transient>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cooldown: Option<Transient>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<String>,
 
     // Report
     #[serde(skip_serializing_if = "Option::is_none")]

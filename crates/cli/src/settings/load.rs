@@ -31,6 +31,8 @@ pub struct LoadSettings {
     pub warmup: Option<Transient>,
     /// Cooldown.
     pub cooldown: Option<Transient>,
+    /// Sessions: the pause between turns.
+    pub think_time: bench_core::ThinkTime,
 }
 
 /// Parses `1,2.5,4` (also repeated flags) into numbers.
@@ -231,5 +233,16 @@ pub(crate) fn resolve(
         num_prompts: src.cli.load.num_prompts.or(src.file.num_prompts),
         warmup,
         cooldown,
+        think_time: match src
+            .cli
+            .load
+            .think_time
+            .clone()
+            .or(src.file.think_time.clone())
+        {
+            Some(t) => bench_core::ThinkTime::parse(&t)
+                .map_err(|e| usage(format!("{}: {e}", src.origin("think_time"))))?,
+            None => bench_core::ThinkTime::None,
+        },
     })
 }

@@ -71,6 +71,8 @@ impl Settings {
             over_saturation: l.limits.over_saturation,
             warmup: l.warmup,
             cooldown: l.cooldown,
+            think_time: (l.think_time != bench_core::ThinkTime::None)
+                .then(|| l.think_time.to_string()),
             output: (!o.output.is_empty()).then(|| o.output.clone()),
             console: Some(o.console),
             vllm_layout: o.vllm_layout.clone(),
