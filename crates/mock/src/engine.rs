@@ -552,7 +552,7 @@ mod tests {
         // joins the boundary at 10, tokens at 20 and 30.
         let metrics = Arc::new(Metrics::new("m", 1000));
         let (engine, _task) = spawn(params(1, 10.0, 0.0, 5.0), metrics.clone());
-        let h = engine.submit(7, 3);
+        let h = engine.submit(7, 3, Blocks::default());
         h.wait_for(1).await;
         tokio::task::yield_now().await;
         assert_eq!(metrics.kv_tokens(), 8, "prompt + 1 token held");
@@ -724,7 +724,7 @@ mod tests {
         p.prefill_ns_per_token = 1e6; // 1 ms per token
         p.block_size = 4;
         p.cache_blocks = 100;
-        let metrics = Arc::new(Metrics::new("m"));
+        let metrics = Arc::new(Metrics::new("m", 1000));
         let (engine, _task) = spawn(p, metrics.clone());
         let a: Vec<u32> = (0..40).collect();
         // Cold: 2 + 40 ms.
@@ -759,7 +759,7 @@ mod tests {
         let mut p = params(4, 10.0, 0.0, 2.0);
         p.prefill_ns_per_token = 1e6;
         p.block_size = 4;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
         let a: Vec<u32> = (0..40).collect();
         assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
         assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
@@ -771,7 +771,7 @@ mod tests {
         p.prefill_ns_per_token = 1e6;
         p.block_size = 4;
         p.cache_blocks = 3;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
         let a: Vec<u32> = (0..13).collect(); // 3 blocks
         let b: Vec<u32> = (50..63).collect(); // 3 other blocks evict a's
         one(&engine, &a, &[900], 4).await;
@@ -786,7 +786,7 @@ mod tests {
         let mut p = params(2, 10.0, 0.0, 0.0);
         p.prefill_ns_per_token = 1e6;
         p.step_budget = 8;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
         let a = track_prompt(&engine, t0, 12, 3, Blocks::default());
         let b = track_prompt(&engine, t0, 6, 2, Blocks::default());
@@ -804,7 +804,7 @@ mod tests {
         let mut p = params(64, 8.0, 0.0, 2.0);
         p.prefill_ns_per_token = 1e9 / 10_000.0;
         p.step_budget = m;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
         let hs: Vec<_> = (0..n)
             .map(|_| track_prompt(&engine, t0, l, 1, Blocks::default()))
@@ -828,7 +828,7 @@ mod tests {
     async fn without_budget_a_burst_prefills_in_parallel() {
         let mut p = params(64, 8.0, 0.0, 2.0);
         p.prefill_ns_per_token = 1e9 / 10_000.0;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m")));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
         let t0 = Instant::now();
         let hs: Vec<_> = (0..64)
             .map(|_| track_prompt(&engine, t0, 10_000, 1, Blocks::default()))

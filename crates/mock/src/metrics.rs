@@ -211,9 +211,6 @@ impl Metrics {
             "KV-cache usage (1 = full): tokens held by running requests / kv_cache_tokens.",
             (self.kv_tokens.load(Ordering::Relaxed) as f64 / self.kv_capacity as f64).min(1.0),
         );
-        // Prefix cache (issue #14): `vllm:prefix_cache_queries_total` and
-        // `vllm:prefix_cache_hits_total` (counters, in prompt tokens) belong here, written with
-        // `metric(name, "counter", help, value)` like the token counters below.
         metric(
             "vllm:generation_tokens_total",
             "counter",
@@ -236,13 +233,13 @@ impl Metrics {
             "vllm:prefix_cache_queries_total",
             "counter",
             "Prompt tokens looked up in the prefix cache.",
-            self.prefix_queries.load(Ordering::Relaxed),
+            self.prefix_queries.load(Ordering::Relaxed) as f64,
         );
         metric(
             "vllm:prefix_cache_hits_total",
             "counter",
             "Prompt tokens found in the prefix cache.",
-            self.prefix_hits.load(Ordering::Relaxed),
+            self.prefix_hits.load(Ordering::Relaxed) as f64,
         );
         metric(
             "bench_mock:request_errors_total",

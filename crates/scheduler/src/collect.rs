@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bench_core::{
     tokens_in, Backend, BenchmarkOutcome, CancellationToken, Nanos, Phase, RateInput, Release,
-    RequestRecord, RequestSpec, Status, StopReason, Window,
+    RequestRecord, Status, StopReason, Window,
 };
 use bench_profile::{OverSaturation, ResolvedTransient, SaturationSample, StrategyExt as _};
 use tokio::sync::mpsc;

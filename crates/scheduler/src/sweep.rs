@@ -1,6 +1,6 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::{Backend, Capacity, RequestRecord, RequestSpec, Strategy};
+use bench_core::{Backend, Capacity, RequestRecord, Strategy};
 use bench_profile::{
     Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
     LADDER_LENGTH, LADDER_WARMUP,

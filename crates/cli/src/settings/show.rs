@@ -58,7 +58,8 @@ impl Settings {
             seed: Some(l.build.seed),
             sweep_size: (l.rate_type == RateType::Sweep).then_some(l.build.sweep_size),
             sweep_rate_type: l.build.sweep_poisson.then(|| "poisson".to_string()),
-            sweep_mode: (l.rate_type == RateType::Sweep && l.build.sweep_mode == SweepMode::Guidellm)
+            sweep_mode: (l.rate_type == RateType::Sweep
+                && l.build.sweep_mode == SweepMode::Guidellm)
                 .then(|| "guidellm".to_string()),
             slo: l.build.slo.as_ref().map(|s| s.to_string()),
             slo_tolerance: l.build.slo.as_ref().map(|_| l.build.slo_tolerance),
