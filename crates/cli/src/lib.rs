@@ -5,11 +5,14 @@
 
 mod data;
 mod error;
+mod limits;
 mod mock_server;
+mod outputs;
 mod progress;
 mod report_cmd;
 mod run;
 pub mod settings;
+mod signals;
 
 use std::process::ExitCode;
 

@@ -20,7 +20,7 @@ use bench_worker::{Worker, WorkerConfig};
 use clap::Args;
 
 use crate::settings::{self, CommonArgs, Console, Settings};
-use crate::{data, progress, UsageError};
+use crate::{data, limits, outputs, progress, signals, UsageError};
 
 /// Arguments of `bench sweep`.
 #[derive(Debug, Args)]
@@ -37,7 +37,7 @@ pub struct RunArgs {
     pub rate_type: Option<String>,
     /// Rates (req/s) for constant / poisson, streams for concurrent, request counts for burst,
     /// the size for sweep; comma-separated or repeated, one benchmark each.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub rate: Vec<String>,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -60,6 +60,15 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
         print!("{settings}");
         return Ok(ExitCode::SUCCESS);
     }
+    // Refused before anything runs: a report that cannot be written, a concurrency that cannot
+    // fit under the open-file limit (raised to the hard limit first).
+    outputs::check(&settings.output)?;
+    if let (Some(soft), Some(c)) = (
+        limits::raise_open_files(),
+        limits::planned_concurrency(&settings.profile),
+    ) {
+        limits::check_fits(c, if settings.mock { 2 } else { 1 }, soft)?;
+    }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -81,14 +90,53 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// After this long with nothing but failed connections, the server is taken for gone and the
+/// run stops (see docs/reliability.md).
+const SERVER_GONE_AFTER: bench_core::Nanos = 3_000_000_000;
+
 /// Collects records into the report crate's accumulator and writes files after each benchmark.
 struct ReportObserver {
     run: RunReport,
     stats: StatsOptions,
     acc: Option<Accumulator>,
-    outputs: Vec<std::path::PathBuf>,
+    files: outputs::Writer,
     wall_epoch: std::time::SystemTime,
-    write_error: Option<String>,
+    /// Since when (run clock) every finished request failed to connect, and how many did.
+    unanswered: Option<(bench_core::Nanos, u64, String)>,
+    /// Set when the server stopped answering: why; the run is then stopped through `stop`.
+    server_gone: Option<String>,
+    stop: bench_scheduler::StopHandle,
+}
+
+impl ReportObserver {
+    /// Watches for a server that stopped answering: only connection failures for
+    /// [`SERVER_GONE_AFTER`] (at least 3 of them) stop the run with a message.
+    fn watch_connects(&mut self, record: &RequestRecord) {
+        match &record.outcome {
+            bench_core::Outcome::Connect { message } => {
+                let (since, n, _) = self
+                    .unanswered
+                    .get_or_insert((record.end, 0, String::new()));
+                *n += 1;
+                let (since, n) = (*since, *n);
+                if let Some(u) = self.unanswered.as_mut() {
+                    u.2.clone_from(message);
+                }
+                if self.server_gone.is_none()
+                    && n >= 3
+                    && record.end.saturating_sub(since) >= SERVER_GONE_AFTER
+                {
+                    self.server_gone = Some(format!(
+                        "the server stopped answering: the last {n} requests over {:.1} s could not connect ({message})",
+                        record.end.saturating_sub(since) as f64 / 1e9
+                    ));
+                    self.stop.stop();
+                }
+            }
+            bench_core::Outcome::Cancelled => {}
+            _ => self.unanswered = None,
+        }
+    }
 }
 
 impl Observer for ReportObserver {
@@ -97,6 +145,7 @@ impl Observer for ReportObserver {
     }
 
     fn record(&mut self, _index: usize, record: RequestRecord, _phase: Phase) {
+        self.watch_connects(&record);
         // The accumulator applies the measurement window itself (same rule as the scheduler).
         if let Some(acc) = self.acc.as_mut() {
             acc.add(record);
@@ -133,12 +182,7 @@ impl Observer for ReportObserver {
             tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
         }
         self.run.benchmarks.push(report);
-        if !self.outputs.is_empty() {
-            if let Err(e) = bench_report::write_outputs(&self.run, &self.outputs) {
-                tracing::error!("writing the report failed: {e}");
-                self.write_error = Some(e.to_string());
-            }
-        }
+        self.files.write(&self.run);
         Some(rate)
     }
 }
@@ -161,36 +205,29 @@ fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
     }
 }
 
-async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
-    let tokenizer = match &s.processor {
-        Some(p) => {
-            Tokenizer::resolve(p).map_err(|e| UsageError::new(format!("--processor {p}: {e}")))?
-        }
-        None => Tokenizer::builtin(),
+/// Starts the simulator of `--mock`.
+async fn start_mock(s: &Settings) -> anyhow::Result<Option<MockServer>> {
+    if !s.mock {
+        return Ok(None);
+    }
+    let cfg = match &s.mock_config {
+        Some(p) => MockConfig::from_file(p)
+            .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
+        None => MockConfig::default(),
     };
-    let specs = data::loader(&s.data, tokenizer.clone())?;
+    let server = MockServer::start(cfg)
+        .await
+        .context("starting the built-in simulator")?;
+    tracing::info!(url = %server.url(), "simulator started");
+    Ok(Some(server))
+}
 
-    let mock = if s.mock {
-        let cfg = match &s.mock_config {
-            Some(p) => MockConfig::from_file(p)
-                .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
-            None => MockConfig::default(),
-        };
-        let server = MockServer::start(cfg)
-            .await
-            .context("starting the built-in simulator")?;
-        tracing::info!(url = %server.url(), "simulator started");
-        Some(server)
-    } else {
-        None
-    };
-    let target = match (&mock, &s.target) {
-        (Some(m), _) => m.url(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => return Err(UsageError::new("no target").into()),
-    };
+/// Builds the worker and checks the target: up, speaking an LLM API, serving a model. Every
+/// message shows the target with its credentials removed.
+async fn connect(s: &Settings, target: &str) -> anyhow::Result<(Worker, String)> {
+    let shown = bench_worker::redact_url(target);
     let cfg = WorkerConfig {
-        target: target.clone(),
+        target: target.to_string(),
         backend: s.backend,
         endpoint: s.endpoint.clone(),
         model: s.model.clone(),
@@ -202,15 +239,36 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     };
     let worker = Worker::new(cfg)
         .await
-        .map_err(|e| UsageError::new(format!("--target {target}: {e}")))?;
-    worker
-        .health_check()
-        .await
-        .with_context(|| format!("the target {target} is not answering"))?;
+        .map_err(|e| UsageError::new(format!("--target: {e}")))?;
+    worker.health_check().await.map_err(|e| match e {
+        bench_worker::Error::Unreachable { .. } => {
+            anyhow::Error::new(e).context(format!("the target {shown} is not answering"))
+        }
+        other => anyhow::Error::new(other),
+    })?;
     let model = worker
         .discover_model()
         .await
-        .with_context(|| format!("finding the model served at {target}"))?;
+        .with_context(|| format!("finding the model served at {shown}"))?;
+    Ok((worker, model))
+}
+
+async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
+    let tokenizer = match &s.processor {
+        Some(p) => {
+            Tokenizer::resolve(p).map_err(|e| UsageError::new(format!("--processor {p}: {e}")))?
+        }
+        None => Tokenizer::builtin(),
+    };
+    let specs = data::loader(&s.data, tokenizer.clone())?;
+    let data_failure = specs.failure();
+    let mock = start_mock(&s).await?;
+    let target = match (&mock, &s.target) {
+        (Some(m), _) => m.url(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => return Err(UsageError::new("no target").into()),
+    };
+    let (worker, model) = connect(&s, &target).await?;
     let counter_tk = tokenizer.clone();
     let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
 
@@ -237,28 +295,18 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let resent = worker.clone();
     let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
     let shown = progress::spawn(sched.progress(), s.quiet);
-
     let stop = sched.stop_handle();
-    let signals = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("interrupted: closing the current benchmark and writing the report (Ctrl-C again to exit at once)");
-            stop.stop();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "interrupted again: exiting; finished benchmarks are in the output files"
-                );
-                std::process::exit(130);
-            }
-        }
-    });
+    let (interrupted, signals) = signals::listen(move || stop.stop())?;
 
     let mut observer = ReportObserver {
         run,
         stats,
         acc: None,
-        outputs: s.output.clone(),
+        files: outputs::Writer::new(s.output.clone()),
         wall_epoch: clock.wall_epoch(),
-        write_error: None,
+        unanswered: None,
+        server_gone: None,
+        stop: sched.stop_handle(),
     };
     let result = sched
         .run_profile(
@@ -278,9 +326,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     if let Some(m) = mock {
         m.shutdown().await;
     }
-
-    let run = observer.run;
-    print_console(&s, &run)?;
+    print_console(&s, &observer.run)?;
     let n = resent.resent_requests();
     if n > 0 {
         eprintln!(
@@ -288,18 +334,74 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
              before answering them; their latencies include the failed attempt"
         );
     }
-    let (outcome, _) = result.context("the run failed")?;
-    if let Some(e) = observer.write_error {
-        anyhow::bail!("writing the report files failed: {e}");
+    let (_outcome, _) = result.context("the run failed")?;
+    finish(&s, &observer, &interrupted, data_failure.get())
+}
+
+/// The exit code of a finished run, with one line saying why when it is not a success.
+fn finish(
+    s: &Settings,
+    observer: &ReportObserver,
+    interrupted: &signals::Interrupted,
+    data_failure: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(e) = observer.files.failures() {
+        anyhow::bail!("writing the report files failed (the other files were written): {e}");
     }
-    if outcome.interrupted {
+    if let Some(why) = &observer.server_gone {
+        anyhow::bail!("{why}; the run was stopped (finished benchmarks are in the report)");
+    }
+    if let Some(code) = interrupted.exit_code() {
         eprintln!("run interrupted; the last benchmark is partial");
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(code));
     }
-    if run.benchmarks.iter().all(|b| b.requests.completed == 0) {
-        anyhow::bail!("no request completed; see the errors in the report");
+    if let Some(e) = data_failure {
+        anyhow::bail!("the data stream broke during the run: {e}");
+    }
+    if !s.allow_empty {
+        if let Some(line) = empty_benchmarks(&observer.run, &s.output) {
+            anyhow::bail!("{line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line naming the benchmarks that completed no request and what became of their requests,
+/// `None` when every benchmark completed at least one.
+fn empty_benchmarks(run: &RunReport, outputs: &[std::path::PathBuf]) -> Option<String> {
+    let empty: Vec<String> = run
+        .benchmarks
+        .iter()
+        .filter(|b| b.requests.completed == 0)
+        .map(|b| {
+            let r = &b.requests;
+            format!(
+                "{} ({} errored, {} cut off unfinished at the end of the benchmark)",
+                b.label, r.errored, r.incomplete
+            )
+        })
+        .collect();
+    if empty.is_empty() && !run.benchmarks.is_empty() {
+        return None;
+    }
+    let what = if run.benchmarks.is_empty() {
+        "no benchmark ran".to_string()
+    } else {
+        format!("no request completed in {}", empty.join(", "))
+    };
+    let see = if outputs.is_empty() {
+        "the error samples are logged above".to_string()
+    } else {
+        format!(
+            "the report ({}) has the details",
+            outputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(format!("{what}; {see} (--allow-empty accepts such a run)"))
 }
 
 fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {

@@ -83,7 +83,7 @@ pub struct CommonArgs {
     #[arg(long)]
     pub processor: Option<String>,
     /// Total requests per benchmark (vLLM's name; same as --max-requests).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub num_prompts: Option<u64>,
     /// Send vLLM's `ignore_eos` so every request generates its full output length
     /// (default on; --ignore-eos=false turns it off).
@@ -92,41 +92,41 @@ pub struct CommonArgs {
 
     /// Cap on requests in flight: throughput's cap (default 512) and, for constant / poisson,
     /// requests wait for a slot (their wait is reported as client queue time).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_concurrency: Option<u32>,
     /// Gamma shape of poisson arrivals (1 = Poisson; lower is burstier).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub burstiness: Option<f64>,
     /// Seed of random arrivals.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Benchmarks in a sweep (default 10).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub sweep_size: Option<u32>,
     /// Open-loop kind of the sweep's rate benchmarks: constant (default) or poisson.
     #[arg(long, value_name = "constant|poisson")]
     pub sweep_rate_type: Option<String>,
 
     /// Seconds per benchmark (default 30; 5 with --mock).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_seconds: Option<f64>,
     /// Requests per benchmark.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_requests: Option<u64>,
     /// Stop a benchmark after this many errored requests.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_errors: Option<u64>,
     /// Stop a benchmark once this fraction of finished requests errored (0-1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_error_rate: Option<f64>,
     /// Stop open-loop benchmarks the server cannot keep up with (see docs/profiles.md).
     #[arg(long)]
     pub stop_over_saturated: bool,
     /// Warmup excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub warmup: Option<String>,
     /// Cooldown excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub cooldown: Option<String>,
 
     /// Write the report to this file (.json, .yaml, .csv, .html); repeatable. Written after
@@ -152,6 +152,9 @@ pub struct CommonArgs {
     /// outcome) in the JSON and YAML files (vLLM: --save-detailed).
     #[arg(long, alias = "save-detailed")]
     pub save_records: bool,
+    /// Exit 0 even when a benchmark completed no request (by default such a run fails, exit 1).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 /// What a profile file may hold: the same settings as the flags. Unknown keys are rejected.
@@ -226,6 +229,8 @@ pub struct FileSettings {
     pub goodput: Option<String>,
     #[serde(default)]
     pub save_records: Option<bool>,
+    #[serde(default)]
+    pub allow_empty: Option<bool>,
 }
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.
@@ -294,6 +299,8 @@ pub struct Settings {
     pub goodput: Option<String>,
     /// Save every request's record in the JSON / YAML files.
     pub save_records: bool,
+    /// A benchmark that completed nothing does not fail the run.
+    pub allow_empty: bool,
 }
 
 impl fmt::Display for Settings {
@@ -426,6 +433,13 @@ pub fn resolve(
         .map_err(|e| usage(format!("{}: {e}", origin("rate"))))?;
 
     let num_prompts = cli.num_prompts.or(file.num_prompts);
+    if let (Some(n), Some(m)) = (num_prompts, cli.max_requests.or(file.max_requests)) {
+        if n != m {
+            return Err(usage(format!(
+                "--num-prompts {n} and --max-requests {m} disagree (they are the same setting); give one"
+            )));
+        }
+    }
     let max_requests = cli.max_requests.or(file.max_requests).or(num_prompts);
     let is_burst = rate_type == RateType::Burst;
     let max_seconds = match cli.max_seconds.or(file.max_seconds) {
@@ -535,6 +549,7 @@ pub fn resolve(
         metric_percentiles,
         goodput,
         save_records: cli.save_records || file.save_records.unwrap_or(false),
+        allow_empty: cli.allow_empty || file.allow_empty.unwrap_or(false),
     })
 }
 

@@ -210,3 +210,35 @@ fn guidellm_tables_have_the_seeds_columns() {
     }
     assert!(text.contains("    Run id:93e36b31-b454-471d-ba62-6b2671585485\n"));
 }
+
+/// A benchmark without samples shows a dash for its latencies in both consoles, never a
+/// made-up 0.00 (issue 13, defect 7).
+#[test]
+fn benchmark_without_samples_shows_dashes_not_zeros() {
+    let mut run = common::sample_run(&StatsOptions::default());
+    let empty = bench_report::Accumulator::new(&StatsOptions::default()).finish(
+        bench_report::BenchmarkMeta::new(
+            bench_profile::Strategy::Synchronous,
+            0,
+            1_000_000_000,
+            std::time::SystemTime::UNIX_EPOCH,
+        ),
+    );
+    run.benchmarks = vec![empty];
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    for line in v
+        .lines()
+        .filter(|l| l.contains("TTFT") || l.contains("ITL"))
+    {
+        if line.contains("(ms):") {
+            assert!(line.trim_end().ends_with(" -"), "{line}\n{v}");
+        }
+    }
+    assert!(
+        !v.contains("TTFT (ms):                          0.00"),
+        "{v}"
+    );
+    let g = render_guidellm(&run, None);
+    assert!(!g.contains("0.00"), "{g}");
+    assert!(g.contains(" - "), "{g}");
+}
