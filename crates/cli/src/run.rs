@@ -106,6 +106,10 @@ struct ReportObserver {
     /// Set when the server stopped answering: why; the run is then stopped through `stop`.
     server_gone: Option<String>,
     stop: bench_scheduler::StopHandle,
+    /// Requests of the running benchmark that ended by the idle timeout (a stalled stream).
+    stalled: u64,
+    /// One line per benchmark that had stalled requests.
+    stall_notes: Vec<String>,
 }
 
 impl ReportObserver {
@@ -146,6 +150,12 @@ impl Observer for ReportObserver {
 
     fn record(&mut self, _index: usize, record: RequestRecord, _phase: Phase) {
         self.watch_connects(&record);
+        if let bench_core::Outcome::Timeout {
+            phase: bench_core::TimeoutPhase::Idle,
+        } = record.outcome
+        {
+            self.stalled += 1;
+        }
         // The accumulator applies the measurement window itself (same rule as the scheduler).
         if let Some(acc) = self.acc.as_mut() {
             acc.add(record);
@@ -180,6 +190,11 @@ impl Observer for ReportObserver {
         }
         if o.abandoned > 0 {
             tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
+        }
+        if self.stalled > 0 {
+            self.stall_notes
+                .push(stall_note(&o.strategy.label(), self.stalled));
+            self.stalled = 0;
         }
         self.run.benchmarks.push(report);
         self.files.write(&self.run);
@@ -307,6 +322,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         unanswered: None,
         server_gone: None,
         stop: sched.stop_handle(),
+        stalled: 0,
+        stall_notes: Vec::new(),
     };
     let result = sched
         .run_profile(
@@ -327,6 +344,9 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         m.shutdown().await;
     }
     print_console(&s, &observer.run)?;
+    for note in &observer.stall_notes {
+        eprintln!("warning: {note}");
+    }
     let n = resent.resent_requests();
     if n > 0 {
         eprintln!(
@@ -336,6 +356,17 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     }
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
+}
+
+/// Why a benchmark took longer than its requests: streams that stalled were waited for up to
+/// the idle timeout (see docs/reliability.md).
+fn stall_note(label: &str, stalled: u64) -> String {
+    let idle = bench_worker::Timeouts::default().idle.as_secs();
+    format!(
+        "{label}: {stalled} request(s) stalled (the server sent nothing for {idle} s, the idle \
+         timeout) and were counted as errored; a benchmark waits at most that long for a \
+         silent stream"
+    )
 }
 
 /// The exit code of a finished run, with one line saying why when it is not a success.

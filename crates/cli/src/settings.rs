@@ -123,10 +123,10 @@ pub struct CommonArgs {
     #[arg(long)]
     pub stop_over_saturated: bool,
     /// Warmup excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     pub warmup: Option<String>,
     /// Cooldown excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     pub cooldown: Option<String>,
 
     /// Write the report to this file (.json, .yaml, .csv, .html); repeatable. Written after
@@ -235,7 +235,7 @@ pub struct FileSettings {
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "serde_yaml::Value")]
 pub enum RateList {
     /// `rate: 4`
     One(f64),
@@ -243,6 +243,26 @@ pub enum RateList {
     Many(Vec<f64>),
     /// `rate: "1,2,4"`
     Text(String),
+}
+
+impl TryFrom<serde_yaml::Value> for RateList {
+    type Error = String;
+
+    fn try_from(v: serde_yaml::Value) -> Result<Self, String> {
+        use serde_yaml::Value;
+        let bad =
+            || "rate: expected a number, a list of numbers or a comma-separated string".to_string();
+        match v {
+            Value::Number(n) => n.as_f64().map(RateList::One).ok_or_else(bad),
+            Value::String(s) => Ok(RateList::Text(s)),
+            Value::Sequence(items) => items
+                .iter()
+                .map(|i| i.as_f64().ok_or_else(bad))
+                .collect::<Result<Vec<_>, _>>()
+                .map(RateList::Many),
+            _ => Err(bad()),
+        }
+    }
 }
 
 /// The fully resolved settings of a run, as `--show-config` prints them and the report keeps.
