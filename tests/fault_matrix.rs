@@ -118,13 +118,18 @@ fn check(c: &Case, dir: &Path, i: usize) -> Result<(), String> {
         .count() as u64;
     let mut problems = Vec::new();
     if completed + incomplete + errored != total {
-        problems.push(format!("{completed}+{incomplete}+{errored} != total {total}"));
+        problems.push(format!(
+            "{completed}+{incomplete}+{errored} != total {total}"
+        ));
     }
     if total != REQUESTS {
         problems.push(format!("total {total}, asked for {REQUESTS}"));
     }
     if seen.len() as u64 != total {
-        problems.push(format!("simulator logged {}, bench counted {total}", seen.len()));
+        problems.push(format!(
+            "simulator logged {}, bench counted {total}",
+            seen.len()
+        ));
     }
     // Malformed events are skipped by the stream (the rest of it completes), so only the
     // log's failures count as failures; every other fault fails the request it hits.
@@ -135,7 +140,10 @@ fn check(c: &Case, dir: &Path, i: usize) -> Result<(), String> {
     }
     let want_code = if completed == 0 { 1 } else { 0 };
     if out.status.code() != Some(want_code) {
-        problems.push(format!("exit {:?}, documented {want_code}", out.status.code()));
+        problems.push(format!(
+            "exit {:?}, documented {want_code}",
+            out.status.code()
+        ));
     }
     if problems.is_empty() {
         Ok(())

@@ -184,7 +184,9 @@ fn check(m: Misbehaviour, backend: &str, dir: &std::path::Path) -> Result<(), St
     // A connection closed before any answer is resent (at most twice), and counted once.
     let resends_allowed = matches!(m, Misbehaviour::CloseUnanswered | Misbehaviour::Garbage);
     if sent < total || (!resends_allowed && sent != total) || sent > 3 * total {
-        problems.push(format!("server received {sent} requests, bench counted {total}"));
+        problems.push(format!(
+            "server received {sent} requests, bench counted {total}"
+        ));
     }
     let want = if completed == 0 { 1 } else { 0 };
     if out.status.code() != Some(want) {
