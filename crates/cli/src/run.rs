@@ -162,20 +162,20 @@ impl Observer for ReportObserver {
         }
     }
 
-    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) -> Option<f64> {
-        let acc = self.acc.take()?;
+    fn benchmark_finished(&mut self, _index: usize, o: &BenchmarkOutcome) {
+        let Some(acc) = self.acc.take() else {
+            return;
+        };
         let meta = BenchmarkMeta {
             strategy: o.strategy.clone(),
             start: o.start,
             end: o.end,
-            measure_start: o.measure_start,
-            measure_end: o.measure_end,
+            window: o.window,
             wall_epoch: self.wall_epoch,
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
         };
         let report = acc.finish(meta);
-        let rate = report.rates.requests_per_s;
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
@@ -198,7 +198,6 @@ impl Observer for ReportObserver {
         }
         self.run.benchmarks.push(report);
         self.files.write(&self.run);
-        Some(rate)
     }
 }
 

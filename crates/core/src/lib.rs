@@ -2,8 +2,19 @@
 //! ([`RequestRecord`], [`Outcome`]), the run clock ([`Clock`]) every timestamp is taken against,
 //! and the [`Backend`] trait through which the scheduler hands work to a transport.
 //!
+//! It also holds the vocabulary of a benchmark that the scheduler and the report share: the
+//! load shape ([`Strategy`]), the measurement [`Window`] with the one rule that classifies a
+//! request against it ([`Phase`]) and the rates over it, why a benchmark stopped
+//! ([`StopReason`]) and what it did ([`BenchmarkOutcome`]).
+//!
 //! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
+
+mod strategy;
+mod window;
+
+pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
+pub use window::{BenchmarkOutcome, Phase, StopReason, Window};
 
 use std::future::Future;
 use std::sync::Arc;

@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::StrategyExt as _;
 use crate::{check_rate, invalid, ProfileError, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 
 /// The `--rate-type` of a run.

@@ -9,8 +9,8 @@
 use std::hint::black_box;
 use std::time::SystemTime;
 
+use bench_core::Strategy;
 use bench_core::{Chunk, Outcome, RequestRecord, TokenSource};
-use bench_profile::Strategy;
 use bench_report::{Accumulator, BenchmarkMeta, RunReport, StatsOptions};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 

@@ -21,7 +21,7 @@
 //! for r in records {
 //!     acc.add(r); // as each request finishes
 //! }
-//! let strategy = bench_profile::Strategy::Synchronous;
+//! let strategy = bench_core::Strategy::Synchronous;
 //! let meta = BenchmarkMeta::new(strategy, 0, clock.now(), clock.wall_epoch());
 //! run.benchmarks.push(acc.finish(meta));
 //! write_outputs(&run, &["out.json".into(), "out.html".into()])?; // after every benchmark

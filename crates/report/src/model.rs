@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use bench_core::Strategy;
 use bench_core::{Nanos, RequestRecord};
-use bench_profile::Strategy;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{Dist, MetricSummary};

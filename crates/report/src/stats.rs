@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use bench_core::{Nanos, RequestRecord, Status, TokenSource};
-use bench_profile::Strategy;
+use bench_core::{Nanos, Phase, RequestRecord, Status, Strategy, TokenSource, Window};
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
 use crate::model::{
@@ -22,10 +21,9 @@ pub struct BenchmarkMeta {
     pub start: Nanos,
     /// Run-clock offset of the benchmark's end.
     pub end: Nanos,
-    /// The measurement window opens (end of warmup); `start` when there is no warmup.
-    pub measure_start: Nanos,
-    /// The measurement window closes (start of cooldown); `end` when there is no cooldown.
-    pub measure_end: Nanos,
+    /// The measurement window (`start..end` without warmup or cooldown). Requests are placed
+    /// in it by [`Window::phase`], the rule the scheduler uses too.
+    pub window: Window,
     /// Wall-clock time of the run clock's epoch ([`bench_core::Clock::wall_epoch`]).
     pub wall_epoch: SystemTime,
     /// Why the benchmark stopped (`max_requests`, `max_duration`, `all_done`, `interrupted`).
@@ -41,8 +39,11 @@ impl BenchmarkMeta {
             strategy,
             start,
             end,
-            measure_start: start,
-            measure_end: end,
+            window: Window {
+                open: start,
+                close: end,
+                cooldown: false,
+            },
             wall_epoch,
             stop_reason: String::new(),
             label: None,
@@ -185,15 +186,18 @@ impl Accumulator {
         self.requests.is_empty()
     }
 
-    /// Computes the benchmark's report. Requests that ended before `measure_start` or were
-    /// sent after `measure_end` are excluded; rates and concurrency are clipped to the window.
+    /// Computes the benchmark's report. Requests placed before or after the window by
+    /// [`Window::phase`] are excluded; rates and concurrency are clipped to the window.
     pub fn finish(self, meta: BenchmarkMeta) -> BenchmarkReport {
-        let ws = meta.measure_start;
-        let we = meta.measure_end.max(ws);
-        let window_ns = we - ws;
-        let dur_s = window_ns as f64 / 1e9;
-        let per_s = |x: f64| if window_ns > 0 { x / dur_s } else { 0.0 };
-        let in_window = |t: Nanos| t >= ws && t <= we;
+        let window = Window {
+            close: meta.window.close.max(meta.window.open),
+            ..meta.window
+        };
+        let (ws, we) = (window.open, window.close);
+        let window_ns = window.nanos();
+        let dur_s = window.secs();
+        let per_s = |x: f64| window.per_s(x);
+        let in_window = |t: Nanos| window.contains(t);
 
         let mut counts = RequestCounts::default();
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -220,13 +224,16 @@ impl Accumulator {
         let mut good_in_window = 0u64;
 
         for r in &self.requests {
-            if r.end < ws {
-                counts.excluded_warmup += 1;
-                continue;
-            }
-            if r.dispatched > we {
-                counts.excluded_cooldown += 1;
-                continue;
+            match window.phase(r.dispatched, r.end) {
+                Phase::Warmup => {
+                    counts.excluded_warmup += 1;
+                    continue;
+                }
+                Phase::Cooldown => {
+                    counts.excluded_cooldown += 1;
+                    continue;
+                }
+                Phase::Measured => {}
             }
             let si = match r.status {
                 Status::Completed => {
@@ -568,8 +575,11 @@ mod tests {
         ));
         let mut meta =
             BenchmarkMeta::new(Strategy::Synchronous, 0, 4000 * MS, SystemTime::UNIX_EPOCH);
-        meta.measure_start = 1000 * MS;
-        meta.measure_end = 3000 * MS;
+        meta.window = Window {
+            open: 1000 * MS,
+            close: 3000 * MS,
+            cooldown: true,
+        };
         let r = acc.finish(meta);
 
         assert_eq!(r.requests.completed, 2);
@@ -659,10 +669,28 @@ mod tests {
         acc.add(rec(10, &[20], 30, 1, Outcome::Completed));
         let mut meta =
             BenchmarkMeta::new(Strategy::Synchronous, 0, 40 * MS, SystemTime::UNIX_EPOCH);
-        meta.measure_start = 30 * MS;
-        meta.measure_end = 20 * MS; // inverted: treated as empty
+        meta.window = Window {
+            open: 30 * MS,
+            close: 20 * MS, // inverted: treated as empty
+            cooldown: true,
+        };
         let b = acc.finish(meta);
         assert_eq!(b.rates.concurrency, 0.0);
+    }
+
+    /// Issue 13, defect 8: a request that got its slot before the deadline but was written
+    /// just after it is measured when no cooldown was configured (it was counted as
+    /// `excluded_cooldown`, so the report's total fell one short of what the server saw).
+    #[test]
+    fn without_a_cooldown_a_request_written_after_the_end_is_measured() {
+        let mut acc = Accumulator::new(&StatsOptions::default());
+        acc.add(rec(10, &[20], 30, 1, Outcome::Completed));
+        acc.add(rec(1001, &[], 1001, 1, Outcome::Cancelled));
+        let meta = BenchmarkMeta::new(Strategy::Synchronous, 0, 1000 * MS, SystemTime::UNIX_EPOCH);
+        let b = acc.finish(meta);
+        assert_eq!(b.requests.excluded_cooldown, 0);
+        assert_eq!(b.requests.total, 2);
+        assert_eq!(b.requests.incomplete, 1);
     }
 
     proptest! {
@@ -697,8 +725,7 @@ mod tests {
                 peak = peak.max(n);
             }
             let mut meta = BenchmarkMeta::new(Strategy::Synchronous, 0, 400 * MS, SystemTime::UNIX_EPOCH);
-            meta.measure_start = ws * MS;
-            meta.measure_end = we * MS;
+            meta.window = Window { open: ws * MS, close: we * MS, cooldown: true };
             let b = acc.finish(meta);
             prop_assert!((b.rates.concurrency - inflight_ms as f64 / len as f64).abs() < 1e-9);
             prop_assert!((b.rates.requests_per_s - completions as f64 / (len as f64 / 1000.0)).abs() < 1e-6);

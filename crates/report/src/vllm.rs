@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use bench_profile::Strategy;
+use bench_core::Strategy;
 
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::{percentile_word, VllmConsoleOptions, VllmLayout};

@@ -218,7 +218,7 @@ fn benchmark_without_samples_shows_dashes_not_zeros() {
     let mut run = common::sample_run(&StatsOptions::default());
     let empty = bench_report::Accumulator::new(&StatsOptions::default()).finish(
         bench_report::BenchmarkMeta::new(
-            bench_profile::Strategy::Synchronous,
+            bench_core::Strategy::Synchronous,
             0,
             1_000_000_000,
             std::time::SystemTime::UNIX_EPOCH,

@@ -10,13 +10,16 @@
 //! statistics shown to users (`bench-report`): records are handed to an [`Observer`] as they
 //! finish.
 
-mod benchmark;
+mod collect;
+mod pacer;
 mod pacing;
+mod plan;
 mod progress;
 mod sweep;
 
-pub use benchmark::{BenchmarkOutcome, BenchmarkPlan, Phase, StopReason};
+pub use bench_core::{BenchmarkOutcome, Phase, StopReason, Window};
 pub use pacing::{wait_until, Pacing};
+pub use plan::BenchmarkPlan;
 pub use progress::{Progress, ProgressPhase};
 pub use sweep::{Observer, RunOutcome};
 

@@ -1,7 +1,8 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
+use bench_core::Strategy;
 use bench_core::{Backend, RequestRecord, RequestSpec};
-use bench_profile::{Limits, Profile, Strategy, Transient};
+use bench_profile::{Limits, Profile, Transient};
 
 use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
 
@@ -14,13 +15,9 @@ pub trait Observer {
     }
     /// One request finished (in any way), with the phase it belongs to.
     fn record(&mut self, index: usize, record: RequestRecord, phase: Phase);
-    /// A benchmark ended; all its records have been delivered. May return the completed
-    /// requests/s the observer computed for it (e.g. the report's), which a sweep then uses
-    /// for its rates instead of [`BenchmarkOutcome::completed_rate`], so that the rates follow
-    /// from the figures the user sees.
-    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) -> Option<f64> {
+    /// A benchmark ended; all its records have been delivered.
+    fn benchmark_finished(&mut self, index: usize, outcome: &BenchmarkOutcome) {
         let _ = (index, outcome);
-        None
     }
 }
 
@@ -111,10 +108,9 @@ impl<B: Backend> Scheduler<B> {
                 })
                 .await?;
             specs = rest;
-            let measured = observer
-                .benchmark_finished(index, &outcome)
-                .unwrap_or(outcome.completed_rate);
-            rates.push(measured);
+            observer.benchmark_finished(index, &outcome);
+            // The window's rate, by the rule the report uses too (bench_core::Window).
+            rates.push(outcome.completed_rate);
             let stop =
                 outcome.stop_reason == StopReason::Interrupted || self.interrupt.is_cancelled();
             out.benchmarks.push(outcome);

@@ -266,15 +266,15 @@ async fn count_warmup_and_cooldown_exclude_exactly_their_requests() {
     assert_eq!(recs.len(), 100);
     // The window opens at request 10's slot and closes at request 80's.
     let slot = |id| recs.iter().find(|(r, _)| r.id == id).map(|(r, _)| r.slot);
-    assert_eq!(Some(out.measure_start), slot(10));
-    assert_eq!(Some(out.measure_end), slot(80));
+    assert_eq!(Some(out.window.open), slot(10));
+    assert_eq!(Some(out.window.close), slot(80));
     // Three streams in waves of 30 ms: request 10 starts at 90 ms, request 80 at 780 ms.
-    assert_eq!(out.measure_start - out.start, 90 * MS);
-    assert_eq!(out.measure_end - out.start, 780 * MS);
+    assert_eq!(out.window.open - out.start, 90 * MS);
+    assert_eq!(out.window.close - out.start, 780 * MS);
     for (r, ph) in &recs {
-        let want = if r.end < out.measure_start {
+        let want = if r.end < out.window.open {
             Phase::Warmup
-        } else if r.dispatched > out.measure_end {
+        } else if r.dispatched > out.window.close {
             Phase::Cooldown
         } else {
             Phase::Measured
@@ -377,9 +377,8 @@ impl Observer for Collect {
     fn record(&mut self, index: usize, _record: RequestRecord, _phase: Phase) {
         self.records.push(index);
     }
-    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) -> Option<f64> {
+    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) {
         self.finished.push(outcome.clone());
-        None
     }
 }
 
@@ -543,45 +542,4 @@ fn plans_that_cannot_work_are_rejected() {
             "{p:?}"
         );
     }
-}
-
-/// An observer that reports its own completed rates (as the CLI reports the report's).
-struct Override(Vec<f64>);
-
-impl Observer for Override {
-    fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}
-    fn benchmark_finished(&mut self, index: usize, _outcome: &BenchmarkOutcome) -> Option<f64> {
-        self.0.get(index).copied()
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn sweep_uses_the_rates_the_observer_measured() {
-    let sched = Scheduler::new(Arc::new(Fake::new(10, 0, 1)), Clock::start(), opts());
-    let profile = Profile::Sweep(SweepSpec {
-        size: 4,
-        throughput_concurrency: 4,
-        open_loop: OpenLoop::Constant,
-        max_concurrency: None,
-    });
-    let limits = Limits {
-        max_seconds: Some(0.5),
-        ..Limits::default()
-    };
-    let (run, _) = sched
-        .run_profile(
-            &profile,
-            &limits,
-            &None,
-            &None,
-            specs(),
-            &mut Override(vec![3.0, 9.0]),
-        )
-        .await
-        .expect("runs");
-    let rates: Vec<f64> = run.benchmarks[2..]
-        .iter()
-        .filter_map(|b| b.strategy.target_rate())
-        .collect();
-    assert_eq!(rates, vec![6.0, 9.0]);
 }

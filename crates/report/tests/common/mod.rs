@@ -4,8 +4,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bench_core::Strategy;
 use bench_core::{Chunk, Nanos, Outcome, RequestRecord, TimeoutPhase, TokenSource};
-use bench_profile::Strategy;
 use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions};
 
 pub const MS: Nanos = 1_000_000;
@@ -160,8 +160,11 @@ fn benchmark(
         acc.add(r);
     }
     let mut meta = BenchmarkMeta::new(strategy, start, end, wall());
-    meta.measure_start = start + warmup;
-    meta.measure_end = end.saturating_sub(cooldown);
+    meta.window = bench_core::Window {
+        open: start + warmup,
+        close: end.saturating_sub(cooldown),
+        cooldown: cooldown > 0,
+    };
     meta.stop_reason = "max_duration".into();
     acc.finish(meta)
 }

@@ -1,0 +1,344 @@
+//! The pacer: releases one benchmark's requests at their intended times, takes their
+//! concurrency slots and spawns each on the caller's runtime; and where it runs (a task, or
+//! its own thread).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bench_core::{
+    Backend, CancellationToken, Clock, Dispatch, Nanos, Outcome, Release, RequestRecord,
+    RequestSpec, TokenSource,
+};
+use bench_profile::Arrivals;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+use crate::pacing::{lower_timer_slack, wait_precise, wait_until, Pacing};
+
+/// Counters shared by the pacer, the request tasks and the collecting loop.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) sent: AtomicU64,
+    /// Intended time of the request the pacer holds but has not dispatched (`u64::MAX`: none).
+    pub(crate) pending_due: AtomicU64,
+    /// Requests given up at the hard deadline.
+    pub(crate) abandoned: AtomicU64,
+    /// Slot of the request that opens the window of a count warmup (`u64::MAX`: not yet).
+    pub(crate) window_open: AtomicU64,
+    /// Slot of the request that closes the window of a count cooldown (`u64::MAX`: not yet).
+    pub(crate) window_close: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Self {
+        Self {
+            in_flight: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            pending_due: AtomicU64::new(u64::MAX),
+            abandoned: AtomicU64::new(0),
+            window_open: AtomicU64::new(u64::MAX),
+            window_close: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Requests due but not yet sent, estimated from how late the pacer's pending request is.
+    pub(crate) fn queued(&self, now: Nanos, rate: f64) -> f64 {
+        let due = self.pending_due.load(Ordering::Relaxed);
+        if due == u64::MAX || due >= now {
+            0.0
+        } else {
+            1.0 + (now - due) as f64 / 1e9 * rate
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PacerEnd {
+    AllSent,
+    Deadline,
+    Stopped,
+    DataExhausted,
+}
+
+/// What the pacer hands back: the data (for the next benchmark), why it stopped, and how many
+/// requests were due but never got a slot.
+pub(crate) type PacerResult<S> = (S, PacerEnd, u64);
+
+pub(crate) struct Pacer<B> {
+    pub(crate) backend: Arc<B>,
+    pub(crate) clock: Clock,
+    pub(crate) t0: Nanos,
+    pub(crate) release: Release,
+    pub(crate) arrivals: Option<Arrivals>,
+    pub(crate) cap: Option<u32>,
+    pub(crate) count: Option<u64>,
+    pub(crate) deadline: Option<Nanos>,
+    pub(crate) warm_count: Option<u64>,
+    pub(crate) cool_count: Option<u64>,
+    pub(crate) pacing: Pacing,
+    /// The caller's runtime, where every request runs (the pacer may run elsewhere).
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// Stops dispatching.
+    pub(crate) stop: CancellationToken,
+    /// Cancels the requests in flight (they return what they have).
+    pub(crate) cancel: CancellationToken,
+    /// Abandons the requests that did not return after `cancel`.
+    pub(crate) hard: CancellationToken,
+    pub(crate) tx: mpsc::UnboundedSender<RequestRecord>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// One step of the pacer: a request to spawn, or the end.
+enum Step {
+    Send {
+        scheduled: Nanos,
+        slot: Nanos,
+        permit: Option<OwnedSemaphorePermit>,
+    },
+    End(PacerEnd),
+}
+
+impl<B: Backend> Pacer<B> {
+    pub(crate) async fn run<S>(mut self, mut specs: S) -> PacerResult<S>
+    where
+        S: Iterator<Item = RequestSpec>,
+    {
+        let slots = self.cap.map(|c| Arc::new(Semaphore::new(c as usize)));
+        let mut id: u64 = 0;
+        let mut pending: Option<Nanos> = None;
+        let end = loop {
+            if self.count.is_some_and(|n| id >= n) {
+                break PacerEnd::AllSent;
+            }
+            if self.stop.is_cancelled() {
+                break PacerEnd::Stopped;
+            }
+            let Some(spec) = specs.next() else {
+                break PacerEnd::DataExhausted;
+            };
+            match self.step(&slots, &mut pending).await {
+                Step::End(e) => break e,
+                Step::Send {
+                    scheduled,
+                    slot,
+                    permit,
+                } => {
+                    self.mark_window(id, slot);
+                    self.spawn(spec, id, scheduled, slot, permit);
+                    id += 1;
+                }
+            }
+        };
+        self.shared.pending_due.store(u64::MAX, Ordering::Relaxed);
+        let not_sent = self.count_not_sent(pending, id);
+        (specs, end, not_sent)
+    }
+
+    /// The next request's intended time (`None` for closed loops).
+    fn next_due(&mut self) -> Option<Nanos> {
+        match self.release {
+            Release::ClosedLoop => None,
+            Release::AtStart => Some(self.t0),
+            Release::Scheduled => Some(
+                self.t0.saturating_add(
+                    self.arrivals
+                        .as_mut()
+                        .and_then(Iterator::next)
+                        .unwrap_or_default(),
+                ),
+            ),
+        }
+    }
+
+    /// Waits for the next request's time and slot.
+    async fn step(&mut self, slots: &Option<Arc<Semaphore>>, pending: &mut Option<Nanos>) -> Step {
+        let due = self.next_due();
+        if let (Some(d), Some(dl)) = (due, self.deadline) {
+            if d >= dl {
+                return Step::End(PacerEnd::Deadline);
+            }
+        }
+        if let Some(d) = due {
+            *pending = Some(d);
+            self.shared.pending_due.store(d, Ordering::Relaxed);
+            tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => return Step::End(PacerEnd::Stopped),
+                _ = self.wait(d) => {}
+            }
+        }
+        let permit = match slots {
+            Some(s) => tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => return Step::End(PacerEnd::Stopped),
+                p = s.clone().acquire_owned() => p.ok(),
+            },
+            None => None,
+        };
+        let slot = self.clock.now();
+        if self.deadline.is_some_and(|dl| slot >= dl) {
+            return Step::End(PacerEnd::Deadline);
+        }
+        *pending = None;
+        self.shared.pending_due.store(u64::MAX, Ordering::Relaxed);
+        Step::Send {
+            scheduled: due.unwrap_or(slot),
+            slot,
+            permit,
+        }
+    }
+
+    /// Records the slot of the requests that open / close a count window.
+    fn mark_window(&self, id: u64, slot: Nanos) {
+        if self.warm_count == Some(id) {
+            self.shared.window_open.store(slot, Ordering::Relaxed);
+        }
+        if self.cool_count == Some(id) {
+            self.shared.window_close.store(slot, Ordering::Relaxed);
+        }
+    }
+
+    /// Requests that were due but never got a slot: counted, never dropped silently.
+    fn count_not_sent(&mut self, pending: Option<Nanos>, id: u64) -> u64 {
+        if self.release != Release::Scheduled {
+            return 0;
+        }
+        let now = self.clock.now();
+        let limit = self.deadline.map_or(now, |d| d.min(now));
+        if pending.is_none_or(|d| d >= limit) {
+            return 0;
+        }
+        let mut not_sent = 1;
+        let more = self.count.map_or(u64::MAX, |n| n.saturating_sub(id + 1));
+        if let Some(a) = self.arrivals.as_mut() {
+            for t in a {
+                if not_sent > more || self.t0.saturating_add(t) >= limit {
+                    break;
+                }
+                not_sent += 1;
+            }
+        }
+        not_sent.min(more.saturating_add(1))
+    }
+
+    async fn wait(&self, due: Nanos) {
+        match self.pacing {
+            Pacing::Runtime => wait_until(&self.clock, due).await,
+            Pacing::Thread { spin } => wait_precise(&self.clock, due, spin).await,
+        }
+    }
+
+    fn spawn(
+        &self,
+        spec: RequestSpec,
+        id: u64,
+        scheduled: Nanos,
+        slot: Nanos,
+        permit: Option<OwnedSemaphorePermit>,
+    ) {
+        let backend = self.backend.clone();
+        let tx = self.tx.clone();
+        let cancel = self.cancel.clone();
+        let hard = self.hard.clone();
+        let shared = self.shared.clone();
+        let dispatch = Dispatch {
+            id,
+            clock: self.clock,
+            scheduled,
+            slot,
+        };
+        shared.in_flight.fetch_add(1, Ordering::Relaxed);
+        shared.sent.fetch_add(1, Ordering::Relaxed);
+        let prompt_tokens = spec.prompt_tokens;
+        let requested = spec.output_tokens;
+        self.runtime.spawn(async move {
+            let record = tokio::select! {
+                biased;
+                r = backend.send(spec, dispatch, cancel) => r,
+                _ = hard.cancelled() => {
+                    shared.abandoned.fetch_add(1, Ordering::Relaxed);
+                    abandoned(&dispatch, prompt_tokens, requested)
+                }
+            };
+            drop(permit);
+            shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+            // The receiver lives until every sender is gone; a send error is impossible.
+            let _ = tx.send(record);
+        });
+    }
+}
+
+/// The running pacer: a task on the caller's runtime, or its own thread.
+pub(crate) enum PacerTask<S> {
+    Task(tokio::task::JoinHandle<PacerResult<S>>),
+    Thread {
+        done: tokio::sync::oneshot::Receiver<PacerResult<S>>,
+        thread: std::thread::JoinHandle<()>,
+    },
+}
+
+impl<S> PacerTask<S>
+where
+    S: Iterator<Item = RequestSpec> + Send + 'static,
+{
+    /// Starts `pacer` where its [`Pacing`] says. Fails only if the OS refuses a thread.
+    pub(crate) fn start<B: Backend>(pacer: Pacer<B>, specs: S) -> std::io::Result<Self> {
+        match pacer.pacing {
+            Pacing::Runtime => Ok(PacerTask::Task(tokio::spawn(pacer.run(specs)))),
+            Pacing::Thread { .. } => {
+                // The pacer's own single-threaded runtime serves only its coarse timer and its
+                // stop / slot waits; its blocking fine sleeps delay nothing else.
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()?;
+                let (tx, done) = tokio::sync::oneshot::channel();
+                let thread = std::thread::Builder::new()
+                    .name("bench-pacer".into())
+                    .spawn(move || {
+                        lower_timer_slack();
+                        let _ = tx.send(rt.block_on(pacer.run(specs)));
+                    })?;
+                Ok(PacerTask::Thread { done, thread })
+            }
+        }
+    }
+
+    /// Waits for the pacer to finish. The pacer never panics by construction; if it did, the
+    /// panic is surfaced rather than hidden.
+    pub(crate) async fn join(self) -> PacerResult<S> {
+        match self {
+            PacerTask::Task(h) => match h.await {
+                Ok(v) => v,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            },
+            PacerTask::Thread { done, thread } => match done.await {
+                Ok(v) => v,
+                Err(_) => match thread.join() {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(()) => {
+                        unreachable!("the pacer thread always sends its result before ending")
+                    }
+                },
+            },
+        }
+    }
+}
+
+/// The record of a request that did not return after cancellation within the grace period.
+fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
+    RequestRecord {
+        id: d.id,
+        scheduled: d.scheduled,
+        slot: d.slot,
+        dispatched: d.slot,
+        headers: None,
+        chunks: Vec::new(),
+        end: d.clock.now(),
+        prompt_tokens,
+        prompt_tokens_source: TokenSource::Tokenizer,
+        output_tokens: 0,
+        output_tokens_source: TokenSource::Chunks,
+        requested_output_tokens: requested,
+        outcome: Outcome::Cancelled,
+    }
+}

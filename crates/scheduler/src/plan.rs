@@ -1,0 +1,135 @@
+//! One benchmark's plan ([`BenchmarkPlan`]) and its resolution into the numbers the pacer and
+//! the collecting loop need: the request count, the deadline and the warmup / cooldown bounds.
+
+use bench_core::{Nanos, Strategy};
+use bench_profile::{Limits, ProfileError, ResolvedTransient, StrategyExt as _, Transient};
+use serde::{Deserialize, Serialize};
+
+use crate::SchedulerError;
+
+/// One benchmark to run: a strategy, its limits and its warmup / cooldown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkPlan {
+    /// The load shape.
+    pub strategy: Strategy,
+    /// What ends it.
+    pub limits: Limits,
+    /// Requests excluded from statistics at the start.
+    pub warmup: Option<Transient>,
+    /// Requests excluded from statistics at the end.
+    pub cooldown: Option<Transient>,
+}
+
+pub(crate) fn secs(ns: Nanos) -> f64 {
+    ns as f64 / 1e9
+}
+
+pub(crate) fn nanos(secs: f64) -> Nanos {
+    let ns = (secs * 1e9).round();
+    if ns <= 0.0 {
+        0
+    } else if ns >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        ns as Nanos
+    }
+}
+
+/// A plan with everything resolved and checked.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    pub(crate) count: Option<u64>,
+    pub(crate) max_seconds: Option<Nanos>,
+    pub(crate) warmup: Option<ResolvedTransient>,
+    pub(crate) cooldown: Option<ResolvedTransient>,
+}
+
+impl BenchmarkPlan {
+    fn error(&self, source: ProfileError) -> SchedulerError {
+        SchedulerError::Plan {
+            label: self.strategy.label(),
+            source,
+        }
+    }
+
+    fn invalid(&self, message: String) -> SchedulerError {
+        self.error(ProfileError::Invalid(message))
+    }
+
+    fn resolve_transient(
+        &self,
+        t: &Option<Transient>,
+    ) -> Result<Option<ResolvedTransient>, SchedulerError> {
+        match t {
+            Some(t) if !t.is_zero() => Ok(Some(
+                t.resolve(&self.limits, self.strategy.request_count())
+                    .map_err(|e| self.error(e))?,
+            )),
+            _ => Ok(None),
+        }
+    }
+
+    pub(crate) fn resolve(&self) -> Result<Resolved, SchedulerError> {
+        self.strategy.validate().map_err(|e| self.error(e))?;
+        self.limits.validate().map_err(|e| self.error(e))?;
+        let count = match (self.strategy.request_count(), self.limits.max_requests) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let max_seconds = self.limits.max_seconds.map(nanos);
+        if count.is_none() && max_seconds.is_none() {
+            return Err(self.invalid("it would never end: give max seconds or max requests".into()));
+        }
+        let r = Resolved {
+            count,
+            max_seconds,
+            warmup: self.resolve_transient(&self.warmup)?,
+            cooldown: self.resolve_transient(&self.cooldown)?,
+        };
+        self.check_transients(&r)?;
+        Ok(r)
+    }
+
+    /// A cooldown needs a known end, and something must be left to measure.
+    fn check_transients(&self, r: &Resolved) -> Result<(), SchedulerError> {
+        match r.cooldown {
+            Some(ResolvedTransient::Time(_)) if r.max_seconds.is_none() => {
+                return Err(self.invalid(
+                    "a cooldown in seconds needs max seconds (the end must be known in advance)"
+                        .into(),
+                ))
+            }
+            Some(ResolvedTransient::Requests(_)) if r.count.is_none() => {
+                return Err(self.invalid(
+                    "a cooldown in requests needs max requests (the last request must be known in advance)"
+                        .into(),
+                ))
+            }
+            _ => {}
+        }
+        let req = |t: Option<ResolvedTransient>| match t {
+            Some(ResolvedTransient::Requests(n)) => n,
+            _ => 0,
+        };
+        if let Some(n) = r.count {
+            if req(r.warmup) + req(r.cooldown) >= n {
+                return Err(self.invalid(format!(
+                    "warmup and cooldown exclude all {n} requests; nothing is left to measure"
+                )));
+            }
+        }
+        let time = |t: Option<ResolvedTransient>| match t {
+            Some(ResolvedTransient::Time(n)) => n,
+            _ => 0,
+        };
+        if let Some(max) = r.max_seconds {
+            if time(r.warmup).saturating_add(time(r.cooldown)) >= max {
+                return Err(self.invalid(format!(
+                    "warmup and cooldown cover all {} s; nothing is left to measure",
+                    secs(max)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
