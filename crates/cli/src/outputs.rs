@@ -19,10 +19,10 @@ pub fn check(paths: &[PathBuf]) -> Result<(), UsageError> {
 }
 
 fn check_one(path: &Path) -> Result<(), String> {
-    OutputFormat::from_path(path).map_err(|e| e.to_string())?;
     if path.is_dir() {
         return Err("is a directory".into());
     }
+    OutputFormat::from_path(path).map_err(|e| e.to_string())?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -102,7 +102,7 @@ struct ReportObserver {
     files: outputs::Writer,
     wall_epoch: std::time::SystemTime,
     /// Since when (run clock) every finished request failed to connect, and how many did.
-    unanswered: Option<(bench_core::Nanos, u64, String)>,
+    unanswered: Option<(bench_core::Nanos, u64)>,
     /// Set when the server stopped answering: why; the run is then stopped through `stop`.
     server_gone: Option<String>,
     stop: bench_scheduler::StopHandle,
@@ -116,16 +116,19 @@ impl ReportObserver {
     /// Watches for a server that stopped answering: only connection failures for
     /// [`SERVER_GONE_AFTER`] (at least 3 of them) stop the run with a message.
     fn watch_connects(&mut self, record: &RequestRecord) {
-        match &record.outcome {
-            bench_core::Outcome::Connect { message } => {
-                let (since, n, _) = self
-                    .unanswered
-                    .get_or_insert((record.end, 0, String::new()));
+        let connect_timeout = bench_core::Outcome::Timeout {
+            phase: bench_core::TimeoutPhase::Connect,
+        };
+        let failure = match &record.outcome {
+            bench_core::Outcome::Connect { message } => Some(message.as_str()),
+            o if *o == connect_timeout => Some("connect timed out"),
+            _ => None,
+        };
+        match failure {
+            Some(message) => {
+                let (since, n) = self.unanswered.get_or_insert((record.end, 0));
                 *n += 1;
                 let (since, n) = (*since, *n);
-                if let Some(u) = self.unanswered.as_mut() {
-                    u.2.clone_from(message);
-                }
                 if self.server_gone.is_none()
                     && n >= 3
                     && record.end.saturating_sub(since) >= SERVER_GONE_AFTER
@@ -137,8 +140,8 @@ impl ReportObserver {
                     self.stop.stop();
                 }
             }
-            bench_core::Outcome::Cancelled => {}
-            _ => self.unanswered = None,
+            None if record.outcome == bench_core::Outcome::Cancelled => {}
+            None => self.unanswered = None,
         }
     }
 }
@@ -462,4 +465,38 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
         println!("{}", bench_report::render_vllm(run, &o));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_note_names_the_benchmark_and_the_bound() {
+        let n = stall_note("constant@5.00", 2);
+        assert!(n.starts_with("constant@5.00: 2 request(s) stalled"), "{n}");
+        assert!(n.contains("300 s") && n.contains("idle timeout"), "{n}");
+        assert!(!n.contains('\n'));
+    }
+
+    #[test]
+    fn an_empty_benchmark_is_named_with_what_became_of_its_requests() {
+        let mut run = RunReport::new("id", "2026-01-01T00:00:00Z");
+        assert!(empty_benchmarks(&run, &[])
+            .expect("no benchmark ran")
+            .contains("no benchmark ran"));
+        let empty = Accumulator::new(&StatsOptions::default()).finish(BenchmarkMeta::new(
+            bench_core::Strategy::Synchronous,
+            0,
+            1_000_000_000,
+            std::time::SystemTime::UNIX_EPOCH,
+        ));
+        run.benchmarks.push(empty);
+        let line = empty_benchmarks(&run, &["out.json".into()]).expect("empty");
+        assert!(line.contains("synchronous (0 errored, 0 cut off"), "{line}");
+        assert!(
+            line.contains("out.json") && line.contains("--allow-empty"),
+            "{line}"
+        );
+    }
 }
