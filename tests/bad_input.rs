@@ -314,14 +314,6 @@ fn listener() -> (String, Arc<AtomicUsize>) {
 /// Runs one case; `Err` says what was wrong.
 fn check(case: &Case, url: &str, dir: &Path) -> Result<(), String> {
     let args: Vec<String> = case.args.iter().map(|a| a.replace("{T}", url)).collect();
-    let mut file_case = None;
-    if let Some((key, value, _)) = PROFILE_BAD
-        .iter()
-        .find(|(k, ..)| args.iter().any(|a| a == *k))
-    {
-        file_case = Some(format!("{key}: {value}"));
-    }
-    let _ = file_case;
     let out = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(&args)
         .current_dir(dir)
