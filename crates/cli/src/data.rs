@@ -5,14 +5,59 @@ use bench_tokenizer::Tokenizer;
 
 use crate::UsageError;
 
-/// Parses `--data` (checked again, with files opened, by [`loader`]).
-pub fn parse(data: &str) -> Result<DataSpec, UsageError> {
-    DataSpec::parse(data, None).map_err(|e| UsageError::new(format!("--data {data}: {e}")))
+/// Parses `--data` with `--data-column` (checked again, with files opened, by [`loader`]).
+pub fn parse(data: &str, column: Option<&str>) -> Result<DataSpec, UsageError> {
+    DataSpec::parse(data, column).map_err(|e| UsageError::new(format!("--data {data}: {e}")))
+}
+
+/// guidellm's JSON form of `--data` (`{"prompt_tokens": 256, "output_tokens": 128}`) as
+/// bench's `k=v` form; anything else is returned as given.
+pub fn from_json_form(data: &str) -> Result<String, String> {
+    let t = data.trim();
+    if !t.starts_with('{') {
+        return Ok(data.to_string());
+    }
+    let v: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(t).map_err(|e| format!("not a JSON object: {e}"))?;
+    let mut parts = Vec::with_capacity(v.len());
+    for (k, v) in v {
+        let v = match v {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            other => return Err(format!("{k}: expected a number or a string, got {other}")),
+        };
+        parts.push(format!("{k}={v}"));
+    }
+    Ok(parts.join(","))
+}
+
+/// `--data` given on the command line over a profile's `data`: the command line wins, except
+/// that a bare `.txt` path over a profile that gives `prompt_tokens` is a book sliced at that
+/// length (with the profile's `output_tokens`), as the tgi-book profile means it.
+pub fn over_profile(cli: &str, profile: &str) -> String {
+    let bare_txt = !cli.contains('=') && cli.trim().ends_with(".txt");
+    if !bare_txt || profile.contains("path=") {
+        return cli.to_string();
+    }
+    let keys: Vec<&str> = profile
+        .split(',')
+        .map(str::trim)
+        .filter(|kv| kv.starts_with("prompt_tokens=") || kv.starts_with("output_tokens="))
+        .collect();
+    if !keys.iter().any(|k| k.starts_with("prompt_tokens=")) {
+        return cli.to_string();
+    }
+    format!("path={},format=book,{}", cli.trim(), keys.join(","))
 }
 
 /// The endless (cycling) stream of request specs of `--data` under `tokenizer`.
-pub fn loader(data: &str, tokenizer: Tokenizer) -> Result<Loader, UsageError> {
-    let spec = parse(data)?;
+pub fn loader(
+    data: &str,
+    column: Option<&str>,
+    tokenizer: Tokenizer,
+) -> Result<Loader, UsageError> {
+    let spec = parse(data, column)?;
     Loader::new(spec, tokenizer)
         .map(|l| l.cycle(true))
         .map_err(|e| UsageError::new(format!("--data {data}: {e}")))
@@ -25,7 +70,7 @@ mod tests {
     #[test]
     fn synthetic_data_has_exact_lengths_and_bad_data_is_a_usage_error() {
         let tk = Tokenizer::builtin();
-        let specs: Vec<_> = loader("prompt_tokens=40,output_tokens=8", tk.clone())
+        let specs: Vec<_> = loader("prompt_tokens=40,output_tokens=8", None, tk.clone())
             .expect("valid")
             .take(5)
             .collect();
@@ -35,7 +80,7 @@ mod tests {
             assert_eq!(tk.count(&r.prompt), 40);
             assert_eq!(r.output_tokens, Some(8));
         }
-        assert!(parse("prompt_tokens=x").is_err());
-        assert!(loader("/no/such/file.jsonl", tk).is_err());
+        assert!(parse("prompt_tokens=x", None).is_err());
+        assert!(loader("/no/such/file.jsonl", None, tk).is_err());
     }
 }

@@ -9,9 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use bench_core::{Clock, RequestRecord};
 use bench_mock::{MockConfig, MockServer};
-use bench_report::{
-    Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions, VllmConsoleOptions,
-};
+use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions};
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Phase, Scheduler, SchedulerOptions,
 };
@@ -19,7 +17,7 @@ use bench_tokenizer::Tokenizer;
 use bench_worker::{Worker, WorkerConfig};
 use clap::Args;
 
-use crate::settings::{self, CommonArgs, Console, Settings};
+use crate::settings::{self, CommonArgs, Console, Settings, VllmExtensions};
 use crate::{data, limits, outputs, progress, signals, UsageError};
 
 /// Arguments of `bench sweep`.
@@ -62,15 +60,17 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     }
     // Refused before anything runs: a report that cannot be written, a concurrency that cannot
     // fit under the open-file limit (raised to the hard limit first).
-    outputs::check(&settings.output)?;
+    outputs::check(&settings.report.output)?;
     if let (Some(soft), Some(c)) = (
         limits::raise_open_files(),
-        limits::planned_concurrency(&settings.profile),
+        limits::planned_concurrency(&settings.load.profile),
     ) {
-        limits::check_fits(c, if settings.mock { 2 } else { 1 }, soft)?;
+        limits::check_fits(c, if settings.target.mock { 2 } else { 1 }, soft)?;
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // No colour codes in logs redirected to a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -101,6 +101,10 @@ struct ReportObserver {
     acc: Option<Accumulator>,
     files: outputs::Writer,
     wall_epoch: std::time::SystemTime,
+    write_error: Option<String>,
+    vllm_files: Option<crate::vllm_files::VllmFiles>,
+    /// The vLLM-fields hint was printed.
+    hinted: bool,
     /// Since when (run clock) every finished request failed to connect, and how many did.
     unanswered: Option<(bench_core::Nanos, u64)>,
     /// Set when the server stopped answering: why; the run is then stopped through `stop`.
@@ -182,6 +186,15 @@ impl Observer for ReportObserver {
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
+                if kind == "http_400" && !self.hinted {
+                    if let Some(field) = bench_worker::rejected_vllm_field(400, m) {
+                        self.hinted = true;
+                        eprintln!(
+                            "hint: the server refused vLLM's `{field}` body field (HTTP 400); \
+                             this API does not take vLLM's extensions: run with --vllm-extensions off"
+                        );
+                    }
+                }
             }
         }
         if o.not_sent > 0 {
@@ -194,6 +207,15 @@ impl Observer for ReportObserver {
         if o.abandoned > 0 {
             tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
         }
+        if let Some(files) = self.vllm_files.as_mut() {
+            match files.write(&report) {
+                Ok(p) => tracing::info!(path = %p.display(), "vLLM result file written"),
+                Err(e) => {
+                    tracing::error!("writing the vLLM result file failed: {e:#}");
+                    self.write_error = Some(format!("{e:#}"));
+                }
+            }
+        }
         if self.stalled > 0 {
             self.stall_notes
                 .push(stall_note(&o.strategy.label(), self.stalled));
@@ -202,6 +224,63 @@ impl Observer for ReportObserver {
         self.run.benchmarks.push(report);
         self.files.write(&self.run);
     }
+}
+
+/// The worker's configuration: every setting of the target and request groups.
+fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerConfig {
+    let (t, r) = (&s.target, &s.request);
+    WorkerConfig {
+        target: target.to_string(),
+        backend: t.backend,
+        endpoint: t.endpoint.clone(),
+        model: t.model.clone(),
+        api_key: t.api_key.clone(),
+        headers: t.headers.clone(),
+        http2: t.http2,
+        insecure: t.insecure,
+        cacert: t.cacert.clone(),
+        timeouts: t.timeouts,
+        extra_body: r.body_extra(t.backend == bench_worker::BackendKind::Tgi),
+        vllm_extensions,
+        ignore_eos: r.ignore_eos,
+        // A run that lets the server stop at EOS does not force a minimum either.
+        min_tokens: r.ignore_eos,
+        include_usage: true,
+    }
+}
+
+/// Builds the worker, checks the target, and settles `--vllm-extensions auto` from what the
+/// server says it is.
+async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
+    let on = s.request.vllm_extensions != VllmExtensions::Off;
+    let shown = bench_worker::redact_url(target);
+    let worker = Worker::new(worker_config(s, target, on))
+        .await
+        .map_err(|e| UsageError::new(format!("--target: {e}")))?;
+    worker.health_check().await.map_err(|e| match e {
+        bench_worker::Error::Unreachable { .. } => {
+            anyhow::Error::new(e).context(format!("the target {shown} is not answering"))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    if s.request.vllm_extensions != VllmExtensions::Auto
+        || s.target.backend == bench_worker::BackendKind::Tgi
+    {
+        return Ok(worker);
+    }
+    let owner = worker.model_owner().await;
+    if bench_worker::vllm_extensions_wanted(owner.as_deref()) {
+        return Ok(worker);
+    }
+    tracing::warn!(
+        "the server does not identify as vLLM, SGLang or llama.cpp (owned_by: {}): not sending \
+         ignore_eos / min_tokens, so outputs may stop before their asked length; \
+         --vllm-extensions on sends them",
+        owner.as_deref().unwrap_or("none")
+    );
+    Worker::new(worker_config(s, target, false))
+        .await
+        .map_err(|e| UsageError::new(format!("--target: {e}")).into())
 }
 
 fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
@@ -213,79 +292,55 @@ fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         target: worker.request_url(),
         model: model.to_string(),
-        backend: s.backend.name().to_string(),
+        backend: s.target.backend.name().to_string(),
         host,
-        processor: s.processor.clone(),
+        processor: s.data.processor.clone(),
         os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         extra: Default::default(),
     }
 }
 
-/// Starts the simulator of `--mock`.
-async fn start_mock(s: &Settings) -> anyhow::Result<Option<MockServer>> {
-    if !s.mock {
-        return Ok(None);
-    }
-    let cfg = match &s.mock_config {
-        Some(p) => MockConfig::from_file(p)
-            .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
-        None => MockConfig::default(),
-    };
-    let server = MockServer::start(cfg)
-        .await
-        .context("starting the built-in simulator")?;
-    tracing::info!(url = %server.url(), "simulator started");
-    Ok(Some(server))
-}
-
-/// Builds the worker and checks the target: up, speaking an LLM API, serving a model. Every
-/// message shows the target with its credentials removed.
-async fn connect(s: &Settings, target: &str) -> anyhow::Result<(Worker, String)> {
-    let shown = bench_worker::redact_url(target);
-    let cfg = WorkerConfig {
-        target: target.to_string(),
-        backend: s.backend,
-        endpoint: s.endpoint.clone(),
-        model: s.model.clone(),
-        api_key: s.api_key.clone(),
-        http2: s.http2,
-        insecure: s.insecure,
-        ignore_eos: s.ignore_eos,
-        ..WorkerConfig::default()
-    };
-    let worker = Worker::new(cfg)
-        .await
-        .map_err(|e| UsageError::new(format!("--target: {e}")))?;
-    worker.health_check().await.map_err(|e| match e {
-        bench_worker::Error::Unreachable { .. } => {
-            anyhow::Error::new(e).context(format!("the target {shown} is not answering"))
-        }
-        other => anyhow::Error::new(other),
-    })?;
-    let model = worker
-        .discover_model()
-        .await
-        .with_context(|| format!("finding the model served at {shown}"))?;
-    Ok((worker, model))
-}
-
 async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
-    let tokenizer = match &s.processor {
+    let tokenizer = match &s.data.processor {
         Some(p) => {
             Tokenizer::resolve(p).map_err(|e| UsageError::new(format!("--processor {p}: {e}")))?
         }
         None => Tokenizer::builtin(),
     };
-    let specs = data::loader(&s.data, tokenizer.clone())?;
+    let specs = data::loader(
+        &s.data.data,
+        s.data.data_column.as_deref(),
+        tokenizer.clone(),
+    )?;
     let data_failure = specs.failure();
-    let mock = start_mock(&s).await?;
-    let target = match (&mock, &s.target) {
+
+    let mock = if s.target.mock {
+        let cfg = match &s.target.mock_config {
+            Some(p) => MockConfig::from_file(p)
+                .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
+            None => MockConfig::default(),
+        };
+        let server = MockServer::start(cfg)
+            .await
+            .context("starting the built-in simulator")?;
+        tracing::info!(url = %server.url(), "simulator started");
+        Some(server)
+    } else {
+        None
+    };
+    let target = match (&mock, &s.target.target) {
         (Some(m), _) => m.url(),
         (None, Some(t)) => t.clone(),
         (None, None) => return Err(UsageError::new("no target").into()),
     };
-    let (worker, model) = connect(&s, &target).await?;
+    let worker = connect(&s, &target).await?;
+    let model = worker.discover_model().await.with_context(|| {
+        format!(
+            "finding the model served at {}",
+            bench_worker::redact_url(&target)
+        )
+    })?;
     let counter_tk = tokenizer.clone();
     let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
 
@@ -297,21 +352,18 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     );
     run.config = serde_json::to_value(&s).unwrap_or_default();
     run.environment = environment(&s, &model, &worker);
+    crate::metadata::add(&mut run.config, &s, &run.environment.target, &model);
 
     let stats = StatsOptions {
-        goodput: match &s.goodput {
-            Some(g) => {
-                Some(bench_report::Goodput::parse(g).map_err(|e| UsageError::new(e.to_string()))?)
-            }
-            None => None,
-        },
-        keep_records: s.save_records,
+        goodput: s.report.goodput.clone(),
+        keep_records: s.report.save_records,
         ..StatsOptions::default()
     };
     let clock = Clock::start();
     let resent = worker.clone();
     let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
-    let shown = progress::spawn(sched.progress(), s.quiet);
+    let shown = progress::spawn(sched.progress(), s.report.quiet);
+
     let stop = sched.stop_handle();
     let (interrupted, signals) = signals::listen(move || stop.stop())?;
 
@@ -319,8 +371,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         run,
         stats,
         acc: None,
-        files: outputs::Writer::new(s.output.clone()),
+        files: outputs::Writer::new(s.report.output.clone()),
         wall_epoch: clock.wall_epoch(),
+        write_error: None,
+        vllm_files: crate::vllm_files::VllmFiles::new(&s, &model),
+        hinted: false,
         unanswered: None,
         server_gone: None,
         stop: sched.stop_handle(),
@@ -329,10 +384,10 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     };
     let result = sched
         .run_profile(
-            &s.profile,
-            &s.limits,
-            &s.warmup,
-            &s.cooldown,
+            &s.load.profile,
+            &s.load.limits,
+            &s.load.warmup,
+            &s.load.cooldown,
             specs,
             &mut observer,
         )
@@ -345,6 +400,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     if let Some(m) = mock {
         m.shutdown().await;
     }
+
     print_console(&s, &observer.run)?;
     for note in &observer.stall_notes {
         eprintln!("warning: {note}");
@@ -381,6 +437,9 @@ fn finish(
     if let Some(e) = observer.files.failures() {
         anyhow::bail!("writing the report files failed (the other files were written): {e}");
     }
+    if let Some(e) = &observer.write_error {
+        anyhow::bail!("writing the vLLM result file failed: {e}");
+    }
     if let Some(why) = &observer.server_gone {
         anyhow::bail!("{why}; the run was stopped (finished benchmarks are in the report)");
     }
@@ -391,8 +450,8 @@ fn finish(
     if let Some(e) = data_failure {
         anyhow::bail!("the data stream broke during the run: {e}");
     }
-    if !s.allow_empty {
-        if let Some(line) = empty_benchmarks(&observer.run, &s.output) {
+    if !s.report.allow_empty {
+        if let Some(line) = empty_benchmarks(&observer.run, &s.report.output) {
             anyhow::bail!("{line}");
         }
     }
@@ -438,7 +497,8 @@ fn empty_benchmarks(run: &RunReport, outputs: &[std::path::PathBuf]) -> Option<S
 }
 
 fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
-    if run.benchmarks.is_empty() || s.console == Console::None {
+    let console = s.report.console;
+    if run.benchmarks.is_empty() || console == Console::None {
         return Ok(());
     }
     let width = if std::io::stdout().is_terminal() {
@@ -449,20 +509,11 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     } else {
         None
     };
-    if matches!(s.console, Console::Guidellm | Console::Both) {
+    if matches!(console, Console::Guidellm | Console::Both) {
         println!("{}", bench_report::render_guidellm(run, width));
     }
-    if matches!(s.console, Console::Vllm | Console::Both) {
-        let mut o = VllmConsoleOptions::default();
-        if let Some(m) = &s.percentile_metrics {
-            o.percentile_metrics = bench_report::parse_percentile_metrics(m)
-                .map_err(|e| UsageError::new(e.to_string()))?;
-        }
-        if let Some(m) = &s.metric_percentiles {
-            o.metric_percentiles = bench_report::parse_metric_percentiles(m)
-                .map_err(|e| UsageError::new(e.to_string()))?;
-        }
-        println!("{}", bench_report::render_vllm(run, &o));
+    if matches!(console, Console::Vllm | Console::Both) {
+        println!("{}", bench_report::render_vllm(run, &s.report.vllm_console));
     }
     Ok(())
 }
