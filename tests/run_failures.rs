@@ -236,3 +236,40 @@ fn a_data_file_broken_mid_run_fails_the_run_naming_it() {
         "{e:?}"
     );
 }
+
+/// Defect 4: a stream that stalls with only --max-requests set ends by the idle timeout (here
+/// shortened with --idle-timeout) and the run says why, instead of waiting 300 s in silence.
+#[test]
+fn a_stalled_stream_ends_by_the_idle_timeout_and_says_so() {
+    let d = tmp("stall");
+    let cfg = d.join("stall.yaml");
+    std::fs::write(&cfg, "step_base_ms: 1\nfaults:\n  stall: 1.0\n").expect("write");
+    let t0 = Instant::now();
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--mock-config",
+        cfg.to_str().expect("utf8"),
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "2",
+        "--max-requests",
+        "2",
+        "--idle-timeout",
+        "1",
+        "--data",
+        "prompt_tokens=8,output_tokens=8",
+        "-q",
+        "--console",
+        "none",
+    ]);
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("2 request(s) stalled") && err.contains("--idle-timeout"),
+        "{err}"
+    );
+}

@@ -114,6 +114,8 @@ struct ReportObserver {
     stalled: u64,
     /// One line per benchmark that had stalled requests.
     stall_notes: Vec<String>,
+    /// The idle timeout that ends a stalled stream.
+    idle: std::time::Duration,
 }
 
 impl ReportObserver {
@@ -218,7 +220,7 @@ impl Observer for ReportObserver {
         }
         if self.stalled > 0 {
             self.stall_notes
-                .push(stall_note(&o.strategy.label(), self.stalled));
+                .push(stall_note(&o.strategy.label(), self.stalled, self.idle));
             self.stalled = 0;
         }
         self.run.benchmarks.push(report);
@@ -381,6 +383,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         stop: sched.stop_handle(),
         stalled: 0,
         stall_notes: Vec::new(),
+        idle: s.target.timeouts.idle,
     };
     let result = sched
         .run_profile(
@@ -418,12 +421,12 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
 
 /// Why a benchmark took longer than its requests: streams that stalled were waited for up to
 /// the idle timeout (see docs/reliability.md).
-fn stall_note(label: &str, stalled: u64) -> String {
-    let idle = bench_worker::Timeouts::default().idle.as_secs();
+fn stall_note(label: &str, stalled: u64, idle: std::time::Duration) -> String {
+    let idle = idle.as_secs_f64();
     format!(
         "{label}: {stalled} request(s) stalled (the server sent nothing for {idle} s, the idle \
-         timeout) and were counted as errored; a benchmark waits at most that long for a \
-         silent stream"
+         timeout, --idle-timeout) and were counted as errored; a benchmark waits at most that \
+         long for a silent stream"
     )
 }
 
@@ -524,7 +527,7 @@ mod tests {
 
     #[test]
     fn a_stall_note_names_the_benchmark_and_the_bound() {
-        let n = stall_note("constant@5.00", 2);
+        let n = stall_note("constant@5.00", 2, bench_worker::Timeouts::default().idle);
         assert!(n.starts_with("constant@5.00: 2 request(s) stalled"), "{n}");
         assert!(n.contains("300 s") && n.contains("idle timeout"), "{n}");
         assert!(!n.contains('\n'));
