@@ -6,12 +6,15 @@
 mod completions;
 mod data;
 mod error;
+mod limits;
 mod metadata;
 mod mock_server;
+mod outputs;
 mod progress;
 mod report_cmd;
 mod run;
 pub mod settings;
+mod signals;
 mod vllm_files;
 
 use std::process::ExitCode;
@@ -51,7 +54,22 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2):
+            // a usage error as one line naming the culprit, like every other bench error.
+            use clap::error::ErrorKind;
+            if e.exit_code() == 2 && e.kind() != ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            {
+                // The lines before clap's usage block, joined: the error and its details.
+                let text = e.render().to_string();
+                let line: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                eprintln!("{} (see --help)", line.join(" "));
+                return ExitCode::from(2);
+            }
             let _ = e.print();
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }

@@ -91,31 +91,31 @@ pub struct MockServerArgs {
     #[arg(long)]
     pub log_token_times: bool,
     /// Fraction of requests answered 429 with an error body.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub fail_429: Option<f64>,
     /// Fraction of requests answered 500 with an error body.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub fail_500: Option<f64>,
     /// Fraction of requests answered 503 with an error body.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub fail_503: Option<f64>,
     /// Fraction of streams whose connection is reset mid-stream.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub reset_rate: Option<f64>,
     /// Fraction of streams that get one malformed SSE event.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub malformed_rate: Option<f64>,
     /// Fraction of streams ended by an in-stream `data: {"error": ...}` event.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub stream_error_rate: Option<f64>,
     /// Fraction of streams that stall (stop sending without closing).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub stall_rate: Option<f64>,
     /// Stall length in ms; 0 stalls until the client leaves [default: 0].
     #[arg(long, value_name = "MS")]
     pub stall_ms: Option<u64>,
     /// Fraction of requests whose response headers are delayed.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub slow_headers_rate: Option<f64>,
     /// Delay of slow response headers, ms [default: 1000].
     #[arg(long, value_name = "MS")]

@@ -18,7 +18,7 @@ use bench_worker::{Worker, WorkerConfig};
 use clap::Args;
 
 use crate::settings::{self, CommonArgs, Console, Settings, VllmExtensions};
-use crate::{data, progress, UsageError};
+use crate::{data, limits, outputs, progress, signals, UsageError};
 
 /// Arguments of `bench sweep`.
 #[derive(Debug, Args)]
@@ -35,7 +35,7 @@ pub struct RunArgs {
     pub rate_type: Option<String>,
     /// Rates (req/s) for constant / poisson, streams for concurrent, request counts for burst,
     /// the size for sweep; comma-separated or repeated, one benchmark each.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub rate: Vec<String>,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -57,6 +57,15 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     if show_config {
         print!("{settings}");
         return Ok(ExitCode::SUCCESS);
+    }
+    // Refused before anything runs: a report that cannot be written, a concurrency that cannot
+    // fit under the open-file limit (raised to the hard limit first).
+    outputs::check(&settings.report.output)?;
+    if let (Some(soft), Some(c)) = (
+        limits::raise_open_files(),
+        limits::planned_concurrency(&settings.load.profile),
+    ) {
+        limits::check_fits(c, if settings.target.mock { 2 } else { 1 }, soft)?;
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -81,12 +90,16 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// After this long with nothing but failed connections, the server is taken for gone and the
+/// run stops (see docs/reliability.md).
+const SERVER_GONE_AFTER: bench_core::Nanos = 3_000_000_000;
+
 /// Collects records into the report crate's accumulator and writes files after each benchmark.
 struct ReportObserver {
     run: RunReport,
     stats: StatsOptions,
     acc: Option<Accumulator>,
-    outputs: Vec<std::path::PathBuf>,
+    files: outputs::Writer,
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
     scraper: Option<bench_servermetrics::Scraper>,
@@ -97,9 +110,52 @@ struct ReportObserver {
     slo: Option<Slo>,
     /// Whether each benchmark met the SLO, by index.
     verdicts: std::collections::HashMap<usize, bool>,
+    /// Since when (run clock) every finished request failed to connect, and how many did.
+    unanswered: Option<(bench_core::Nanos, u64)>,
+    /// Set when the server stopped answering: why; the run is then stopped through `stop`.
+    server_gone: Option<String>,
+    stop: bench_scheduler::StopHandle,
+    /// Requests of the running benchmark that ended by the idle timeout (a stalled stream).
+    stalled: u64,
+    /// One line per benchmark that had stalled requests.
+    stall_notes: Vec<String>,
+    /// The idle timeout that ends a stalled stream.
+    idle: std::time::Duration,
 }
 
 impl ReportObserver {
+    /// Watches for a server that stopped answering: only connection failures for
+    /// [`SERVER_GONE_AFTER`] (at least 3 of them) stop the run with a message.
+    fn watch_connects(&mut self, record: &RequestRecord) {
+        let connect_timeout = bench_core::Outcome::Timeout {
+            phase: bench_core::TimeoutPhase::Connect,
+        };
+        let failure = match &record.outcome {
+            bench_core::Outcome::Connect { message } => Some(message.as_str()),
+            o if *o == connect_timeout => Some("connect timed out"),
+            _ => None,
+        };
+        match failure {
+            Some(message) => {
+                let (since, n) = self.unanswered.get_or_insert((record.end, 0));
+                *n += 1;
+                let (since, n) = (*since, *n);
+                if self.server_gone.is_none()
+                    && n >= 3
+                    && record.end.saturating_sub(since) >= SERVER_GONE_AFTER
+                {
+                    self.server_gone = Some(format!(
+                        "the server stopped answering: the last {n} requests over {:.1} s could not connect ({message})",
+                        record.end.saturating_sub(since) as f64 / 1e9
+                    ));
+                    self.stop.stop();
+                }
+            }
+            None if record.outcome == bench_core::Outcome::Cancelled => {}
+            None => self.unanswered = None,
+        }
+    }
+
     /// The server's view of `[start, end]`, after a scrape taken now (the benchmark has
     /// drained). Warns once when scraping failed; the report then has no server metrics.
     fn server_metrics(
@@ -134,6 +190,13 @@ impl Observer for ReportObserver {
     }
 
     fn record(&mut self, _index: usize, record: RequestRecord, _phase: Phase) {
+        self.watch_connects(&record);
+        if let bench_core::Outcome::Timeout {
+            phase: bench_core::TimeoutPhase::Idle,
+        } = record.outcome
+        {
+            self.stalled += 1;
+        }
         // The accumulator applies the measurement window itself (same rule as the scheduler).
         if let Some(acc) = self.acc.as_mut() {
             acc.add(record);
@@ -199,8 +262,13 @@ impl Observer for ReportObserver {
                 }
             }
         }
+        if self.stalled > 0 {
+            self.stall_notes
+                .push(stall_note(&o.strategy.label(), self.stalled, self.idle));
+            self.stalled = 0;
+        }
         self.run.benchmarks.push(report);
-        self.write();
+        self.files.write(&self.run);
     }
 
     fn slo_met(&mut self, index: usize) -> Option<bool> {
@@ -209,23 +277,13 @@ impl Observer for ReportObserver {
 }
 
 impl ReportObserver {
-    /// Rewrites every output file with what the run holds now.
-    fn write(&mut self) {
-        if !self.outputs.is_empty() {
-            if let Err(e) = bench_report::write_outputs(&self.run, &self.outputs) {
-                tracing::error!("writing the report failed: {e}");
-                self.write_error = Some(e.to_string());
-            }
-        }
-    }
-
     /// Adds a sweep's capacity answer, with the knee the report finds from the latencies, and
     /// rewrites the files.
     fn set_capacity(&mut self, capacity: Option<Capacity>) {
         let Some(mut c) = capacity else { return };
         c.knee_requests_per_s = bench_report::knee(&self.run);
         self.run.capacity = Some(c);
-        self.write();
+        self.files.write(&self.run);
     }
 }
 
@@ -256,13 +314,16 @@ fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerCon
 /// server says it is.
 async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
     let on = s.request.vllm_extensions != VllmExtensions::Off;
+    let shown = bench_worker::redact_url(target);
     let worker = Worker::new(worker_config(s, target, on))
         .await
-        .map_err(|e| UsageError::new(format!("--target {target}: {e}")))?;
-    worker
-        .health_check()
-        .await
-        .with_context(|| format!("the target {target} is not answering"))?;
+        .map_err(|e| UsageError::new(format!("--target: {e}")))?;
+    worker.health_check().await.map_err(|e| match e {
+        bench_worker::Error::Unreachable { .. } => {
+            anyhow::Error::new(e).context(format!("the target {shown} is not answering"))
+        }
+        other => anyhow::Error::new(other),
+    })?;
     if s.request.vllm_extensions != VllmExtensions::Auto
         || s.target.backend == bench_worker::BackendKind::Tgi
     {
@@ -280,7 +341,7 @@ async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
     );
     Worker::new(worker_config(s, target, false))
         .await
-        .map_err(|e| UsageError::new(format!("--target {target}: {e}")).into())
+        .map_err(|e| UsageError::new(format!("--target: {e}")).into())
 }
 
 fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
@@ -308,11 +369,13 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
         None => Tokenizer::builtin(),
     };
-    let specs = data::WorkStream::new(data::loader(
+    let loader = data::loader(
         &s.data.data,
         s.data.data_column.as_deref(),
         tokenizer.clone(),
-    )?);
+    )?;
+    let data_failure = loader.failure();
+    let specs = data::WorkStream::new(loader);
 
     let mock = if s.target.mock {
         let cfg = match &s.target.mock_config {
@@ -334,10 +397,12 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         (None, None) => return Err(UsageError::new("no target").into()),
     };
     let worker = connect(&s, &target).await?;
-    let model = worker
-        .discover_model()
-        .await
-        .with_context(|| format!("finding the model served at {target}"))?;
+    let model = worker.discover_model().await.with_context(|| {
+        format!(
+            "finding the model served at {}",
+            bench_worker::redact_url(&target)
+        )
+    })?;
     let counter_tk = tokenizer.clone();
     let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
 
@@ -367,24 +432,13 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let shown = progress::spawn(sched.progress(), s.report.quiet);
 
     let stop = sched.stop_handle();
-    let signals = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("interrupted: closing the current benchmark and writing the report (Ctrl-C again to exit at once)");
-            stop.stop();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "interrupted again: exiting; finished benchmarks are in the output files"
-                );
-                std::process::exit(130);
-            }
-        }
-    });
+    let (interrupted, signals) = signals::listen(move || stop.stop())?;
 
     let mut observer = ReportObserver {
         run,
         stats,
         acc: None,
-        outputs: s.report.output.clone(),
+        files: outputs::Writer::new(s.report.output.clone()),
         wall_epoch: clock.wall_epoch(),
         write_error: None,
         scraper,
@@ -393,6 +447,12 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         hinted: false,
         slo: s.load.build.slo.clone(),
         verdicts: Default::default(),
+        unanswered: None,
+        server_gone: None,
+        stop: sched.stop_handle(),
+        stalled: 0,
+        stall_notes: Vec::new(),
+        idle: s.target.timeouts.idle,
     };
     let result = sched
         .run_profile(
@@ -418,8 +478,10 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
             observer.set_capacity(outcome.capacity.clone());
         }
     }
-    let run = observer.run;
-    print_console(&s, &run)?;
+    print_console(&s, &observer.run)?;
+    for note in &observer.stall_notes {
+        eprintln!("warning: {note}");
+    }
     let n = resent.resent_requests();
     if n > 0 {
         eprintln!(
@@ -427,16 +489,48 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
              before answering them; their latencies include the failed attempt"
         );
     }
-    let (outcome, _) = result.context("the run failed")?;
-    if let Some(e) = observer.write_error {
-        anyhow::bail!("writing the report files failed: {e}");
+    let (_outcome, _) = result.context("the run failed")?;
+    finish(&s, &observer, &interrupted, data_failure.get())
+}
+
+/// Why a benchmark took longer than its requests: streams that stalled were waited for up to
+/// the idle timeout (see docs/reliability.md).
+fn stall_note(label: &str, stalled: u64, idle: std::time::Duration) -> String {
+    let idle = idle.as_secs_f64();
+    format!(
+        "{label}: {stalled} request(s) stalled (the server sent nothing for {idle} s, the idle \
+         timeout, --idle-timeout) and were counted as errored; a benchmark waits at most that \
+         long for a silent stream"
+    )
+}
+
+/// The exit code of a finished run, with one line saying why when it is not a success.
+fn finish(
+    s: &Settings,
+    observer: &ReportObserver,
+    interrupted: &signals::Interrupted,
+    data_failure: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(e) = observer.files.failures() {
+        anyhow::bail!("writing the report files failed (the other files were written): {e}");
     }
-    if outcome.interrupted {
+    if let Some(e) = &observer.write_error {
+        anyhow::bail!("writing the vLLM result file failed: {e}");
+    }
+    if let Some(why) = &observer.server_gone {
+        anyhow::bail!("{why}; the run was stopped (finished benchmarks are in the report)");
+    }
+    if let Some(code) = interrupted.exit_code() {
         eprintln!("run interrupted; the last benchmark is partial");
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(code));
     }
-    if run.benchmarks.iter().all(|b| b.requests.completed == 0) {
-        anyhow::bail!("no request completed; see the errors in the report");
+    if let Some(e) = data_failure {
+        anyhow::bail!("the data stream broke during the run: {e}");
+    }
+    if !s.report.allow_empty {
+        if let Some(line) = empty_benchmarks(&observer.run, &s.report.output) {
+            anyhow::bail!("{line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -467,6 +561,44 @@ async fn start_scraper(
     Ok(Some(scraper))
 }
 
+/// One line naming the benchmarks that completed no request and what became of their requests,
+/// `None` when every benchmark completed at least one.
+fn empty_benchmarks(run: &RunReport, outputs: &[std::path::PathBuf]) -> Option<String> {
+    let empty: Vec<String> = run
+        .benchmarks
+        .iter()
+        .filter(|b| b.requests.completed == 0)
+        .map(|b| {
+            let r = &b.requests;
+            format!(
+                "{} ({} errored, {} cut off unfinished at the end of the benchmark)",
+                b.label, r.errored, r.incomplete
+            )
+        })
+        .collect();
+    if empty.is_empty() && !run.benchmarks.is_empty() {
+        return None;
+    }
+    let what = if run.benchmarks.is_empty() {
+        "no benchmark ran".to_string()
+    } else {
+        format!("no request completed in {}", empty.join(", "))
+    };
+    let see = if outputs.is_empty() {
+        "the error samples are logged above".to_string()
+    } else {
+        format!(
+            "the report ({}) has the details",
+            outputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(format!("{what}; {see} (--allow-empty accepts such a run)"))
+}
+
 fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     let console = s.report.console;
     if run.benchmarks.is_empty() || console == Console::None {
@@ -487,4 +619,38 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
         println!("{}", bench_report::render_vllm(run, &s.report.vllm_console));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_note_names_the_benchmark_and_the_bound() {
+        let n = stall_note("constant@5.00", 2, bench_worker::Timeouts::default().idle);
+        assert!(n.starts_with("constant@5.00: 2 request(s) stalled"), "{n}");
+        assert!(n.contains("300 s") && n.contains("idle timeout"), "{n}");
+        assert!(!n.contains('\n'));
+    }
+
+    #[test]
+    fn an_empty_benchmark_is_named_with_what_became_of_its_requests() {
+        let mut run = RunReport::new("id", "2026-01-01T00:00:00Z");
+        assert!(empty_benchmarks(&run, &[])
+            .expect("no benchmark ran")
+            .contains("no benchmark ran"));
+        let empty = Accumulator::new(&StatsOptions::default()).finish(BenchmarkMeta::new(
+            bench_core::Strategy::Synchronous,
+            0,
+            1_000_000_000,
+            std::time::SystemTime::UNIX_EPOCH,
+        ));
+        run.benchmarks.push(empty);
+        let line = empty_benchmarks(&run, &["out.json".into()]).expect("empty");
+        assert!(line.contains("synchronous (0 errored, 0 cut off"), "{line}");
+        assert!(
+            line.contains("out.json") && line.contains("--allow-empty"),
+            "{line}"
+        );
+    }
 }

@@ -116,6 +116,20 @@ pub struct Loader {
     produced: u64,
     in_pass: u64,
     warned_cycle: bool,
+    failure: DataFailure,
+}
+
+/// Where the [`Iterator`] side of a [`Loader`] leaves the error that ended its stream (a file
+/// truncated or unreadable in the middle of a run), so that the caller can fail with it
+/// instead of taking the end for an exhausted dataset. Clones share the slot.
+#[derive(Debug, Clone, Default)]
+pub struct DataFailure(std::sync::Arc<std::sync::OnceLock<String>>);
+
+impl DataFailure {
+    /// The error (naming the file and the cause) that ended the stream, if one did.
+    pub fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
 }
 
 impl Loader {
@@ -179,6 +193,7 @@ impl Loader {
             produced: 0,
             in_pass: 0,
             warned_cycle: false,
+            failure: DataFailure::default(),
         })
     }
 
@@ -192,6 +207,11 @@ impl Loader {
     /// The tokenizer counting the prompts.
     pub fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
+    }
+
+    /// The slot the [`Iterator`] side fills with the error that ended the stream.
+    pub fn failure(&self) -> DataFailure {
+        self.failure.clone()
     }
 
     /// Requests produced so far.
@@ -263,12 +283,13 @@ impl Loader {
 impl Iterator for Loader {
     type Item = RequestSpec;
 
-    /// [`Loader::try_next`], with an error logged and ending the stream.
+    /// [`Loader::try_next`]; an error ends the stream and is kept in [`Loader::failure`].
     fn next(&mut self) -> Option<RequestSpec> {
         match self.try_next() {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "reading the dataset failed");
+                let _ = self.failure.0.set(e.to_string());
                 None
             }
         }

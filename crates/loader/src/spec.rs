@@ -502,6 +502,12 @@ impl DataArgs {
                 path.display()
             )));
         }
+        if path.is_dir() {
+            return Err(Error::Read {
+                path,
+                message: "is a directory, not a data file".into(),
+            });
+        }
         if !path.is_file() {
             return Err(Error::MissingFile(path));
         }

@@ -217,3 +217,32 @@ fn book_slices_are_exact_and_start_at_different_places() {
     assert!(e.to_string().contains("shorter"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A read error in the middle of the stream (here invalid UTF-8 on line 3) ends the iterator
+/// and is kept, naming the file and the cause, for the caller to fail with (issue 13,
+/// defect 11): it is not mistaken for an exhausted dataset.
+#[test]
+fn a_read_error_mid_stream_is_kept_not_taken_for_the_end() {
+    let dir = common::temp_dir("midread");
+    let p = dir.join("broken.txt");
+    let mut bytes = b"first prompt\nsecond prompt\n".to_vec();
+    bytes.extend_from_slice(b"bad \xff\xfe bytes\nfourth\n");
+    std::fs::write(&p, bytes).expect("write");
+    let spec = DataSpec::parse(&p.display().to_string(), None).expect("spec");
+    let mut l = Loader::new(spec, Tokenizer::builtin())
+        .expect("first line is fine")
+        .cycle(true);
+    let failure = l.failure();
+    assert!(failure.get().is_none());
+    let got: Vec<_> = l.by_ref().collect();
+    assert_eq!(
+        got.len(),
+        2,
+        "the two good lines, then the error ends the stream"
+    );
+    let msg = failure.get().expect("the error is kept");
+    assert!(
+        msg.contains("broken.txt") && msg.contains("line 3"),
+        "{msg}"
+    );
+}

@@ -37,6 +37,30 @@ pub(crate) struct LogState {
     pub sink: Arc<RequestLog>,
 }
 
+/// A request's log entry while its handler runs, before a response body owns it: when the
+/// handler is dropped first (the client left during a slow-headers delay, the upload or the
+/// wait of a non-streaming answer), the entry is still written, with `end: client_gone` and
+/// `status: 0` (no response was sent), so the log holds every request that arrived.
+pub(crate) struct PendingLog(pub Option<Box<LogState>>);
+
+impl PendingLog {
+    /// Hands the entry over to whatever writes it from now on.
+    pub fn take(&mut self) -> Option<Box<LogState>> {
+        self.0.take()
+    }
+}
+
+impl Drop for PendingLog {
+    fn drop(&mut self) {
+        if let Some(log) = self.0.take() {
+            let LogState { mut entry, sink } = *log;
+            entry.end = EndKind::ClientGone;
+            entry.status = 0;
+            sink.push(entry);
+        }
+    }
+}
+
 impl LogState {
     fn tokens_written(&mut self, tokens: u32) {
         if tokens == 0 {

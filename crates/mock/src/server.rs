@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use bench_tokenizer::Tokenizer;
 
-use crate::body::{ConnShared, LogState, MockBody};
+use crate::body::{ConnShared, LogState, MockBody, PendingLog};
 use crate::engine::{self, EngineHandle, EngineParams};
 use crate::faults::{FaultPlan, Rng};
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
@@ -475,7 +475,7 @@ async fn generate(
     let arrival = Instant::now();
     let http1 = req.version() <= Version::HTTP_11;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let mut log = state.log.as_ref().map(|sink| {
+    let mut log = PendingLog(state.log.as_ref().map(|sink| {
         Box::new(LogState {
             entry: RequestLogEntry {
                 id,
@@ -498,7 +498,7 @@ async fn generate(
             },
             sink: sink.clone(),
         })
-    });
+    }));
     let fail = |log: Option<Box<LogState>>, status: StatusCode, msg: &str| {
         state.metrics.count_status(status.as_u16());
         let mut log = log;
@@ -519,10 +519,14 @@ async fn generate(
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some();
             return if too_big {
-                fail(log, StatusCode::PAYLOAD_TOO_LARGE, "request body too large")
+                fail(
+                    log.take(),
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "request body too large",
+                )
             } else {
                 fail(
-                    log,
+                    log.take(),
                     StatusCode::BAD_REQUEST,
                     &format!("reading the body: {e}"),
                 )
@@ -531,7 +535,7 @@ async fn generate(
     };
     let p = match request::parse(api, &body, &state.prompts, state.limits) {
         Ok(p) => p,
-        Err(msg) => return fail(log, StatusCode::BAD_REQUEST, &msg),
+        Err(msg) => return fail(log.take(), StatusCode::BAD_REQUEST, &msg),
     };
     drop(body);
 
@@ -549,7 +553,7 @@ async fn generate(
     } else {
         FaultPlan::draw(&cfg.faults, &mut rng, tokens)
     };
-    if let Some(l) = &mut log {
+    if let Some(l) = &mut log.0 {
         l.entry.stream = p.stream;
         l.entry.prompt_tokens = p.prompt_tokens;
         l.entry.planned_tokens = tokens;
@@ -561,7 +565,7 @@ async fn generate(
     if let Some(status) = plan.status {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let msg = format!("simulated fault: {status}");
-        let mut r = fail(log, status, &msg);
+        let mut r = fail(log.take(), status, &msg);
         if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
             r.headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from_static("1"));
@@ -619,7 +623,7 @@ async fn generate(
             stall_for,
             conn.clone(),
             http1,
-            log,
+            log.take(),
             (!timed).then(|| state.metrics.clone()),
         );
         let mut r = response(StatusCode::OK, "text/event-stream", body);
@@ -631,7 +635,7 @@ async fn generate(
             Some(e) if timed => {
                 let gate = e.submit(p.prompt_tokens, tokens, blocks);
                 gate.wait_for(tokens).await;
-                if let Some(l) = &mut log {
+                if let Some(l) = &mut log.0 {
                     l.entry.cached_tokens = gate.cached_tokens();
                 }
             }
@@ -645,7 +649,7 @@ async fn generate(
         response(
             StatusCode::OK,
             "application/json",
-            MockBody::full(data, tokens, log),
+            MockBody::full(data, tokens, log.take()),
         )
     }
 }

@@ -348,3 +348,37 @@ async fn slow_headers_delay_the_response_head() {
     s.shutdown().await;
     s2.shutdown().await;
 }
+
+/// A client that leaves during the slow-headers delay is still in the request log (issue 13,
+/// defect 9): `end: client_gone`, `status: 0` (no response was sent), its fault listed.
+#[tokio::test]
+async fn a_client_gone_during_slow_headers_is_logged() {
+    use tokio::io::AsyncWriteExt as _;
+    let s = zero(Faults {
+        slow_headers: 1.0,
+        slow_headers_ms: 3_000,
+        ..Faults::default()
+    })
+    .await;
+    let body = stream_body(3).to_string();
+    for _ in 0..3 {
+        let mut c = tokio::net::TcpStream::connect(s.addr())
+            .await
+            .expect("connect");
+        let req = format!(
+            "POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        c.write_all(req.as_bytes()).await.expect("write");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(c);
+    }
+    let log = records(&s, 3).await;
+    assert_eq!(log.len(), 3);
+    for e in &log {
+        assert_eq!(e.end, EndKind::ClientGone, "{e:?}");
+        assert_eq!(e.status, 0);
+        assert!(e.faults.iter().any(|f| f.kind == "slow_headers"), "{e:?}");
+    }
+    s.shutdown().await;
+}

@@ -62,6 +62,11 @@ impl Limits {
         if self.max_requests == Some(0) {
             return Err(invalid("max requests must be at least 1"));
         }
+        if self.max_errors == Some(0) {
+            return Err(invalid(
+                "max errors must be at least 1 (0 would stop every benchmark at its first request)",
+            ));
+        }
         if let Some(r) = self.max_error_rate {
             if !(r > 0.0 && r <= 1.0) {
                 return Err(invalid(format!(

@@ -218,6 +218,12 @@ impl Profile {
                 Err(invalid(format!("{what} takes no --rate")))
             }
         };
+        if !(o.burstiness.is_finite() && o.burstiness > 0.0) {
+            return Err(invalid(format!(
+                "burstiness must be a positive number, got {}",
+                o.burstiness
+            )));
+        }
         let benchmarks = match kind {
             RateType::Synchronous => {
                 no_rates("synchronous")?;

@@ -69,12 +69,12 @@ impl Transient {
 
     fn validate(&self) -> Result<(), ProfileError> {
         match self {
-            Transient::Fraction(f) if !(0.0..1.0).contains(f) => {
-                Err(invalid(format!("a fraction must be in [0, 1), got {f}")))
-            }
-            Transient::Seconds(s) if !(s.is_finite() && *s >= 0.0) => {
-                Err(invalid(format!("seconds must be >= 0, got {s}")))
-            }
+            Transient::Fraction(f) if !(0.0..1.0).contains(f) => Err(invalid(format!(
+                "a warmup/cooldown fraction must be in [0, 1), got {f}"
+            ))),
+            Transient::Seconds(s) if !(s.is_finite() && *s >= 0.0) => Err(invalid(format!(
+                "warmup/cooldown seconds must be >= 0, got {s}"
+            ))),
             _ => Ok(()),
         }
     }

@@ -483,6 +483,10 @@ fn info_table(run: &RunReport, width: Option<u16>) -> String {
 
 fn mmp(b: &BenchmarkReport, m: Metric, scale: f64, digits: usize) -> [String; 3] {
     let s = b.metric(m);
+    if s.count == 0 {
+        // No sample: a dash, never a made-up 0.
+        return ["-".into(), "-".into(), "-".into()];
+    }
     let p99 = b.percentile_ms(m, 99.0).unwrap_or(0.0);
     [
         format!("{:.*}", digits, s.mean * scale),

@@ -29,6 +29,16 @@ fn line_f(out: &mut String, label: &str, v: f64) {
     let _ = writeln!(out, "{label:<40} {:<10}", format!("{v:.2}"));
 }
 
+/// A metric line: its value, or `-` when the metric has no sample.
+fn line_opt(out: &mut String, label: &str, v: Option<f64>) {
+    match v {
+        Some(v) => line_f(out, label, v),
+        None => {
+            let _ = writeln!(out, "{label:<40} {:<10}", "-");
+        }
+    }
+}
+
 fn centered(title: &str, fill: char) -> String {
     // Python's "{s:{c}^{n}}" with n = 50: the extra fill char goes to the right.
     let len = title.chars().count();
@@ -132,11 +142,12 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
         let s = b.metric(m);
         let name = m.vllm_name();
         let _ = writeln!(out, "{}", centered(m.vllm_header(), '-'));
-        line_f(&mut out, &format!("Mean {name} (ms):"), s.mean);
-        line_f(&mut out, &format!("Median {name} (ms):"), s.median);
+        let some = |v: f64| (s.count > 0).then_some(v);
+        line_opt(&mut out, &format!("Mean {name} (ms):"), some(s.mean));
+        line_opt(&mut out, &format!("Median {name} (ms):"), some(s.median));
         for &p in &opts.metric_percentiles {
-            let v = b.percentile_ms(m, p).unwrap_or(0.0);
-            line_f(
+            let v = b.percentile_ms(m, p).and_then(some);
+            line_opt(
                 &mut out,
                 &format!("P{} {name} (ms):", percentile_word(p)),
                 v,

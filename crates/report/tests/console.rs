@@ -260,3 +260,41 @@ fn server_metrics_show_in_both_consoles_and_the_html_only_when_scraped() {
     assert!(!render_vllm(&plain, &VllmConsoleOptions::default()).contains("Server metrics"));
     assert!(!bench_report::render_html(&plain).contains("Server side"));
 }
+
+/// A benchmark without samples shows a dash for its latencies in both consoles, never a
+/// made-up 0.00 (issue 13, defect 7).
+#[test]
+fn benchmark_without_samples_shows_dashes_not_zeros() {
+    let mut run = common::sample_run(&StatsOptions::default());
+    let empty = bench_report::Accumulator::new(&StatsOptions::default()).finish(
+        bench_report::BenchmarkMeta::new(
+            bench_core::Strategy::Synchronous,
+            0,
+            1_000_000_000,
+            std::time::SystemTime::UNIX_EPOCH,
+        ),
+    );
+    run.benchmarks = vec![empty];
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    for line in v
+        .lines()
+        .filter(|l| l.contains("TTFT") || l.contains("ITL"))
+    {
+        if line.contains("(ms):") {
+            assert!(line.trim_end().ends_with(" -"), "{line}\n{v}");
+        }
+    }
+    assert!(
+        !v.contains("TTFT (ms):                          0.00"),
+        "{v}"
+    );
+    let g = render_guidellm(&run, None);
+    // The stats row: the four latency metrics' mean / median / p99 are all dashes.
+    let row = g
+        .lines()
+        .rfind(|l| l.trim_start().starts_with("synchronous|"))
+        .expect("stats row");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert!(cells.len() >= 12, "{row}");
+    assert!(cells[cells.len() - 12..].iter().all(|c| *c == "-"), "{row}");
+}

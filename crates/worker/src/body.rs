@@ -70,6 +70,11 @@ impl Urls {
         if uri.host().is_none_or(str::is_empty) {
             return Err(bad("missing host"));
         }
+        if let Some((_, port)) = authority.rsplit_once(':').filter(|(_, p)| !p.contains(']')) {
+            if !matches!(port.parse::<u16>(), Ok(1..)) {
+                return Err(bad(&format!("the port `{port}` is not in 1-65535")));
+            }
+        }
         let query = uri.query();
         let prefix = uri.path().trim_end_matches('/');
         let (root, api) = match prefix.strip_suffix("/v1") {
@@ -396,7 +401,17 @@ mod tests {
 
     #[test]
     fn bad_targets_are_clear_errors_without_secrets() {
-        for t in ["h:8000", "ftp://h", "http://", "not a url", ""] {
+        for t in [
+            "h:8000",
+            "ftp://h",
+            "http://",
+            "not a url",
+            "",
+            "http://127.0.0.1:99999",
+            "http://h:0",
+            "http://h:",
+            "http://[::1]:70000",
+        ] {
             assert!(
                 matches!(
                     Urls::new(&cfg(t, BackendKind::Tgi)),
@@ -409,6 +424,9 @@ mod tests {
             .expect_err("credentials refused")
             .to_string();
         assert!(!e.contains("hunter2") && e.contains("--api-key"), "{e}");
+        for ok in ["http://h:1", "http://[::1]", "http://[::1]:65535/v1"] {
+            assert!(Urls::new(&cfg(ok, BackendKind::Tgi)).is_ok(), "{ok}");
+        }
         let mut c = cfg("http://h", BackendKind::Tgi);
         c.endpoint = Some("http://other/x".into());
         assert!(matches!(Urls::new(&c), Err(Error::InvalidEndpoint { .. })));

@@ -204,7 +204,7 @@ impl fmt::Debug for WorkerConfig {
 }
 
 /// The URL without credentials or query string, safe to print.
-pub(crate) fn redact_url(url: &str) -> String {
+pub fn redact_url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (s, r),
         None => ("", url),

@@ -47,6 +47,25 @@ struct Inner {
     resent: Arc<AtomicU64>,
     /// Cleartext HTTP/1.1 targets: connections driven by the requests themselves.
     h1: Option<Arc<h1::H1Pool>>,
+    /// Connection failures since the last request that got an answer (all requests).
+    connect_failures: AtomicU64,
+}
+
+/// Back-off of a request that could not connect: it holds its slot this long before it
+/// returns, doubling with each consecutive failure from `CONNECT_BACKOFF_FIRST` up to
+/// `CONNECT_BACKOFF_MAX`. A closed-loop stream whose server died then reconnects at most about
+/// once a second instead of thousands of times (issue 13); its record's end is the moment the
+/// connection failed, not the end of the pause.
+const CONNECT_BACKOFF_FIRST: Duration = Duration::from_millis(10);
+/// The longest pause after a failed connection.
+const CONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The pause after the `failures`-th consecutive connection failure (1-based).
+fn connect_backoff(failures: u64) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16) as u32;
+    CONNECT_BACKOFF_FIRST
+        .saturating_mul(1u32 << doublings)
+        .min(CONNECT_BACKOFF_MAX)
 }
 
 /// How many times one request is resent when the server closes its connection before any
@@ -142,6 +161,7 @@ impl Worker {
                 counter: None,
                 resent: Arc::new(AtomicU64::new(0)),
                 h1,
+                connect_failures: AtomicU64::new(0),
             }),
         })
     }
@@ -166,6 +186,7 @@ impl Worker {
                 model: shared.model.clone(),
                 counter: shared.counter.clone(),
                 resent: shared.resent.clone(),
+                connect_failures: AtomicU64::new(0),
                 h1: shared.h1.clone(),
             },
         };
@@ -469,12 +490,22 @@ impl Worker {
                         message: client::chain(&*e),
                     }
                 };
+                let n = inner.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                tokio::select! {
+                    biased;
+                    _ = &mut cancelled => {}
+                    _ = tokio::time::sleep(connect_backoff(n)) => {}
+                }
                 return Ending {
                     outcome,
                     end: t_headers,
                 };
             }
         };
+        // One relaxed load per answered request; the store only after failures.
+        if inner.connect_failures.load(Ordering::Relaxed) != 0 {
+            inner.connect_failures.store(0, Ordering::Relaxed);
+        }
         rec.headers = Some(clock.since(t_headers));
         let status = resp.status();
         let json_reply = resp

@@ -918,3 +918,49 @@ async fn http1_requests_carry_an_origin_form_target_and_a_host_header() {
     );
     assert!(heads[1].contains("models.internal"), "{}", heads[1]);
 }
+
+/// A closed-loop stream against a server that is gone backs off (issue 13, defect 3): each
+/// failed connection holds the request up to 1 s before it returns, so 4 streams make about
+/// one attempt per second each instead of a storm.
+#[tokio::test(start_paused = true)]
+async fn refused_connections_back_off_to_about_one_per_second_per_stream() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let w = Worker::new(config(
+        format!("http://127.0.0.1:{port}"),
+        BackendKind::OpenAiCompletions,
+    ))
+    .await
+    .unwrap();
+    let start = tokio::time::Instant::now();
+    let attempts = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut streams = Vec::new();
+    for s in 0..4u64 {
+        let (w, attempts) = (w.clone(), attempts.clone());
+        streams.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < Duration::from_secs(10) && n < 100_000 {
+                let r = w
+                    .send(spec(Some(3)), dispatch(s), CancellationToken::new())
+                    .await;
+                assert!(
+                    matches!(r.outcome, Outcome::Connect { .. }),
+                    "{:?}",
+                    r.outcome
+                );
+                n += 1;
+                attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    }
+    for s in streams {
+        s.await.unwrap();
+    }
+    let n = attempts.load(std::sync::atomic::Ordering::Relaxed);
+    // Doubling from 10 ms to 1 s takes ~8 failures (~1.3 s in all), then 1 per second: with 4
+    // streams sharing the count, at most ~4 x 10 + the ramp in 10 s.
+    assert!(n <= 60, "{n} connection attempts in 10 s");
+    assert!(n >= 8, "{n}: the streams kept trying");
+}

@@ -164,20 +164,20 @@ pub struct DataArgs {
 #[command(next_help_heading = "Load")]
 pub struct LoadArgs {
     /// Total requests per benchmark (vLLM's name; same as --max-requests).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub num_prompts: Option<u64>,
     /// Cap on requests in flight: throughput's cap (default 512) and, for constant / poisson,
     /// requests wait for a slot (their wait is reported as client queue time).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_concurrency: Option<u32>,
     /// Gamma shape of poisson arrivals (1 = Poisson; lower is burstier).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub burstiness: Option<f64>,
     /// Seed of random arrivals (guidellm: --random-seed).
-    #[arg(long, visible_alias = "random-seed")]
+    #[arg(long, visible_alias = "random-seed", allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Benchmarks in a sweep (default 10).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub sweep_size: Option<u32>,
     /// Open-loop kind of the sweep's rate benchmarks: constant (default) or poisson.
     #[arg(long, value_name = "constant|poisson")]
@@ -195,7 +195,7 @@ pub struct LoadArgs {
     #[arg(long)]
     pub slo_tolerance: Option<f64>,
     /// Seconds per benchmark (default 30; 5 with --mock).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_seconds: Option<f64>,
     /// Seconds a time-boxed benchmark waits, after it stops sending, for the requests in
     /// flight to finish (default 300; 0 cancels them at once); those still unfinished are
@@ -203,22 +203,22 @@ pub struct LoadArgs {
     #[arg(long, value_name = "SECONDS")]
     pub drain_timeout: Option<f64>,
     /// Requests per benchmark.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_requests: Option<u64>,
     /// Stop a benchmark after this many errored requests.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_errors: Option<u64>,
     /// Stop a benchmark once this fraction of finished requests errored (0-1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_error_rate: Option<f64>,
     /// Stop open-loop benchmarks the server cannot keep up with (see docs/profiles.md).
     #[arg(long)]
     pub stop_over_saturated: bool,
     /// Warmup excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub warmup: Option<String>,
     /// Cooldown excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub cooldown: Option<String>,
     /// Sessions (--data with turns=): pause between a reply and the user's next turn, excluded
     /// from latency: a duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
@@ -256,6 +256,9 @@ pub struct ReportArgs {
     /// outcome) in the JSON and YAML files (vLLM: --save-detailed).
     #[arg(long, alias = "save-detailed")]
     pub save_records: bool,
+    /// Exit 0 even when a benchmark completed no request (by default such a run fails, exit 1).
+    #[arg(long)]
+    pub allow_empty: bool,
     /// Write vLLM's result JSON (its field names) per benchmark, beside bench's own files.
     #[arg(long)]
     pub save_result: bool,

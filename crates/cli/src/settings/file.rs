@@ -144,6 +144,8 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_metrics_interval: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_empty: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub save_result: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_dir: Option<PathBuf>,
@@ -157,7 +159,7 @@ pub struct FileSettings {
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "serde_yaml::Value")]
 pub enum RateList {
     /// `rate: 4`
     One(f64),
@@ -210,4 +212,24 @@ pub fn load_file(path: &Path) -> anyhow::Result<FileSettings> {
     let parsed: FileSettings = serde_yaml::from_str(&text)
         .map_err(|e| UsageError::new(format!("profile {}: {e}", path.display())))?;
     Ok(parsed)
+}
+
+impl TryFrom<serde_yaml::Value> for RateList {
+    type Error = String;
+
+    fn try_from(v: serde_yaml::Value) -> Result<Self, String> {
+        use serde_yaml::Value;
+        let bad =
+            || "rate: expected a number, a list of numbers or a comma-separated string".to_string();
+        match v {
+            Value::Number(n) => n.as_f64().map(RateList::One).ok_or_else(bad),
+            Value::String(s) => Ok(RateList::Text(s)),
+            Value::Sequence(items) => items
+                .iter()
+                .map(|i| i.as_f64().ok_or_else(bad))
+                .collect::<Result<Vec<_>, _>>()
+                .map(RateList::Many),
+            _ => Err(bad()),
+        }
+    }
 }

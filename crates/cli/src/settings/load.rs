@@ -166,6 +166,14 @@ fn slo(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<(Option<Slo>, f
 fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<Limits> {
     let (c, f) = (&src.cli.load, src.file);
     let num_prompts = c.num_prompts.or(f.num_prompts);
+    if let (Some(n), Some(m)) = (num_prompts, c.max_requests.or(f.max_requests)) {
+        if n != m {
+            return Err(UsageError::new(format!(
+                "--num-prompts {n} and --max-requests {m} disagree (they are the same setting); give one"
+            ))
+            .into());
+        }
+    }
     let max_requests = c.max_requests.or(f.max_requests).or(num_prompts);
     let max_seconds = match c.max_seconds.or(f.max_seconds) {
         Some(s) => Some(s),

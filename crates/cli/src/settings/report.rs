@@ -40,6 +40,8 @@ pub struct ReportSettings {
     pub goodput: Option<Goodput>,
     /// Save every request's record in the JSON / YAML files.
     pub save_records: bool,
+    /// A benchmark that completed nothing does not fail the run.
+    pub allow_empty: bool,
     /// Write vLLM's result JSON.
     pub save_result: Option<VllmResult>,
     /// `--metadata KEY=VALUE` pairs.
@@ -171,6 +173,7 @@ pub(crate) fn resolve(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<
         vllm_console: console_opts,
         goodput,
         save_records: c.save_records || f.save_records.unwrap_or(false),
+        allow_empty: c.allow_empty || f.allow_empty.unwrap_or(false),
         save_result: save.then_some(VllmResult {
             dir: result_dir,
             filename: result_filename,

@@ -88,6 +88,7 @@ impl Settings {
                 .as_deref()
                 .map(bench_servermetrics::redact),
             server_metrics_interval: Some(o.server_metrics_interval),
+            allow_empty: o.allow_empty.then_some(true),
             save_result: o.save_result.as_ref().map(|_| true),
             result_dir: o.save_result.as_ref().and_then(|v| v.dir.clone()),
             result_filename: o.save_result.as_ref().and_then(|v| v.filename.clone()),

@@ -1,0 +1,124 @@
+//! The open-file limit. Every request in flight holds a socket (two with `--mock`: the
+//! simulator's end is in the same process), so a run whose concurrency does not fit under
+//! `RLIMIT_NOFILE` turns into a storm of "Too many open files" errors. At start the soft
+//! limit is raised to the hard limit; a run that still cannot fit is refused before it starts.
+
+use bench_profile::{Profile, Strategy};
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
+
+use crate::UsageError;
+
+/// Descriptors kept aside for everything that is not a request socket (stdio, the runtime,
+/// the tokenizer and data files, output files, the simulator's listener).
+pub const RESERVED_FDS: u64 = 64;
+
+/// Raises the soft open-file limit to the hard limit and returns the soft limit now in force
+/// (`None` when the limit cannot be read).
+pub fn raise_open_files() -> Option<u64> {
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return Some(hard);
+    }
+    Some(soft)
+}
+
+/// The most requests the profile can have in flight at once, when it is known before the run
+/// (`None` for uncapped open-loop rates, whose concurrency depends on the server).
+pub fn planned_concurrency(profile: &Profile) -> Option<u64> {
+    let cap = |s: &Strategy| -> Option<u64> {
+        match s {
+            Strategy::Synchronous => Some(1),
+            Strategy::Concurrent { streams } => Some(u64::from(*streams)),
+            Strategy::Throughput { max_concurrency } => Some(u64::from(*max_concurrency)),
+            Strategy::Constant {
+                max_concurrency, ..
+            }
+            | Strategy::Poisson {
+                max_concurrency, ..
+            } => max_concurrency.map(u64::from),
+            Strategy::Burst { count } => Some(u64::from(*count)),
+        }
+    };
+    match profile {
+        // The throughput probe (guidellm mode) or the top of the ladder (adaptive mode).
+        Profile::Sweep(s) => std::iter::once(u64::from(s.throughput_concurrency))
+            .chain(s.max_concurrency.map(u64::from))
+            .max(),
+        Profile::Fixed { benchmarks } => benchmarks.iter().filter_map(cap).max(),
+    }
+}
+
+/// Checks that `concurrency` requests fit under the open-file limit `soft` (each needing
+/// `per_request` descriptors). The error names the limit and what to do.
+pub fn check_fits(concurrency: u64, per_request: u64, soft: u64) -> Result<(), UsageError> {
+    let needed = concurrency
+        .saturating_mul(per_request)
+        .saturating_add(RESERVED_FDS);
+    if needed <= soft {
+        return Ok(());
+    }
+    let fits = soft.saturating_sub(RESERVED_FDS) / per_request.max(1);
+    Err(UsageError::new(format!(
+        "the open-file limit (RLIMIT_NOFILE, `ulimit -n`) is {soft}, too low for {concurrency} \
+         requests in flight (about {needed} descriptors); raise it (ulimit -n {needed}) or lower \
+         the concurrency to at most {fits}"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_profile::{BuildOptions, RateType};
+
+    fn profile(kind: RateType, rates: &[f64], cap: Option<u32>) -> Profile {
+        let o = BuildOptions {
+            max_concurrency: cap,
+            burstiness: 1.0,
+            seed: 1,
+            sweep_size: 4,
+            ..BuildOptions::default()
+        };
+        Profile::build(kind, rates, &o).expect("valid")
+    }
+
+    #[test]
+    fn planned_concurrency_is_the_largest_cap() {
+        assert_eq!(
+            planned_concurrency(&profile(RateType::Concurrent, &[4.0, 1000.0], None)),
+            Some(1000)
+        );
+        assert_eq!(
+            planned_concurrency(&profile(RateType::Sweep, &[], None)),
+            Some(512)
+        );
+        assert_eq!(
+            planned_concurrency(&profile(RateType::Constant, &[5.0], None)),
+            None
+        );
+        assert_eq!(
+            planned_concurrency(&profile(RateType::Constant, &[5.0], Some(300))),
+            Some(300)
+        );
+        assert_eq!(
+            planned_concurrency(&profile(RateType::Synchronous, &[], None)),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_concurrency_over_the_limit_is_refused_naming_it() {
+        assert!(check_fits(100, 1, 256).is_ok());
+        let e = check_fits(1000, 2, 256).expect_err("too many").to_string();
+        assert!(e.contains("RLIMIT_NOFILE") && e.contains("256"), "{e}");
+        assert!(e.contains("at most 96"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn raising_keeps_a_readable_limit() {
+        let soft = raise_open_files().expect("readable");
+        let (now, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("readable");
+        assert_eq!(soft, now);
+        assert_eq!(now, hard, "the soft limit is raised to the hard one");
+    }
+}

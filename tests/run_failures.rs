@@ -1,0 +1,275 @@
+//! How a run ends when things go wrong (issue 13): the server dies mid-run, the open-file limit
+//! is too low, nothing completes, the model list is not JSON, the data file breaks mid-run.
+//! Each ends on its own with one clear line and the documented exit code.
+
+use std::io::{BufRead, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(args)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run bench")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-fail-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn err_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.starts_with("error"))
+        .map(String::from)
+        .collect()
+}
+
+/// Defect 3: a closed-loop run whose server is killed stops ~3 s later with exit 1 and says
+/// why, after a bounded number of connection attempts (not a storm of 100,000 errors).
+#[test]
+fn a_server_killed_mid_run_ends_the_run_with_a_clear_message() {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["mock-server", "--port", "0", "--step-base-ms", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address");
+    let url = line.trim().trim_start_matches("listening on ").to_string();
+    let json = tmp("gone").join("run.json");
+    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "run",
+            "--target",
+            &url,
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "4",
+            "--max-seconds",
+            "60",
+            "--data",
+            "prompt_tokens=8,output_tokens=4",
+            "--console",
+            "none",
+            "-q",
+            "--output",
+            json.to_str().expect("utf8"),
+        ])
+        .env("RUST_LOG", "off")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bench");
+    std::thread::sleep(Duration::from_millis(1500));
+    server.kill().expect("kill -9 the server");
+    let _ = server.wait();
+    let t0 = Instant::now();
+    let out = run.wait_with_output().expect("wait");
+    let took = t0.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(20), "ended on its own: {took:?}");
+    let e = err_lines(&out);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("stopped answering"), "{e:?}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let r = &run["benchmarks"][0]["requests"];
+    let errored = r["errored"].as_u64().expect("errored");
+    assert!(r["completed"].as_u64().expect("completed") > 0);
+    // With the back-off: at most ~1 attempt/s/stream after a short ramp.
+    assert!(
+        errored < 200,
+        "{errored} errored requests after the server died"
+    );
+}
+
+/// Defect 3: a concurrency that cannot fit under the hard open-file limit is refused before
+/// the run, naming the limit.
+#[test]
+fn a_concurrency_over_the_open_file_limit_is_refused_before_the_run() {
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 256 && exec {} run --mock --rate-type concurrent --rate 1000 --max-seconds 1",
+                env!("CARGO_BIN_EXE_bench")
+            ),
+        ])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("bash");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("RLIMIT_NOFILE") && err.contains("256"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Defect 7: a benchmark whose requests were all cut off (no error) fails the run with a line
+/// that says so, and the report is still written; --allow-empty accepts it.
+#[test]
+fn a_benchmark_that_completed_nothing_fails_unless_allowed() {
+    let d = tmp("empty");
+    let cfg = d.join("slow.yaml");
+    std::fs::write(&cfg, "step_base_ms: 500\n").expect("write");
+    let json = d.join("run.json");
+    let args = [
+        "run",
+        "--mock",
+        "--mock-config",
+        cfg.to_str().expect("utf8"),
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "2",
+        "--max-seconds",
+        "1",
+        "--data",
+        "prompt_tokens=8,output_tokens=50",
+        "-q",
+        "--output",
+        json.to_str().expect("utf8"),
+    ];
+    let out = bench(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let e = err_lines(&out);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("no request completed")
+            && e[0].contains("0 errored")
+            && e[0].contains("run.json"),
+        "{e:?}"
+    );
+    assert!(!e[0].contains("see the errors"), "{e:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Mean TTFT (ms):                          -"),
+        "{stdout}"
+    );
+    assert!(json.exists());
+    let mut allowed = args.to_vec();
+    allowed.push("--allow-empty");
+    assert_eq!(bench(&allowed).status.code(), Some(0));
+}
+
+/// A one-shot HTTP/1.1 server answering every request with `reply`.
+fn canned(reply: &'static str) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", l.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let mut c = c;
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(reply.as_bytes());
+        }
+    });
+    url
+}
+
+/// Defect 10: a /v1/models that answers 200 with non-JSON is "not an LLM server", not "not
+/// answering".
+#[test]
+fn a_model_list_that_is_not_json_is_named_as_such() {
+    let url = canned(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 11\r\nconnection: close\r\n\r\n<html>hi</html>",
+    );
+    let out = bench(&[
+        "run",
+        "--target",
+        &url,
+        "--rate-type",
+        "synchronous",
+        "--max-requests",
+        "1",
+    ]);
+    let e = err_lines(&out);
+    assert_eq!(out.status.code(), Some(1), "{e:?}");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(!e[0].contains("not answering"), "{e:?}");
+    assert!(e[0].contains("not with a JSON model list"), "{e:?}");
+}
+
+/// Defect 11: a data file that breaks in the middle of the run fails it, naming the file and
+/// the cause, instead of reporting that the data ran out.
+#[test]
+fn a_data_file_broken_mid_run_fails_the_run_naming_it() {
+    let d = tmp("data");
+    let p = d.join("prompts.txt");
+    let mut bytes = b"one prompt\nanother prompt\n".to_vec();
+    bytes.extend_from_slice(b"\xff\xfe broken\n");
+    std::fs::write(&p, bytes).expect("write");
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--rate-type",
+        "synchronous",
+        "--max-requests",
+        "5",
+        "--data",
+        p.to_str().expect("utf8"),
+        "-q",
+        "--console",
+        "none",
+    ]);
+    let e = err_lines(&out);
+    assert_eq!(out.status.code(), Some(1), "{e:?}");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("prompts.txt") && e[0].contains("line 3"),
+        "{e:?}"
+    );
+}
+
+/// Defect 4: a stream that stalls with only --max-requests set ends by the idle timeout (here
+/// shortened with --idle-timeout) and the run says why, instead of waiting 300 s in silence.
+#[test]
+fn a_stalled_stream_ends_by_the_idle_timeout_and_says_so() {
+    let d = tmp("stall");
+    let cfg = d.join("stall.yaml");
+    std::fs::write(&cfg, "step_base_ms: 1\nfaults:\n  stall: 1.0\n").expect("write");
+    let t0 = Instant::now();
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--mock-config",
+        cfg.to_str().expect("utf8"),
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "2",
+        "--max-requests",
+        "2",
+        "--idle-timeout",
+        "1",
+        "--data",
+        "prompt_tokens=8,output_tokens=8",
+        "-q",
+        "--console",
+        "none",
+    ]);
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("2 request(s) stalled") && err.contains("--idle-timeout"),
+        "{err}"
+    );
+}
