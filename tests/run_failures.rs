@@ -140,6 +140,9 @@ fn a_benchmark_that_completed_nothing_fails_unless_allowed() {
         "2",
         "--max-seconds",
         "1",
+        // Cut the requests in flight off at the deadline (no drain): nothing completes.
+        "--drain-timeout",
+        "0",
         "--data",
         "prompt_tokens=8,output_tokens=50",
         "-q",
