@@ -124,10 +124,15 @@ struct Tally {
     departed_prompt: u64,
     /// Output tokens arriving in the window from every request (closed-loop kinds).
     tokens_in_window: f64,
+    /// The first output token of the benchmark.
+    first_output: Option<Nanos>,
 }
 
 impl Tally {
     fn add(&mut self, r: &RequestRecord, phase: Phase) {
+        if let Some(f) = r.first_token() {
+            self.first_output = Some(self.first_output.map_or(f, |g| g.min(f)));
+        }
         match r.status() {
             Status::Completed => {
                 self.completed += 1;
@@ -450,6 +455,7 @@ impl<B: Backend> Collector<'_, B> {
         let rates = window.steady_rates(&mut RateInput {
             closed_loop: self.closed_loop,
             output_tokens_in_window: self.tally.tokens_in_window,
+            first_output: self.tally.first_output,
             departures: &mut self.tally.departures,
             output_tokens: self.tally.departed_output as f64,
             prompt_tokens: self.tally.departed_prompt as f64,
