@@ -260,3 +260,74 @@ fn the_overload_tail_covers_every_request_sent() {
         "{got:.2} req/s vs capacity {cap:.2}"
     );
 }
+
+/// Runs a 3-request synchronous benchmark with `args`; returns the whole JSON report.
+fn quick(name: &str, args: &[&str]) -> Value {
+    let dir = tmp(name);
+    let json = dir.join("run.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["run", "--mock", "--quiet", "--console", "none"])
+        .args(["--rate-type", "synchronous", "--max-requests", "3"])
+        .args(["--output", json.to_str().expect("utf8")])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json")
+}
+
+#[test]
+fn every_run_is_salted_and_records_its_seed() {
+    let data = "prompt_tokens=32,output_tokens=4";
+    let a = quick("salt-a", &["--data", data]);
+    let b = quick("salt-b", &["--data", data]);
+    let seed = |v: &Value| v["environment"]["extra"]["data_seed"].clone();
+    let (sa, sb) = (seed(&a), seed(&b));
+    assert_eq!(sa["explicit"], Value::Bool(false), "{sa}");
+    assert_ne!(sa["seed"], sb["seed"], "a repeated run is salted afresh");
+    let given = quick("salt-given", &["--data", &format!("{data},seed=11")]);
+    assert_eq!(seed(&given)["seed"], 11);
+    assert_eq!(seed(&given)["explicit"], Value::Bool(true));
+}
+
+/// The Llama-3 tokenizer.json installed by `.ci/setup` (a failure under CI when missing).
+fn llama3() -> Option<PathBuf> {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-assets/llama3/tokenizer.json");
+    if p.is_file() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must provide {} (.ci/setup installs it)",
+        p.display()
+    );
+    eprintln!(
+        "note: {} missing; run .ci/setup to test with it",
+        p.display()
+    );
+    None
+}
+
+#[test]
+fn the_in_process_simulator_counts_with_the_runs_tokenizer() {
+    let Some(tk) = llama3() else { return };
+    let v = quick(
+        "tokenizer",
+        &[
+            "--processor",
+            tk.to_str().expect("utf8"),
+            "--data",
+            "prompt_tokens=256,output_tokens=8",
+        ],
+    );
+    let prompt = &v["benchmarks"][0]["tokens"]["prompt"];
+    // The simulator's usage block wins over the client's count: they must agree.
+    assert_eq!(prompt["completed"]["per_request"], 256.0, "{prompt}");
+    assert_eq!(prompt["sources"]["usage"], 3);
+}

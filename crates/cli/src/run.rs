@@ -169,7 +169,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
         None => Tokenizer::builtin(),
     };
-    let specs = data::loader(&s.data, tokenizer.clone())?;
+    let (specs, data_seed) = data::loader(&s.data, tokenizer.clone())?;
 
     let mock = if s.mock {
         let cfg = match &s.mock_config {
@@ -177,9 +177,13 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
                 .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
             None => MockConfig::default(),
         };
-        let server = MockServer::start(cfg)
-            .await
-            .context("starting the built-in simulator")?;
+        // The simulator counts with the run's tokenizer (unless its config names one), so its
+        // usage figures agree with the client's counts.
+        let server = match (&cfg.tokenizer, &s.processor) {
+            (None, Some(_)) => MockServer::start_with_tokenizer(cfg, tokenizer.clone()).await,
+            _ => MockServer::start(cfg).await,
+        }
+        .context("starting the built-in simulator")?;
         tracing::info!(url = %server.url(), "simulator started");
         Some(server)
     } else {
@@ -223,6 +227,12 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     );
     run.config = serde_json::to_value(&s).unwrap_or_default();
     run.environment = environment(&s, &model, &worker);
+    if let Some(seed) = data_seed {
+        // The salt (or the given seed): `seed=` with this value reproduces the prompts.
+        run.environment
+            .extra
+            .insert("data_seed".into(), serde_json::json!(seed));
+    }
 
     let stats = StatsOptions {
         goodput: match &s.goodput {

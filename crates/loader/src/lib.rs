@@ -41,8 +41,8 @@ pub mod synthetic;
 
 pub use error::Error;
 pub use spec::{
-    BookConfig, DataArgs, DataSpec, FileConfig, FileFormat, ShareGptConfig, SyntheticConfig,
-    TokenDist,
+    BookConfig, DataArgs, DataSeed, DataSpec, FileConfig, FileFormat, ShareGptConfig,
+    SyntheticConfig, TokenDist,
 };
 pub use synthetic::{Composer, Mode};
 
