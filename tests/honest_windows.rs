@@ -331,3 +331,43 @@ fn the_in_process_simulator_counts_with_the_runs_tokenizer() {
     assert_eq!(prompt["completed"]["per_request"], 256.0, "{prompt}");
     assert_eq!(prompt["sources"]["usage"], 3);
 }
+
+#[test]
+fn sweep_mock_finds_the_simulators_capacity_within_3_percent() {
+    let _one = serial();
+    let dir = tmp("sweep");
+    let json = dir.join("run.json");
+    // The 5 s default of `--mock`; the throughput probe at 2 x max_batch in flight (the closed
+    // form's condition; docs/performance.md has the 512 default in a release build); three
+    // benchmarks to keep the test short.
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["sweep", "--mock", "--quiet", "--console", "none"])
+        .args(["--sweep-size", "3", "--max-concurrency", "128"])
+        .args(["--data", "prompt_tokens=256,output_tokens=128"])
+        .args(["--output", json.to_str().expect("utf8")])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let b = v["benchmarks"].as_array().expect("benchmarks");
+    assert_eq!(b.len(), 3);
+    assert_eq!(f(&b[1], &["duration_s"]).round(), 5.0);
+    let cap = DEFAULT_SIM.capacity(256.0, 128.0);
+    let thr = f(&b[1], &["rates", "requests_per_s"]);
+    eprintln!("sweep: throughput probe {thr:.3} req/s, closed form {cap:.3}");
+    assert!((thr / cap - 1.0).abs() < 0.03, "{thr:.2} vs {cap:.2}");
+    // The sweep's top rate is the capacity it found, and is sustained there.
+    let top = f(&b[2], &["strategy", "rate"]);
+    assert_eq!(top, thr);
+    let got = f(&b[2], &["rates", "requests_per_s"]);
+    assert!(
+        (got / cap - 1.0).abs() < 0.03,
+        "constant@{top:.2} read {got:.2}"
+    );
+}
