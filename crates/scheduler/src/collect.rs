@@ -497,11 +497,14 @@ impl<B: Backend> Collector<'_, B> {
                 .map(|m| Duration::from_nanos(m.saturating_sub(elapsed))),
             sent: shared.sent.load(Ordering::Relaxed),
             max_requests: self.resolved.count,
-            completed_rate: if elapsed > 0 {
-                tally.completed as f64 / secs(elapsed)
-            } else {
-                0.0
-            },
+            // Live: completions so far over the time so far (the steady-state figure needs the
+            // whole window and comes with the outcome).
+            completed_rate: Window {
+                open: self.bounds.t0,
+                close: now,
+                cooldown: false,
+            }
+            .per_s(tally.completed as f64),
             in_flight: shared.in_flight.load(Ordering::Relaxed),
             queued: self.rate.map_or(0.0, |r| shared.queued(now, r)) as u64,
             completed: tally.completed,
