@@ -200,11 +200,46 @@ fn show_config_prints_the_resolved_settings() {
     let s = text(&out.stdout);
     let v: serde_json::Value = serde_yaml::from_str(&s).expect("yaml");
     assert_eq!(
-        v["limits"]["max_seconds"].as_f64(),
+        v["max_seconds"].as_f64(),
         Some(4.0),
         "CLI overrides the file\n{s}"
     );
     assert_eq!(v["rate"], serde_json::json!([2.0, 3.0]));
+    // What --show-config prints is a profile that loads again, to the same settings; the
+    // sweep's own --show-config too (it failed with "unknown field `profile`" before).
+    for first in [s.clone(), {
+        let out = bench(&[
+            "sweep",
+            "--mock",
+            "--data",
+            "prompt_tokens=16,output_tokens=4",
+            "--header",
+            "X-K: secret-v",
+            "--show-config",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    }] {
+        assert!(
+            !first.contains("secret-v"),
+            "header values are never printed: {first}"
+        );
+        let cfg = dir.join("cfg.yaml");
+        std::fs::write(&cfg, &first).expect("write");
+        let kind = if first.contains("rate_type: sweep") {
+            "sweep"
+        } else {
+            "run"
+        };
+        let again = bench(&[
+            kind,
+            "--profile",
+            cfg.to_str().expect("utf8"),
+            "--show-config",
+        ]);
+        assert!(again.status.success(), "{}\n{first}", text(&again.stderr));
+        assert_eq!(text(&again.stdout), first, "round trip");
+    }
 }
 
 #[test]

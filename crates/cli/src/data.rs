@@ -5,15 +5,60 @@ use bench_tokenizer::Tokenizer;
 
 use crate::UsageError;
 
-/// Parses `--data` (checked again, with files opened, by [`loader`]).
-pub fn parse(data: &str) -> Result<DataSpec, UsageError> {
-    DataSpec::parse(data, None).map_err(|e| UsageError::new(format!("--data {data}: {e}")))
+/// Parses `--data` with `--data-column` (checked again, with files opened, by [`loader`]).
+pub fn parse(data: &str, column: Option<&str>) -> Result<DataSpec, UsageError> {
+    DataSpec::parse(data, column).map_err(|e| UsageError::new(format!("--data {data}: {e}")))
+}
+
+/// guidellm's JSON form of `--data` (`{"prompt_tokens": 256, "output_tokens": 128}`) as
+/// bench's `k=v` form; anything else is returned as given.
+pub fn from_json_form(data: &str) -> Result<String, String> {
+    let t = data.trim();
+    if !t.starts_with('{') {
+        return Ok(data.to_string());
+    }
+    let v: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(t).map_err(|e| format!("not a JSON object: {e}"))?;
+    let mut parts = Vec::with_capacity(v.len());
+    for (k, v) in v {
+        let v = match v {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            other => return Err(format!("{k}: expected a number or a string, got {other}")),
+        };
+        parts.push(format!("{k}={v}"));
+    }
+    Ok(parts.join(","))
+}
+
+/// `--data` given on the command line over a profile's `data`: the command line wins, except
+/// that a bare `.txt` path over a profile that gives `prompt_tokens` is a book sliced at that
+/// length (with the profile's `output_tokens`), as the tgi-book profile means it.
+pub fn over_profile(cli: &str, profile: &str) -> String {
+    let bare_txt = !cli.contains('=') && cli.trim().ends_with(".txt");
+    if !bare_txt || profile.contains("path=") {
+        return cli.to_string();
+    }
+    let keys: Vec<&str> = profile
+        .split(',')
+        .map(str::trim)
+        .filter(|kv| kv.starts_with("prompt_tokens=") || kv.starts_with("output_tokens="))
+        .collect();
+    if !keys.iter().any(|k| k.starts_with("prompt_tokens=")) {
+        return cli.to_string();
+    }
+    format!("path={},format=book,{}", cli.trim(), keys.join(","))
 }
 
 /// The endless (cycling) stream of request specs of `--data` under `tokenizer`, salted for
 /// this run unless `seed=` was given, with the seed in use (reports record it).
-pub fn loader(data: &str, tokenizer: Tokenizer) -> Result<(Loader, Option<DataSeed>), UsageError> {
-    let mut spec = parse(data)?;
+pub fn loader(
+    data: &str,
+    column: Option<&str>,
+    tokenizer: Tokenizer,
+) -> Result<(Loader, Option<DataSeed>), UsageError> {
+    let mut spec = parse(data, column)?;
     // A fresh salt per run from a v4 UUID (the OS's randomness), kept below 2^53 so that
     // every JSON reader holds it exactly.
     let seed = spec.salt(uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1));
@@ -29,7 +74,7 @@ mod tests {
     #[test]
     fn synthetic_data_has_exact_lengths_and_bad_data_is_a_usage_error() {
         let tk = Tokenizer::builtin();
-        let specs: Vec<_> = loader("prompt_tokens=40,output_tokens=8", tk.clone())
+        let specs: Vec<_> = loader("prompt_tokens=40,output_tokens=8", None, tk.clone())
             .expect("valid")
             .0
             .take(5)
@@ -40,12 +85,12 @@ mod tests {
             assert_eq!(tk.count(&r.prompt), 40);
             assert_eq!(r.output_tokens, Some(8));
         }
-        assert!(parse("prompt_tokens=x").is_err());
-        assert!(loader("/no/such/file.jsonl", tk).is_err());
+        assert!(parse("prompt_tokens=x", None).is_err());
+        assert!(loader("/no/such/file.jsonl", None, tk).is_err());
     }
 
     fn prompts(data: &str) -> (Vec<String>, Option<DataSeed>) {
-        let (l, seed) = loader(data, Tokenizer::builtin()).expect("valid");
+        let (l, seed) = loader(data, None, Tokenizer::builtin()).expect("valid");
         (l.take(4).map(|s| s.prompt.to_string()).collect(), seed)
     }
 

@@ -3,13 +3,16 @@
 //!
 //! Each subcommand lives in its own module with its `Args` and its `run`.
 
+mod completions;
 mod data;
 mod error;
+mod metadata;
 mod mock_server;
 mod progress;
 mod report_cmd;
 mod run;
 pub mod settings;
+mod vllm_files;
 
 use std::process::ExitCode;
 
@@ -36,6 +39,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Serve the built-in LLM server simulator (OpenAI and TGI APIs).
     MockServer(Box<mock_server::MockServerArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff): `bench man > bench.1`.
+    Man,
 }
 
 /// Runs the command line and returns the process exit code: 0 on success, 1 for a failed run,
@@ -54,9 +61,237 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Report(args) => report_cmd::run(args),
         Command::MockServer(args) => mock_server::run(*args),
+        Command::Completions(args) => {
+            completions::completions(&args, <Cli as clap::CommandFactory>::command())
+        }
+        Command::Man => completions::man(<Cli as clap::CommandFactory>::command()),
     };
     match result {
         Ok(code) => code,
         Err(err) => error::report(&err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+
+    use clap::{CommandFactory as _, Parser as _};
+
+    use super::{Cli, Command};
+
+    /// Every long flag and alias of every subcommand.
+    fn cli_flags() -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let root = Cli::command();
+        let mut cmds = vec![root.clone()];
+        cmds.extend(root.get_subcommands().cloned());
+        for c in cmds {
+            for a in c.get_arguments() {
+                if let Some(l) = a.get_long() {
+                    out.insert(format!("--{l}"));
+                }
+                for al in a.get_all_aliases().unwrap_or_default() {
+                    out.insert(format!("--{al}"));
+                }
+            }
+        }
+        out.insert("--help".into());
+        out.insert("--version".into());
+        out
+    }
+
+    /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
+    /// benchmark scripts), each with where it comes from.
+    const NOT_OURS: [&str; 18] = [
+        "--bench",                 // cargo bench
+        "--example",               // cargo run --example
+        "--release",               // cargo
+        "--path",                  // cargo install --path
+        "--warm-up-time",          // criterion
+        "--measurement-time",      // criterion
+        "--no-build",              // benches/scheduler.py
+        "--rates",                 // benches/scheduler.py
+        "--seconds",               // benches/scheduler.py
+        "--streams",               // benches/scheduler.py
+        "--guidellm",              // benches/scheduler.py
+        "--guidellm-rates",        // benches/scheduler.py
+        "--vllm",                  // benches/scheduler.py
+        "--vllm-rates",            // benches/scheduler.py
+        "--http2-prior-knowledge", // curl
+        "--latency-correction",    // oha
+        "--append-result",         // vLLM (named as what bench does not do)
+        "--help",                  // every command
+    ];
+
+    fn docs() -> Vec<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("docs/")
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"));
+        v.sort();
+        v
+    }
+
+    /// `--flag` words of `text` (not `---` rules, not inside other words).
+    fn flags_in(text: &str) -> Vec<String> {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i + 2 < b.len() {
+            let starts = b[i] == b'-'
+                && b[i + 1] == b'-'
+                && b[i + 2].is_ascii_lowercase()
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'-'));
+            if starts {
+                let mut j = i + 2;
+                while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'-') {
+                    j += 1;
+                }
+                out.push(text[i..j].trim_end_matches('-').to_string());
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_flag_the_docs_name_exists() {
+        let have = cli_flags();
+        // The detector itself: a made-up flag is found and is not in the CLI.
+        assert_eq!(
+            flags_in("use --no-such-flag, not --- or a--b"),
+            ["--no-such-flag"]
+        );
+        assert!(!have.contains("--no-such-flag") && have.contains("--request-rate"));
+        let mut missing = BTreeSet::new();
+        for d in docs() {
+            let text = std::fs::read_to_string(&d).expect("read doc");
+            for f in flags_in(&text) {
+                if !have.contains(&f) && !NOT_OURS.contains(&f.as_str()) {
+                    missing.insert(format!(
+                        "{f} ({})",
+                        d.file_name().and_then(|n| n.to_str()).unwrap_or("?")
+                    ));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "flags in the docs but not in the CLI: {missing:?}"
+        );
+        // And the other way: every flag of run/sweep is documented in docs/cli.md.
+        let cli_md = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"),
+        )
+        .expect("cli.md");
+        let documented: BTreeSet<String> = flags_in(&cli_md).into_iter().collect();
+        let run = Cli::command().find_subcommand("run").cloned().expect("run");
+        let undocumented: Vec<String> = run
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .filter(|f| f != "--help" && f != "--version" && !documented.contains(f))
+            .collect();
+        assert!(
+            undocumented.is_empty(),
+            "run flags missing from docs/cli.md: {undocumented:?}"
+        );
+    }
+
+    /// `--help` of each subcommand, compared with `tests/expected/help-*.txt` (BLESS=1
+    /// rewrites them): a change of the command line shows up in review.
+    #[test]
+    fn help_snapshots() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected");
+        for sub in ["run", "sweep", "report", "mock-server"] {
+            let mut c = Cli::command().term_width(100);
+            c.build();
+            let text = c
+                .find_subcommand_mut(sub)
+                .expect("subcommand")
+                .render_long_help()
+                .to_string();
+            let path = dir.join(format!("help-{sub}.txt"));
+            if std::env::var_os("BLESS").is_some() {
+                std::fs::create_dir_all(&dir).expect("mkdir");
+                std::fs::write(&path, &text).expect("write");
+                continue;
+            }
+            let want = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (BLESS=1 creates it)", path.display()));
+            assert_eq!(text, want, "{sub} --help changed; BLESS=1 to accept");
+        }
+    }
+
+    /// The peers' spellings parse (clap aliases) and resolve to bench's settings.
+    #[test]
+    fn peer_aliases_parse_and_resolve() {
+        let cli = Cli::try_parse_from([
+            "bench",
+            "run",
+            "--base-url",
+            "http://h:1",
+            "--tokenizer",
+            "tok.json",
+            "--output-path",
+            "a.json",
+            "--random-seed",
+            "3",
+            "--disable-progress",
+            "--backend-type",
+            "openai_http",
+            "--request-rate",
+            "2",
+            "--num-prompts",
+            "20",
+            "--num-warmups",
+            "5",
+            "--cooldown-percent",
+            "10",
+            "--disable-console-outputs",
+            "--save-detailed",
+            "--header",
+            "A=b",
+        ])
+        .expect("vLLM and guidellm flags parse");
+        let Command::Run(args) = cli.command else {
+            panic!("run")
+        };
+        let s =
+            crate::settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)
+                .expect("resolves");
+        assert_eq!(s.target.target.as_deref(), Some("http://h:1"));
+        assert_eq!(s.data.processor.as_deref(), Some("tok.json"));
+        assert_eq!(s.report.output, vec![std::path::PathBuf::from("a.json")]);
+        assert_eq!(s.load.build.seed, 3);
+        assert!(s.report.quiet && s.report.save_records);
+        assert_eq!(s.report.console, crate::settings::Console::None);
+        assert_eq!(
+            s.target.backend,
+            bench_worker::BackendKind::OpenAiCompletions
+        );
+        assert_eq!(s.load.rate, vec![2.0]);
+        // --num-warmups 5 on top of --num-prompts 20: 25 requests, the first 5 excluded.
+        assert_eq!(s.load.limits.max_requests, Some(25));
+        assert_eq!(s.load.warmup, Some(bench_profile::Transient::Requests(5)));
+        assert_eq!(
+            s.load.cooldown,
+            Some(bench_profile::Transient::Fraction(0.1))
+        );
+        assert_eq!(s.target.headers, vec![("A".to_string(), "b".to_string())]);
+        let cli = Cli::try_parse_from(["bench", "sweep", "--mock", "--scenario", "/no/such.yaml"])
+            .expect("parses");
+        let Command::Sweep(args) = cli.command else {
+            panic!("sweep")
+        };
+        let e = crate::settings::resolve(&args.common, None, &[], true).expect_err("no file");
+        assert!(format!("{e:#}").contains("/no/such.yaml"), "{e:#}");
     }
 }

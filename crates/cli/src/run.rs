@@ -9,9 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use bench_core::{Clock, RequestRecord};
 use bench_mock::{MockConfig, MockServer};
-use bench_report::{
-    Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions, VllmConsoleOptions,
-};
+use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions};
 use bench_scheduler::{
     BenchmarkOutcome, BenchmarkPlan, Observer, Phase, Scheduler, SchedulerOptions,
 };
@@ -19,7 +17,7 @@ use bench_tokenizer::Tokenizer;
 use bench_worker::{Worker, WorkerConfig};
 use clap::Args;
 
-use crate::settings::{self, CommonArgs, Console, Settings};
+use crate::settings::{self, CommonArgs, Console, Settings, VllmExtensions};
 use crate::{data, progress, UsageError};
 
 /// Arguments of `bench sweep`.
@@ -62,6 +60,8 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // No colour codes in logs redirected to a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -89,6 +89,9 @@ struct ReportObserver {
     outputs: Vec<std::path::PathBuf>,
     wall_epoch: std::time::SystemTime,
     write_error: Option<String>,
+    vllm_files: Option<crate::vllm_files::VllmFiles>,
+    /// The vLLM-fields hint was printed.
+    hinted: bool,
 }
 
 impl Observer for ReportObserver {
@@ -122,6 +125,15 @@ impl Observer for ReportObserver {
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
+                if kind == "http_400" && !self.hinted {
+                    if let Some(field) = bench_worker::rejected_vllm_field(400, m) {
+                        self.hinted = true;
+                        eprintln!(
+                            "hint: the server refused vLLM's `{field}` body field (HTTP 400); \
+                             this API does not take vLLM's extensions: run with --vllm-extensions off"
+                        );
+                    }
+                }
             }
         }
         if o.not_sent > 0 {
@@ -134,6 +146,15 @@ impl Observer for ReportObserver {
         if o.abandoned > 0 {
             tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
         }
+        if let Some(files) = self.vllm_files.as_mut() {
+            match files.write(&report) {
+                Ok(p) => tracing::info!(path = %p.display(), "vLLM result file written"),
+                Err(e) => {
+                    tracing::error!("writing the vLLM result file failed: {e:#}");
+                    self.write_error = Some(format!("{e:#}"));
+                }
+            }
+        }
         self.run.benchmarks.push(report);
         if !self.outputs.is_empty() {
             if let Err(e) = bench_report::write_outputs(&self.run, &self.outputs) {
@@ -142,6 +163,60 @@ impl Observer for ReportObserver {
             }
         }
     }
+}
+
+/// The worker's configuration: every setting of the target and request groups.
+fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerConfig {
+    let (t, r) = (&s.target, &s.request);
+    WorkerConfig {
+        target: target.to_string(),
+        backend: t.backend,
+        endpoint: t.endpoint.clone(),
+        model: t.model.clone(),
+        api_key: t.api_key.clone(),
+        headers: t.headers.clone(),
+        http2: t.http2,
+        insecure: t.insecure,
+        cacert: t.cacert.clone(),
+        timeouts: t.timeouts,
+        extra_body: r.body_extra(t.backend == bench_worker::BackendKind::Tgi),
+        vllm_extensions,
+        ignore_eos: r.ignore_eos,
+        // A run that lets the server stop at EOS does not force a minimum either.
+        min_tokens: r.ignore_eos,
+        include_usage: true,
+    }
+}
+
+/// Builds the worker, checks the target, and settles `--vllm-extensions auto` from what the
+/// server says it is.
+async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
+    let on = s.request.vllm_extensions != VllmExtensions::Off;
+    let worker = Worker::new(worker_config(s, target, on))
+        .await
+        .map_err(|e| UsageError::new(format!("--target {target}: {e}")))?;
+    worker
+        .health_check()
+        .await
+        .with_context(|| format!("the target {target} is not answering"))?;
+    if s.request.vllm_extensions != VllmExtensions::Auto
+        || s.target.backend == bench_worker::BackendKind::Tgi
+    {
+        return Ok(worker);
+    }
+    let owner = worker.model_owner().await;
+    if bench_worker::vllm_extensions_wanted(owner.as_deref()) {
+        return Ok(worker);
+    }
+    tracing::warn!(
+        "the server does not identify as vLLM, SGLang or llama.cpp (owned_by: {}): not sending \
+         ignore_eos / min_tokens, so outputs may stop before their asked length; \
+         --vllm-extensions on sends them",
+        owner.as_deref().unwrap_or("none")
+    );
+    Worker::new(worker_config(s, target, false))
+        .await
+        .map_err(|e| UsageError::new(format!("--target {target}: {e}")).into())
 }
 
 fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
@@ -153,9 +228,9 @@ fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         target: worker.request_url(),
         model: model.to_string(),
-        backend: s.backend.name().to_string(),
+        backend: s.target.backend.name().to_string(),
         host,
-        processor: s.processor.clone(),
+        processor: s.data.processor.clone(),
         os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         extra: Default::default(),
@@ -163,23 +238,27 @@ fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
 }
 
 async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
-    let tokenizer = match &s.processor {
+    let tokenizer = match &s.data.processor {
         Some(p) => {
             Tokenizer::resolve(p).map_err(|e| UsageError::new(format!("--processor {p}: {e}")))?
         }
         None => Tokenizer::builtin(),
     };
-    let (specs, data_seed) = data::loader(&s.data, tokenizer.clone())?;
+    let (specs, data_seed) = data::loader(
+        &s.data.data,
+        s.data.data_column.as_deref(),
+        tokenizer.clone(),
+    )?;
 
-    let mock = if s.mock {
-        let cfg = match &s.mock_config {
+    let mock = if s.target.mock {
+        let cfg = match &s.target.mock_config {
             Some(p) => MockConfig::from_file(p)
                 .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
             None => MockConfig::default(),
         };
         // The simulator counts with the run's tokenizer (unless its config names one), so its
         // usage figures agree with the client's counts.
-        let server = match (&cfg.tokenizer, &s.processor) {
+        let server = match (&cfg.tokenizer, &s.data.processor) {
             (None, Some(_)) => MockServer::start_with_tokenizer(cfg, tokenizer.clone()).await,
             _ => MockServer::start(cfg).await,
         }
@@ -189,29 +268,12 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let target = match (&mock, &s.target) {
+    let target = match (&mock, &s.target.target) {
         (Some(m), _) => m.url(),
         (None, Some(t)) => t.clone(),
         (None, None) => return Err(UsageError::new("no target").into()),
     };
-    let cfg = WorkerConfig {
-        target: target.clone(),
-        backend: s.backend,
-        endpoint: s.endpoint.clone(),
-        model: s.model.clone(),
-        api_key: s.api_key.clone(),
-        http2: s.http2,
-        insecure: s.insecure,
-        ignore_eos: s.ignore_eos,
-        ..WorkerConfig::default()
-    };
-    let worker = Worker::new(cfg)
-        .await
-        .map_err(|e| UsageError::new(format!("--target {target}: {e}")))?;
-    worker
-        .health_check()
-        .await
-        .with_context(|| format!("the target {target} is not answering"))?;
+    let worker = connect(&s, &target).await?;
     let model = worker
         .discover_model()
         .await
@@ -233,21 +295,17 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
             .extra
             .insert("data_seed".into(), serde_json::json!(seed));
     }
+    crate::metadata::add(&mut run.config, &s, &run.environment.target, &model);
 
     let stats = StatsOptions {
-        goodput: match &s.goodput {
-            Some(g) => {
-                Some(bench_report::Goodput::parse(g).map_err(|e| UsageError::new(e.to_string()))?)
-            }
-            None => None,
-        },
-        keep_records: s.save_records,
+        goodput: s.report.goodput.clone(),
+        keep_records: s.report.save_records,
         ..StatsOptions::default()
     };
     let clock = Clock::start();
     let resent = worker.clone();
     let sched = Scheduler::new(Arc::new(worker), clock, SchedulerOptions::default());
-    let shown = progress::spawn(sched.progress(), s.quiet);
+    let shown = progress::spawn(sched.progress(), s.report.quiet);
 
     let stop = sched.stop_handle();
     let signals = tokio::spawn(async move {
@@ -267,16 +325,18 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         run,
         stats,
         acc: None,
-        outputs: s.output.clone(),
+        outputs: s.report.output.clone(),
         wall_epoch: clock.wall_epoch(),
         write_error: None,
+        vllm_files: crate::vllm_files::VllmFiles::new(&s, &model),
+        hinted: false,
     };
     let result = sched
         .run_profile(
-            &s.profile,
-            &s.limits,
-            &s.warmup,
-            &s.cooldown,
+            &s.load.profile,
+            &s.load.limits,
+            &s.load.warmup,
+            &s.load.cooldown,
             specs,
             &mut observer,
         )
@@ -314,7 +374,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
 }
 
 fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
-    if run.benchmarks.is_empty() || s.console == Console::None {
+    let console = s.report.console;
+    if run.benchmarks.is_empty() || console == Console::None {
         return Ok(());
     }
     let width = if std::io::stdout().is_terminal() {
@@ -325,20 +386,11 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     } else {
         None
     };
-    if matches!(s.console, Console::Guidellm | Console::Both) {
+    if matches!(console, Console::Guidellm | Console::Both) {
         println!("{}", bench_report::render_guidellm(run, width));
     }
-    if matches!(s.console, Console::Vllm | Console::Both) {
-        let mut o = VllmConsoleOptions::default();
-        if let Some(m) = &s.percentile_metrics {
-            o.percentile_metrics = bench_report::parse_percentile_metrics(m)
-                .map_err(|e| UsageError::new(e.to_string()))?;
-        }
-        if let Some(m) = &s.metric_percentiles {
-            o.metric_percentiles = bench_report::parse_metric_percentiles(m)
-                .map_err(|e| UsageError::new(e.to_string()))?;
-        }
-        println!("{}", bench_report::render_vllm(run, &o));
+    if matches!(console, Console::Vllm | Console::Both) {
+        println!("{}", bench_report::render_vllm(run, &s.report.vllm_console));
     }
     Ok(())
 }

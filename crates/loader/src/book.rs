@@ -172,7 +172,16 @@ impl BookSource {
                 let c = self.tokenizer.try_encode(text)?.len();
                 if c == target {
                     let prompt: std::sync::Arc<str> = text.into();
-                    self.buf.drain(..end);
+                    // The cut is at a token boundary, often inside a word: the next slice
+                    // starts at the next word, not with the rest of this one.
+                    let next_word = if self.buf[end..].starts_with(char::is_whitespace) {
+                        end
+                    } else {
+                        self.buf[end..]
+                            .find(char::is_whitespace)
+                            .map_or(self.buf.len(), |i| end + i)
+                    };
+                    self.buf.drain(..next_word);
                     self.used += 1;
                     self.in_pass += 1;
                     return Ok(Some(RequestSpec {

@@ -186,6 +186,16 @@ fn book_slices_are_exact_and_start_at_different_places() {
             assert_eq!(s.prompt_tokens, 1000);
             assert_eq!(tk.count(&s.prompt), 1000, "{}", tk.name());
             assert_eq!(s.output_tokens, Some(20));
+            // Every slice starts at a word: at the file's start or after whitespace.
+            let at = text
+                .find(&*s.prompt)
+                .expect("a slice is a piece of the book");
+            assert!(
+                at == 0 || text[..at].ends_with(char::is_whitespace),
+                "{}: slice starts mid-word: {:?}",
+                tk.name(),
+                &text[at.saturating_sub(10)..at + 20]
+            );
         }
         // 40 slices of 1,000 tokens span more than the file: later passes start elsewhere.
         let starts: std::collections::HashSet<String> = got

@@ -61,6 +61,10 @@ pub struct MockConfig {
     /// Keep the request log in memory too, readable with `MockServer::request_log`, so a client
     /// in the same process can compare its measurements. Default false.
     pub record_requests: bool,
+    /// Behave like a strict hosted OpenAI-compatible API: answer 400 to any body field the
+    /// OpenAI API does not define (vLLM's `ignore_eos`, `min_tokens`, ...), naming it, and
+    /// list the model as `owned_by: system`. Default false.
+    pub strict: bool,
     /// Fault injection. Default: none.
     pub faults: Faults,
 }
@@ -119,6 +123,7 @@ impl Default for MockConfig {
             log_requests: None,
             log_token_times: false,
             record_requests: false,
+            strict: false,
             faults: Faults::default(),
         }
     }

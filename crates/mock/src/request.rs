@@ -126,6 +126,74 @@ struct TgiRequest<'a> {
 pub(crate) struct Limits {
     pub default_max_tokens: u32,
     pub max_model_len: u32,
+    /// Refuse body fields the OpenAI API does not define.
+    pub strict: bool,
+}
+
+/// The body fields of OpenAI's completions API.
+const OPENAI_COMPLETIONS_FIELDS: &[&str] = &[
+    "model",
+    "prompt",
+    "max_tokens",
+    "stream",
+    "stream_options",
+    "temperature",
+    "top_p",
+    "n",
+    "stop",
+    "seed",
+    "logprobs",
+    "echo",
+    "presence_penalty",
+    "frequency_penalty",
+    "best_of",
+    "logit_bias",
+    "suffix",
+    "user",
+];
+
+/// The body fields of OpenAI's chat completions API.
+const OPENAI_CHAT_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "temperature",
+    "top_p",
+    "n",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning_effort",
+    "metadata",
+    "store",
+];
+
+/// Strict mode: the first top-level field of `body` the OpenAI API does not define, as
+/// OpenAI's 400 message names it.
+fn unknown_field(api: Api, body: &[u8]) -> Result<(), String> {
+    let known = match api {
+        Api::Completions => OPENAI_COMPLETIONS_FIELDS,
+        Api::Chat => OPENAI_CHAT_FIELDS,
+        Api::TgiStream | Api::Tgi => return Ok(()),
+    };
+    let v: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    match v.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!("Unrecognized request argument supplied: {k}")),
+        None => Ok(()),
+    }
 }
 
 /// Counts prompt tokens with the serving tokenizer, remembering the counts of recent prompts:
@@ -180,6 +248,9 @@ pub(crate) fn parse(
     tok: &PromptCounter,
     limits: Limits,
 ) -> Result<Parsed, String> {
+    if limits.strict {
+        unknown_field(api, body)?;
+    }
     let p = match api {
         Api::Completions => {
             let r: CompletionRequest<'_> =
@@ -293,7 +364,26 @@ mod tests {
     const L: Limits = Limits {
         default_max_tokens: 16,
         max_model_len: 1000,
+        strict: false,
     };
+
+    #[test]
+    fn strict_mode_refuses_fields_openai_does_not_define() {
+        let tok = &PromptCounter::new(Tokenizer::builtin());
+        let strict = Limits { strict: true, ..L };
+        let ok = br#"{"model":"x","prompt":"hi","max_tokens":5,"stream":true,"temperature":0}"#;
+        assert!(parse(Api::Completions, ok, tok, strict).is_ok());
+        let vllm = br#"{"model":"x","prompt":"hi","max_tokens":5,"min_tokens":5}"#;
+        assert_eq!(
+            parse(Api::Completions, vllm, tok, strict).err().as_deref(),
+            Some("Unrecognized request argument supplied: min_tokens")
+        );
+        let chat = br#"{"messages":[{"role":"user","content":"hi"}],"ignore_eos":true}"#;
+        assert!(parse(Api::Chat, chat, tok, strict)
+            .err()
+            .is_some_and(|e| e.contains("ignore_eos")));
+        assert!(parse(Api::Chat, chat, tok, L).is_ok(), "lenient by default");
+    }
 
     #[test]
     fn completions_fields_and_unknown_fields() {

@@ -124,7 +124,7 @@ impl MockServer {
                     "id": config.model,
                     "object": "model",
                     "created": unix_secs(),
-                    "owned_by": "bench-mock",
+                    "owned_by": if config.strict { "system" } else { "bench-mock" },
                     "root": config.model,
                     "parent": null,
                     "max_model_len": config.max_model_len,
@@ -138,6 +138,7 @@ impl MockServer {
         let limits = Limits {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
+            strict: config.strict,
         };
         let state = Arc::new(State {
             cfg: config,

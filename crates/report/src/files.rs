@@ -79,6 +79,12 @@ fn num(v: f64) -> String {
 pub fn render_csv(run: &RunReport) -> String {
     let mut header: Vec<String> = [
         "run_id",
+        "created",
+        "target",
+        "model",
+        "backend",
+        "data",
+        "rate_type",
         "label",
         "strategy",
         "target_rate",
@@ -119,6 +125,14 @@ pub fn render_csv(run: &RunReport) -> String {
     }
     let mut out = header.join(",");
     out.push('\n');
+    // Provenance: which run, target, model, backend, data and load kind each row came from,
+    // so rows of several runs can be told apart once concatenated.
+    let env = &run.environment;
+    let config_text = |key: &str| match run.config.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => String::new(),
+    };
     for b in &run.benchmarks {
         let errors = b
             .errors
@@ -128,6 +142,12 @@ pub fn render_csv(run: &RunReport) -> String {
             .join(";");
         let mut row: Vec<String> = vec![
             csv_field(&run.run_id),
+            csv_field(&run.created),
+            csv_field(&env.target),
+            csv_field(&env.model),
+            csv_field(&env.backend),
+            csv_field(&config_text("data")),
+            csv_field(&config_text("rate_type")),
             csv_field(&b.label),
             csv_field(b.strategy.kind()),
             b.rates.target_rate.map(num).unwrap_or_default(),
@@ -187,7 +207,7 @@ pub fn render_csv(run: &RunReport) -> String {
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over `path`. Readers see the old file or the new one, never a part.
-fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Error> {
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Error> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,

@@ -60,6 +60,69 @@ fn flat(v: &serde_json::Value) -> String {
     }
 }
 
+/// guidellm's order of the keys of its Args, Worker and Request Loader models (serde_json
+/// sorts keys; the seed does not).
+const KEY_ORDER: [&str; 20] = [
+    "max_number",
+    "max_duration",
+    "warmup_number",
+    "warmup_duration",
+    "cooldown_number",
+    "cooldown_duration",
+    "type_",
+    "backend_type",
+    "backend_target",
+    "backend_model",
+    "backend_info",
+    "max_output_tokens",
+    "timeout",
+    "http2",
+    "authorization",
+    "text_completions_path",
+    "chat_completions_path",
+    "data",
+    "data_args",
+    "processor",
+];
+
+/// The entries of `o` in guidellm's order (known keys first, then the rest sorted).
+fn ordered(o: &serde_json::Map<String, serde_json::Value>) -> Vec<(&String, &serde_json::Value)> {
+    let mut v: Vec<_> = o.iter().collect();
+    v.sort_by_key(|(k, _)| {
+        KEY_ORDER
+            .iter()
+            .position(|x| x == k)
+            .unwrap_or(KEY_ORDER.len())
+    });
+    v
+}
+
+/// A pydantic model's repr: `k=v` joined by `sep`, in guidellm's key order; nested objects
+/// as Python dicts in the same order.
+fn model(v: &serde_json::Value, sep: &str) -> String {
+    let dict = |o: &serde_json::Map<String, serde_json::Value>| {
+        format!(
+            "{{{}}}",
+            ordered(o)
+                .into_iter()
+                .map(|(k, v)| format!("'{k}': {}", py(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    match v {
+        serde_json::Value::Object(o) => ordered(o)
+            .into_iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::Object(inner) => format!("{k}={}", dict(inner)),
+                _ => format!("{k}={}", py(v)),
+            })
+            .collect::<Vec<_>>()
+            .join(sep),
+        other => flat(other),
+    }
+}
+
 /// Word-wraps `text` at `width` columns, continuation lines indented by `indent` spaces.
 fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let Some(w) = width.map(|w| (w as usize).max(indent + 20)) else {
@@ -108,23 +171,29 @@ fn metadata(run: &RunReport, width: Option<u16>) -> String {
     if !profile.contains("strategies=") {
         profile = format!("{profile}, strategies=[{}]", strategies.join(", "));
     }
-    let args = cfg.get("args").map(flat).unwrap_or_else(|| "None".into());
+    let args = cfg
+        .get("args")
+        .map(|a| model(a, ", "))
+        .unwrap_or_else(|| "None".into());
     let env = &run.environment;
-    let worker = cfg.get("worker").map(flat).unwrap_or_else(|| {
+    let worker = cfg.get("worker").map(|w| model(w, " ")).unwrap_or_else(|| {
         format!(
             "backend_type='{}' backend_target='{}' backend_model='{}'",
             env.backend, env.target, env.model
         )
     });
-    let loader = cfg.get("request_loader").map(flat).unwrap_or_else(|| {
-        let data = cfg.get("data").map(py).unwrap_or_else(|| "None".into());
-        let processor = env
-            .processor
-            .as_deref()
-            .map(|p| format!("'{p}'"))
-            .unwrap_or_else(|| "None".into());
-        format!("data={data} processor={processor}")
-    });
+    let loader = cfg
+        .get("request_loader")
+        .map(|l| model(l, " "))
+        .unwrap_or_else(|| {
+            let data = cfg.get("data").map(py).unwrap_or_else(|| "None".into());
+            let processor = env
+                .processor
+                .as_deref()
+                .map(|p| format!("'{p}'"))
+                .unwrap_or_else(|| "None".into());
+            format!("data={data} processor={processor}")
+        });
     let mut out = String::from("Benchmarks Metadata:\n");
     for (k, v) in [
         ("Run id", run.run_id.clone()),

@@ -41,9 +41,12 @@ mod stats;
 mod svg;
 mod time_fmt;
 mod vllm;
+mod vllm_result;
 
 pub use compare::render_comparison;
-pub use files::{read_run, render_csv, render_json, render_yaml, write_outputs, OutputFormat};
+pub use files::{
+    read_run, render_csv, render_json, render_yaml, write_atomic, write_outputs, OutputFormat,
+};
 pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::render_html;
@@ -56,7 +59,8 @@ pub use options::{
     StatsOptions, VllmConsoleOptions, VllmLayout, DEFAULT_PERCENTILES,
 };
 pub use stats::{Accumulator, BenchmarkMeta};
-pub use vllm::{render_vllm, render_vllm_benchmark};
+pub use vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
+pub use vllm_result::{max_concurrency, vllm_result, vllm_result_filename, VllmResultMeta};
 
 /// Errors of the report crate.
 #[derive(Debug, thiserror::Error)]

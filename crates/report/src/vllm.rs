@@ -3,8 +3,6 @@
 
 use std::fmt::Write as _;
 
-use bench_core::Strategy;
-
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::{percentile_word, VllmConsoleOptions, VllmLayout};
 
@@ -39,9 +37,34 @@ fn centered(title: &str, fill: char) -> String {
     format!("{}{title}{}", f(left), f(right))
 }
 
-/// Renders one benchmark's block.
+/// The three lines `vllm bench serve` prints before it starts a benchmark (traffic request
+/// rate, burstiness, concurrency cap), with Python's formatting (`4.0`, `inf`, `None`). A
+/// constant rate is the limit of infinite burstiness and says so.
+pub fn render_vllm_preamble(b: &BenchmarkReport) -> String {
+    use bench_core::Strategy;
+    let (rate, burst) = match &b.strategy {
+        Strategy::Poisson {
+            rate, burstiness, ..
+        } => (*rate, format!("{burstiness:?}")),
+        Strategy::Constant { rate, .. } => (*rate, "inf".to_string()),
+        _ => (f64::INFINITY, "1.0".to_string()),
+    };
+    let kind = match burst.as_str() {
+        "1.0" => "Poisson process",
+        "inf" => "constant rate",
+        _ => "Gamma distribution",
+    };
+    let cap = crate::vllm_result::max_concurrency(&b.strategy)
+        .map_or_else(|| "None".to_string(), |c| c.to_string());
+    format!(
+        "Traffic request rate: {rate:?}\nBurstiness factor: {burst} ({kind})\nMaximum request concurrency: {cap}\n"
+    )
+}
+
+/// Renders one benchmark's block after its preamble lines (both layouts: vLLM prints them
+/// before every run, `benchmark_serving.py` as in seed `vllm-poisson-rate4-sharegpt.txt` too).
 pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> String {
-    let mut out = String::new();
+    let mut out = render_vllm_preamble(b);
     let _ = writeln!(out, "{}", centered(" Serving Benchmark Result ", '='));
     line_int(&mut out, "Successful requests:", b.requests.completed);
     let current = opts.layout == VllmLayout::Current;
@@ -52,19 +75,7 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
         if b.requests.incomplete > 0 {
             line_int(&mut out, "Incomplete requests:", b.requests.incomplete);
         }
-        let cap = match &b.strategy {
-            Strategy::Constant {
-                max_concurrency, ..
-            }
-            | Strategy::Poisson {
-                max_concurrency, ..
-            } => *max_concurrency,
-            Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
-            Strategy::Concurrent { streams } => Some(*streams),
-            Strategy::Synchronous => Some(1),
-            Strategy::Burst { .. } => None,
-        };
-        if let Some(c) = cap {
+        if let Some(c) = crate::vllm_result::max_concurrency(&b.strategy) {
             line_int(&mut out, "Maximum request concurrency:", c as u64);
         }
         if let Some(r) = b.rates.target_rate {

@@ -122,11 +122,30 @@ fn csv_has_one_row_per_benchmark() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + run.benchmarks.len());
     let n = lines[0].split(',').count();
-    for l in &lines {
-        assert_eq!(l.split(',').count(), n, "{l}");
+    let mut fields = csv::Reader::from_reader(csv.as_bytes());
+    for row in fields.records() {
+        assert_eq!(row.expect("row").len(), n, "every row has every column");
     }
     assert!(lines[1].contains(",synchronous,synchronous,"));
     assert!(lines[0].contains("ttft_ms_p99"));
+    // Provenance columns: which run, target, model, backend, data, load kind.
+    assert!(lines[0].starts_with("run_id,created,target,model,backend,data,rate_type,label,"));
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let h = r.headers().expect("header").clone();
+    let col = |row: &csv::StringRecord, name: &str| {
+        row.get(h.iter().position(|x| x == name).expect(name))
+            .unwrap_or("")
+            .to_string()
+    };
+    for row in r.records() {
+        let row = row.expect("row");
+        assert_eq!(col(&row, "run_id"), run.run_id);
+        assert_eq!(col(&row, "target"), run.environment.target);
+        assert_eq!(col(&row, "model"), run.environment.model);
+        assert_eq!(col(&row, "backend"), run.environment.backend);
+        assert_eq!(col(&row, "data"), "prompt_tokens=128,output_tokens=16");
+        assert!(!col(&row, "target").is_empty() && !col(&row, "model").is_empty());
+    }
 }
 
 #[test]

@@ -175,6 +175,32 @@ struct TgiBody<'a> {
     stream: bool,
 }
 
+/// The body fields only vLLM-like servers accept (strict OpenAI-compatible APIs answer 400).
+pub const VLLM_ONLY_FIELDS: [&str; 2] = ["ignore_eos", "min_tokens"];
+
+/// Servers (by their model list's `owned_by`) known to accept [`VLLM_ONLY_FIELDS`]: vLLM,
+/// SGLang, llama.cpp's server and bench's simulator.
+const VLLM_LIKE_OWNERS: [&str; 5] = ["vllm", "sglang", "llamacpp", "llama.cpp", "bench-mock"];
+
+/// Whether a server whose model list says `owned_by` wants the vLLM-only fields: yes for
+/// vLLM, SGLang, llama.cpp and bench's simulator, no for anything else or an unknown owner.
+pub fn vllm_extensions_wanted(owned_by: Option<&str>) -> bool {
+    owned_by.is_some_and(|o| {
+        VLLM_LIKE_OWNERS
+            .iter()
+            .any(|v| o.trim().eq_ignore_ascii_case(v))
+    })
+}
+
+/// The vLLM-only field a 400 answer's body names, if any: the server refused a field bench
+/// sent because the extensions were on.
+pub fn rejected_vllm_field(status: u16, body: &str) -> Option<&'static str> {
+    if status != 400 {
+        return None;
+    }
+    VLLM_ONLY_FIELDS.into_iter().find(|f| body.contains(f))
+}
+
 /// Builds the JSON body of each request.
 #[derive(Debug, Clone)]
 pub(crate) struct BodyBuilder {

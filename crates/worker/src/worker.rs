@@ -299,6 +299,18 @@ impl Worker {
         })
     }
 
+    /// The `owned_by` of the first entry of the server's model list (`vllm`, `sglang`,
+    /// `llamacpp`, `bench-mock`, `openai`, ...), which says what kind of server answers; `None`
+    /// when there is no model list or no such field.
+    pub async fn model_owner(&self) -> Option<String> {
+        let (status, body) = self.get(&self.inner.urls.models).await.ok()?;
+        if !status.is_success() {
+            return None;
+        }
+        let list = serde_json::from_slice::<ModelList>(&body).ok()?;
+        list.data.into_iter().find_map(|m| m.owned_by)
+    }
+
     /// Asks the server for its model (first of `/v1/models`, else TGI's `/info` `model_id`),
     /// remembers it for request bodies, and returns it. A configured model is returned as is.
     pub async fn discover_model(&self) -> Result<String, Error> {
@@ -354,6 +366,8 @@ struct ModelList {
 struct ModelEntry {
     #[serde(default)]
     id: Option<String>,
+    #[serde(default)]
+    owned_by: Option<String>,
 }
 
 #[derive(serde::Deserialize)]

@@ -1,0 +1,318 @@
+//! The flags of `bench sweep` / `bench run` (clap), grouped as `--help` shows them. Every
+//! flag is optional here so that the resolver knows what was given; defaults are applied in
+//! [`super::resolve`] and shown by `--help`.
+//!
+//! Adding a flag: put it in its group below, give it a key in [`super::file::FileSettings`]
+//! when a profile may set it, a field in [`super::Settings`], and resolve it in the module of
+//! its group (`target.rs`, `request.rs`, `load.rs`, `report.rs`). Peer spellings (vLLM,
+//! guidellm) are clap aliases when the meaning is the same, or flags of [`PeerArgs`] that
+//! `peers.rs` translates when it is not.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Console;
+
+/// Flags shared by `bench sweep` and `bench run`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
+    /// A YAML profile holding any of these settings (keys are the flag names with `_`, e.g.
+    /// `max_seconds: 30`); flags given on the command line override it. guidellm's
+    /// `--profile KIND` (sweep, synchronous, ...) is accepted too: a file by that name wins.
+    #[arg(long, value_name = "FILE.yaml|KIND", help_heading = "Profile")]
+    pub profile: Option<String>,
+    /// A YAML profile (guidellm's name for its settings files).
+    #[arg(
+        long,
+        value_name = "FILE.yaml",
+        help_heading = "Profile",
+        conflicts_with = "profile"
+    )]
+    pub scenario: Option<PathBuf>,
+    /// Print the resolved settings as a profile (YAML) and exit.
+    #[arg(long, help_heading = "Profile")]
+    pub show_config: bool,
+
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub request: RequestArgs,
+    #[command(flatten)]
+    pub data: DataArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    #[command(flatten)]
+    pub peers: PeerArgs,
+}
+
+/// Where the server is and how to reach it.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Target")]
+pub struct TargetArgs {
+    /// Base URL of the server to benchmark, e.g. http://127.0.0.1:8000 (vLLM: --base-url;
+    /// guidellm: --target).
+    #[arg(long, value_name = "URL", visible_alias = "base-url")]
+    pub target: Option<String>,
+    /// Start the built-in simulator in-process and benchmark it instead of a target.
+    #[arg(long)]
+    pub mock: bool,
+    /// Simulator settings for --mock (a `bench mock-server` YAML config file).
+    #[arg(long, value_name = "FILE.yaml", requires = "mock")]
+    pub mock_config: Option<PathBuf>,
+    /// API to speak: openai-completions (default), openai-chat, tgi. vLLM's and guidellm's
+    /// names are accepted: vllm, openai, sglang, lmdeploy, llama.cpp (completions),
+    /// openai_http (guidellm).
+    #[arg(long, visible_alias = "backend-type")]
+    pub backend: Option<String>,
+    /// Request path overriding the backend's default (e.g. /v1/completions).
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// Model name to send (default: the server's first model from /v1/models).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Bearer token for the server (falls back to OPENAI_API_KEY). Never printed or saved.
+    #[arg(long, env = "BENCH_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Extra header 'Name: value' (or Name=value, vLLM's form) on every request; repeatable.
+    /// Replaces a header of bench's with the same name. Values are never printed or saved.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Speak HTTP/2.
+    #[arg(long)]
+    pub http2: bool,
+    /// Accept any TLS certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Also trust the CA certificates of this PEM file.
+    #[arg(long, value_name = "FILE.pem")]
+    pub cacert: Option<PathBuf>,
+    /// Seconds a request may take in all, dispatch to the end of the body (default 3600).
+    #[arg(long, value_name = "SECONDS")]
+    pub request_timeout: Option<f64>,
+    /// Seconds from dispatch to the response headers (default 600).
+    #[arg(long, value_name = "SECONDS")]
+    pub first_byte_timeout: Option<f64>,
+    /// Longest silence in seconds between two pieces of a response body (default 300).
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<f64>,
+    /// Seconds to open a connection, TLS included (default 10).
+    #[arg(long, value_name = "SECONDS")]
+    pub connect_timeout: Option<f64>,
+}
+
+/// What goes into every request body.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Request body")]
+pub struct RequestArgs {
+    /// JSON object merged into every request body (recursively; its values win), e.g.
+    /// '{"temperature": 0}'.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// Send vLLM's `ignore_eos` so every request generates its full output length
+    /// (default on; --ignore-eos=false turns it off).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub ignore_eos: Option<bool>,
+    /// vLLM-only body fields (`ignore_eos`, `min_tokens`): auto (default: sent when the server
+    /// identifies as vLLM, SGLang, llama.cpp or bench's simulator), on, off.
+    #[arg(long, value_name = "auto|on|off")]
+    pub vllm_extensions: Option<String>,
+    /// Sampling temperature.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling probability.
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Top-k sampling (-1: off, vLLM).
+    #[arg(long, allow_negative_numbers = true)]
+    pub top_k: Option<i64>,
+    /// Min-p sampling.
+    #[arg(long)]
+    pub min_p: Option<f64>,
+    /// Frequency penalty.
+    #[arg(long, allow_negative_numbers = true)]
+    pub frequency_penalty: Option<f64>,
+    /// Presence penalty.
+    #[arg(long, allow_negative_numbers = true)]
+    pub presence_penalty: Option<f64>,
+    /// Repetition penalty.
+    #[arg(long)]
+    pub repetition_penalty: Option<f64>,
+}
+
+/// What to send.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Data")]
+pub struct DataArgs {
+    /// Data: `prompt_tokens=N,output_tokens=M` (synthetic; default 256/128), guidellm's JSON
+    /// form '{"prompt_tokens": 256, ...}', or a dataset file (docs/data.md).
+    #[arg(long)]
+    pub data: Option<String>,
+    /// The prompt column of a data file (default: the first of prompt, text, input).
+    #[arg(long, value_name = "NAME")]
+    pub data_column: Option<String>,
+    /// Tokenizer for counting tokens: a tokenizer.json path or a Hugging Face model id
+    /// (default: the built-in tokenizer). vLLM: --tokenizer.
+    #[arg(long, visible_alias = "tokenizer")]
+    pub processor: Option<String>,
+}
+
+/// The load shape and the limits of each benchmark.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
+    /// Total requests per benchmark (vLLM's name; same as --max-requests).
+    #[arg(long)]
+    pub num_prompts: Option<u64>,
+    /// Cap on requests in flight: throughput's cap (default 512) and, for constant / poisson,
+    /// requests wait for a slot (their wait is reported as client queue time).
+    #[arg(long)]
+    pub max_concurrency: Option<u32>,
+    /// Gamma shape of poisson arrivals (1 = Poisson; lower is burstier).
+    #[arg(long)]
+    pub burstiness: Option<f64>,
+    /// Seed of random arrivals (guidellm: --random-seed).
+    #[arg(long, visible_alias = "random-seed")]
+    pub seed: Option<u64>,
+    /// Benchmarks in a sweep (default 10).
+    #[arg(long)]
+    pub sweep_size: Option<u32>,
+    /// Open-loop kind of the sweep's rate benchmarks: constant (default) or poisson.
+    #[arg(long, value_name = "constant|poisson")]
+    pub sweep_rate_type: Option<String>,
+    /// Seconds per benchmark (default 30; 5 with --mock).
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
+    /// Seconds a time-boxed benchmark waits, after it stops sending, for the requests in
+    /// flight to finish (default 300; 0 cancels them at once); those still unfinished are
+    /// counted as incomplete.
+    #[arg(long, value_name = "SECONDS")]
+    pub drain_timeout: Option<f64>,
+    /// Requests per benchmark.
+    #[arg(long)]
+    pub max_requests: Option<u64>,
+    /// Stop a benchmark after this many errored requests.
+    #[arg(long)]
+    pub max_errors: Option<u64>,
+    /// Stop a benchmark once this fraction of finished requests errored (0-1].
+    #[arg(long)]
+    pub max_error_rate: Option<f64>,
+    /// Stop open-loop benchmarks the server cannot keep up with (see docs/profiles.md).
+    #[arg(long)]
+    pub stop_over_saturated: bool,
+    /// Warmup excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// Cooldown excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
+    #[arg(long)]
+    pub cooldown: Option<String>,
+}
+
+/// What to print and write.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Report")]
+pub struct ReportArgs {
+    /// Write the report to this file (.json, .yaml, .csv, .html); repeatable. Written after
+    /// every finished benchmark. guidellm: --output-path.
+    #[arg(long, visible_alias = "output-path")]
+    pub output: Vec<PathBuf>,
+    /// Console report: guidellm (default for sweep), vllm (default for run), both, none.
+    #[arg(long, value_enum)]
+    pub console: Option<Console>,
+    /// vLLM console layout: current (default) or classic (benchmark_serving.py's lines).
+    #[arg(long, value_name = "current|classic")]
+    pub vllm_layout: Option<String>,
+    /// No progress display (vLLM: --disable-tqdm; guidellm: --disable-progress).
+    #[arg(long, short, visible_aliases = ["disable-tqdm", "disable-progress"])]
+    pub quiet: bool,
+    /// vLLM console: metrics to give percentiles for (default ttft,tpot,itl).
+    #[arg(long)]
+    pub percentile_metrics: Option<String>,
+    /// vLLM console: percentiles to show (default 99).
+    #[arg(long)]
+    pub metric_percentiles: Option<String>,
+    /// SLOs for goodput, e.g. "ttft:500 tpot:50 e2el:2000" (milliseconds).
+    #[arg(long)]
+    pub goodput: Option<String>,
+    /// Also save every request's record (times of dispatch, headers, each chunk, end; tokens;
+    /// outcome) in the JSON and YAML files (vLLM: --save-detailed).
+    #[arg(long, alias = "save-detailed")]
+    pub save_records: bool,
+    /// Write vLLM's result JSON (its field names) per benchmark, beside bench's own files.
+    #[arg(long)]
+    pub save_result: bool,
+    /// Folder of the vLLM result files (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub result_dir: Option<PathBuf>,
+    /// Name of the vLLM result file (default: vLLM's `LABEL-RATEqps[-concurrencyN]-MODEL-DATE.json`).
+    #[arg(long, value_name = "FILE.json")]
+    pub result_filename: Option<String>,
+    /// KEY=VALUE pairs added to the vLLM result file (and the report's environment); repeatable.
+    #[arg(long, num_args = 1.., value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// Label of the run (vLLM's file-name prefix; default the backend).
+    #[arg(long)]
+    pub label: Option<String>,
+}
+
+/// Peer flags whose meaning differs from a bench flag; `peers.rs` translates them.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "vLLM and guidellm flags")]
+pub struct PeerArgs {
+    /// vLLM: requests/s of a Poisson (gamma with --burstiness) load; `inf` sends all
+    /// --num-prompts at once (a burst). Stands for --rate-type poisson --rate R.
+    #[arg(long, value_name = "R|inf")]
+    pub request_rate: Option<String>,
+    /// vLLM: server host (with --port, instead of --target).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// vLLM: server port (default 8000 with --host).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// vLLM: random, sharegpt, book, custom (a file; see --dataset-path).
+    #[arg(long, value_name = "NAME")]
+    pub dataset_name: Option<String>,
+    /// vLLM: the dataset file.
+    #[arg(long, value_name = "FILE")]
+    pub dataset_path: Option<String>,
+    /// vLLM random dataset: prompt tokens (default 1024).
+    #[arg(long)]
+    pub random_input_len: Option<u32>,
+    /// vLLM random dataset: output tokens (default 128).
+    #[arg(long)]
+    pub random_output_len: Option<u32>,
+    /// vLLM random dataset: lengths uniform in [len*(1-r), len*(1+r)].
+    #[arg(long)]
+    pub random_range_ratio: Option<f64>,
+    /// vLLM random dataset: shared prefix tokens, added to the input length.
+    #[arg(long)]
+    pub random_prefix_len: Option<u32>,
+    /// vLLM sharegpt dataset: fixed output length instead of the replies'.
+    #[arg(long)]
+    pub sharegpt_output_len: Option<u32>,
+    /// vLLM book dataset (TGI seed): tokens per book slice.
+    #[arg(long)]
+    pub book_input_len: Option<u32>,
+    /// vLLM book dataset: output tokens.
+    #[arg(long)]
+    pub book_output_len: Option<u32>,
+    /// vLLM: warmup requests sent before the measured ones and left out of the statistics
+    /// (bench: --warmup Nreq with N more requests).
+    #[arg(long)]
+    pub num_warmups: Option<u64>,
+    /// guidellm: warmup as a fraction of the benchmark (--warmup F).
+    #[arg(long)]
+    pub warmup_percent: Option<f64>,
+    /// guidellm: cooldown as a fraction of the benchmark (--cooldown F).
+    #[arg(long)]
+    pub cooldown_percent: Option<f64>,
+    /// guidellm: no console report (--console none).
+    #[arg(long)]
+    pub disable_console_outputs: bool,
+    /// guidellm: text_completions or chat_completions (--backend openai-completions /
+    /// openai-chat).
+    #[arg(long, value_name = "KIND")]
+    pub request_type: Option<String>,
+}

@@ -1,0 +1,199 @@
+//! Profile files: what a YAML profile may hold (the same settings as the flags, keys with
+//! `_`). Unknown keys are rejected by name.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bench_profile::{OverSaturation, Transient};
+use serde::{Deserialize, Serialize};
+
+use super::Console;
+use crate::UsageError;
+
+/// What a profile file may hold. Unknown keys are rejected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileSettings {
+    // Target
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mock: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mock_config: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `Name: value` strings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http2: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_timeout: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_byte_timeout: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_timeout: Option<f64>,
+
+    // Request body
+    /// A mapping merged into every body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_body: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vllm_extensions: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repetition_penalty: Option<f64>,
+
+    // Data
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_column: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processor: Option<String>,
+
+    // Load
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateList>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_prompts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_rate_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_timeout: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_errors: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_error_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_over_saturated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_saturation: Option<OverSaturation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Transient>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<Transient>,
+
+    // Report
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Vec<PathBuf>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub console: Option<Console>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vllm_layout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentile_metrics: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric_percentiles: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub save_records: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub save_result: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_filename: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// `rate:` in a file: one number, a list, or a comma-separated string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RateList {
+    /// `rate: 4`
+    One(f64),
+    /// `rate: [1, 2, 4]`
+    Many(Vec<f64>),
+    /// `rate: "1,2,4"`
+    Text(String),
+}
+
+/// `data:` in a file: the `--data` string, or a mapping of the same keys
+/// (`data: {prompt_tokens: 256, output_tokens: 128}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum DataValue {
+    /// `data: prompt_tokens=256,output_tokens=128` or `data: prompts.jsonl`
+    Text(String),
+    /// `data: {prompt_tokens: 256}`
+    Map(BTreeMap<String, serde_yaml::Value>),
+}
+
+impl DataValue {
+    /// The `--data` string form (`k=v,k=v`); a mapping's values must be scalars.
+    pub fn to_arg(&self) -> Result<String, String> {
+        match self {
+            DataValue::Text(s) => Ok(s.clone()),
+            DataValue::Map(m) => {
+                let mut parts = Vec::with_capacity(m.len());
+                for (k, v) in m {
+                    let v = match v {
+                        serde_yaml::Value::String(s) => s.clone(),
+                        serde_yaml::Value::Number(n) => n.to_string(),
+                        serde_yaml::Value::Bool(b) => b.to_string(),
+                        _ => return Err(format!("data.{k}: expected a number or a string")),
+                    };
+                    if v.contains(',') {
+                        return Err(format!("data.{k}: a value cannot hold a comma"));
+                    }
+                    parts.push(format!("{k}={v}"));
+                }
+                Ok(parts.join(","))
+            }
+        }
+    }
+}
+
+/// Reads a profile file; unknown keys and bad values are errors naming the file and the key.
+pub fn load_file(path: &Path) -> anyhow::Result<FileSettings> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError::new(format!("profile {}: cannot read: {e}", path.display())))?;
+    let parsed: FileSettings = serde_yaml::from_str(&text)
+        .map_err(|e| UsageError::new(format!("profile {}: {e}", path.display())))?;
+    Ok(parsed)
+}

@@ -1,0 +1,182 @@
+//! The load group: rate type, rates, the benchmarks, their limits, warmup and cooldown.
+
+use bench_profile::{BuildOptions, Limits, Profile, RateType, Transient};
+use serde::Serialize;
+
+use super::file::RateList;
+use super::{usage, Sources, DEFAULT_MAX_SECONDS, DEFAULT_MOCK_MAX_SECONDS};
+use crate::UsageError;
+
+/// The benchmarks of the run and how each ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSettings {
+    /// The kind of run.
+    pub rate_type: RateType,
+    /// The `--rate` list.
+    pub rate: Vec<f64>,
+    /// What built the profile (kept for `--show-config`).
+    #[serde(skip)]
+    pub build: BuildOptions,
+    /// The benchmarks.
+    pub profile: Profile,
+    /// Per-benchmark limits.
+    pub limits: Limits,
+    /// `--num-prompts` as given (it sets `limits.max_requests`).
+    #[serde(skip)]
+    pub num_prompts: Option<u64>,
+    /// Warmup.
+    pub warmup: Option<Transient>,
+    /// Cooldown.
+    pub cooldown: Option<Transient>,
+}
+
+/// Parses `1,2.5,4` (also repeated flags) into numbers.
+pub fn parse_rates(parts: &[String]) -> Result<Vec<f64>, UsageError> {
+    let mut out = Vec::new();
+    for p in parts {
+        for x in p.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            let v: f64 = x
+                .parse()
+                .map_err(|_| UsageError::new(format!("--rate: `{x}` is not a number")))?;
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn rate_type(
+    src: &Sources<'_>,
+    cli_rate_type: Option<&str>,
+    force_sweep: bool,
+) -> anyhow::Result<RateType> {
+    if force_sweep {
+        if let Some(rt) = src.file.rate_type.as_deref().filter(|r| *r != "sweep") {
+            return Err(usage(format!(
+                "`bench sweep` runs a sweep but the profile says rate_type: {rt}; use `bench run --profile`"
+            )));
+        }
+        if cli_rate_type.is_some_and(|r| r != "sweep") {
+            return Err(usage("`bench sweep` takes no --rate-type; use `bench run`"));
+        }
+        return Ok(RateType::Sweep);
+    }
+    match cli_rate_type.or(src.file.rate_type.as_deref()) {
+        Some(s) => s
+            .parse::<RateType>()
+            .map_err(|e| usage(format!("{}: {e}", src.origin("rate-type")))),
+        None => Err(usage(
+            "`bench run` needs --rate-type (synchronous, concurrent, throughput, constant, poisson, burst, sweep), vLLM's --request-rate, or a --profile that sets rate_type",
+        )),
+    }
+}
+
+fn rates(src: &Sources<'_>, cli_rate: &[String]) -> anyhow::Result<Vec<f64>> {
+    if !cli_rate.is_empty() {
+        return Ok(parse_rates(cli_rate)?);
+    }
+    Ok(match &src.file.rate {
+        None => Vec::new(),
+        Some(RateList::One(x)) => vec![*x],
+        Some(RateList::Many(v)) => v.clone(),
+        Some(RateList::Text(s)) => parse_rates(std::slice::from_ref(s))
+            .map_err(|e| usage(format!("{}: {e}", src.origin("rate"))))?,
+    })
+}
+
+fn build_options(src: &Sources<'_>) -> anyhow::Result<BuildOptions> {
+    let (c, f) = (&src.cli.load, src.file);
+    let sweep_poisson = match c
+        .sweep_rate_type
+        .as_deref()
+        .or(f.sweep_rate_type.as_deref())
+    {
+        None | Some("constant") => false,
+        Some("poisson") => true,
+        Some(other) => {
+            return Err(usage(format!(
+                "{}: expected constant or poisson, got `{other}`",
+                src.origin("sweep-rate-type")
+            )))
+        }
+    };
+    Ok(BuildOptions {
+        max_concurrency: c.max_concurrency.or(f.max_concurrency),
+        burstiness: c.burstiness.or(f.burstiness).unwrap_or(1.0),
+        seed: c.seed.or(f.seed).unwrap_or(42),
+        sweep_size: c.sweep_size.or(f.sweep_size).unwrap_or(10),
+        sweep_poisson,
+    })
+}
+
+fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<Limits> {
+    let (c, f) = (&src.cli.load, src.file);
+    let num_prompts = c.num_prompts.or(f.num_prompts);
+    let max_requests = c.max_requests.or(f.max_requests).or(num_prompts);
+    let max_seconds = match c.max_seconds.or(f.max_seconds) {
+        Some(s) => Some(s),
+        // A count ends the benchmark on its own; bursts end when all finished.
+        None if max_requests.is_some() || rate_type == RateType::Burst => None,
+        None if mock => Some(DEFAULT_MOCK_MAX_SECONDS),
+        None => Some(DEFAULT_MAX_SECONDS),
+    };
+    let over = if c.stop_over_saturated || f.stop_over_saturated.unwrap_or(false) {
+        Some(f.over_saturation.unwrap_or_default())
+    } else {
+        None
+    };
+    let limits = Limits {
+        max_seconds,
+        drain_timeout: c.drain_timeout.or(f.drain_timeout),
+        max_requests,
+        max_errors: c.max_errors.or(f.max_errors),
+        max_error_rate: c.max_error_rate.or(f.max_error_rate),
+        over_saturation: over,
+    };
+    limits.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(limits)
+}
+
+fn transient(
+    cli: &Option<String>,
+    file: &Option<Transient>,
+    key: &str,
+) -> anyhow::Result<Option<Transient>> {
+    match cli {
+        Some(s) => s
+            .parse::<Transient>()
+            .map(Some)
+            .map_err(|e| usage(format!("--{key}: {e}"))),
+        None => Ok(*file),
+    }
+}
+
+pub(crate) fn resolve(
+    src: &Sources<'_>,
+    cli_rate_type: Option<&str>,
+    cli_rate: &[String],
+    force_sweep: bool,
+    mock: bool,
+) -> anyhow::Result<LoadSettings> {
+    let rate_type = rate_type(src, cli_rate_type, force_sweep)?;
+    let rate = rates(src, cli_rate)?;
+    let build = build_options(src)?;
+    let profile = Profile::build(rate_type, &rate, &build)
+        .map_err(|e| usage(format!("{}: {e}", src.origin("rate"))))?;
+    let limits = limits(src, rate_type, mock)?;
+    let warmup = transient(&src.cli.load.warmup, &src.file.warmup, "warmup")?;
+    let cooldown = transient(&src.cli.load.cooldown, &src.file.cooldown, "cooldown")?;
+    bench_scheduler::Scheduler::<bench_worker::Worker>::validate_profile(
+        &profile, &limits, &warmup, &cooldown,
+    )
+    .map_err(|e| usage(e.to_string()))?;
+    Ok(LoadSettings {
+        rate_type,
+        rate,
+        build,
+        profile,
+        limits,
+        num_prompts: src.cli.load.num_prompts.or(src.file.num_prompts),
+        warmup,
+        cooldown,
+    })
+}

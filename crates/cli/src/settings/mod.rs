@@ -1,0 +1,469 @@
+//! Settings of `bench sweep` / `bench run`: command-line flags, profile files and defaults,
+//! resolved and validated in one place ([`resolve`]): CLI > file > defaults.
+//!
+//! - `args.rs`: the flags (clap), grouped as `--help` shows them;
+//! - `file.rs`: what a profile file may hold;
+//! - `peers.rs`: vLLM's and guidellm's spellings translated into bench's;
+//! - `target.rs`, `request.rs`, `load.rs`, `report.rs`: each group resolved into its typed
+//!   settings; `show.rs`: the settings written back as a profile (`--show-config`).
+//!
+//! Everything is parsed once here; the run uses the typed [`Settings`].
+
+mod args;
+mod file;
+mod load;
+mod peers;
+mod report;
+mod request;
+mod show;
+mod target;
+
+use std::fmt;
+use std::path::Path;
+
+use anyhow::Context as _;
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+pub use args::{CommonArgs, DataArgs, LoadArgs, PeerArgs, ReportArgs, RequestArgs, TargetArgs};
+pub use file::{load_file, DataValue, FileSettings, RateList};
+pub use load::{parse_rates, LoadSettings};
+pub use report::{ReportSettings, VllmResult};
+pub use request::{RequestSettings, Sampling, VllmExtensions};
+pub use target::TargetSettings;
+
+use crate::UsageError;
+
+/// Default data: guidellm's sweep seed (256 prompt tokens, 128 output tokens).
+pub const DEFAULT_DATA: &str = "prompt_tokens=256,output_tokens=128";
+/// Default length of one benchmark against a real target, seconds.
+pub const DEFAULT_MAX_SECONDS: f64 = 30.0;
+/// Default length of one benchmark with `--mock`, seconds (a default sweep takes about a
+/// minute).
+pub const DEFAULT_MOCK_MAX_SECONDS: f64 = 5.0;
+
+/// Which console report(s) to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Console {
+    /// guidellm's three tables.
+    Guidellm,
+    /// vLLM's "Serving Benchmark Result" block per benchmark.
+    Vllm,
+    /// Both.
+    Both,
+    /// No report on the console.
+    None,
+}
+
+/// The data to send.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataSettings {
+    /// The `--data` argument (`k=v,...` or a path), checked by the loader.
+    pub data: String,
+    /// `--data-column`.
+    pub data_column: Option<String>,
+    /// Tokenizer.
+    pub processor: Option<String>,
+}
+
+/// The fully resolved settings of a run. Serialized (flat, no secrets) into the report's
+/// `config`; `--show-config` prints them as a profile ([`Settings::to_file`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    /// Server, transport, timeouts.
+    #[serde(flatten)]
+    pub target: TargetSettings,
+    /// Request body rules.
+    #[serde(flatten)]
+    pub request: RequestSettings,
+    /// Data.
+    #[serde(flatten)]
+    pub data: DataSettings,
+    /// Load shape and limits.
+    #[serde(flatten)]
+    pub load: LoadSettings,
+    /// Console and files.
+    #[serde(flatten)]
+    pub report: ReportSettings,
+}
+
+impl fmt::Display for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match serde_yaml::to_string(&self.to_file()) {
+            Ok(s) => f.write_str(&s),
+            Err(_) => write!(f, "{self:?}"),
+        }
+    }
+}
+
+/// What the resolvers of each group read: the command line (peer flags translated), the
+/// profile file and its name.
+pub(crate) struct Sources<'a> {
+    pub cli: &'a CommonArgs,
+    pub file: &'a FileSettings,
+    pub profile: Option<&'a Path>,
+}
+
+impl Sources<'_> {
+    /// `key`, naming the profile file when there is one (for error messages).
+    pub fn origin(&self, key: &str) -> String {
+        match self.profile {
+            Some(p) => format!("{key} (from the command line or {})", p.display()),
+            None => key.to_string(),
+        }
+    }
+}
+
+pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError::new(msg).into()
+}
+
+/// Combines the command line (`cli`, plus `rate_type` / `rate` of `bench run`, or a forced
+/// sweep) with the profile file and the defaults, and validates everything. The only place
+/// settings are decided.
+pub fn resolve(
+    cli: &CommonArgs,
+    cli_rate_type: Option<&str>,
+    cli_rate: &[String],
+    force_sweep: bool,
+) -> anyhow::Result<Settings> {
+    let t = peers::translate(cli, cli_rate_type, cli_rate)?;
+    let file = match &t.profile_file {
+        Some(p) => load_file(p)?,
+        None => FileSettings::default(),
+    };
+    let src = Sources {
+        cli: &t.cli,
+        file: &file,
+        profile: t.profile_file.as_deref(),
+    };
+    let target = target::resolve(&src, |k| std::env::var(k).ok())?;
+    let load = load::resolve(
+        &src,
+        t.rate_type.as_deref(),
+        &t.rate,
+        force_sweep,
+        target.mock,
+    )?;
+    let request = request::resolve(&src)?;
+    let data = resolve_data(&src)?;
+    let report = report::resolve(&src, load.rate_type)?;
+    Ok(Settings {
+        target,
+        request,
+        data,
+        load,
+        report,
+    })
+}
+
+/// `--data` (guidellm's JSON form accepted), `--data-column`, `--processor`. A bare `.txt`
+/// path on the command line over a profile whose data gives `prompt_tokens` is sliced as a
+/// book at that length (the tgi-book profile).
+fn resolve_data(src: &Sources<'_>) -> anyhow::Result<DataSettings> {
+    let file_data = match &src.file.data {
+        Some(d) => Some(d.to_arg().map_err(|e| usage(src.origin(&e)))?),
+        None => None,
+    };
+    let cli_data = match &src.cli.data.data {
+        Some(d) => Some(crate::data::from_json_form(d).map_err(|e| usage(format!("--data: {e}")))?),
+        None => None,
+    };
+    let data = match (cli_data, file_data) {
+        (Some(c), Some(f)) => crate::data::over_profile(&c, &f),
+        (Some(c), None) => c,
+        (None, Some(f)) => f,
+        (None, None) => DEFAULT_DATA.to_string(),
+    };
+    let data_column = src
+        .cli
+        .data
+        .data_column
+        .clone()
+        .or(src.file.data_column.clone());
+    crate::data::parse(&data, data_column.as_deref())?;
+    Ok(DataSettings {
+        data,
+        data_column,
+        processor: src
+            .cli
+            .data
+            .processor
+            .clone()
+            .or(src.file.processor.clone()),
+    })
+}
+
+/// Loads and resolves a profile file as `bench run --profile FILE` would (with `--mock` when
+/// the file names no target), for tests and `--show-config`.
+pub fn resolve_file(path: &Path) -> anyhow::Result<Settings> {
+    let file = load_file(path)?;
+    let mut cli = CommonArgs {
+        profile: Some(path.display().to_string()),
+        ..CommonArgs::default()
+    };
+    cli.target.mock = file.target.is_none() && file.mock.is_none();
+    resolve(&cli, None, &[], false).with_context(|| format!("profile {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_profile::{RateType, Transient};
+    use std::path::PathBuf;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("bench-settings-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        d
+    }
+
+    fn mock_args() -> CommonArgs {
+        let mut a = CommonArgs::default();
+        a.target.mock = true;
+        a
+    }
+
+    fn is_usage(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.downcast_ref::<UsageError>().is_some())
+    }
+
+    #[test]
+    fn cli_overrides_file_overrides_defaults() {
+        let d = tmpdir("prec");
+        let p = write(
+            &d,
+            "p.yaml",
+            "target: http://127.0.0.1:9\nrate_type: constant\nrate: [1, 2]\nmax_seconds: 20\nwarmup: 0.1\n",
+        );
+        let mut cli = CommonArgs {
+            profile: Some(p.display().to_string()),
+            ..CommonArgs::default()
+        };
+        cli.load.max_seconds = Some(7.0);
+        let s = resolve(&cli, None, &[], false).expect("valid");
+        assert_eq!(s.load.limits.max_seconds, Some(7.0), "CLI wins");
+        assert_eq!(s.load.rate, vec![1.0, 2.0], "file fills in");
+        assert_eq!(s.load.warmup, Some(Transient::Fraction(0.1)));
+        assert_eq!(s.report.console, Console::Vllm, "default");
+        let s = resolve(&cli, None, &["4".into()], false).expect("valid");
+        assert_eq!(s.load.rate, vec![4.0]);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_file_and_key() {
+        let d = tmpdir("bad");
+        let p = write(&d, "bad.yaml", "target: http://x\nmax_secs: 3\n");
+        let e = load_file(&p).expect_err("unknown key");
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("bad.yaml") && msg.contains("max_secs"),
+            "{msg}"
+        );
+        assert!(is_usage(&e));
+        let p = write(&d, "bad2.yaml", "target: http://x\nmax_seconds: soon\n");
+        let msg = format!("{:#}", load_file(&p).expect_err("bad value"));
+        assert!(
+            msg.contains("bad2.yaml") && msg.contains("max_seconds"),
+            "{msg}"
+        );
+        let p = write(&d, "bad3.yaml", "target: http://x\nrate_type: fast\n");
+        let cli = CommonArgs {
+            profile: Some(p.display().to_string()),
+            ..CommonArgs::default()
+        };
+        let e = resolve(&cli, None, &[], false).expect_err("bad kind");
+        assert!(is_usage(&e));
+        assert!(format!("{e:#}").contains("fast"));
+    }
+
+    #[test]
+    fn usage_errors() {
+        let none = CommonArgs::default();
+        assert!(is_usage(
+            &resolve(&none, Some("constant"), &["1".into()], false).expect_err("no target")
+        ));
+        let mock = mock_args();
+        for (kind, rate) in [
+            ("constant", vec![]),
+            ("constant", vec!["x".to_string()]),
+            ("concurrent", vec!["1.5".to_string()]),
+            ("warp", vec![]),
+        ] {
+            let e = resolve(&mock, Some(kind), &rate, false).expect_err(kind);
+            assert!(is_usage(&e), "{kind}");
+        }
+        let mut bad_warm = mock_args();
+        bad_warm.load.warmup = Some("-3".into());
+        assert!(resolve(&bad_warm, None, &[], true).is_err());
+        let mut bad_out = mock_args();
+        bad_out.report.output = vec!["x.txt".into()];
+        assert!(is_usage(
+            &resolve(&bad_out, None, &[], true).expect_err("bad ext")
+        ));
+    }
+
+    #[test]
+    fn mock_defaults_make_a_short_sweep() {
+        let mock = mock_args();
+        let s = resolve(&mock, None, &[], true).expect("valid");
+        assert_eq!(s.load.rate_type, RateType::Sweep);
+        assert_eq!(s.load.limits.max_seconds, Some(DEFAULT_MOCK_MAX_SECONDS));
+        assert_eq!(s.load.profile.len(), 10);
+        assert_eq!(s.report.console, Console::Guidellm);
+        assert_eq!(s.data.data, DEFAULT_DATA);
+        // num-prompts bounds a run by count instead of time.
+        let mut n = mock_args();
+        n.load.num_prompts = Some(100);
+        let s = resolve(&n, Some("poisson"), &["4".into()], false).expect("valid");
+        assert_eq!(s.load.limits.max_requests, Some(100));
+        assert_eq!(s.load.limits.max_seconds, None);
+        assert!(s.to_string().contains("max_requests: 100"));
+    }
+
+    #[test]
+    fn data_mapping_json_form_and_book_over_profile() {
+        let d = tmpdir("data");
+        let p = write(
+            &d,
+            "map.yaml",
+            "mock: true\nrate_type: synchronous\nmax_requests: 3\ndata: {prompt_tokens: 64, output_tokens: 8}\n",
+        );
+        let s = resolve_file(&p).expect("a data mapping loads");
+        assert_eq!(s.data.data, "output_tokens=8,prompt_tokens=64");
+        let bad = write(
+            &d,
+            "badmap.yaml",
+            "mock: true\nrate_type: synchronous\ndata: {prompt_tokns: 64}\n",
+        );
+        let e = format!("{:#}", resolve_file(&bad).expect_err("unknown data key"));
+        assert!(e.contains("prompt_tokns"), "{e}");
+        // guidellm's JSON form.
+        let mut cli = mock_args();
+        cli.data.data = Some(r#"{"prompt_tokens": 256, "output_tokens": 128}"#.into());
+        let s = resolve(&cli, Some("synchronous"), &[], false).expect("json data");
+        assert_eq!(s.data.data, "output_tokens=128,prompt_tokens=256");
+        // A book on the command line over the tgi-book profile is sliced at its length.
+        let book = write(
+            &d,
+            "book.txt",
+            "Call me Ishmael. Some years ago, never mind how long.\n",
+        );
+        let tgi =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/tgi-book.yaml");
+        let mut cli = mock_args();
+        cli.profile = Some(tgi.display().to_string());
+        cli.data.data = Some(book.display().to_string());
+        let s = resolve(&cli, None, &[], false).expect("book");
+        assert_eq!(
+            s.data.data,
+            format!("path={},format=book,prompt_tokens=10000", book.display())
+        );
+    }
+
+    #[test]
+    fn peer_flags_translate_to_bench_settings() {
+        // The Done-when command of issue 12.
+        let mut cli = CommonArgs::default();
+        cli.target.target = Some("http://127.0.0.1:8000".into());
+        cli.peers.request_rate = Some("5".into());
+        cli.load.num_prompts = Some(100);
+        cli.peers.dataset_name = Some("random".into());
+        cli.peers.random_input_len = Some(1024);
+        cli.peers.random_output_len = Some(128);
+        cli.report.save_result = true;
+        let s = resolve(&cli, None, &[], false).expect("vLLM's command");
+        assert_eq!(s.load.rate_type, RateType::Poisson);
+        assert_eq!(s.load.rate, vec![5.0]);
+        assert_eq!(s.load.limits.max_requests, Some(100));
+        assert_eq!(s.load.limits.max_seconds, None);
+        assert_eq!(s.data.data, "input_len=1024,output_len=128");
+        assert!(s.report.save_result.is_some());
+        // inf is a burst of --num-prompts (vLLM's default 1000 when not given).
+        let mut inf = mock_args();
+        inf.peers.request_rate = Some("inf".into());
+        let s = resolve(&inf, None, &[], false).expect("inf");
+        assert_eq!(
+            (s.load.rate_type, s.load.rate.clone()),
+            (RateType::Burst, vec![1000.0])
+        );
+        // --host/--port, --profile KIND, --warmup-percent, --request-type.
+        let mut g = CommonArgs::default();
+        g.peers.host = Some("10.0.0.1".into());
+        g.peers.port = Some(9000);
+        g.profile = Some("sweep".into());
+        g.peers.warmup_percent = Some(0.1);
+        g.peers.request_type = Some("chat_completions".into());
+        let s = resolve(&g, None, &[], false).expect("guidellm flags");
+        assert_eq!(s.target.target.as_deref(), Some("http://10.0.0.1:9000"));
+        assert_eq!(s.load.rate_type, RateType::Sweep);
+        assert_eq!(s.load.warmup, Some(Transient::Fraction(0.1)));
+        assert_eq!(s.target.backend, bench_worker::BackendKind::OpenAiChat);
+        // --profile that is neither a file nor a kind, and conflicting spellings.
+        let mut bad = mock_args();
+        bad.profile = Some("nosuch".into());
+        assert!(is_usage(
+            &resolve(&bad, None, &[], false).expect_err("neither")
+        ));
+        let mut both = mock_args();
+        both.peers.request_rate = Some("4".into());
+        assert!(is_usage(
+            &resolve(&both, Some("constant"), &["1".into()], false).expect_err("both")
+        ));
+    }
+
+    #[test]
+    fn api_key_falls_back_to_openai_api_key_and_headers_parse() {
+        let cli = mock_args();
+        let file = FileSettings::default();
+        let src = Sources {
+            cli: &cli,
+            file: &file,
+            profile: None,
+        };
+        let t = target::resolve(&src, |k| {
+            (k == "OPENAI_API_KEY").then(|| "sk-x".to_string())
+        })
+        .expect("ok");
+        assert_eq!(t.api_key.as_deref(), Some("sk-x"));
+        let mut given = mock_args();
+        given.target.api_key = Some("sk-flag".into());
+        given.target.headers = vec!["X-A: 1".into(), "X-B=two=2".into()];
+        let src = Sources {
+            cli: &given,
+            file: &file,
+            profile: None,
+        };
+        let t = target::resolve(&src, |_| Some("sk-x".to_string())).expect("ok");
+        assert_eq!(t.api_key.as_deref(), Some("sk-flag"), "the flag wins");
+        assert_eq!(
+            t.headers,
+            vec![("X-A".into(), "1".into()), ("X-B".into(), "two=2".into())]
+        );
+        let mut bad = mock_args();
+        bad.target.headers = vec!["no separator".into()];
+        let src = Sources {
+            cli: &bad,
+            file: &file,
+            profile: None,
+        };
+        assert!(target::resolve(&src, |_| None).is_err());
+        let mut t0 = mock_args();
+        t0.target.request_timeout = Some(0.0);
+        let src = Sources {
+            cli: &t0,
+            file: &file,
+            profile: None,
+        };
+        assert!(is_usage(
+            &target::resolve(&src, |_| None).expect_err("zero timeout")
+        ));
+    }
+}

@@ -1,0 +1,159 @@
+//! The report group: console, files, percentiles, goodput, records, vLLM's result file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use bench_profile::RateType;
+use bench_report::{Goodput, VllmConsoleOptions, VllmLayout};
+use serde::Serialize;
+
+use super::{usage, Console, Sources};
+
+/// vLLM's `--save-result` file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VllmResult {
+    /// `--result-dir`.
+    pub dir: Option<PathBuf>,
+    /// `--result-filename` (default: vLLM's name).
+    pub filename: Option<String>,
+}
+
+/// What is printed and written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportSettings {
+    /// Report files.
+    pub output: Vec<PathBuf>,
+    /// Console report.
+    pub console: Console,
+    /// No progress.
+    pub quiet: bool,
+    /// vLLM console metrics, as given.
+    pub percentile_metrics: Option<String>,
+    /// vLLM console percentiles, as given.
+    pub metric_percentiles: Option<String>,
+    /// vLLM console layout (`current` / `classic`), as given.
+    pub vllm_layout: Option<String>,
+    /// The vLLM console options, parsed.
+    #[serde(skip)]
+    pub vllm_console: VllmConsoleOptions,
+    /// Goodput SLOs.
+    pub goodput: Option<Goodput>,
+    /// Save every request's record in the JSON / YAML files.
+    pub save_records: bool,
+    /// Write vLLM's result JSON.
+    pub save_result: Option<VllmResult>,
+    /// `--metadata KEY=VALUE` pairs.
+    pub metadata: BTreeMap<String, String>,
+    /// `--label`.
+    pub label: Option<String>,
+}
+
+fn vllm_console(
+    metrics: Option<&str>,
+    percentiles: Option<&str>,
+    layout: Option<&str>,
+) -> anyhow::Result<VllmConsoleOptions> {
+    let mut o = VllmConsoleOptions::default();
+    if let Some(m) = metrics {
+        o.percentile_metrics = bench_report::parse_percentile_metrics(m)
+            .map_err(|e| usage(format!("--percentile-metrics: {e}")))?;
+    }
+    if let Some(m) = percentiles {
+        o.metric_percentiles = bench_report::parse_metric_percentiles(m)
+            .map_err(|e| usage(format!("--metric-percentiles: {e}")))?;
+    }
+    o.layout = match layout {
+        None | Some("current") => VllmLayout::Current,
+        Some("classic") => VllmLayout::Classic,
+        Some(other) => {
+            return Err(usage(format!(
+                "--vllm-layout: expected current or classic, got `{other}`"
+            )))
+        }
+    };
+    Ok(o)
+}
+
+fn metadata(
+    cli: &[String],
+    file: Option<&BTreeMap<String, String>>,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = file.cloned().unwrap_or_default();
+    for item in cli {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| usage(format!("--metadata: `{item}` is not KEY=VALUE")))?;
+        if k.trim().is_empty() {
+            return Err(usage(format!("--metadata: `{item}` has no key")));
+        }
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+pub(crate) fn resolve(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<ReportSettings> {
+    let (c, f) = (&src.cli.report, src.file);
+    let mut output = c.output.clone();
+    if output.is_empty() {
+        output = f.output.clone().unwrap_or_default();
+    }
+    for p in &output {
+        bench_report::OutputFormat::from_path(p).map_err(|e| usage(format!("--output: {e}")))?;
+    }
+    let percentile_metrics = c
+        .percentile_metrics
+        .clone()
+        .or(f.percentile_metrics.clone());
+    let metric_percentiles = c
+        .metric_percentiles
+        .clone()
+        .or(f.metric_percentiles.clone());
+    let vllm_layout = c.vllm_layout.clone().or(f.vllm_layout.clone());
+    let console_opts = vllm_console(
+        percentile_metrics.as_deref(),
+        metric_percentiles.as_deref(),
+        vllm_layout.as_deref(),
+    )?;
+    let goodput = match c.goodput.as_ref().or(f.goodput.as_ref()) {
+        Some(g) => Some(Goodput::parse(g).map_err(|e| usage(format!("--goodput: {e}")))?),
+        None => None,
+    };
+    let console = c
+        .console
+        .or(f.console)
+        .unwrap_or(if rate_type == RateType::Sweep {
+            Console::Guidellm
+        } else {
+            Console::Vllm
+        });
+    let result_dir = c.result_dir.clone().or(f.result_dir.clone());
+    let result_filename = c.result_filename.clone().or(f.result_filename.clone());
+    let save = c.save_result || f.save_result.unwrap_or(false);
+    if !save && (result_dir.is_some() || result_filename.is_some()) {
+        return Err(usage("--result-dir / --result-filename need --save-result"));
+    }
+    if let Some(name) = &result_filename {
+        if name.trim().is_empty() || name.ends_with('/') {
+            return Err(usage(format!(
+                "--result-filename: `{name}` is not a file name"
+            )));
+        }
+    }
+    Ok(ReportSettings {
+        output,
+        console,
+        quiet: c.quiet || f.quiet.unwrap_or(false),
+        percentile_metrics,
+        metric_percentiles,
+        vllm_layout,
+        vllm_console: console_opts,
+        goodput,
+        save_records: c.save_records || f.save_records.unwrap_or(false),
+        save_result: save.then_some(VllmResult {
+            dir: result_dir,
+            filename: result_filename,
+        }),
+        metadata: metadata(&c.metadata, f.metadata.as_ref())?,
+        label: c.label.clone().or(f.label.clone()),
+    })
+}

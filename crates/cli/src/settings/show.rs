@@ -1,0 +1,85 @@
+//! The resolved settings written back as a profile (`--show-config`): every key is one that
+//! [`super::load_file`] reads, so the output loads again and resolves to the same settings.
+//! Secrets stay out: the API key and header values are never written (give them again with
+//! `--api-key` / `--header`).
+
+use bench_profile::RateType;
+
+use super::file::{DataValue, FileSettings, RateList};
+use super::Settings;
+
+impl Settings {
+    /// These settings as a profile file.
+    pub fn to_file(&self) -> FileSettings {
+        let (t, r, d, l, o) = (
+            &self.target,
+            &self.request,
+            &self.data,
+            &self.load,
+            &self.report,
+        );
+        let dt = bench_worker::Timeouts::default();
+        let secs =
+            |v: std::time::Duration, d: std::time::Duration| (v != d).then_some(v.as_secs_f64());
+        let s = &r.sampling;
+        FileSettings {
+            target: t.target.clone(),
+            mock: t.mock.then_some(true),
+            mock_config: t.mock_config.clone(),
+            backend: Some(t.backend.name().to_string()),
+            endpoint: t.endpoint.clone(),
+            model: t.model.clone(),
+            header: None,
+            http2: t.http2.then_some(true),
+            insecure: t.insecure.then_some(true),
+            cacert: t.cacert.clone(),
+            request_timeout: secs(t.timeouts.total, dt.total),
+            first_byte_timeout: secs(t.timeouts.first_byte, dt.first_byte),
+            idle_timeout: secs(t.timeouts.idle, dt.idle),
+            connect_timeout: secs(t.timeouts.connect, dt.connect),
+            extra_body: r.extra_body.clone(),
+            ignore_eos: Some(r.ignore_eos),
+            vllm_extensions: Some(r.vllm_extensions.name().to_string()),
+            temperature: s.temperature,
+            top_p: s.top_p,
+            top_k: s.top_k,
+            min_p: s.min_p,
+            frequency_penalty: s.frequency_penalty,
+            presence_penalty: s.presence_penalty,
+            repetition_penalty: s.repetition_penalty,
+            data: Some(DataValue::Text(d.data.clone())),
+            data_column: d.data_column.clone(),
+            processor: d.processor.clone(),
+            rate_type: Some(l.rate_type.name().to_string()),
+            rate: (!l.rate.is_empty()).then(|| RateList::Many(l.rate.clone())),
+            num_prompts: None,
+            max_concurrency: l.build.max_concurrency,
+            burstiness: Some(l.build.burstiness),
+            seed: Some(l.build.seed),
+            sweep_size: (l.rate_type == RateType::Sweep).then_some(l.build.sweep_size),
+            sweep_rate_type: l.build.sweep_poisson.then(|| "poisson".to_string()),
+            max_seconds: l.limits.max_seconds,
+            drain_timeout: l.limits.drain_timeout,
+            max_requests: l.limits.max_requests,
+            max_errors: l.limits.max_errors,
+            max_error_rate: l.limits.max_error_rate,
+            stop_over_saturated: l.limits.over_saturation.is_some().then_some(true),
+            over_saturation: l.limits.over_saturation,
+            warmup: l.warmup,
+            cooldown: l.cooldown,
+            output: (!o.output.is_empty()).then(|| o.output.clone()),
+            console: Some(o.console),
+            vllm_layout: o.vllm_layout.clone(),
+            quiet: o.quiet.then_some(true),
+            percentile_metrics: o.percentile_metrics.clone(),
+            metric_percentiles: o.metric_percentiles.clone(),
+            goodput: o.goodput.as_ref().map(|g| g.to_string()),
+            save_records: o.save_records.then_some(true),
+            save_result: o.save_result.as_ref().map(|_| true),
+            result_dir: o.save_result.as_ref().and_then(|v| v.dir.clone()),
+            result_filename: o.save_result.as_ref().and_then(|v| v.filename.clone()),
+            metadata: (!o.metadata.is_empty()).then(|| o.metadata.clone()),
+            label: o.label.clone(),
+        }
+    }
+}

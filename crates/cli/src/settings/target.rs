@@ -1,0 +1,181 @@
+//! The target group: server URL or simulator, API, credentials, headers, TLS, timeouts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bench_worker::{BackendKind, Timeouts};
+use serde::Serialize;
+
+use super::{usage, Sources};
+
+/// Where requests go and how.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetSettings {
+    /// Server URL (`None` with `mock`).
+    pub target: Option<String>,
+    /// Benchmark the in-process simulator.
+    pub mock: bool,
+    /// Simulator config file for `mock`.
+    pub mock_config: Option<PathBuf>,
+    /// API.
+    pub backend: BackendKind,
+    /// Request path override.
+    pub endpoint: Option<String>,
+    /// Model (`None`: discovered).
+    pub model: Option<String>,
+    /// Bearer token (`--api-key`, `BENCH_API_KEY`, else `OPENAI_API_KEY`); never printed or
+    /// saved.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+    /// Extra headers; values are never printed or saved.
+    #[serde(skip)]
+    pub headers: Vec<(String, String)>,
+    /// The names of the extra headers (what the report keeps of them).
+    pub header_names: Vec<String>,
+    /// HTTP/2.
+    pub http2: bool,
+    /// Accept any certificate.
+    pub insecure: bool,
+    /// Extra CA certificates.
+    pub cacert: Option<PathBuf>,
+    /// Request timeouts.
+    pub timeouts: Timeouts,
+}
+
+/// vLLM's, SGLang's and guidellm's backend names for what bench calls `openai-completions`.
+const COMPLETIONS_ALIASES: [&str; 6] = [
+    "vllm",
+    "openai",
+    "sglang",
+    "lmdeploy",
+    "llama.cpp",
+    "openai_http",
+];
+
+/// Parses `--backend`, accepting the peers' names.
+pub fn parse_backend(s: &str) -> Result<BackendKind, String> {
+    let t = s.trim();
+    if COMPLETIONS_ALIASES
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(t))
+    {
+        return Ok(BackendKind::OpenAiCompletions);
+    }
+    t.parse::<BackendKind>().map_err(|e| e.to_string())
+}
+
+/// `Name: value` (curl's form) or `Name=value` (vLLM's form).
+pub fn parse_header(h: &str) -> Result<(String, String), String> {
+    let colon = h.find(':');
+    let eq = h.find('=');
+    let at = match (colon, eq) {
+        (Some(c), Some(e)) => c.min(e),
+        (Some(c), None) => c,
+        (None, Some(e)) => e,
+        (None, None) => {
+            let name: String = h.chars().take(40).collect();
+            return Err(format!("`{name}` is not `Name: value` (or Name=value)"));
+        }
+    };
+    let (name, value) = (h[..at].trim(), h[at + 1..].trim());
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("`{name}` is not a header name"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+fn seconds(flag: &str, v: Option<f64>, default: Duration) -> anyhow::Result<Duration> {
+    match v {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(usage(format!(
+            "--{flag}: expected a positive number of seconds, got {s}"
+        ))),
+    }
+}
+
+/// Resolves the target group; `env` looks up environment variables (`OPENAI_API_KEY`).
+pub(crate) fn resolve(
+    src: &Sources<'_>,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<TargetSettings> {
+    let (c, f) = (&src.cli.target, src.file);
+    let mock = c.mock || f.mock.unwrap_or(false);
+    if mock && c.target.is_some() {
+        return Err(usage("--mock and --target exclude each other"));
+    }
+    let target = if mock {
+        None
+    } else {
+        c.target.clone().or(f.target.clone())
+    };
+    if !mock && target.is_none() {
+        return Err(usage(
+            "no server to benchmark: give --target URL (or --mock for the built-in simulator)",
+        ));
+    }
+    let backend = match c.backend.as_ref().or(f.backend.as_ref()) {
+        Some(b) => {
+            parse_backend(b).map_err(|e| usage(format!("{}: {e}", src.origin("backend"))))?
+        }
+        None => BackendKind::default(),
+    };
+    let mut headers = Vec::new();
+    let given = if c.headers.is_empty() {
+        f.header.clone().unwrap_or_default()
+    } else {
+        c.headers.clone()
+    };
+    for h in &given {
+        headers.push(parse_header(h).map_err(|e| usage(format!("--header: {e}")))?);
+    }
+    let d = Timeouts::default();
+    let timeouts = Timeouts {
+        connect: seconds(
+            "connect-timeout",
+            c.connect_timeout.or(f.connect_timeout),
+            d.connect,
+        )?,
+        first_byte: seconds(
+            "first-byte-timeout",
+            c.first_byte_timeout.or(f.first_byte_timeout),
+            d.first_byte,
+        )?,
+        idle: seconds("idle-timeout", c.idle_timeout.or(f.idle_timeout), d.idle)?,
+        total: seconds(
+            "request-timeout",
+            c.request_timeout.or(f.request_timeout),
+            d.total,
+        )?,
+    };
+    let cacert = c.cacert.clone().or(f.cacert.clone());
+    if let Some(p) = &cacert {
+        if !p.is_file() {
+            return Err(usage(format!("--cacert {}: no such file", p.display())));
+        }
+    }
+    let api_key = c
+        .api_key
+        .clone()
+        .or_else(|| env("OPENAI_API_KEY"))
+        .filter(|k| !k.trim().is_empty());
+    Ok(TargetSettings {
+        target,
+        mock,
+        mock_config: if mock {
+            c.mock_config.clone().or(f.mock_config.clone())
+        } else {
+            None
+        },
+        backend,
+        endpoint: c.endpoint.clone().or(f.endpoint.clone()),
+        model: c.model.clone().or(f.model.clone()),
+        api_key,
+        header_names: headers.iter().map(|(k, _)| k.clone()).collect(),
+        headers,
+        http2: c.http2 || f.http2.unwrap_or(false),
+        insecure: c.insecure || f.insecure.unwrap_or(false),
+        cacert,
+        timeouts,
+    })
+}
