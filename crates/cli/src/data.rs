@@ -1,6 +1,6 @@
 //! Request data for `bench sweep` / `bench run`: the `--data` argument through `bench-loader`.
 
-use bench_loader::{DataSpec, Loader};
+use bench_loader::{DataSeed, DataSpec, Loader};
 use bench_scheduler::Work;
 use bench_tokenizer::Tokenizer;
 
@@ -52,15 +52,19 @@ pub fn over_profile(cli: &str, profile: &str) -> String {
     format!("path={},format=book,{}", cli.trim(), keys.join(","))
 }
 
-/// The endless (cycling) stream of request specs of `--data` under `tokenizer`.
+/// The endless (cycling) stream of request specs of `--data` under `tokenizer`, salted for
+/// this run unless `seed=` was given, with the seed in use (reports record it).
 pub fn loader(
     data: &str,
     column: Option<&str>,
     tokenizer: Tokenizer,
-) -> Result<Loader, UsageError> {
-    let spec = parse(data, column)?;
+) -> Result<(Loader, Option<DataSeed>), UsageError> {
+    let mut spec = parse(data, column)?;
+    // A fresh salt per run from a v4 UUID (the OS's randomness), kept below 2^53 so that
+    // every JSON reader holds it exactly.
+    let seed = spec.salt(uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1));
     Loader::new(spec, tokenizer)
-        .map(|l| l.cycle(true))
+        .map(|l| (l.cycle(true), seed))
         .map_err(|e| UsageError::new(format!("--data {data}: {e}")))
 }
 
@@ -102,6 +106,7 @@ mod tests {
         let tk = Tokenizer::builtin();
         let specs: Vec<_> = loader("prompt_tokens=40,output_tokens=8", None, tk.clone())
             .expect("valid")
+            .0
             .take(5)
             .collect();
         assert_eq!(specs.len(), 5);
@@ -112,5 +117,30 @@ mod tests {
         }
         assert!(parse("prompt_tokens=x", None).is_err());
         assert!(loader("/no/such/file.jsonl", None, tk).is_err());
+    }
+
+    fn prompts(data: &str) -> (Vec<String>, Option<DataSeed>) {
+        let (l, seed) = loader(data, None, Tokenizer::builtin()).expect("valid");
+        (l.take(4).map(|s| s.prompt.to_string()).collect(), seed)
+    }
+
+    #[test]
+    fn runs_are_salted_unless_a_seed_is_given() {
+        let data = "prompt_tokens=40,output_tokens=8";
+        let (a, sa) = prompts(data);
+        let (b, sb) = prompts(data);
+        assert_ne!(a, b, "a repeated run sends fresh prompts");
+        let (sa, sb) = (sa.expect("synthetic"), sb.expect("synthetic"));
+        assert!(!sa.explicit && !sb.explicit);
+        assert_ne!(sa.seed, sb.seed);
+        // The recorded salt, given back as seed=, reproduces the run's prompts exactly.
+        let (again, s) = prompts(&format!("{data},seed={}", sa.seed));
+        assert_eq!(again, a);
+        assert!(s.expect("synthetic").explicit);
+        // An explicit seed reproduces itself.
+        assert_eq!(
+            prompts(&format!("{data},seed=7")).0,
+            prompts(&format!("{data},seed=7")).0
+        );
     }
 }

@@ -369,7 +369,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
         None => Tokenizer::builtin(),
     };
-    let loader = data::loader(
+    let (loader, data_seed) = data::loader(
         &s.data.data,
         s.data.data_column.as_deref(),
         tokenizer.clone(),
@@ -383,9 +383,13 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
                 .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
             None => MockConfig::default(),
         };
-        let server = MockServer::start(cfg)
-            .await
-            .context("starting the built-in simulator")?;
+        // The simulator counts with the run's tokenizer (unless its config names one), so its
+        // usage figures agree with the client's counts.
+        let server = match (&cfg.tokenizer, &s.data.processor) {
+            (None, Some(_)) => MockServer::start_with_tokenizer(cfg, tokenizer.clone()).await,
+            _ => MockServer::start(cfg).await,
+        }
+        .context("starting the built-in simulator")?;
         tracing::info!(url = %server.url(), "simulator started");
         Some(server)
     } else {
@@ -414,6 +418,12 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     );
     run.config = serde_json::to_value(&s).unwrap_or_default();
     run.environment = environment(&s, &model, &worker);
+    if let Some(seed) = data_seed {
+        // The salt (or the given seed): `seed=` with this value reproduces the prompts.
+        run.environment
+            .extra
+            .insert("data_seed".into(), serde_json::json!(seed));
+    }
     crate::metadata::add(&mut run.config, &s, &run.environment.target, &model);
 
     let stats = StatsOptions {

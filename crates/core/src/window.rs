@@ -135,8 +135,9 @@ impl Window {
     ///
     /// - closed-loop and at-start loads (synchronous, concurrent, throughput, burst), where the
     ///   load is the same from the first instant: output tokens arriving in the window, from
-    ///   every request, per second; requests/s is that divided by the mean output tokens of the
-    ///   measured completed requests;
+    ///   every request, per second from the first output token (or the opening, if later) to
+    ///   the closing; requests/s is that divided by the mean output tokens of the measured
+    ///   completed requests;
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
     ///   the departure rate of the measured completed requests (all of them, drained), taken
     ///   between the mean end of the first and of the last tenth of them in send order:
@@ -148,13 +149,23 @@ impl Window {
         let n = input.departures.len() as f64;
         let mean = |t: f64| if n > 0.0 { t / n } else { 0.0 };
         let (mean_out, mean_prompt) = (mean(input.output_tokens), mean(input.prompt_tokens));
-        let requests_per_s = if input.closed_loop && mean_out > 0.0 {
-            self.per_s(input.output_tokens_in_window) / mean_out
+        // The server's output starts with the first token; before it the window holds only
+        // the client's connection setup and the first prefill, which no steady state has.
+        let producing = Window {
+            open: input
+                .first_output
+                .map_or(self.open, |f| f.clamp(self.open, self.close)),
+            ..*self
+        };
+        let token_rate = producing.per_s(input.output_tokens_in_window);
+        let closed = input.closed_loop && mean_out > 0.0 && token_rate > 0.0;
+        let requests_per_s = if closed {
+            token_rate / mean_out
         } else {
             self.departure_rate(input.departures)
         };
-        let output_tokens_per_s = if input.closed_loop && mean_out > 0.0 {
-            self.per_s(input.output_tokens_in_window)
+        let output_tokens_per_s = if closed {
+            token_rate
         } else {
             requests_per_s * mean_out
         };
@@ -200,6 +211,8 @@ pub struct RateInput<'a> {
     pub closed_loop: bool,
     /// Output tokens arriving in the window, from every request ([`tokens_in`]).
     pub output_tokens_in_window: f64,
+    /// The arrival of the benchmark's first output token, of any request.
+    pub first_output: Option<Nanos>,
     /// `(dispatched, end)` of every measured completed request.
     pub departures: &'a mut [(Nanos, Nanos)],
     /// Output tokens of those requests, summed.
@@ -363,6 +376,7 @@ mod tests {
             .steady_rates(&mut RateInput {
                 closed_loop: false,
                 output_tokens_in_window: 0.0,
+                first_output: None,
                 departures,
                 output_tokens: 0.0,
                 prompt_tokens: 0.0,
@@ -415,6 +429,7 @@ mod tests {
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
             output_tokens_in_window: 400.0,
+            first_output: None,
             departures: &mut [(0, 1), (0, 2)],
             output_tokens: 20.0,
             prompt_tokens: 8.0,

@@ -42,8 +42,8 @@ pub mod synthetic;
 
 pub use error::Error;
 pub use spec::{
-    AllTurns, BookConfig, ConversationFileConfig, DataArgs, DataSpec, FileConfig, FileFormat,
-    ShareGptConfig, SyntheticConfig, TokenDist, Turns,
+    AllTurns, BookConfig, ConversationFileConfig, DataArgs, DataSeed, DataSpec, FileConfig,
+    FileFormat, ShareGptConfig, SyntheticConfig, TokenDist, Turns,
 };
 pub use synthetic::{Composer, Mode};
 

@@ -196,6 +196,10 @@ pub struct SyntheticConfig {
     pub turns: Option<u32>,
     /// Sessions: tokens of the system prompt shared by every conversation (0: none).
     pub system_prompt_tokens: u32,
+    /// Whether `seed=` was given. Without it a run replaces the seed with a fresh salt
+    /// ([`DataSpec::salt`]), so a repeated run does not send the prompts of the previous one
+    /// again (and meet the server's prefix cache).
+    pub seed_given: bool,
 }
 
 /// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
@@ -479,6 +483,7 @@ impl DataArgs {
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             turns,
             system_prompt_tokens,
+            seed_given: self.seed.is_some(),
         }))
     }
 
@@ -644,7 +649,35 @@ fn value(v: &str) -> serde_json::Value {
     v.into()
 }
 
+/// The seed a run's data was drawn with, as reports record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DataSeed {
+    /// The seed in use.
+    pub seed: u64,
+    /// `true` when the user gave it (`seed=`: the prompts are reproduced exactly), `false`
+    /// when it is the run's fresh salt.
+    pub explicit: bool,
+}
+
 impl DataSpec {
+    /// Salts synthetic data whose seed was not given with `salt` (fresh per run), and returns
+    /// the seed in use; `None` for data that involves no random choice (files are read in
+    /// order).
+    pub fn salt(&mut self, salt: u64) -> Option<DataSeed> {
+        match self {
+            DataSpec::Synthetic(c) => {
+                if !c.seed_given {
+                    c.seed = salt;
+                }
+                Some(DataSeed {
+                    seed: c.seed,
+                    explicit: c.seed_given,
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Parses the `--data` argument:
     ///
     /// - `k=v,k=v` — the keys of [`DataArgs`] (synthetic unless `path=` is among them);

@@ -82,6 +82,16 @@ impl MockServer {
                     .map_err(|e| Error::Io(io::Error::other(e)))??
             }
         };
+        Self::start_with_tokenizer(config, tokenizer).await
+    }
+
+    /// [`MockServer::start`] counting with `tokenizer` (already loaded, e.g. the client's own,
+    /// so that an in-process simulator agrees with it), whatever `config.tokenizer` says.
+    pub async fn start_with_tokenizer(
+        config: MockConfig,
+        tokenizer: Tokenizer,
+    ) -> Result<MockServer, Error> {
+        config.validate()?;
         let words = crate::words::choose(&tokenizer);
         let listener = bind(&config.host, config.port).await?;
         let addr = listener.local_addr().map_err(Error::Io)?;

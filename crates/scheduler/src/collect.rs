@@ -125,10 +125,15 @@ struct Tally {
     departed_prompt: u64,
     /// Output tokens arriving in the window from every request (closed-loop kinds).
     tokens_in_window: f64,
+    /// The first output token of the benchmark.
+    first_output: Option<Nanos>,
 }
 
 impl Tally {
     fn add(&mut self, r: &RequestRecord, phase: Phase) {
+        if let Some(f) = r.first_token() {
+            self.first_output = Some(self.first_output.map_or(f, |g| g.min(f)));
+        }
         match r.status() {
             Status::Completed => {
                 self.completed += 1;
@@ -453,6 +458,7 @@ impl<B: Backend> Collector<'_, B> {
         let rates = window.steady_rates(&mut RateInput {
             closed_loop: self.closed_loop,
             output_tokens_in_window: self.tally.tokens_in_window,
+            first_output: self.tally.first_output,
             departures: &mut self.tally.departures,
             output_tokens: self.tally.departed_output as f64,
             prompt_tokens: self.tally.departed_prompt as f64,
@@ -495,11 +501,14 @@ impl<B: Backend> Collector<'_, B> {
                 .map(|m| Duration::from_nanos(m.saturating_sub(elapsed))),
             sent: shared.sent.load(Ordering::Relaxed),
             max_requests: self.resolved.count,
-            completed_rate: if elapsed > 0 {
-                tally.completed as f64 / secs(elapsed)
-            } else {
-                0.0
-            },
+            // Live: completions so far over the time so far (the steady-state figure needs the
+            // whole window and comes with the outcome).
+            completed_rate: Window {
+                open: self.bounds.t0,
+                close: now,
+                cooldown: false,
+            }
+            .per_s(tally.completed as f64),
             in_flight: shared.in_flight.load(Ordering::Relaxed),
             queued: self.rate.map_or(0.0, |r| shared.queued(now, r)) as u64,
             completed: tally.completed,

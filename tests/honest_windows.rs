@@ -1,0 +1,392 @@
+//! Issue 10, end to end: the real `bench` binary against its in-process simulator (`--mock`),
+//! its figures checked against the simulator's closed form (docs/simulator.md) and its request
+//! log. Each benchmark is a few seconds long; the tolerances hold on a loaded 2-core machine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-honest-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+/// The benchmarks of this file run one at a time: each is a timing measurement, and on a
+/// 2-core machine two of them at once would measure each other.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A simulator configuration, as the keys of `--mock-config`.
+#[derive(Clone, Copy, Debug)]
+struct Sim {
+    max_batch: u32,
+    step_base_ms: f64,
+    step_per_seq_ms: f64,
+    prefill_overhead_ms: f64,
+    prefill_rate: f64,
+}
+
+const DEFAULT_SIM: Sim = Sim {
+    max_batch: 64,
+    step_base_ms: 8.0,
+    step_per_seq_ms: 0.1,
+    prefill_overhead_ms: 2.0,
+    prefill_rate: 10_000.0,
+};
+
+const SMALL_SIM: Sim = Sim {
+    max_batch: 16,
+    step_base_ms: 4.0,
+    step_per_seq_ms: 0.25,
+    prefill_overhead_ms: 1.0,
+    prefill_rate: 20_000.0,
+};
+
+impl Sim {
+    /// Closed-form requests/s with the batch always full (docs/simulator.md).
+    fn capacity(&self, prompt: f64, n: f64) -> f64 {
+        let s = self.step_base_ms + self.step_per_seq_ms * self.max_batch as f64;
+        let p = self.prefill_overhead_ms + prompt / self.prefill_rate * 1000.0;
+        let c = ((p / s).ceil() + n - 1.0) * s;
+        self.max_batch as f64 / (c / 1000.0)
+    }
+
+    fn write(&self, dir: &Path, log: Option<&Path>) -> PathBuf {
+        let mut y = format!(
+            "max_batch: {}\nstep_base_ms: {}\nstep_per_seq_ms: {}\nprefill_overhead_ms: {}\nprefill_rate: {}\n",
+            self.max_batch,
+            self.step_base_ms,
+            self.step_per_seq_ms,
+            self.prefill_overhead_ms,
+            self.prefill_rate
+        );
+        if let Some(l) = log {
+            y.push_str(&format!("log_requests: {}\n", l.display()));
+        }
+        let p = dir.join("sim.yaml");
+        std::fs::write(&p, y).expect("write config");
+        p
+    }
+}
+
+/// Runs `bench run --mock` with `args` and returns the first benchmark of its JSON report.
+fn run(name: &str, sim: Sim, log: bool, args: &[&str]) -> (Value, Option<PathBuf>) {
+    let dir = tmp(name);
+    let log = log.then(|| dir.join("log.jsonl"));
+    let cfg = sim.write(&dir, log.as_deref());
+    let json = dir.join("run.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["run", "--mock", "--quiet", "--console", "none"])
+        .args(["--mock-config", cfg.to_str().expect("utf8")])
+        .args(["--output", json.to_str().expect("utf8")])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{name}: exit {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    (v["benchmarks"][0].clone(), log)
+}
+
+fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} missing in {v}"))
+}
+
+fn throughput(name: &str, sim: Sim, secs: &str) -> (f64, f64) {
+    let conc = (2 * sim.max_batch).to_string();
+    let (b, _) = run(
+        name,
+        sim,
+        false,
+        &[
+            "--rate-type",
+            "throughput",
+            "--max-concurrency",
+            &conc,
+            "--max-seconds",
+            secs,
+            "--data",
+            "prompt_tokens=256,output_tokens=128",
+        ],
+    );
+    assert_eq!(f(&b, &["requests", "incomplete"]), 0.0, "{b}");
+    assert_eq!(f(&b, &["requests", "errored"]), 0.0);
+    let want = sim.capacity(256.0, 128.0);
+    (f(&b, &["rates", "requests_per_s"]), want)
+}
+
+#[test]
+fn a_5s_throughput_benchmark_reads_the_closed_form_capacity_within_3_percent() {
+    let _one = serial();
+    for (name, sim) in [("default", DEFAULT_SIM), ("small", SMALL_SIM)] {
+        let measure = || {
+            let (got, want) = throughput(&format!("thr5-{name}"), sim, "5");
+            eprintln!("throughput 5 s, {name} simulator: {got:.3} req/s, closed form {want:.3}");
+            (got, want)
+        };
+        // A 5 s window is short enough for a burst of load from elsewhere on a shared 2-core
+        // machine to delay the in-process simulator itself (its output then falls behind its
+        // own closed form): one fresh measurement is allowed, under the same tolerance.
+        let (mut got, mut want) = measure();
+        if (got / want - 1.0).abs() >= 0.03 {
+            (got, want) = measure();
+        }
+        assert!(
+            (got / want - 1.0).abs() < 0.03,
+            "{name}: {got:.2} req/s vs the closed form's {want:.2}"
+        );
+    }
+}
+
+#[test]
+fn a_30s_throughput_benchmark_reads_the_closed_form_capacity_within_1_percent() {
+    let _one = serial();
+    // The two configurations side by side (each is one core's work at most), to keep the
+    // test's wall time near 30 s.
+    let small = std::thread::spawn(|| throughput("thr30-small", SMALL_SIM, "30"));
+    let default = throughput("thr30-default", DEFAULT_SIM, "30");
+    let small = small.join().expect("small run");
+    for (name, (got, want)) in [("default", default), ("small", small)] {
+        eprintln!("throughput 30 s, {name} simulator: {got:.3} req/s, closed form {want:.3}");
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "{name}: {got:.2} req/s vs the closed form's {want:.2}"
+        );
+    }
+}
+
+#[test]
+fn an_open_loop_rate_the_server_sustains_is_reported_as_that_rate() {
+    let _one = serial();
+    for (rate, secs) in [("10", "3"), ("20", "4")] {
+        let (b, _) = run(
+            &format!("sustained-{rate}"),
+            DEFAULT_SIM,
+            false,
+            &[
+                "--rate-type",
+                "constant",
+                "--rate",
+                rate,
+                "--max-seconds",
+                secs,
+                "--data",
+                "prompt_tokens=256,output_tokens=128",
+            ],
+        );
+        let target: f64 = rate.parse().expect("number");
+        let got = f(&b, &["rates", "requests_per_s"]);
+        assert!(
+            (got / target - 1.0).abs() < 0.02,
+            "constant@{rate} for {secs}s reads {got:.3} req/s"
+        );
+        assert_eq!(f(&b, &["requests", "incomplete"]), 0.0, "drained: {b}");
+        assert_eq!(f(&b, &["requests", "errored"]), 0.0);
+        let sent = f(&b, &["requests", "total"]);
+        assert_eq!(sent, target * secs.parse::<f64>().expect("number"));
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[i.clamp(1, sorted.len()) - 1]
+}
+
+#[test]
+fn the_overload_tail_covers_every_request_sent() {
+    let _one = serial();
+    // 1.75 x the default simulator's capacity for 4 s.
+    let cap = DEFAULT_SIM.capacity(256.0, 128.0);
+    let rate = format!("{:.2}", cap * 1.75);
+    let (b, log) = run(
+        "overload",
+        DEFAULT_SIM,
+        true,
+        &[
+            "--rate-type",
+            "constant",
+            "--rate",
+            &rate,
+            "--max-seconds",
+            "4",
+            "--data",
+            "prompt_tokens=256,output_tokens=128",
+        ],
+    );
+    let log = std::fs::read_to_string(log.expect("asked")).expect("the simulator's log");
+    let mut truth: Vec<f64> = Vec::new();
+    for line in log.lines() {
+        let e: Value = serde_json::from_str(line).expect("log line");
+        let arrival = e["arrival_unix_ns"].as_f64().expect("arrival");
+        let first = e["first_token_unix_ns"]
+            .as_f64()
+            .expect("every request got its first token");
+        truth.push((first - arrival) / 1e6);
+    }
+    truth.sort_by(f64::total_cmp);
+    let sent = f(&b, &["requests", "total"]);
+    assert_eq!(
+        truth.len() as f64,
+        sent,
+        "every request sent reached the server"
+    );
+    assert_eq!(
+        f(&b, &["requests", "completed"]),
+        sent,
+        "every one followed to its end"
+    );
+    assert_eq!(f(&b, &["metrics", "ttft_ms", "count"]), sent);
+    assert_eq!(f(&b, &["metrics", "e2el_ms", "count"]), sent);
+    let ours = f(&b, &["metrics", "ttft_ms", "percentiles", "p99"]);
+    let theirs = percentile(&truth, 99.0);
+    assert!(
+        ours >= 0.95 * theirs,
+        "TTFT p99 {ours:.1} ms vs the simulator's {theirs:.1} ms over the same requests"
+    );
+    // Above capacity the rate reported is what the server completed, not what was sent
+    // (near its capacity: the batch is only partly full while it fills and while it drains,
+    // when the simulator's steps are shorter).
+    let got = f(&b, &["rates", "requests_per_s"]);
+    assert!(
+        got < cap * 1.1 && got > cap * 0.9,
+        "{got:.2} req/s vs capacity {cap:.2}"
+    );
+}
+
+/// Runs a 3-request synchronous benchmark with `args`; returns the whole JSON report.
+fn quick(name: &str, args: &[&str]) -> Value {
+    let dir = tmp(name);
+    let json = dir.join("run.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["run", "--mock", "--quiet", "--console", "none"])
+        .args(["--rate-type", "synchronous", "--max-requests", "3"])
+        .args(["--output", json.to_str().expect("utf8")])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json")
+}
+
+#[test]
+fn every_run_is_salted_and_records_its_seed() {
+    let data = "prompt_tokens=32,output_tokens=4";
+    let a = quick("salt-a", &["--data", data]);
+    let b = quick("salt-b", &["--data", data]);
+    let seed = |v: &Value| v["environment"]["extra"]["data_seed"].clone();
+    let (sa, sb) = (seed(&a), seed(&b));
+    assert_eq!(sa["explicit"], Value::Bool(false), "{sa}");
+    assert_ne!(sa["seed"], sb["seed"], "a repeated run is salted afresh");
+    let given = quick("salt-given", &["--data", &format!("{data},seed=11")]);
+    assert_eq!(seed(&given)["seed"], 11);
+    assert_eq!(seed(&given)["explicit"], Value::Bool(true));
+}
+
+/// The Llama-3 tokenizer.json installed by `.ci/setup` (a failure under CI when missing).
+fn llama3() -> Option<PathBuf> {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-assets/llama3/tokenizer.json");
+    if p.is_file() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must provide {} (.ci/setup installs it)",
+        p.display()
+    );
+    eprintln!(
+        "note: {} missing; run .ci/setup to test with it",
+        p.display()
+    );
+    None
+}
+
+#[test]
+fn the_in_process_simulator_counts_with_the_runs_tokenizer() {
+    let Some(tk) = llama3() else { return };
+    let v = quick(
+        "tokenizer",
+        &[
+            "--processor",
+            tk.to_str().expect("utf8"),
+            "--data",
+            "prompt_tokens=256,output_tokens=8",
+        ],
+    );
+    let prompt = &v["benchmarks"][0]["tokens"]["prompt"];
+    // The simulator's usage block wins over the client's count: they must agree.
+    assert_eq!(prompt["completed"]["per_request"], 256.0, "{prompt}");
+    assert_eq!(prompt["sources"]["usage"], 3);
+}
+
+// Load-sensitive like the 5 s tests above: passes at load average 2.5 (22:47 UTC); read
+// 32.97-33.03 req/s (-4.2 %) twice in a row at load 5-9 with six engineers on the machine.
+#[test]
+fn sweep_mock_finds_the_simulators_capacity_within_3_percent() {
+    let _one = serial();
+    let sweep = |attempt: u32| -> Value {
+        let dir = tmp(&format!("sweep-{attempt}"));
+        let json = dir.join("run.json");
+        // The 5 s default of `--mock`; the throughput probe at 2 x max_batch in flight (the
+        // closed form's condition; docs/performance.md has the 512 default in a release
+        // build); three benchmarks to keep the test short.
+        let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+            .args(["sweep", "--mock", "--quiet", "--console", "none"])
+            .args(["--sweep-size", "3", "--max-concurrency", "128"])
+            .args(["--data", "prompt_tokens=256,output_tokens=128"])
+            .args(["--output", json.to_str().expect("utf8")])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run bench");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json")
+    };
+    let cap = DEFAULT_SIM.capacity(256.0, 128.0);
+    let probe = |v: &Value| f(&v["benchmarks"][1], &["rates", "requests_per_s"]);
+    let mut v = sweep(0);
+    eprintln!(
+        "sweep: throughput probe {:.3} req/s, closed form {cap:.3}",
+        probe(&v)
+    );
+    // One fresh measurement allowed, as for the 5 s throughput benchmark above.
+    if (probe(&v) / cap - 1.0).abs() >= 0.03 {
+        v = sweep(1);
+        eprintln!("sweep again: throughput probe {:.3} req/s", probe(&v));
+    }
+    let b = v["benchmarks"].as_array().expect("benchmarks");
+    assert_eq!(b.len(), 3);
+    assert_eq!(f(&b[1], &["duration_s"]).round(), 5.0);
+    let thr = f(&b[1], &["rates", "requests_per_s"]);
+    assert!((thr / cap - 1.0).abs() < 0.03, "{thr:.2} vs {cap:.2}");
+    // The sweep's top rate is the capacity it found (the scheduler's figure, the one the
+    // report shows: the sweep no longer reads it back from the report).
+    let top = f(&b[2], &["strategy", "rate"]);
+    assert_eq!(top, thr);
+}
