@@ -24,7 +24,9 @@ pub fn raise_open_files() -> Option<u64> {
 
 /// The soft open-file limit in force (`None` when it cannot be read).
 pub fn open_files() -> Option<u64> {
-    getrlimit(Resource::RLIMIT_NOFILE).ok().map(|(soft, _)| soft)
+    getrlimit(Resource::RLIMIT_NOFILE)
+        .ok()
+        .map(|(soft, _)| soft)
 }
 
 /// Why a run was stopped when a request could not connect for want of a file descriptor
@@ -132,7 +134,10 @@ mod tests {
 
     #[test]
     fn running_out_of_descriptors_names_the_limit_not_the_server() {
-        let e = exhausted(Some(200), "tcp connect error: Too many open files (os error 24)");
+        let e = exhausted(
+            Some(200),
+            "tcp connect error: Too many open files (os error 24)",
+        );
         assert!(e.contains("ulimit -n") && e.contains("is 200"), "{e}");
         assert!(e.contains("--max-concurrency") && !e.contains('\n'), "{e}");
         assert!(!e.contains("server stopped"), "{e}");

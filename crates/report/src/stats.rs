@@ -182,12 +182,9 @@ impl Compact {
             None => 0.0,
         };
         let per_chunk = first.into_iter().flat_map(move |f| {
-            us.iter().enumerate().map(move |(i, &u)| {
-                (
-                    f + u as u64 * 1_000,
-                    store.weight(&self.chunks, i) * scale,
-                )
-            })
+            us.iter()
+                .enumerate()
+                .map(move |(i, &u)| (f + u as u64 * 1_000, store.weight(&self.chunks, i) * scale))
         });
         per_chunk.chain(first.is_none().then_some((self.end, n)))
     }

@@ -559,8 +559,16 @@ data:{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"logprob\":-0.2,\"speci
                 }
             }
             assert_eq!(n, 250);
-            assert!(p.work.scanned <= stream.len(), "{:?}, chunks of {size}", p.work);
-            assert!(p.work.copied <= stream.len(), "{:?}, chunks of {size}", p.work);
+            assert!(
+                p.work.scanned <= stream.len(),
+                "{:?}, chunks of {size}",
+                p.work
+            );
+            assert!(
+                p.work.copied <= stream.len(),
+                "{:?}, chunks of {size}",
+                p.work
+            );
         }
     }
 
