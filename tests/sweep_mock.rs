@@ -88,7 +88,11 @@ fn sweep_mock_runs_every_benchmark_and_writes_the_report() {
     // guidellm's recipe states a capacity too: the better of its two probes, by name.
     let cap = &run["capacity"];
     assert_eq!(cap["max_requests_per_s"].as_f64(), Some(r_sync.max(r_thr)));
-    let by = if r_thr >= r_sync { "throughput" } else { "synchronous" };
+    let by = if r_thr >= r_sync {
+        "throughput"
+    } else {
+        "synchronous"
+    };
     assert_eq!(cap["max_measured_by"].as_str(), Some(by), "{cap}");
     assert!(stdout.contains("Capacity:"), "{stdout}");
     for x in b {
