@@ -121,6 +121,15 @@ impl Strategy {
         }
     }
 
+    /// The fixed number of closed-loop streams (synchronous 1, concurrent N); `None` for
+    /// loads released at the start or on a schedule.
+    pub fn closed_loop_streams(&self) -> Option<u32> {
+        match self.release() {
+            Release::ClosedLoop => self.concurrency_cap(),
+            _ => None,
+        }
+    }
+
     /// The number of requests the strategy itself fixes (`burst`), if any.
     pub fn request_count(&self) -> Option<u64> {
         match self {

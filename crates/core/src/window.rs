@@ -137,7 +137,9 @@ impl Window {
     ///   load is the same from the first instant: output tokens arriving in the window, from
     ///   every request, per second from the first output token (or the opening, if later) to
     ///   the closing; requests/s is that divided by the mean output tokens of the measured
-    ///   completed requests;
+    ///   completed requests, unless it exceeds Little's bound `N / R` for `N` streams by more
+    ///   than 10 % (a window shorter than a request sees decoding without the prefills
+    ///   between requests): then `N / R`;
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
     ///   the departure rate of the measured completed requests (all of them, drained), taken
     ///   between the mean end of the first and of the last tenth of them in send order:
@@ -161,15 +163,15 @@ impl Window {
         let token_rate = producing.per_s(input.output_tokens_in_window);
         let closed = input.closed_loop && mean_out > 0.0 && token_rate > 0.0;
         let requests_per_s = if closed {
-            token_rate / mean_out
+            let tokens = token_rate / mean_out;
+            match little_bound(input.streams, input.departures) {
+                Some(bound) if tokens > LITTLE_MARGIN * bound => bound,
+                _ => tokens,
+            }
         } else {
             self.open_loop_rate(input.departures)
         };
-        let output_tokens_per_s = if closed {
-            token_rate
-        } else {
-            requests_per_s * mean_out
-        };
+        let output_tokens_per_s = requests_per_s * mean_out;
         WindowRates {
             requests_per_s,
             output_tokens_per_s,
@@ -217,6 +219,27 @@ impl Window {
     }
 }
 
+/// How far the token-based rate of a closed loop may exceed Little's bound before the bound
+/// replaces it (short windows scatter both a little; a window that saw decoding without the
+/// prefills between requests exceeds it by far more).
+const LITTLE_MARGIN: f64 = 1.1;
+
+/// Little's law for `n` closed-loop streams: `n / R`, `R` the mean latency (dispatch to end)
+/// of the measured completed requests; no stream completes requests faster than one per
+/// latency. `None` without streams or requests.
+fn little_bound(streams: Option<u32>, departures: &[(Nanos, Nanos)]) -> Option<f64> {
+    let n = streams.filter(|&n| n > 0)? as f64;
+    if departures.is_empty() {
+        return None;
+    }
+    let total: f64 = departures
+        .iter()
+        .map(|&(sent, end)| end.saturating_sub(sent) as f64 / 1e9)
+        .sum();
+    let mean = total / departures.len() as f64;
+    (mean > 0.0).then(|| n / mean)
+}
+
 /// What [`Window::steady_rates`] needs of a benchmark.
 #[derive(Debug)]
 pub struct RateInput<'a> {
@@ -226,6 +249,9 @@ pub struct RateInput<'a> {
     pub output_tokens_in_window: f64,
     /// The arrival of the benchmark's first output token, of any request.
     pub first_output: Option<Nanos>,
+    /// The fixed number of closed-loop streams (synchronous 1, concurrent N), for Little's
+    /// bound; `None` for other loads.
+    pub streams: Option<u32>,
     /// `(dispatched, end)` of every measured completed request.
     pub departures: &'a mut [(Nanos, Nanos)],
     /// Output tokens of those requests, summed.
@@ -390,6 +416,7 @@ mod tests {
                 closed_loop: false,
                 output_tokens_in_window: 0.0,
                 first_output: None,
+                streams: None,
                 departures,
                 output_tokens: 0.0,
                 prompt_tokens: 0.0,
@@ -460,6 +487,38 @@ mod tests {
     }
 
     #[test]
+    fn a_window_shorter_than_a_request_is_bounded_by_littles_law() {
+        // Two streams against a slow server: 2.4 s of prefill, then 64 tokens in 1.6 s, so
+        // each stream completes one request per 4 s: 0.5 req/s. A 3.75 s window sees the
+        // two decodes (108 tokens from the first token at 2.4 s) and not the prefills: the
+        // token rate alone reads 80 tok/s, 1.25 req/s (seen against llama.cpp: 1.24 req/s
+        // at concurrency 2 for a synchronous 0.34 req/s).
+        let w = Window {
+            open: 0,
+            close: 3_750_000_000,
+            cooldown: false,
+        };
+        let input = |departures| RateInput {
+            closed_loop: true,
+            output_tokens_in_window: 108.0,
+            first_output: Some(2_400_000_000),
+            streams: Some(2),
+            departures,
+            output_tokens: 128.0,
+            prompt_tokens: 0.0,
+        };
+        let mut slow = [(0, 4 * S), (0, 4 * S)];
+        let rates = w.steady_rates(&mut input(&mut slow));
+        assert!((rates.requests_per_s - 0.5).abs() < 1e-9, "{rates:?}");
+        assert!((rates.output_tokens_per_s - 32.0).abs() < 1e-9);
+        // Within the margin, the token rate stands: the same tokens with 1.7 s requests.
+        let d = 1_700_000_000;
+        let mut fast = [(0, d), (0, d)];
+        let rates = w.steady_rates(&mut input(&mut fast));
+        assert!((rates.requests_per_s - 1.25).abs() < 1e-9, "{rates:?}");
+    }
+
+    #[test]
     fn closed_loop_reads_tokens_in_the_window() {
         let w = Window {
             open: 0,
@@ -471,6 +530,7 @@ mod tests {
             closed_loop: true,
             output_tokens_in_window: 400.0,
             first_output: None,
+            streams: None,
             departures: &mut [(0, 1), (0, 2)],
             output_tokens: 20.0,
             prompt_tokens: 8.0,

@@ -448,6 +448,7 @@ impl Accumulator {
                 closed_loop: meta.strategy.release() != Release::Scheduled,
                 output_tokens_in_window: tokens_all_in_window,
                 first_output: self.requests.iter().filter_map(|r| r.first).min(),
+                streams: meta.strategy.closed_loop_streams(),
                 departures: &mut departures,
                 output_tokens: output[0].0 as f64,
                 prompt_tokens: prompt[0].0 as f64,

@@ -459,6 +459,7 @@ impl<B: Backend> Collector<'_, B> {
             closed_loop: self.closed_loop,
             output_tokens_in_window: self.tally.tokens_in_window,
             first_output: self.tally.first_output,
+            streams: self.plan.strategy.closed_loop_streams(),
             departures: &mut self.tally.departures,
             output_tokens: self.tally.departed_output as f64,
             prompt_tokens: self.tally.departed_prompt as f64,
