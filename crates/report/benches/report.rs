@@ -29,6 +29,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
                 .collect();
             let end = cs.last().map_or(first, |c| c.at) + MS / 2;
             RequestRecord {
+                session: None,
                 id: i as u64,
                 scheduled: t0,
                 slot: t0,

@@ -505,6 +505,7 @@ mod tests {
         outcome: Outcome,
     ) -> RequestRecord {
         RequestRecord {
+            session: None,
             id: 0,
             scheduled: dispatched_ms * MS,
             slot: dispatched_ms * MS,

@@ -58,6 +58,7 @@ pub fn record(
     }
     end += tail;
     RequestRecord {
+        session: None,
         id,
         scheduled,
         slot,
