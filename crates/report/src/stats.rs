@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Nanos, Phase, RateInput, Release, RequestRecord, Status, Strategy, TokenSource, Window,
-    WindowRates,
+    Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Strategy, TokenSource,
+    Window, WindowRates,
 };
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
@@ -14,6 +14,7 @@ use crate::model::{
     TokenCounts, TokenStat, Tokens,
 };
 use crate::options::{Metric, StatsOptions};
+use crate::turns::SessionDurations;
 
 /// What the scheduler knows about a finished benchmark, handed to [`Accumulator::finish`].
 #[derive(Debug, Clone)]
@@ -38,6 +39,9 @@ pub struct BenchmarkMeta {
     pub stop_reason: String,
     /// Row label; `None` uses [`Strategy::label`].
     pub label: Option<String>,
+    /// How the benchmark's sessions ended ([`bench_core::BenchmarkOutcome::sessions`]), when
+    /// it ran sessions.
+    pub sessions: Option<SessionCounts>,
 }
 
 impl BenchmarkMeta {
@@ -57,13 +61,15 @@ impl BenchmarkMeta {
             rates: None,
             stop_reason: String::new(),
             label: None,
+            sessions: None,
         }
     }
 }
 
-/// What is kept of one request: a few numbers and the chunk arrival offsets.
+/// What is kept of one request: a few numbers and the chunk arrival offsets (144 bytes plus
+/// the chunks; docs/performance.md).
 #[derive(Debug, Clone)]
-struct Compact {
+pub(crate) struct Compact {
     scheduled: Nanos,
     slot: Nanos,
     dispatched: Nanos,
@@ -74,7 +80,9 @@ struct Compact {
     output_tokens: u32,
     prompt_source: TokenSource,
     output_source: TokenSource,
-    status: Status,
+    pub(crate) status: Status,
+    /// The session turn, from 1; 0 for a single request (it fits in the padding).
+    pub(crate) turn: u32,
     error_kind: Option<Box<str>>,
     /// Offsets of each chunk from the first chunk, microseconds (saturating).
     chunk_us: Vec<u32>,
@@ -111,10 +119,48 @@ impl Compact {
             prompt_source: r.prompt_tokens_source,
             output_source: r.output_tokens_source,
             status,
+            turn: r.session.map_or(0, |s| s.turn.max(1)),
             error_kind: (status == Status::Errored).then(|| r.outcome.kind_name().into()),
             chunk_us,
             chunk_tokens,
         }
+    }
+
+    /// The window phase of the request (the one rule, [`Window::phase`]).
+    pub(crate) fn phase(&self, window: &Window) -> Phase {
+        window.phase(self.dispatched, self.end)
+    }
+
+    /// Prompt and output tokens.
+    pub(crate) fn tokens(&self) -> (u32, u32) {
+        (self.prompt_tokens, self.output_tokens)
+    }
+
+    /// End-to-end latency, `t_end - t_send`.
+    pub(crate) fn e2el(&self) -> Nanos {
+        self.end.saturating_sub(self.dispatched)
+    }
+
+    /// Time to first token, `t_first - t_send`, when a chunk arrived.
+    pub(crate) fn ttft(&self) -> Option<Nanos> {
+        self.first.map(|f| f.saturating_sub(self.dispatched))
+    }
+
+    /// TPOT in microseconds, `(t_last - t_first) / (n - 1)`, when `n >= 2`.
+    pub(crate) fn tpot_us(&self) -> Option<f64> {
+        match (self.first, self.last) {
+            (Some(f), Some(l)) if self.output_tokens > 1 => {
+                Some(us(l.saturating_sub(f)) / (self.output_tokens - 1) as f64)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every gap between consecutive content chunks, microseconds.
+    pub(crate) fn itl_us(&self) -> impl Iterator<Item = f64> + '_ {
+        self.chunk_us
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]) as f64)
     }
 
     fn chunk_weight(&self, i: usize) -> f64 {
@@ -152,6 +198,8 @@ pub struct Accumulator {
     requests: Vec<Compact>,
     records: Vec<RequestRecord>,
     error_samples: BTreeMap<String, Vec<String>>,
+    /// Session durations and whether any session turn was added (sessions only).
+    sessions: Option<SessionDurations>,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -165,12 +213,18 @@ impl Accumulator {
             requests: Vec::new(),
             records: Vec::new(),
             error_samples: BTreeMap::new(),
+            sessions: None,
         }
     }
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
         self.requests.push(Compact::from_record(&record));
+        if let Some(turn) = record.session {
+            self.sessions
+                .get_or_insert_with(SessionDurations::default)
+                .add(&turn, &record);
+        }
         if record.status() == Status::Errored {
             let samples = self
                 .error_samples
@@ -299,7 +353,7 @@ impl Accumulator {
             }
             departures.push((r.dispatched, r.end));
             let n = r.output_tokens;
-            let e2el = r.end.saturating_sub(r.dispatched);
+            let e2el = r.e2el();
             rec(Metric::E2el, us(e2el), 1);
             rec(
                 Metric::E2elFromScheduled,
@@ -311,8 +365,7 @@ impl Accumulator {
             }
             let mut ttft_ms = e2el as f64 / 1e6;
             let mut tpot_ms = 0.0;
-            if let Some(f) = r.first {
-                let ttft = f.saturating_sub(r.dispatched);
+            if let (Some(ttft), Some(f)) = (r.ttft(), r.first) {
                 ttft_ms = ttft as f64 / 1e6;
                 rec(Metric::Ttft, us(ttft), 1);
                 rec(
@@ -320,19 +373,14 @@ impl Accumulator {
                     us(f.saturating_sub(r.scheduled)),
                     1,
                 );
-                for w in r.chunk_us.windows(2) {
-                    if let [x, y] = w {
-                        rec(Metric::Itl, y.saturating_sub(*x) as f64, 1);
-                    }
-                }
-                if let Some(l) = r.last {
-                    if n > 1 {
-                        let t = us(l.saturating_sub(f)) / (n - 1) as f64;
-                        tpot_ms = t / 1000.0;
-                        rec(Metric::Tpot, t, 1);
-                        rec(Metric::ItlPerRequest, t, (n - 1) as u64);
-                    }
-                }
+            }
+            for gap in r.itl_us() {
+                rec(Metric::Itl, gap, 1);
+            }
+            if let Some(t) = r.tpot_us() {
+                tpot_ms = t / 1000.0;
+                rec(Metric::Tpot, t, 1);
+                rec(Metric::ItlPerRequest, t, (n - 1) as u64);
             }
             if let Some(slo) = &self.opts.goodput {
                 if slo.is_met(ttft_ms, tpot_ms, e2el as f64 / 1e6) {
@@ -443,6 +491,13 @@ impl Accumulator {
             histograms.data.insert(m.json_key().into(), d.encode());
         }
 
+        let sessions = crate::turns::session_report(
+            meta.sessions,
+            self.sessions.as_ref(),
+            &self.requests,
+            &window,
+            &self.opts.percentiles,
+        );
         let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
         BenchmarkReport {
             label: meta.label.clone().unwrap_or_else(|| meta.strategy.label()),
@@ -470,12 +525,12 @@ impl Accumulator {
             histograms,
             records: self.opts.keep_records.then_some(self.records),
             server_metrics: None,
-            sessions: None,
+            sessions,
         }
     }
 }
 
-fn us(ns: Nanos) -> f64 {
+pub(crate) fn us(ns: Nanos) -> f64 {
     ns as f64 / 1_000.0
 }
 
