@@ -100,7 +100,7 @@ def bench_constant(url, rate, seconds, tmp, srv=None, log=None):
     offset = os.path.getsize(log) if log else 0
     srv_cpu0 = proc_cpu(srv.pid) if srv else 0.0
     cpu, rss, rc = timed([BIN, "run", "--target", url, "--rate-type", "constant", "--rate", str(rate),
-                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128,samples=4096",
+                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128,samples=4096,seed=7",
                           "--quiet", "--console", "none", "--output", out])
     srv_cpu = proc_cpu(srv.pid) - srv_cpu0 if srv else float("nan")
     if log:
@@ -162,7 +162,8 @@ def main():
               "| TTFT p50 / p99 ms (bench) | TTFT p50 / p99 ms (simulator) | client CPU s (per 1k req) "
               "| simulator CPU s | peak RSS MiB | errors |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
-        # Every run sends the same 4,096 distinct prompts (samples=4096, same seed), so the
+        # Every run sends the same 4,096 distinct prompts (samples=4096 with an explicit seed=:
+        # without one, bench salts the prompts per run, docs/data.md), so the
         # simulator counts their tokens once, in this unreported pass, and then answers from its
         # prompt-count cache: tokenizing 10,000 new prompts a second would make the simulator,
         # not the client, the limit.

@@ -23,7 +23,7 @@ MODES = [("off", ["--no-server-metrics"]), ("1 s", []), ("0.1 s", ["--server-met
 
 def one(url, rate, seconds, extra, out):
     cpu, rss, rc = timed([BIN, "run", "--target", url, "--rate-type", "constant", "--rate", str(rate),
-                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128,samples=4096",
+                          "--max-seconds", str(seconds), "--data", "prompt_tokens=32,output_tokens=128,samples=4096,seed=7",
                           "--quiet", "--console", "none", "--output", out] + extra)
     b = json.load(open(out))["benchmarks"][0]
     m = b["metrics"]["dispatch_delay_ms"]

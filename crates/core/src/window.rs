@@ -141,8 +141,9 @@ impl Window {
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
     ///   the departure rate of the measured completed requests (all of them, drained), taken
     ///   between the mean end of the first and of the last tenth of them in send order:
-    ///   `(N - k) / (mean_end(last k) - mean_end(first k))`, `k = max(1, N / 10)`. Below
-    ///   capacity it is the rate sent; above it, the rate the server completes.
+    ///   `(N - k) / (mean_end(last k) - mean_end(first k))`, `k = max(1, N / 10)`, capped by
+    ///   `N` over the window (nothing departs faster than it was sent). Below capacity it is
+    ///   the rate sent; above it, the rate the server completes.
     ///
     /// Token rates of open-loop loads are requests/s times the mean tokens per request.
     pub fn steady_rates(&self, input: &mut RateInput<'_>) -> WindowRates {
@@ -162,7 +163,7 @@ impl Window {
         let requests_per_s = if closed {
             token_rate / mean_out
         } else {
-            self.departure_rate(input.departures)
+            self.open_loop_rate(input.departures)
         };
         let output_tokens_per_s = if closed {
             token_rate
@@ -173,6 +174,18 @@ impl Window {
             requests_per_s,
             output_tokens_per_s,
             total_tokens_per_s: output_tokens_per_s + requests_per_s * mean_prompt,
+        }
+    }
+
+    /// The departure rate, capped by the rate at which those requests were sent (`N` over the
+    /// window): in a steady state nothing departs faster than it arrives, and a transient that
+    /// delays the first completions (a cold server, a burst of connection setups) would
+    /// otherwise read as a rate above the one sent.
+    fn open_loop_rate(&self, departures: &mut [(Nanos, Nanos)]) -> f64 {
+        let departed = self.departure_rate(departures);
+        match self.per_s(departures.len() as f64) {
+            sent if sent > 0.0 => departed.min(sent),
+            _ => departed,
         }
     }
 
@@ -413,9 +426,33 @@ mod tests {
             .collect();
         let r = open_loop(&mut d, &w);
         assert!((r - 30.0).abs() < 1e-6, "{r}");
-        // One request alone: over the time from the opening to its end.
-        assert!((open_loop(&mut [(0, S / 2)], &w) - 2.0).abs() < 1e-9);
+        // One request alone in a 5 s window was sent at 0.2 req/s, whatever its latency.
+        assert!((open_loop(&mut [(0, S / 2)], &w) - 0.2).abs() < 1e-9);
         assert_eq!(open_loop(&mut [], &w), 0.0);
+    }
+
+    #[test]
+    fn a_slow_start_does_not_read_above_the_rate_sent() {
+        // 1,000 req/s for 10 s at 1 ms latency, but the requests of 0.3-1.2 s wait up to
+        // 300 ms more (a cold server's first prompts, a burst of connection setups): the
+        // late first completions shorten the departure span, which alone would read ~2.5%
+        // above the rate the server was sent and completed.
+        let w = Window {
+            open: 0,
+            close: 10 * S,
+            cooldown: false,
+        };
+        let ms = S / 1000;
+        let mut d: Vec<(Nanos, Nanos)> = (0..10_000u64)
+            .map(|i| {
+                let sent = i * ms;
+                let stall = if (300..1200).contains(&i) { 300 * ms } else { 0 };
+                (sent, sent + ms + stall)
+            })
+            .collect();
+        assert!(w.departure_rate(&mut d.clone()) > 1020.0);
+        let r = open_loop(&mut d, &w);
+        assert!((r - 1000.0).abs() < 1e-6, "{r}");
     }
 
     #[test]
