@@ -446,7 +446,11 @@ mod tests {
         let mut d: Vec<(Nanos, Nanos)> = (0..10_000u64)
             .map(|i| {
                 let sent = i * ms;
-                let stall = if (300..1200).contains(&i) { 300 * ms } else { 0 };
+                let stall = if (300..1200).contains(&i) {
+                    300 * ms
+                } else {
+                    0
+                };
                 (sent, sent + ms + stall)
             })
             .collect();

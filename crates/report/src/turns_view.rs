@@ -9,6 +9,7 @@ use crate::hist::MetricSummary;
 use crate::html::esc;
 use crate::model::{BenchmarkReport, RunReport, SessionReport, TurnReport};
 use crate::options::percentile_key;
+use crate::svg::{line_chart, Axes, Series, PALETTE};
 
 /// Percentile `p` of a summary (the median, or a saved percentile), `None` when empty.
 fn pct(s: &MetricSummary, p: f64) -> Option<f64> {
@@ -199,7 +200,48 @@ pub(crate) fn html_section(h: &mut String, b: &BenchmarkReport) {
             three(&t.e2el_ms),
         );
     }
-    h.push_str("</table>\n");
+    h.push_str("</table>\n<p class=\"meta\">Per turn: the included requests of each turn (turn 10 pools every later turn, 10+); latencies and tokens of the completed ones. docs/metrics.md, Sessions.</p>\n<div class=\"charts\" style=\"grid-template-columns:repeat(auto-fill,minmax(520px,1fr))\">\n");
+    h.push_str(&turn_chart(b, s));
+    h.push_str("\n</div>\n");
+}
+
+/// TTFT (mean, p50, p99) against the turn: where a prefix cache shows.
+fn turn_chart(b: &BenchmarkReport, s: &SessionReport) -> String {
+    let series: Vec<Series> = [("mean", None), ("p50", Some(50.0)), ("p99", Some(99.0))]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, p))| {
+            let (points, notes): (Vec<(f64, f64)>, Vec<String>) = s
+                .turns
+                .iter()
+                .filter_map(|t| {
+                    let m = &t.ttft_ms;
+                    let v = match p {
+                        None => (m.count > 0).then_some(m.mean),
+                        Some(p) => pct(m, p),
+                    }?;
+                    Some(((t.turn as f64, v), format!("turn {}", turn_label(t))))
+                })
+                .unzip();
+            Series {
+                notes,
+                ..Series::line(format!("TTFT {name}"), PALETTE[i % PALETTE.len()], points)
+            }
+        })
+        .collect();
+    let axes = Axes {
+        title: format!("{}: TTFT by turn", b.label),
+        x_label: "turn".into(),
+        y_label: "ms".into(),
+        x_ticks: Some(
+            s.turns
+                .iter()
+                .map(|t| (t.turn as f64, turn_label(t)))
+                .collect(),
+        ),
+        marks: Vec::new(),
+    };
+    line_chart(&axes, &series)
 }
 
 /// CSV columns of the sessions (empty cells for benchmarks without sessions). Per-turn
