@@ -86,6 +86,15 @@ fn a_session_run_round_trips_through_json_and_yaml() {
         (Some(8), Some(1))
     );
     assert_eq!(s["turns"][1]["turn"].as_u64(), Some(2));
+    // A run saved before the per-turn figures (counts only) still reads.
+    let mut old = v.clone();
+    if let Some(o) = old["benchmarks"][0]["sessions"].as_object_mut() {
+        o.remove("turns");
+        o.remove("duration_ms");
+    }
+    let back: RunReport = serde_json::from_value(old).expect("old form reads");
+    let s = back.benchmarks[0].sessions.as_ref().expect("sessions");
+    assert_eq!((s.counts.started, s.turns.len()), (8, 0));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
