@@ -85,6 +85,16 @@ fn sweep_mock_runs_every_benchmark_and_writes_the_report() {
         );
         assert_eq!(labels[i], format!("constant@{want:.2}"));
     }
+    // guidellm's recipe states a capacity too: the better of its two probes, by name.
+    let cap = &run["capacity"];
+    assert_eq!(cap["max_requests_per_s"].as_f64(), Some(r_sync.max(r_thr)));
+    let by = if r_thr >= r_sync {
+        "throughput"
+    } else {
+        "synchronous"
+    };
+    assert_eq!(cap["max_measured_by"].as_str(), Some(by), "{cap}");
+    assert!(stdout.contains("Capacity:"), "{stdout}");
     for x in b {
         let completed = x["requests"]["completed"].as_u64().expect("completed");
         assert!(completed > 0, "{x}");

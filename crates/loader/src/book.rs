@@ -157,55 +157,68 @@ impl BookSource {
                 self.next_pass()?;
                 continue;
             }
-            // Cut after token `k`, re-encode, and move the cut until the count is exact.
-            let offsets = enc.get_offsets();
-            let mut k = target;
-            for _ in 0..MAX_CUTS {
-                let Some(&(_, mut end)) = offsets.get(k.saturating_sub(1)) else {
-                    break;
-                };
-                while end < self.buf.len() && !self.buf.is_char_boundary(end) {
-                    end += 1;
-                }
-                let end = end.min(self.buf.len());
-                let text = &self.buf[..end];
-                let c = self.tokenizer.try_encode(text)?.len();
-                if c == target {
-                    let prompt: std::sync::Arc<str> = text.into();
-                    // The cut is at a token boundary, often inside a word: the next slice
-                    // starts at the next word, not with the rest of this one.
-                    let next_word = if self.buf[end..].starts_with(char::is_whitespace) {
-                        end
-                    } else {
-                        self.buf[end..]
-                            .find(char::is_whitespace)
-                            .map_or(self.buf.len(), |i| end + i)
-                    };
-                    self.buf.drain(..next_word);
-                    self.used += 1;
-                    self.in_pass += 1;
-                    return Ok(Some(RequestSpec {
-                        prompt,
-                        prompt_tokens: target as u32,
-                        output_tokens: self.config.output_tokens,
-                    }));
-                }
-                k = if c > target {
-                    k.saturating_sub(c - target).max(1)
-                } else {
-                    k + (target - c)
-                };
+            let offsets: Vec<usize> = enc.get_offsets().iter().map(|&(_, e)| e).collect();
+            if let Some(spec) = self.exact_cut(&offsets, target)? {
+                return Ok(Some(spec));
             }
-            // No exact cut here: skip a word and try from the next one.
-            let skip = self
-                .buf
-                .find(char::is_whitespace)
-                .unwrap_or(self.buf.len())
-                .max(1);
-            let skip = (skip..=self.buf.len())
-                .find(|&i| self.buf.is_char_boundary(i))
-                .unwrap_or(self.buf.len());
-            self.buf.drain(..skip);
+            self.skip_word();
         }
+    }
+
+    /// Cuts after token `k` of the buffer (token end offsets `ends`), re-encodes, and moves
+    /// the cut until the count is exactly `target`; `None` when no cut here is exact.
+    fn exact_cut(&mut self, ends: &[usize], target: usize) -> Result<Option<RequestSpec>, Error> {
+        let mut k = target;
+        for _ in 0..MAX_CUTS {
+            let Some(&end) = ends.get(k.saturating_sub(1)) else {
+                return Ok(None);
+            };
+            let mut end = end;
+            while end < self.buf.len() && !self.buf.is_char_boundary(end) {
+                end += 1;
+            }
+            let end = end.min(self.buf.len());
+            let text = &self.buf[..end];
+            let c = self.tokenizer.try_encode(text)?.len();
+            if c == target {
+                let prompt: std::sync::Arc<str> = text.into();
+                // The cut is at a token boundary, often inside a word: the next slice
+                // starts at the next word, not with the rest of this one.
+                let next_word = if self.buf[end..].starts_with(char::is_whitespace) {
+                    end
+                } else {
+                    self.buf[end..]
+                        .find(char::is_whitespace)
+                        .map_or(self.buf.len(), |i| end + i)
+                };
+                self.buf.drain(..next_word);
+                self.used += 1;
+                self.in_pass += 1;
+                return Ok(Some(RequestSpec {
+                    prompt,
+                    prompt_tokens: target as u32,
+                    output_tokens: self.config.output_tokens,
+                }));
+            }
+            k = if c > target {
+                k.saturating_sub(c - target).max(1)
+            } else {
+                k + (target - c)
+            };
+        }
+        Ok(None)
+    }
+
+    /// No exact cut at the buffer's start: drops its first word.
+    fn skip_word(&mut self) {
+        let skip = self
+            .buf
+            .find(char::is_whitespace)
+            .unwrap_or(self.buf.len())
+            .max(1);
+        let skip = (skip..=self.buf.len())
+            .find(|&i| self.buf.is_char_boundary(i))
+            .unwrap_or(self.buf.len());
+        self.buf.drain(..skip);
     }
 }

@@ -16,7 +16,7 @@ use bench_core::{ConversationSpec, RequestSpec};
 use bench_tokenizer::Tokenizer;
 use serde_json::{Map, Value};
 
-use crate::files::{Reader, Row};
+use crate::files::{Records, Row};
 use crate::spec::ConversationFileConfig;
 use crate::Error;
 
@@ -58,29 +58,24 @@ fn messages(m: &Map<String, Value>) -> Option<Vec<(Role, &str)>> {
 pub(crate) struct ConversationSource {
     config: ConversationFileConfig,
     tokenizer: Tokenizer,
-    reader: Reader,
-    used: u64,
+    records: Records,
 }
 
 impl ConversationSource {
     pub(crate) fn new(config: ConversationFileConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
-        let reader = Reader::open(&config.path, config.format)?;
         Ok(ConversationSource {
+            records: Records::open(&config.path, config.format, config.samples)?,
             config,
             tokenizer,
-            reader,
-            used: 0,
         })
     }
 
     pub(crate) fn path(&self) -> &PathBuf {
-        &self.config.path
+        self.records.path()
     }
 
     pub(crate) fn reset(&mut self) -> Result<(), Error> {
-        self.reader = Reader::open(&self.config.path, self.config.format)?;
-        self.used = 0;
-        Ok(())
+        self.records.reset()
     }
 
     fn count(&self, text: &str) -> Result<u32, Error> {
@@ -88,18 +83,14 @@ impl ConversationSource {
     }
 
     pub(crate) fn next_conversation(&mut self) -> Result<Option<ConversationSpec>, Error> {
-        let path = self.config.path.clone();
         loop {
-            if self.config.samples.is_some_and(|s| self.used >= s) {
-                return Ok(None);
-            }
-            let Some(row) = self.reader.next_row(&path)? else {
+            let Some(row) = self.records.next()? else {
                 return Ok(None);
             };
             let Row::Object(m) = row else { continue };
             let Some(msgs) = messages(&m) else { continue };
             if let Some(c) = self.conversation(&msgs)? {
-                self.used += 1;
+                self.records.use_one();
                 return Ok(Some(c));
             }
         }

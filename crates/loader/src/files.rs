@@ -193,6 +193,61 @@ impl Reader {
     }
 }
 
+/// A data file read record by record, up to a number of used samples; `reset` starts it over.
+/// The one place where every file source opens, limits and rewinds its file.
+#[derive(Debug)]
+pub(crate) struct Records {
+    path: PathBuf,
+    format: FileFormat,
+    samples: Option<u64>,
+    reader: Reader,
+    used: u64,
+}
+
+impl Records {
+    pub(crate) fn open(
+        path: &Path,
+        format: FileFormat,
+        samples: Option<u64>,
+    ) -> Result<Self, Error> {
+        Ok(Records {
+            reader: Reader::open(path, format)?,
+            path: path.to_path_buf(),
+            format,
+            samples,
+            used: 0,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &PathBuf {
+        &self.path
+    }
+
+    pub(crate) fn reset(&mut self) -> Result<(), Error> {
+        self.reader = Reader::open(&self.path, self.format)?;
+        self.used = 0;
+        Ok(())
+    }
+
+    /// The next record; `None` at the end of the file or once `samples` records were used.
+    pub(crate) fn next(&mut self) -> Result<Option<Row>, Error> {
+        if self.samples.is_some_and(|s| self.used >= s) {
+            return Ok(None);
+        }
+        self.reader.next_row(&self.path)
+    }
+
+    /// Counts the last record as used (records a source skips do not count).
+    pub(crate) fn use_one(&mut self) {
+        self.used += 1;
+    }
+
+    /// Records used so far.
+    pub(crate) fn used(&self) -> u64 {
+        self.used
+    }
+}
+
 fn columns(m: &Map<String, Value>) -> String {
     m.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
 }
@@ -218,121 +273,116 @@ fn as_count(v: &Value) -> Option<u32> {
 pub(crate) struct FileSource {
     config: FileConfig,
     tokenizer: Tokenizer,
-    reader: Reader,
+    records: Records,
     column: Option<String>,
-    used: u64,
 }
 
 impl FileSource {
     pub(crate) fn new(config: FileConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
-        let reader = Reader::open(&config.path, config.format)?;
         Ok(FileSource {
+            records: Records::open(&config.path, config.format, config.samples)?,
             column: config.column.clone(),
             config,
             tokenizer,
-            reader,
-            used: 0,
         })
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.config.path
+        self.records.path()
     }
 
     pub(crate) fn reset(&mut self) -> Result<(), Error> {
-        self.reader = Reader::open(&self.config.path, self.config.format)?;
-        self.used = 0;
-        Ok(())
+        self.records.reset()
     }
 
     pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
-        let path = self.config.path.clone();
         loop {
-            if self.config.samples.is_some_and(|s| self.used >= s) {
-                return Ok(None);
-            }
-            let Some(row) = self.reader.next_row(&path)? else {
+            let Some(row) = self.records.next()? else {
                 return Ok(None);
             };
             let (prompt, output) = match row {
                 Row::Text(t) | Row::Str(t) => {
                     if let Some(c) = &self.config.output_column {
                         return Err(Error::UnknownColumn {
-                            path,
+                            path: self.path().to_path_buf(),
                             column: format!("{c:?}"),
                             available: "none: records are bare strings".into(),
                         });
                     }
                     (t, None)
                 }
-                Row::Object(m) => {
-                    let column = match &self.column {
-                        Some(c) => c.clone(),
-                        None => {
-                            let found = DEFAULT_COLUMNS
-                                .iter()
-                                .find(|c| m.contains_key(**c))
-                                .ok_or_else(|| Error::UnknownColumn {
-                                    path: path.clone(),
-                                    column: "\"prompt\", \"text\" or \"input\" (name one with --data-column)".into(),
-                                    available: columns(&m),
-                                })?;
-                            self.column = Some(found.to_string());
-                            found.to_string()
-                        }
-                    };
-                    let prompt = match m.get(&column) {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(_) => {
-                            tracing::warn!(file = %path.display(), column, "prompt is not a string; record skipped");
-                            continue;
-                        }
-                        None if self.used == 0 => {
-                            return Err(Error::UnknownColumn {
-                                path,
-                                column: format!("{column:?}"),
-                                available: columns(&m),
-                            })
-                        }
-                        None => {
-                            tracing::warn!(file = %path.display(), column, "record without the prompt column; skipped");
-                            continue;
-                        }
-                    };
-                    let output = match &self.config.output_column {
-                        None => None,
-                        Some(c) => match m.get(c) {
-                            None if self.used == 0 => {
-                                return Err(Error::UnknownColumn {
-                                    path,
-                                    column: format!("{c:?}"),
-                                    available: columns(&m),
-                                })
-                            }
-                            v => {
-                                let n = v.and_then(as_count).filter(|n| *n > 0);
-                                if n.is_none() {
-                                    tracing::warn!(file = %path.display(), column = c, "no positive whole output length; record skipped");
-                                    continue;
-                                }
-                                n
-                            }
-                        },
-                    };
-                    (prompt, output)
-                }
+                Row::Object(m) => match self.fields(&m)? {
+                    Some(fields) => fields,
+                    None => continue,
+                },
             };
             if prompt.trim().is_empty() {
                 continue;
             }
             let tokens = self.tokenizer.try_encode(&prompt)?.len();
-            self.used += 1;
+            self.records.use_one();
             return Ok(Some(RequestSpec {
                 prompt_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
                 prompt: prompt.into(),
                 output_tokens: self.config.output_tokens.or(output),
             }));
         }
+    }
+
+    /// The prompt and output length of a record; `None` skips it (with a warning). A column
+    /// missing from the first record is an error naming the columns there are.
+    fn fields(&mut self, m: &Map<String, Value>) -> Result<Option<(String, Option<u32>)>, Error> {
+        let path = self.path().to_path_buf();
+        let first = self.records.used() == 0;
+        let missing = |column: &str| Error::UnknownColumn {
+            path: path.clone(),
+            column: format!("{column:?}"),
+            available: columns(m),
+        };
+        let column = self.prompt_column(m)?;
+        let prompt = match m.get(&column) {
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => {
+                tracing::warn!(file = %path.display(), column, "prompt is not a string; record skipped");
+                return Ok(None);
+            }
+            None if first => return Err(missing(&column)),
+            None => {
+                tracing::warn!(file = %path.display(), column, "record without the prompt column; skipped");
+                return Ok(None);
+            }
+        };
+        let Some(c) = &self.config.output_column else {
+            return Ok(Some((prompt, None)));
+        };
+        match m.get(c) {
+            None if first => Err(missing(c)),
+            v => match v.and_then(as_count).filter(|n| *n > 0) {
+                Some(n) => Ok(Some((prompt, Some(n)))),
+                None => {
+                    tracing::warn!(file = %path.display(), column = c, "no positive whole output length; record skipped");
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    /// The prompt column: the configured one, else the first of [`DEFAULT_COLUMNS`] in the
+    /// first record (then kept for every record).
+    fn prompt_column(&mut self, m: &Map<String, Value>) -> Result<String, Error> {
+        if let Some(c) = &self.column {
+            return Ok(c.clone());
+        }
+        let found = DEFAULT_COLUMNS
+            .iter()
+            .find(|c| m.contains_key(**c))
+            .ok_or_else(|| Error::UnknownColumn {
+                path: self.path().to_path_buf(),
+                column: "\"prompt\", \"text\" or \"input\" (name one with --data-column)".into(),
+                available: columns(m),
+            })?;
+        self.column = Some(found.to_string());
+        Ok(found.to_string())
     }
 }
 
@@ -350,25 +400,22 @@ pub const SHAREGPT_MAX_TOTAL: usize = 2048;
 pub(crate) struct ShareGptSource {
     config: ShareGptConfig,
     tokenizer: Tokenizer,
-    reader: Reader,
-    used: u64,
+    records: Records,
     seen: u64,
 }
 
 impl ShareGptSource {
     pub(crate) fn new(config: ShareGptConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
-        let reader = Reader::open(&config.path, FileFormat::Sharegpt)?;
         Ok(ShareGptSource {
+            records: Records::open(&config.path, FileFormat::Sharegpt, config.samples)?,
             config,
             tokenizer,
-            reader,
-            used: 0,
             seen: 0,
         })
     }
 
     pub(crate) fn path(&self) -> &PathBuf {
-        &self.config.path
+        self.records.path()
     }
 
     /// Conversations read so far (used or filtered out).
@@ -377,19 +424,14 @@ impl ShareGptSource {
     }
 
     pub(crate) fn reset(&mut self) -> Result<(), Error> {
-        self.reader = Reader::open(&self.config.path, FileFormat::Sharegpt)?;
-        self.used = 0;
+        self.records.reset()?;
         self.seen = 0;
         Ok(())
     }
 
     pub(crate) fn next_spec(&mut self) -> Result<Option<RequestSpec>, Error> {
-        let path = self.config.path.clone();
         loop {
-            if self.config.samples.is_some_and(|s| self.used >= s) {
-                return Ok(None);
-            }
-            let Some(row) = self.reader.next_row(&path)? else {
+            let Some(row) = self.records.next()? else {
                 return Ok(None);
             };
             self.seen += 1;
@@ -413,7 +455,7 @@ impl ShareGptSource {
             {
                 continue;
             }
-            self.used += 1;
+            self.records.use_one();
             return Ok(Some(RequestSpec {
                 prompt: prompt.into(),
                 prompt_tokens: prompt_len as u32,

@@ -394,6 +394,23 @@ impl DataArgs {
         if let Some(path) = self.path.clone() {
             return self.file_spec(path, samples);
         }
+        self.check_synthetic_keys()?;
+        let (prompt, output, prefix_tokens) = self.synthetic_lengths()?;
+        let (turns, system_prompt_tokens) = self.session_keys(prefix_tokens)?;
+        Ok(DataSpec::Synthetic(SyntheticConfig {
+            prompt,
+            output,
+            samples,
+            prefix_tokens,
+            seed: self.seed.unwrap_or(DEFAULT_SEED),
+            turns,
+            system_prompt_tokens,
+            seed_given: self.seed.is_some(),
+        }))
+    }
+
+    /// Synthetic data: no file-only key, and `range_ratio` with a prompt length, in `[0, 1)`.
+    fn check_synthetic_keys(&self) -> Result<(), Error> {
         for (key, given) in [
             ("format", self.format.is_some()),
             ("column", self.column.is_some()),
@@ -403,19 +420,25 @@ impl DataArgs {
                 return Err(Error::Orphan { key, needs: "path" });
             }
         }
-        if let Some(r) = self.range_ratio {
-            if self.input_len.is_none() && self.prompt_tokens.is_none() {
-                return Err(Error::Orphan {
-                    key: "range_ratio",
-                    needs: "input_len",
-                });
-            }
-            if !(r.is_finite() && (0.0..1.0).contains(&r)) {
-                return Err(Error::Spec(format!(
-                    "range_ratio must be in [0, 1), got {r}"
-                )));
-            }
+        let Some(r) = self.range_ratio else {
+            return Ok(());
+        };
+        if self.input_len.is_none() && self.prompt_tokens.is_none() {
+            return Err(Error::Orphan {
+                key: "range_ratio",
+                needs: "input_len",
+            });
         }
+        if !(r.is_finite() && (0.0..1.0).contains(&r)) {
+            return Err(Error::Spec(format!(
+                "range_ratio must be in [0, 1), got {r}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The prompt and output length distributions and the shared prefix length.
+    fn synthetic_lengths(&self) -> Result<(TokenDist, Option<TokenDist>, u32), Error> {
         let prompt_mean = either(
             ("prompt_tokens", self.prompt_tokens),
             ("input_len", self.input_len),
@@ -451,6 +474,12 @@ impl DataArgs {
             Some((key, v)) => count(key, v, 0)?,
             None => 0,
         };
+        Ok((prompt, output, prefix_tokens))
+    }
+
+    /// Synthetic sessions: `turns` and `system_prompt_tokens` (which needs `turns`, and
+    /// replaces `prefix_tokens` there).
+    fn session_keys(&self, prefix_tokens: u32) -> Result<(Option<u32>, u32), Error> {
         let turns = match self.turns {
             None => None,
             Some(Turns::Count(n)) => Some(count("turns", n, 1)?),
@@ -475,38 +504,11 @@ impl DataArgs {
                 "prefix_tokens does not apply to sessions; use system_prompt_tokens for a prompt shared by every conversation".into(),
             ));
         }
-        Ok(DataSpec::Synthetic(SyntheticConfig {
-            prompt,
-            output,
-            samples,
-            prefix_tokens,
-            seed: self.seed.unwrap_or(DEFAULT_SEED),
-            turns,
-            system_prompt_tokens,
-            seed_given: self.seed.is_some(),
-        }))
+        Ok((turns, system_prompt_tokens))
     }
 
     fn file_spec(self, path: PathBuf, samples: Option<u64>) -> Result<DataSpec, Error> {
-        let synthetic_only = [
-            ("prompt_tokens_stdev", self.prompt_tokens_stdev.is_some()),
-            ("prompt_tokens_min", self.prompt_tokens_min.is_some()),
-            ("prompt_tokens_max", self.prompt_tokens_max.is_some()),
-            ("output_tokens_stdev", self.output_tokens_stdev.is_some()),
-            ("output_tokens_min", self.output_tokens_min.is_some()),
-            ("output_tokens_max", self.output_tokens_max.is_some()),
-            ("prefix_tokens", self.prefix_tokens.is_some()),
-            ("prefix_len", self.prefix_len.is_some()),
-            ("range_ratio", self.range_ratio.is_some()),
-            ("input_len", self.input_len.is_some()),
-            ("system_prompt_tokens", self.system_prompt_tokens.is_some()),
-        ];
-        if let Some((key, _)) = synthetic_only.iter().find(|(_, given)| *given) {
-            return Err(Error::Spec(format!(
-                "{key} applies to synthetic data, not to the file {}",
-                path.display()
-            )));
-        }
+        self.reject_synthetic_keys(&path)?;
         if path.is_dir() {
             return Err(Error::Read {
                 path,
@@ -526,6 +528,17 @@ impl DataArgs {
         )?
         .map(|(k, v)| count(k, v, 1))
         .transpose()?;
+        self.file_data(path, format, output_tokens, samples)
+    }
+
+    /// The data spec of a file of a known format; keys that do not apply to it are errors.
+    fn file_data(
+        self,
+        path: PathBuf,
+        format: FileFormat,
+        output_tokens: Option<u32>,
+        samples: Option<u64>,
+    ) -> Result<DataSpec, Error> {
         let not_for = |key: &'static str, given: bool| -> Result<(), Error> {
             if given {
                 Err(Error::Spec(format!(
@@ -536,11 +549,21 @@ impl DataArgs {
                 Ok(())
             }
         };
+        let (column, output_column) = (self.column.is_some(), self.output_column.is_some());
+        if format == FileFormat::Book || format == FileFormat::Sharegpt || self.turns.is_some() {
+            not_for("column", column)?;
+            not_for("output_column", output_column)?;
+        }
+        if format != FileFormat::Book {
+            not_for("prompt_tokens", self.prompt_tokens.is_some())?;
+        }
+        if format == FileFormat::Txt {
+            not_for("column", column)?;
+            not_for("output_column", output_column)?;
+        }
         match format {
-            FileFormat::Book => {
-                not_for("column", self.column.is_some())?;
-                not_for("output_column", self.output_column.is_some())?;
-                let prompt_tokens = match self.prompt_tokens {
+            FileFormat::Book => Ok(DataSpec::Book(BookConfig {
+                prompt_tokens: match self.prompt_tokens {
                     Some(v) => count("prompt_tokens", v, 1)?,
                     None => {
                         return Err(Error::Spec(format!(
@@ -548,18 +571,12 @@ impl DataArgs {
                             path.display()
                         )))
                     }
-                };
-                Ok(DataSpec::Book(BookConfig {
-                    path,
-                    prompt_tokens,
-                    output_tokens,
-                    samples,
-                }))
-            }
+                },
+                path,
+                output_tokens,
+                samples,
+            })),
             _ if self.turns.is_some() => {
-                not_for("column", self.column.is_some())?;
-                not_for("output_column", self.output_column.is_some())?;
-                not_for("prompt_tokens", self.prompt_tokens.is_some())?;
                 if !matches!(
                     format,
                     FileFormat::Sharegpt | FileFormat::Json | FileFormat::Jsonl
@@ -578,31 +595,43 @@ impl DataArgs {
                     samples,
                 }))
             }
-            FileFormat::Sharegpt => {
-                not_for("column", self.column.is_some())?;
-                not_for("output_column", self.output_column.is_some())?;
-                not_for("prompt_tokens", self.prompt_tokens.is_some())?;
-                Ok(DataSpec::ShareGpt(ShareGptConfig {
-                    path,
-                    output_tokens,
-                    samples,
-                }))
-            }
-            _ => {
-                not_for("prompt_tokens", self.prompt_tokens.is_some())?;
-                if format == FileFormat::Txt {
-                    not_for("column", self.column.is_some())?;
-                    not_for("output_column", self.output_column.is_some())?;
-                }
-                Ok(DataSpec::File(FileConfig {
-                    path,
-                    format,
-                    column: self.column,
-                    output_column: self.output_column,
-                    output_tokens,
-                    samples,
-                }))
-            }
+            FileFormat::Sharegpt => Ok(DataSpec::ShareGpt(ShareGptConfig {
+                path,
+                output_tokens,
+                samples,
+            })),
+            _ => Ok(DataSpec::File(FileConfig {
+                path,
+                format,
+                column: self.column,
+                output_column: self.output_column,
+                output_tokens,
+                samples,
+            })),
+        }
+    }
+
+    /// A file takes none of the synthetic-only keys.
+    fn reject_synthetic_keys(&self, path: &Path) -> Result<(), Error> {
+        let synthetic_only = [
+            ("prompt_tokens_stdev", self.prompt_tokens_stdev.is_some()),
+            ("prompt_tokens_min", self.prompt_tokens_min.is_some()),
+            ("prompt_tokens_max", self.prompt_tokens_max.is_some()),
+            ("output_tokens_stdev", self.output_tokens_stdev.is_some()),
+            ("output_tokens_min", self.output_tokens_min.is_some()),
+            ("output_tokens_max", self.output_tokens_max.is_some()),
+            ("prefix_tokens", self.prefix_tokens.is_some()),
+            ("prefix_len", self.prefix_len.is_some()),
+            ("range_ratio", self.range_ratio.is_some()),
+            ("input_len", self.input_len.is_some()),
+            ("system_prompt_tokens", self.system_prompt_tokens.is_some()),
+        ];
+        match synthetic_only.iter().find(|(_, given)| *given) {
+            Some((key, _)) => Err(Error::Spec(format!(
+                "{key} applies to synthetic data, not to the file {}",
+                path.display()
+            ))),
+            None => Ok(()),
         }
     }
 }

@@ -114,6 +114,132 @@ struct StreamState {
     reset_armed: bool,
 }
 
+/// What a planned stop (reset or stall) does at the frame about to be written.
+enum AtStop {
+    /// Waiting: for the token after the stop, the flush before a reset, or the stall.
+    Pending,
+    /// The stream is reset now.
+    Reset,
+    /// A bounded stall is over: the stream goes on.
+    Resumed,
+    /// No stop before this frame.
+    NotHere,
+}
+
+impl StreamState {
+    /// A stop planned before frame `next` strikes once the token after it is released.
+    fn poll_stop(&mut self, cx: &mut Context<'_>, end: &mut EndKind) -> AtStop {
+        let Some((k, stop)) = self.r.stop else {
+            return AtStop::NotHere;
+        };
+        if k != self.next {
+            return AtStop::NotHere;
+        }
+        if let Some(g) = &self.gate {
+            if g.poll_released(cx, (k + 1).min(self.tokens)).is_pending() {
+                return AtStop::Pending;
+            }
+        }
+        match stop {
+            Stop::Reset => {
+                if !self.reset_armed {
+                    // Yield once so hyper flushes what was written before; the reset must
+                    // not swallow it.
+                    self.reset_armed = true;
+                    cx.waker().wake_by_ref();
+                    return AtStop::Pending;
+                }
+                if self.http1 {
+                    self.conn.reset.store(true, Ordering::Release);
+                }
+                *end = EndKind::Reset;
+                AtStop::Reset
+            }
+            Stop::Stall => {
+                *end = EndKind::Stalled;
+                let Some(d) = self.stall_for else {
+                    // Until the client leaves: nothing will wake us.
+                    return AtStop::Pending;
+                };
+                let sleep = self
+                    .stall
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(d)));
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return AtStop::Pending;
+                }
+                self.stall = None;
+                self.r.stop = None;
+                *end = EndKind::ClientGone;
+                AtStop::Resumed
+            }
+        }
+    }
+
+    /// The frame the write may go up to: frame `j` may go once `min(j + 1, tokens)` tokens
+    /// are released, and never past a planned stop.
+    fn poll_upto(&self, cx: &mut Context<'_>, frames: u32) -> Poll<u32> {
+        let mut upto = frames;
+        if let Some(g) = &self.gate {
+            match g.poll_released(cx, (self.next + 1).min(self.tokens)) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(r) => {
+                    upto = if r >= self.tokens {
+                        frames
+                    } else {
+                        r.min(frames)
+                    }
+                }
+            }
+        }
+        if let Some((k, _)) = self.r.stop {
+            upto = upto.min(k);
+        }
+        Poll::Ready(upto)
+    }
+
+    /// The bytes of frames `next..upto` and the output tokens they carry; advances `next`.
+    fn take_frames(&mut self, upto: u32) -> (Pieces, u32) {
+        let r = &mut self.r;
+        let start = if self.next == 0 {
+            0
+        } else {
+            r.ends.get(self.next as usize - 1).copied().unwrap_or(0) as usize
+        };
+        let end = if r.ends.is_empty() {
+            r.data.len()
+        } else {
+            r.ends
+                .get(upto as usize - 1)
+                .copied()
+                .unwrap_or(r.data.len() as u32) as usize
+        };
+        let tokens = if r.ends.is_empty() {
+            // One frame holding the whole body: every token goes with it.
+            r.token_frames
+        } else {
+            upto.min(r.token_frames).saturating_sub(self.next)
+        };
+        self.next = upto;
+        let chunk = if start == 0 && end == r.data.len() {
+            // The whole body in one frame (zero-delay mode): hand it over as is, without the
+            // shared-buffer allocation a slice of it costs.
+            std::mem::take(&mut r.data)
+        } else {
+            r.data.slice(start..end)
+        };
+        (chunk, tokens)
+    }
+
+    /// How a stream that wrote all its frames ended.
+    fn end_kind(&self, frames: u32) -> EndKind {
+        if s_error_event(frames, self.r.token_frames) {
+            EndKind::StreamError
+        } else {
+            EndKind::Completed
+        }
+    }
+}
+
 impl MockBody {
     /// An empty body.
     pub(crate) fn empty() -> Self {
@@ -199,115 +325,36 @@ impl Body for MockBody {
             Inner::Stream(s) => {
                 let frames = s.r.frames();
                 loop {
-                    if let Some((k, stop)) = s.r.stop {
-                        if k == s.next {
-                            // A stop strikes when the token after it is released.
-                            if let Some(g) = &s.gate {
-                                if g.poll_released(cx, (k + 1).min(s.tokens)).is_pending() {
-                                    return Poll::Pending;
-                                }
-                            }
-                            match stop {
-                                Stop::Reset => {
-                                    if !s.reset_armed {
-                                        // Yield once so hyper flushes what was written
-                                        // before; the reset must not swallow it.
-                                        s.reset_armed = true;
-                                        cx.waker().wake_by_ref();
-                                        return Poll::Pending;
-                                    }
-                                    if s.http1 {
-                                        s.conn.reset.store(true, Ordering::Release);
-                                    }
-                                    this.end = EndKind::Reset;
-                                    this.inner = Inner::Done;
-                                    return Poll::Ready(Some(Err(InjectedReset)));
-                                }
-                                Stop::Stall => {
-                                    this.end = EndKind::Stalled;
-                                    let Some(d) = s.stall_for else {
-                                        // Until the client leaves: nothing will wake us.
-                                        return Poll::Pending;
-                                    };
-                                    let sleep = s
-                                        .stall
-                                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(d)));
-                                    if sleep.as_mut().poll(cx).is_pending() {
-                                        return Poll::Pending;
-                                    }
-                                    s.stall = None;
-                                    s.r.stop = None;
-                                    this.end = EndKind::ClientGone;
-                                    continue;
-                                }
-                            }
+                    match s.poll_stop(cx, &mut this.end) {
+                        AtStop::Pending => return Poll::Pending,
+                        AtStop::Reset => {
+                            this.inner = Inner::Done;
+                            return Poll::Ready(Some(Err(InjectedReset)));
                         }
+                        AtStop::Resumed => continue,
+                        AtStop::NotHere => {}
                     }
                     if s.next >= frames {
-                        let error_event = s_error_event(frames, s.r.token_frames);
+                        this.end = s.end_kind(frames);
                         this.inner = Inner::Done;
-                        this.end = if error_event {
-                            EndKind::StreamError
-                        } else {
-                            EndKind::Completed
-                        };
                         return Poll::Ready(None);
                     }
-                    // Frame j may go once min(j + 1, tokens) tokens are released.
-                    let mut upto = frames;
-                    if let Some(g) = &s.gate {
-                        match g.poll_released(cx, (s.next + 1).min(s.tokens)) {
-                            Poll::Pending => return Poll::Pending,
-                            Poll::Ready(r) => {
-                                upto = if r >= s.tokens { frames } else { r.min(frames) };
-                            }
-                        }
-                    }
-                    if let Some((k, _)) = s.r.stop {
-                        upto = upto.min(k);
-                    }
-                    let start = if s.next == 0 {
-                        0
-                    } else {
-                        s.r.ends.get(s.next as usize - 1).copied().unwrap_or(0) as usize
+                    let upto = match s.poll_upto(cx, frames) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(u) => u,
                     };
-                    let end = if s.r.ends.is_empty() {
-                        s.r.data.len()
-                    } else {
-                        s.r.ends
-                            .get(upto as usize - 1)
-                            .copied()
-                            .unwrap_or(s.r.data.len() as u32) as usize
-                    };
-                    let tokens = if s.r.ends.is_empty() {
-                        // One frame holding the whole body: every token goes with it.
-                        s.r.token_frames
-                    } else {
-                        upto.min(s.r.token_frames).saturating_sub(s.next)
-                    };
-                    s.next = upto;
+                    let (chunk, tokens) = s.take_frames(upto);
                     if let Some(log) = &mut this.log {
                         log.tokens_written(tokens);
                         if let Some(g) = &s.gate {
                             log.entry.cached_tokens = g.cached_tokens();
                         }
                     }
-                    let chunk = if start == 0 && end == s.r.data.len() {
-                        // The whole body in one frame (zero-delay mode): hand it over as is,
-                        // without the shared-buffer allocation a slice of it costs.
-                        std::mem::take(&mut s.r.data)
-                    } else {
-                        s.r.data.slice(start..end)
-                    };
                     if s.next >= frames && s.r.stop.is_none_or(|(k, _)| k > frames) {
                         // Written everything: release the engine slot now if still held, and
                         // end the body with this frame, so hyper writes the end of the
                         // message together with it.
-                        this.end = if s_error_event(frames, s.r.token_frames) {
-                            EndKind::StreamError
-                        } else {
-                            EndKind::Completed
-                        };
+                        this.end = s.end_kind(frames);
                         this.inner = Inner::Done;
                     }
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));

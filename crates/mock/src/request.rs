@@ -290,101 +290,18 @@ pub(crate) fn parse(
         tok,
         ids: limits.prompt_ids.then(Vec::new),
     };
+    let json = |e: serde_json::Error| format!("invalid JSON body: {e}");
     let mut p = match api {
         Api::Completions => {
-            let r: CompletionRequest<'_> =
-                serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
-            let prompt_tokens = match r.prompt {
-                None => return Err("`prompt` is required".into()),
-                Some(Prompt::Text(t)) => m.text(&t),
-                Some(Prompt::Texts(v)) => match v.as_slice() {
-                    [t] => m.text(t),
-                    _ => {
-                        return Err(
-                            "the simulator serves one prompt per request; send a string".into()
-                        )
-                    }
-                },
-                Some(Prompt::Ids(ids)) => m.token_ids(&ids),
-                Some(Prompt::IdLists(v)) => match v.as_slice() {
-                    [ids] => m.token_ids(ids),
-                    _ => {
-                        return Err(
-                            "the simulator serves one prompt per request; send a string".into()
-                        )
-                    }
-                },
-            };
-            let stream = r.stream.unwrap_or(false);
-            Parsed {
-                stream,
-                include_usage: r
-                    .stream_options
-                    .and_then(|o| o.include_usage)
-                    .unwrap_or(false),
-                prompt_tokens,
-                limit: r.max_tokens.unwrap_or(limits.default_max_tokens),
-                min_tokens: r.min_tokens.unwrap_or(0),
-                ignore_eos: r.ignore_eos.unwrap_or(false),
-                details: false,
-                ids: Vec::new(),
-            }
+            completion(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?
         }
-        Api::Chat => {
-            let r: ChatRequest<'_> =
-                serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
-            if r.messages.is_empty() {
-                return Err("`messages` must not be empty".into());
-            }
-            // Counted as the loader counts: the message contents, without a chat template.
-            let mut prompt_tokens = 0u32;
-            for msg in &r.messages {
-                match &msg.content {
-                    None => {}
-                    Some(Content::Text(t)) => {
-                        prompt_tokens = prompt_tokens.saturating_add(m.text(t))
-                    }
-                    Some(Content::Parts(parts)) => {
-                        for p in parts {
-                            if let Some(t) = &p.text {
-                                prompt_tokens = prompt_tokens.saturating_add(m.text(t));
-                            }
-                        }
-                    }
-                }
-            }
-            Parsed {
-                stream: r.stream.unwrap_or(false),
-                include_usage: r
-                    .stream_options
-                    .and_then(|o| o.include_usage)
-                    .unwrap_or(false),
-                prompt_tokens,
-                limit: r
-                    .max_completion_tokens
-                    .or(r.max_tokens)
-                    .unwrap_or(limits.default_max_tokens),
-                min_tokens: r.min_tokens.unwrap_or(0),
-                ignore_eos: r.ignore_eos.unwrap_or(false),
-                details: false,
-                ids: Vec::new(),
-            }
-        }
-        Api::TgiStream | Api::Tgi => {
-            let r: TgiRequest<'_> =
-                serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
-            let params = r.parameters.unwrap_or_default();
-            Parsed {
-                stream: api == Api::TgiStream,
-                include_usage: false,
-                prompt_tokens: m.text(&r.inputs),
-                limit: params.max_new_tokens.unwrap_or(limits.default_max_tokens),
-                min_tokens: params.min_new_tokens.unwrap_or(0),
-                ignore_eos: params.ignore_eos.unwrap_or(false),
-                details: params.details.unwrap_or(false),
-                ids: Vec::new(),
-            }
-        }
+        Api::Chat => chat(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
+        Api::TgiStream | Api::Tgi => tgi(
+            api,
+            serde_json::from_slice(body).map_err(json)?,
+            &mut m,
+            limits,
+        ),
     };
     p.ids = m.ids.unwrap_or_default();
     if p.limit == 0 {
@@ -398,6 +315,92 @@ pub(crate) fn parse(
         ));
     }
     Ok(p)
+}
+
+const ONE_PROMPT: &str = "the simulator serves one prompt per request; send a string";
+
+fn completion(
+    r: CompletionRequest<'_>,
+    m: &mut Measure<'_>,
+    limits: Limits,
+) -> Result<Parsed, String> {
+    let prompt_tokens = match r.prompt {
+        None => return Err("`prompt` is required".into()),
+        Some(Prompt::Text(t)) => m.text(&t),
+        Some(Prompt::Texts(v)) => match v.as_slice() {
+            [t] => m.text(t),
+            _ => return Err(ONE_PROMPT.into()),
+        },
+        Some(Prompt::Ids(ids)) => m.token_ids(&ids),
+        Some(Prompt::IdLists(v)) => match v.as_slice() {
+            [ids] => m.token_ids(ids),
+            _ => return Err(ONE_PROMPT.into()),
+        },
+    };
+    Ok(Parsed {
+        stream: r.stream.unwrap_or(false),
+        include_usage: r
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+        prompt_tokens,
+        limit: r.max_tokens.unwrap_or(limits.default_max_tokens),
+        min_tokens: r.min_tokens.unwrap_or(0),
+        ignore_eos: r.ignore_eos.unwrap_or(false),
+        details: false,
+        ids: Vec::new(),
+    })
+}
+
+fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parsed, String> {
+    if r.messages.is_empty() {
+        return Err("`messages` must not be empty".into());
+    }
+    // Counted as the loader counts: the message contents, without a chat template.
+    let mut prompt_tokens = 0u32;
+    for msg in &r.messages {
+        match &msg.content {
+            None => {}
+            Some(Content::Text(t)) => prompt_tokens = prompt_tokens.saturating_add(m.text(t)),
+            Some(Content::Parts(parts)) => {
+                for p in parts {
+                    if let Some(t) = &p.text {
+                        prompt_tokens = prompt_tokens.saturating_add(m.text(t));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Parsed {
+        stream: r.stream.unwrap_or(false),
+        include_usage: r
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+        prompt_tokens,
+        limit: r
+            .max_completion_tokens
+            .or(r.max_tokens)
+            .unwrap_or(limits.default_max_tokens),
+        min_tokens: r.min_tokens.unwrap_or(0),
+        ignore_eos: r.ignore_eos.unwrap_or(false),
+        details: false,
+        ids: Vec::new(),
+    })
+}
+
+fn tgi(api: Api, r: TgiRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Parsed {
+    let params = r.parameters.unwrap_or_default();
+    Parsed {
+        stream: api == Api::TgiStream,
+        include_usage: false,
+        prompt_tokens: m.text(&r.inputs),
+        limit: params.max_new_tokens.unwrap_or(limits.default_max_tokens),
+        min_tokens: params.min_new_tokens.unwrap_or(0),
+        ignore_eos: params.ignore_eos.unwrap_or(false),
+        details: params.details.unwrap_or(false),
+        ids: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -485,67 +485,14 @@ async fn generate(
     let arrival = Instant::now();
     let http1 = req.version() <= Version::HTTP_11;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let mut log = PendingLog(state.log.as_ref().map(|sink| {
-        Box::new(LogState {
-            entry: RequestLogEntry {
-                id,
-                endpoint: api.path().to_string(),
-                stream: api == Api::TgiStream,
-                status: 200,
-                prompt_tokens: 0,
-                planned_tokens: 0,
-                output_tokens: 0,
-                arrival_unix_ns: sink.timebase.unix_ns(arrival),
-                first_token_unix_ns: None,
-                last_token_unix_ns: None,
-                cached_tokens: 0,
-                token_unix_ns: Vec::new(),
-                faults: Vec::new(),
-                end: EndKind::ClientGone,
-                arrival: Some(arrival),
-                first_token: None,
-                last_token: None,
-            },
-            sink: sink.clone(),
-        })
-    }));
-    let fail = |log: Option<Box<LogState>>, status: StatusCode, msg: &str| {
-        state.metrics.count_status(status.as_u16());
-        let mut log = log;
-        if let Some(l) = &mut log {
-            l.entry.status = status.as_u16();
-        }
-        let body = if api.is_tgi() {
-            render::tgi_error(status.as_u16(), msg)
-        } else {
-            render::oai_error(status.as_u16(), msg)
-        };
-        response(status, "application/json", MockBody::full(body, 0, log))
-    };
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) => {
-            let too_big = e
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
-            return if too_big {
-                fail(
-                    log.take(),
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "request body too large",
-                )
-            } else {
-                fail(
-                    log.take(),
-                    StatusCode::BAD_REQUEST,
-                    &format!("reading the body: {e}"),
-                )
-            };
-        }
+    let mut log = pending_log(state, id, api, arrival);
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err((status, msg)) => return fail(state, api, log.take(), status, &msg),
     };
     let p = match request::parse(api, &body, &state.prompts, state.limits) {
         Ok(p) => p,
-        Err(msg) => return fail(log.take(), StatusCode::BAD_REQUEST, &msg),
+        Err(msg) => return fail(state, api, log.take(), StatusCode::BAD_REQUEST, &msg),
     };
     drop(body);
 
@@ -573,14 +520,7 @@ async fn generate(
         tokio::time::sleep(Duration::from_millis(cfg.faults.slow_headers_ms)).await;
     }
     if let Some(status) = plan.status {
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let msg = format!("simulated fault: {status}");
-        let mut r = fail(log.take(), status, &msg);
-        if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
-            r.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        return r;
+        return fault_response(state, api, log, status);
     }
     state.metrics.count_status(200);
     state.metrics.add_prompt(u64::from(p.prompt_tokens));
@@ -595,71 +535,181 @@ async fn generate(
         finish_length: tokens == p.limit,
         prompt_tokens: p.prompt_tokens,
     };
-    let timed = !state.zero_delay;
     let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
+    let answer = Answer {
+        api,
+        p: &p,
+        ctx: &ctx,
+        blocks,
+        log,
+    };
     if p.stream {
-        let rendered = match api {
-            Api::Completions => render::oai_stream(
-                Oai::Completions,
-                &ctx,
-                p.include_usage,
-                &plan,
-                timed,
-                Some(&state.completions_cycle),
-            ),
-            Api::Chat => render::oai_stream(
-                Oai::Chat,
-                &ctx,
-                p.include_usage,
-                &plan,
-                timed,
-                Some(&state.chat_cycle),
-            ),
-            Api::TgiStream | Api::Tgi => render::tgi_stream(&ctx, p.details, &plan, timed),
-        };
-        let gate = match &state.engine {
-            Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens, blocks)),
-            _ => {
-                state.metrics.add_generated(u64::from(tokens));
-                None
-            }
-        };
-        let stall_for =
-            (cfg.faults.stall_ms > 0).then(|| Duration::from_millis(cfg.faults.stall_ms));
-        let body = MockBody::stream(
-            rendered,
-            tokens,
-            gate,
-            stall_for,
-            conn.clone(),
-            http1,
-            log.take(),
-            (!timed).then(|| state.metrics.clone()),
-        );
-        let mut r = response(StatusCode::OK, "text/event-stream", body);
-        r.headers_mut()
-            .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        r
+        stream_response(state, conn, answer, &plan, http1)
     } else {
-        match &state.engine {
-            Some(e) if timed => {
-                let gate = e.submit(p.prompt_tokens, tokens, blocks);
-                gate.wait_for(tokens).await;
-                if let Some(l) = &mut log.0 {
-                    l.entry.cached_tokens = gate.cached_tokens();
-                }
-            }
-            _ => state.metrics.add_generated(u64::from(tokens)),
-        }
-        let data = match api {
-            Api::Completions => render::oai_full(Oai::Completions, &ctx),
-            Api::Chat => render::oai_full(Oai::Chat, &ctx),
-            Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
-        };
-        response(
-            StatusCode::OK,
-            "application/json",
-            MockBody::full(data, tokens, log.take()),
-        )
+        full_response(state, answer).await
     }
+}
+
+/// What a successful answer is made of.
+struct Answer<'a> {
+    api: Api,
+    p: &'a request::Parsed,
+    ctx: &'a Ctx<'a>,
+    blocks: Blocks,
+    log: PendingLog,
+}
+
+/// The request log entry of a request arriving now (nothing without `--log-requests`).
+fn pending_log(state: &State, id: u64, api: Api, arrival: Instant) -> PendingLog {
+    PendingLog(state.log.as_ref().map(|sink| {
+        Box::new(LogState {
+            entry: RequestLogEntry {
+                id,
+                endpoint: api.path().to_string(),
+                stream: api == Api::TgiStream,
+                status: 200,
+                prompt_tokens: 0,
+                planned_tokens: 0,
+                output_tokens: 0,
+                arrival_unix_ns: sink.timebase.unix_ns(arrival),
+                first_token_unix_ns: None,
+                last_token_unix_ns: None,
+                cached_tokens: 0,
+                token_unix_ns: Vec::new(),
+                faults: Vec::new(),
+                end: EndKind::ClientGone,
+                arrival: Some(arrival),
+                first_token: None,
+                last_token: None,
+            },
+            sink: sink.clone(),
+        })
+    }))
+}
+
+/// The request body, at most [`MAX_BODY`] bytes; the status and message of the refusal.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, (StatusCode, String)> {
+    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large".into(),
+            ))
+        }
+        Err(e) => Err((StatusCode::BAD_REQUEST, format!("reading the body: {e}"))),
+    }
+}
+
+/// An error answer in the API's own format, counted and logged with its status.
+fn fail(
+    state: &State,
+    api: Api,
+    mut log: Option<Box<LogState>>,
+    status: StatusCode,
+    msg: &str,
+) -> Response<MockBody> {
+    state.metrics.count_status(status.as_u16());
+    if let Some(l) = &mut log {
+        l.entry.status = status.as_u16();
+    }
+    let body = if api.is_tgi() {
+        render::tgi_error(status.as_u16(), msg)
+    } else {
+        render::oai_error(status.as_u16(), msg)
+    };
+    response(status, "application/json", MockBody::full(body, 0, log))
+}
+
+/// A simulated error status (with `Retry-After: 1` on 429 and 503).
+fn fault_response(state: &State, api: Api, mut log: PendingLog, status: u16) -> Response<MockBody> {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let msg = format!("simulated fault: {status}");
+    let mut r = fail(state, api, log.take(), status, &msg);
+    if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    r
+}
+
+/// A streamed answer, its tokens released by the engine (or at once in zero-delay mode).
+fn stream_response(
+    state: &State,
+    conn: &Arc<ConnShared>,
+    mut a: Answer<'_>,
+    plan: &FaultPlan,
+    http1: bool,
+) -> Response<MockBody> {
+    let (cfg, p, ctx, tokens) = (&state.cfg, a.p, a.ctx, a.ctx.tokens);
+    let timed = !state.zero_delay;
+    let rendered = match a.api {
+        Api::Completions => render::oai_stream(
+            Oai::Completions,
+            ctx,
+            p.include_usage,
+            plan,
+            timed,
+            Some(&state.completions_cycle),
+        ),
+        Api::Chat => render::oai_stream(
+            Oai::Chat,
+            ctx,
+            p.include_usage,
+            plan,
+            timed,
+            Some(&state.chat_cycle),
+        ),
+        Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
+    };
+    let gate = match &state.engine {
+        Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens, a.blocks)),
+        _ => {
+            state.metrics.add_generated(u64::from(tokens));
+            None
+        }
+    };
+    let stall_for = (cfg.faults.stall_ms > 0).then(|| Duration::from_millis(cfg.faults.stall_ms));
+    let body = MockBody::stream(
+        rendered,
+        tokens,
+        gate,
+        stall_for,
+        conn.clone(),
+        http1,
+        a.log.take(),
+        (!timed).then(|| state.metrics.clone()),
+    );
+    let mut r = response(StatusCode::OK, "text/event-stream", body);
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// A whole answer, sent when the engine has released its last token.
+async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
+    let (p, ctx, tokens) = (a.p, a.ctx, a.ctx.tokens);
+    match &state.engine {
+        Some(e) if !state.zero_delay => {
+            let gate = e.submit(p.prompt_tokens, tokens, a.blocks);
+            gate.wait_for(tokens).await;
+            if let Some(l) = &mut a.log.0 {
+                l.entry.cached_tokens = gate.cached_tokens();
+            }
+        }
+        _ => state.metrics.add_generated(u64::from(tokens)),
+    }
+    let data = match a.api {
+        Api::Completions => render::oai_full(Oai::Completions, ctx),
+        Api::Chat => render::oai_full(Oai::Chat, ctx),
+        Api::TgiStream | Api::Tgi => render::tgi_full(ctx, p.details),
+    };
+    response(
+        StatusCode::OK,
+        "application/json",
+        MockBody::full(data, tokens, a.log.take()),
+    )
 }

@@ -208,6 +208,98 @@ fn counts(kind: RateType, rates: &[f64], what: &str) -> Result<Vec<u32>, Profile
         .collect()
 }
 
+/// The constant or Poisson benchmarks of `--rate r1,r2,...`.
+fn open_loop(
+    kind: RateType,
+    rates: &[f64],
+    o: &BuildOptions,
+) -> Result<Vec<Strategy>, ProfileError> {
+    if rates.is_empty() {
+        return Err(invalid(format!(
+            "{kind} needs --rate with requests per second (e.g. --rate 4 or --rate 1,2,4)"
+        )));
+    }
+    rates
+        .iter()
+        .map(|&rate| {
+            check_rate(rate)?;
+            Ok(if kind == RateType::Constant {
+                Strategy::Constant {
+                    rate,
+                    max_concurrency: o.max_concurrency,
+                }
+            } else {
+                Strategy::Poisson {
+                    rate,
+                    burstiness: o.burstiness,
+                    seed: o.seed,
+                    max_concurrency: o.max_concurrency,
+                }
+            })
+        })
+        .collect()
+}
+
+/// The sweep of `--rate-type sweep [--rate SIZE]`, validated with the kinds it will produce.
+fn sweep_spec(rates: &[f64], o: &BuildOptions) -> Result<SweepSpec, ProfileError> {
+    // guidellm reads `--rate N` of a sweep as its size.
+    let size = match rates {
+        [] => o.sweep_size,
+        [n] if n.fract() == 0.0 && *n >= 2.0 && *n <= 1000.0 => *n as u32,
+        _ => {
+            return Err(invalid(
+                "sweep takes at most one --rate: its size, a whole number from 2 to 1000",
+            ))
+        }
+    };
+    if !(2..=1000).contains(&size) {
+        return Err(invalid(format!(
+            "sweep size must be from 2 to 1000, got {size}"
+        )));
+    }
+    if o.slo.is_some() && o.sweep_mode == SweepMode::Guidellm {
+        return Err(invalid(
+            "--slo searches in the adaptive sweep only (not with --sweep-mode guidellm)",
+        ));
+    }
+    if !(o.slo_tolerance > 0.0 && o.slo_tolerance < 1.0) {
+        return Err(invalid(format!(
+            "slo tolerance must be above 0 and below 1, got {}",
+            o.slo_tolerance
+        )));
+    }
+    let spec = SweepSpec {
+        size,
+        mode: o.sweep_mode,
+        slo: o.slo.clone(),
+        slo_tolerance: o.slo_tolerance,
+        throughput_concurrency: o.max_concurrency.unwrap_or(DEFAULT_THROUGHPUT_CONCURRENCY),
+        open_loop: if o.sweep_poisson {
+            OpenLoop::Poisson {
+                burstiness: o.burstiness,
+                seed: o.seed,
+            }
+        } else {
+            OpenLoop::Constant
+        },
+        max_concurrency: o.max_concurrency,
+    };
+    // Validate the kinds it will produce with a placeholder rate.
+    for s in spec.rate_strategies(1.0, 2.0)? {
+        s.validate()?;
+    }
+    for s in [
+        Strategy::Synchronous,
+        Strategy::Concurrent { streams: 2 },
+        Strategy::Throughput {
+            max_concurrency: spec.throughput_concurrency,
+        },
+    ] {
+        s.validate()?;
+    }
+    Ok(spec)
+}
+
 impl Profile {
     /// Builds and validates the profile of `--rate-type kind --rate rates`.
     pub fn build(kind: RateType, rates: &[f64], o: &BuildOptions) -> Result<Self, ProfileError> {
@@ -243,90 +335,8 @@ impl Profile {
                 .into_iter()
                 .map(|count| Strategy::Burst { count })
                 .collect(),
-            RateType::Constant | RateType::Poisson => {
-                if rates.is_empty() {
-                    return Err(invalid(format!(
-                        "{kind} needs --rate with requests per second (e.g. --rate 4 or --rate 1,2,4)"
-                    )));
-                }
-                rates
-                    .iter()
-                    .map(|&rate| {
-                        check_rate(rate)?;
-                        Ok(if kind == RateType::Constant {
-                            Strategy::Constant {
-                                rate,
-                                max_concurrency: o.max_concurrency,
-                            }
-                        } else {
-                            Strategy::Poisson {
-                                rate,
-                                burstiness: o.burstiness,
-                                seed: o.seed,
-                                max_concurrency: o.max_concurrency,
-                            }
-                        })
-                    })
-                    .collect::<Result<Vec<_>, ProfileError>>()?
-            }
-            RateType::Sweep => {
-                // guidellm reads `--rate N` of a sweep as its size.
-                let size = match rates {
-                    [] => o.sweep_size,
-                    [n] if n.fract() == 0.0 && *n >= 2.0 && *n <= 1000.0 => *n as u32,
-                    _ => return Err(invalid(
-                        "sweep takes at most one --rate: its size, a whole number from 2 to 1000",
-                    )),
-                };
-                if !(2..=1000).contains(&size) {
-                    return Err(invalid(format!(
-                        "sweep size must be from 2 to 1000, got {size}"
-                    )));
-                }
-                if o.slo.is_some() && o.sweep_mode == SweepMode::Guidellm {
-                    return Err(invalid(
-                        "--slo searches in the adaptive sweep only (not with --sweep-mode guidellm)",
-                    ));
-                }
-                if !(o.slo_tolerance > 0.0 && o.slo_tolerance < 1.0) {
-                    return Err(invalid(format!(
-                        "slo tolerance must be above 0 and below 1, got {}",
-                        o.slo_tolerance
-                    )));
-                }
-                let spec = SweepSpec {
-                    size,
-                    mode: o.sweep_mode,
-                    slo: o.slo.clone(),
-                    slo_tolerance: o.slo_tolerance,
-                    throughput_concurrency: o
-                        .max_concurrency
-                        .unwrap_or(DEFAULT_THROUGHPUT_CONCURRENCY),
-                    open_loop: if o.sweep_poisson {
-                        OpenLoop::Poisson {
-                            burstiness: o.burstiness,
-                            seed: o.seed,
-                        }
-                    } else {
-                        OpenLoop::Constant
-                    },
-                    max_concurrency: o.max_concurrency,
-                };
-                // Validate the kinds it will produce with a placeholder rate.
-                for s in spec.rate_strategies(1.0, 2.0)? {
-                    s.validate()?;
-                }
-                for s in [
-                    Strategy::Synchronous,
-                    Strategy::Concurrent { streams: 2 },
-                    Strategy::Throughput {
-                        max_concurrency: spec.throughput_concurrency,
-                    },
-                ] {
-                    s.validate()?;
-                }
-                return Ok(Profile::Sweep(spec));
-            }
+            RateType::Constant | RateType::Poisson => open_loop(kind, rates, o)?,
+            RateType::Sweep => return Ok(Profile::Sweep(sweep_spec(rates, o)?)),
         };
         for s in &benchmarks {
             s.validate()?;

@@ -348,12 +348,10 @@ impl SweepPlanner {
         })
     }
 
-    /// The capacity answer (adaptive mode; `None` in guidellm mode or before any probe). The
-    /// knee is left for the report, which owns the latency figures.
+    /// The capacity answer: the best probe or rung (in guidellm mode the better of its
+    /// synchronous and 512-request probes); `None` before any probe. The knee is left for the
+    /// report, which owns the latency figures.
     pub fn answer(&self) -> Option<Capacity> {
-        if self.spec.mode != SweepMode::Adaptive {
-            return None;
-        }
         let (step, best) = self.best()?;
         let bracket = self.spec.slo.as_ref().map(|_| {
             slo_bracket(

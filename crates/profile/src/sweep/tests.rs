@@ -177,7 +177,10 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
         .map(|s| s.strategy.target_rate().expect("rate"))
         .collect();
     assert_eq!(rates, sweep_rates(0.5, 8.0, 10));
-    assert!(p.answer().is_none());
+    // The answer is the better probe (never below synchronous), measured by that probe.
+    let a = p.answer().expect("answer");
+    assert_eq!(a.max_requests_per_s, 8.0);
+    assert_eq!(a.max_measured_by, "throughput");
     assert_eq!(steps.len(), 10);
     // Progress totals: known from the start in guidellm mode.
     let mut q = SweepPlanner::new(&s);
