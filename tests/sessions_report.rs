@@ -188,6 +188,15 @@ fn per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it() {
     // Turn 4: 2 + 1648 / 5000 s = 331.6 ms without the cache, 2 + 416 / 5000 s = 85.2 ms with
     // it (turn 1: 82 ms either way).
     let t = |b: &Value, k: usize| f(&turns(b)[k - 1], &["ttft_ms", "mean"]);
+    for k in 1..=4 {
+        eprintln!(
+            "turn {k}: TTFT mean {:.1} ms with the cache (closed form {:.1}), {:.1} ms without ({:.1})",
+            t(&on, k),
+            ttft_ms(k as u64, true),
+            t(&off, k),
+            ttft_ms(k as u64, false)
+        );
+    }
     assert!(
         t(&on, 4) < 0.5 * t(&off, 4),
         "{} vs {}",
