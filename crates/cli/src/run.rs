@@ -362,6 +362,100 @@ fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
     }
 }
 
+impl ReportObserver {
+    /// The observer of a run about to start: nothing collected, nothing written yet.
+    fn new(
+        s: &Settings,
+        run: RunReport,
+        stats: StatsOptions,
+        scraper: Option<bench_servermetrics::Scraper>,
+        model: &str,
+        clock: Clock,
+        stop: bench_scheduler::StopHandle,
+    ) -> Self {
+        ReportObserver {
+            run,
+            stats,
+            acc: None,
+            files: outputs::Writer::new(s.report.output.clone()),
+            wall_epoch: clock.wall_epoch(),
+            write_error: None,
+            scraper,
+            scrape_warned: false,
+            vllm_files: crate::vllm_files::VllmFiles::new(s, model),
+            hinted: false,
+            slo: s.load.build.slo.clone(),
+            verdicts: Default::default(),
+            unanswered: None,
+            server_gone: None,
+            stop,
+            stalled: 0,
+            stall_notes: Vec::new(),
+            idle: s.target.timeouts.idle,
+        }
+    }
+}
+
+/// The built-in simulator of `--mock` (its config from `--mock-config`), counting with the
+/// run's tokenizer unless its config names one, so that its usage figures agree with the
+/// client's counts.
+async fn start_mock(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Option<MockServer>> {
+    if !s.target.mock {
+        return Ok(None);
+    }
+    let cfg = match &s.target.mock_config {
+        Some(p) => MockConfig::from_file(p)
+            .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
+        None => MockConfig::default(),
+    };
+    let server = match (&cfg.tokenizer, &s.data.processor) {
+        (None, Some(_)) => MockServer::start_with_tokenizer(cfg, tokenizer.clone()).await,
+        _ => MockServer::start(cfg).await,
+    }
+    .context("starting the built-in simulator")?;
+    tracing::info!(url = %server.url(), "simulator started");
+    Ok(Some(server))
+}
+
+/// The run's report before any benchmark: its id, creation time, configuration (secrets
+/// left out), environment and data seed.
+fn new_run_report(
+    s: &Settings,
+    model: &str,
+    worker: &bench_worker::Worker,
+    data_seed: Option<bench_loader::DataSeed>,
+) -> RunReport {
+    let mut run = RunReport::new(
+        uuid::Uuid::new_v4().to_string(),
+        time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+    );
+    run.config = serde_json::to_value(s).unwrap_or_default();
+    run.environment = environment(s, model, worker);
+    if let Some(seed) = data_seed {
+        // The salt (or the given seed): `seed=` with this value reproduces the prompts.
+        run.environment
+            .extra
+            .insert("data_seed".into(), serde_json::json!(seed));
+    }
+    crate::metadata::add(&mut run.config, s, &run.environment.target, model);
+    run
+}
+
+/// Warnings printed after the consoles: stalled streams, resent requests.
+fn warn_after(stall_notes: &[String], resent: u64) {
+    for note in stall_notes {
+        eprintln!("warning: {note}");
+    }
+    if resent > 0 {
+        eprintln!(
+            "warning: {resent} request(s) were resent because the server closed a kept-alive \
+             connection before answering them; their latencies include the failed attempt"
+        );
+    }
+}
+
 async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let tokenizer = match &s.data.processor {
         Some(p) => {
@@ -377,24 +471,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let data_failure = loader.failure();
     let specs = data::WorkStream::new(loader);
 
-    let mock = if s.target.mock {
-        let cfg = match &s.target.mock_config {
-            Some(p) => MockConfig::from_file(p)
-                .map_err(|e| UsageError::new(format!("--mock-config {}: {e}", p.display())))?,
-            None => MockConfig::default(),
-        };
-        // The simulator counts with the run's tokenizer (unless its config names one), so its
-        // usage figures agree with the client's counts.
-        let server = match (&cfg.tokenizer, &s.data.processor) {
-            (None, Some(_)) => MockServer::start_with_tokenizer(cfg, tokenizer.clone()).await,
-            _ => MockServer::start(cfg).await,
-        }
-        .context("starting the built-in simulator")?;
-        tracing::info!(url = %server.url(), "simulator started");
-        Some(server)
-    } else {
-        None
-    };
+    let mock = start_mock(&s, &tokenizer).await?;
     let target = match (&mock, &s.target.target) {
         (Some(m), _) => m.url(),
         (None, Some(t)) => t.clone(),
@@ -410,21 +487,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let counter_tk = tokenizer.clone();
     let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
 
-    let mut run = RunReport::new(
-        uuid::Uuid::new_v4().to_string(),
-        time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-    );
-    run.config = serde_json::to_value(&s).unwrap_or_default();
-    run.environment = environment(&s, &model, &worker);
-    if let Some(seed) = data_seed {
-        // The salt (or the given seed): `seed=` with this value reproduces the prompts.
-        run.environment
-            .extra
-            .insert("data_seed".into(), serde_json::json!(seed));
-    }
-    crate::metadata::add(&mut run.config, &s, &run.environment.target, &model);
+    let run = new_run_report(&s, &model, &worker, data_seed);
 
     let stats = StatsOptions {
         goodput: s.report.goodput.clone(),
@@ -444,26 +507,8 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let stop = sched.stop_handle();
     let (interrupted, signals) = signals::listen(move || stop.stop())?;
 
-    let mut observer = ReportObserver {
-        run,
-        stats,
-        acc: None,
-        files: outputs::Writer::new(s.report.output.clone()),
-        wall_epoch: clock.wall_epoch(),
-        write_error: None,
-        scraper,
-        scrape_warned: false,
-        vllm_files: crate::vllm_files::VllmFiles::new(&s, &model),
-        hinted: false,
-        slo: s.load.build.slo.clone(),
-        verdicts: Default::default(),
-        unanswered: None,
-        server_gone: None,
-        stop: sched.stop_handle(),
-        stalled: 0,
-        stall_notes: Vec::new(),
-        idle: s.target.timeouts.idle,
-    };
+    let mut observer =
+        ReportObserver::new(&s, run, stats, scraper, &model, clock, sched.stop_handle());
     let result = sched
         .run_profile(
             &s.load.profile,
@@ -489,16 +534,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
     }
     print_console(&s, &observer.run)?;
-    for note in &observer.stall_notes {
-        eprintln!("warning: {note}");
-    }
-    let n = resent.resent_requests();
-    if n > 0 {
-        eprintln!(
-            "warning: {n} request(s) were resent because the server closed a kept-alive connection \
-             before answering them; their latencies include the failed attempt"
-        );
-    }
+    warn_after(&observer.stall_notes, resent.resent_requests());
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
 }

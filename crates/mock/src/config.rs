@@ -208,12 +208,6 @@ impl MockConfig {
 
     /// Checks every value, naming the first bad one.
     pub fn validate(&self) -> Result<(), Error> {
-        fn invalid(field: &'static str, message: impl Into<String>) -> Error {
-            Error::Invalid {
-                field,
-                message: message.into(),
-            }
-        }
         if self.max_batch == 0 {
             return Err(invalid("max_batch", "must be at least 1"));
         }
@@ -264,7 +258,14 @@ impl MockConfig {
                 return Err(invalid(field, format!("{v} ms is more than an hour")));
             }
         }
-        let f = &self.faults;
+        self.faults.validate()
+    }
+}
+
+impl Faults {
+    /// Checks every fault rate, naming the first bad one.
+    pub fn validate(&self) -> Result<(), Error> {
+        let f = self;
         for (field, v) in [
             ("faults.http_429", f.http_429),
             ("faults.http_500", f.http_500),
@@ -290,6 +291,13 @@ impl MockConfig {
             ));
         }
         Ok(())
+    }
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> Error {
+    Error::Invalid {
+        field,
+        message: message.into(),
     }
 }
 

@@ -118,27 +118,14 @@ impl MockServer {
         let now = unix_secs();
         let completions_cycle = EventCycle::new(Oai::Completions, &model_escaped, &words, now);
         let chat_cycle = EventCycle::new(Oai::Chat, &model_escaped, &words, now);
-        let models_body = Bytes::from(
-            serde_json::json!({
-                "object": "list",
-                "data": [{
-                    "id": config.model,
-                    "object": "model",
-                    "created": unix_secs(),
-                    "owned_by": if config.strict { "system" } else { "bench-mock" },
-                    "root": config.model,
-                    "parent": null,
-                    "max_model_len": config.max_model_len,
-                }]
-            })
-            .to_string(),
-        );
+        let models_body = models_body(&config);
         let scheme = if config.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let model = config.model.clone();
         let limits = Limits {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
+            // Token ids only for the prefix cache's block hashes.
             prompt_ids: config.prefix_cache_blocks > 0 && !zero_delay,
             strict: config.strict,
         };
@@ -474,6 +461,27 @@ fn cache_blocks(ids: &[u32], prompt_tokens: u32, ctx: &Ctx<'_>, block_size: u32)
         hashes: prefix::block_hashes(&all, bs),
         in_prompt: (prompt_tokens.min(ids.len() as u32) / bs) as usize,
     }
+}
+
+/// The body of `GET /v1/models`: the one model, with vLLM's fields (`owned_by: "bench-mock"`
+/// tells bench it may send vLLM's extensions; `"system"` in strict mode, as a server that
+/// refuses them).
+fn models_body(config: &MockConfig) -> Bytes {
+    Bytes::from(
+        serde_json::json!({
+            "object": "list",
+            "data": [{
+                "id": config.model,
+                "object": "model",
+                "created": unix_secs(),
+                "owned_by": if config.strict { "system" } else { "bench-mock" },
+                "root": config.model,
+                "parent": null,
+                "max_model_len": config.max_model_len,
+            }]
+        })
+        .to_string(),
+    )
 }
 
 async fn generate(

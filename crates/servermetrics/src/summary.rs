@@ -402,53 +402,13 @@ fn fill(
     m: &BTreeMap<String, MetricSummary>,
     duration_s: f64,
 ) -> bool {
-    let gauge = |n: &str| match m.get(n) {
-        Some(MetricSummary::Gauge {
-            mean, max, last, ..
-        }) => Some(GaugeSummary {
-            mean: *mean,
-            max: *max,
-            last: *last,
-        }),
-        _ => None,
-    };
-    let delta = |n: &str| match m.get(n) {
-        Some(MetricSummary::Counter {
-            delta: Some(d),
-            rate_per_s,
-            ..
-        }) => Some(CounterSummary {
-            delta: *d,
-            rate_per_s: rate_per_s.unwrap_or(0.0),
-        }),
-        _ => None,
-    };
-    let hist_sum = |n: &str| match m.get(n) {
-        Some(MetricSummary::Histogram {
-            sum, reset: false, ..
-        }) => Some(*sum),
-        _ => None,
-    };
+    let delta = |n: &str| counter_of(n, m);
     match (role, *src) {
-        (Role::Running, Source::Gauge(n)) => out.running = gauge(n),
-        (Role::Waiting, Source::Gauge(n)) => out.waiting = gauge(n),
-        (Role::KvUsage, Source::Gauge(n)) => out.kv_usage = gauge(n),
-        (Role::PrefixHitRate, Source::Gauge(n)) => {
-            out.prefix_cache_hit_rate = gauge(n).map(|g| g.mean)
-        }
-        (Role::PrefixHitRate, Source::Ratio(h, q)) => {
-            out.prefix_cache_hit_rate = match (delta(h), delta(q)) {
-                (Some(h), Some(q)) if q.delta > 0.0 => Some(h.delta / q.delta),
-                _ => None,
-            }
-        }
-        (Role::PrefixHitRate, Source::Share(h, o)) => {
-            out.prefix_cache_hit_rate = match (delta(h), delta(o)) {
-                (Some(h), Some(o)) if h.delta + o.delta > 0.0 => {
-                    Some(h.delta / (h.delta + o.delta))
-                }
-                _ => None,
-            }
+        (Role::Running, Source::Gauge(n)) => out.running = gauge_of(n, m),
+        (Role::Waiting, Source::Gauge(n)) => out.waiting = gauge_of(n, m),
+        (Role::KvUsage, Source::Gauge(n)) => out.kv_usage = gauge_of(n, m),
+        (Role::PrefixHitRate, Source::Gauge(_) | Source::Ratio(..) | Source::Share(..)) => {
+            out.prefix_cache_hit_rate = hit_rate(src, m)
         }
         (Role::PromptTokens, Source::CounterSum(a, b)) => {
             out.prompt_tokens = match (delta(a), delta(b)) {
@@ -463,17 +423,7 @@ fn fill(
         (Role::PromptTokens, Source::Counter(n)) => out.prompt_tokens = delta(n),
         (Role::GenerationTokens, Source::Counter(n)) => out.generation_tokens = delta(n),
         (Role::PromptTokens | Role::GenerationTokens, Source::HistogramSum(n)) => {
-            let rate = |d: f64| {
-                if duration_s > 0.0 {
-                    d / duration_s
-                } else {
-                    0.0
-                }
-            };
-            let c = hist_sum(n).map(|d| CounterSummary {
-                delta: d,
-                rate_per_s: rate(d),
-            });
+            let c = histogram_total(n, m, duration_s);
             if role == Role::PromptTokens {
                 out.prompt_tokens = c;
             } else {
@@ -486,6 +436,74 @@ fn fill(
         _ => return false,
     }
     true
+}
+
+/// A gauge's mean, maximum and last value.
+fn gauge_of(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<GaugeSummary> {
+    match m.get(name) {
+        Some(MetricSummary::Gauge {
+            mean, max, last, ..
+        }) => Some(GaugeSummary {
+            mean: *mean,
+            max: *max,
+            last: *last,
+        }),
+        _ => None,
+    }
+}
+
+/// A counter's increase over the benchmark and its rate.
+fn counter_of(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<CounterSummary> {
+    match m.get(name) {
+        Some(MetricSummary::Counter {
+            delta: Some(d),
+            rate_per_s,
+            ..
+        }) => Some(CounterSummary {
+            delta: *d,
+            rate_per_s: rate_per_s.unwrap_or(0.0),
+        }),
+        _ => None,
+    }
+}
+
+/// A histogram's sum (tokens) over the benchmark, as a counter over `duration_s`; `None`
+/// when the histogram was reset during it.
+fn histogram_total(
+    name: &str,
+    m: &BTreeMap<String, MetricSummary>,
+    duration_s: f64,
+) -> Option<CounterSummary> {
+    match m.get(name) {
+        Some(MetricSummary::Histogram {
+            sum, reset: false, ..
+        }) => Some(CounterSummary {
+            delta: *sum,
+            rate_per_s: if duration_s > 0.0 {
+                *sum / duration_s
+            } else {
+                0.0
+            },
+        }),
+        _ => None,
+    }
+}
+
+/// The prefix-cache hit rate from a gauge, hits over queries, or hits over hits + misses.
+fn hit_rate(src: &Source, m: &BTreeMap<String, MetricSummary>) -> Option<f64> {
+    let delta = |n: &str| counter_of(n, m);
+    match *src {
+        Source::Gauge(n) => gauge_of(n, m).map(|g| g.mean),
+        Source::Ratio(h, q) => match (delta(h), delta(q)) {
+            (Some(h), Some(q)) if q.delta > 0.0 => Some(h.delta / q.delta),
+            _ => None,
+        },
+        Source::Share(h, o) => match (delta(h), delta(o)) {
+            (Some(h), Some(o)) if h.delta + o.delta > 0.0 => Some(h.delta / (h.delta + o.delta)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// A latency histogram's summary in milliseconds (the name table's histograms are seconds).

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bench_core::{
-    Backend, CancellationToken, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
+    Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
     TokenSource, TurnRequest,
 };
 use bytes::{Bytes, BytesMut};
@@ -417,17 +417,6 @@ impl Worker {
     ) -> Ending {
         let inner = &*self.inner;
         let clock = dispatch.clock;
-        let request = || {
-            let mut req = Request::new(Full::new(body.clone()));
-            *req.method_mut() = Method::POST;
-            *req.uri_mut() = inner.urls.generate.clone();
-            *req.headers_mut() = inner.headers.clone();
-            req
-        };
-
-        let cancelled = cancel.cancelled();
-        tokio::pin!(cancelled);
-
         let t0 = Instant::now();
         rec.dispatched = clock.since(t0);
         if cancel.is_cancelled() {
@@ -437,22 +426,90 @@ impl Worker {
             };
         }
         let total_at = deadline(t0, inner.timeouts.total);
+        let (resp, t_headers) = match self.until_headers(&body, cancel, t0, total_at).await {
+            Ok(r) => r,
+            Err(ending) => return ending,
+        };
+        rec.headers = Some(clock.since(t_headers));
+        let status = resp.status();
+        let json_reply = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        let mut body = resp.into_body();
+        let timers = Timers {
+            total_at,
+            idle: inner.timeouts.idle,
+            idle_from: t_headers,
+        };
+        if !status.is_success() {
+            return error_reply(&mut body, status, cancel, &timers).await;
+        }
+        *st = StreamRecorder::new(
+            inner.backend,
+            inner.counter.is_some() || keep_reply,
+            json_reply,
+        );
+        let expected = output_tokens
+            .map_or(64, |n| n as usize + 1)
+            .min(MAX_PREALLOC_CHUNKS);
+        st.state.chunks.reserve(expected);
+        let end = match read_stream(&mut body, st, clock, cancel, &timers).await {
+            Ok(done_at) => done_at,
+            Err(ending) => return ending,
+        };
+        // Read the (normally already arrived) end of the body so the connection goes back to
+        // the pool; anything after the final event is ignored.
+        let drain = async { while let Some(Ok(_)) = body.frame().await {} };
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {}
+            _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
+        }
+        Ending {
+            outcome: Outcome::Completed,
+            end,
+        }
+    }
+
+    /// Sends the request and waits for the response's headers, within the first-byte (or
+    /// total) timeout; returns them with their arrival time.
+    ///
+    /// A server may close a kept-alive connection just as a request is written on it
+    /// (llama.cpp's server does so after some streamed responses, although it advertised
+    /// keep-alive): such a request was never answered, so it is resent, at most
+    /// [`MAX_RESENDS`] times, and counted. Its latencies still run from the first send. A
+    /// failure to connect waits [`connect_backoff`] before it is reported, so that a
+    /// closed-loop stream against a dead server does not spin.
+    async fn until_headers(
+        &self,
+        body: &Bytes,
+        cancel: &CancellationToken,
+        t0: Instant,
+        total_at: Instant,
+    ) -> Result<(http::Response<RespBody>, Instant), Ending> {
+        let inner = &*self.inner;
+        let request = || {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = inner.urls.generate.clone();
+            *req.headers_mut() = inner.headers.clone();
+            req
+        };
         let first_byte_at = deadline(t0, inner.timeouts.first_byte);
         let (headers_by, headers_phase) = if first_byte_at <= total_at {
             (first_byte_at, TimeoutPhase::FirstByte)
         } else {
             (total_at, TimeoutPhase::Total)
         };
-
-        // A server may close a kept-alive connection just as a request is written on it
-        // (llama.cpp's server does so after some streamed responses, although it advertised
-        // keep-alive): such a request was never answered, so it is resent, at most
-        // MAX_RESENDS times, and counted. Its latencies still run from the first send.
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
         let mut resends = 0;
         let resp = loop {
             let r = tokio::select! {
                 biased;
-                _ = &mut cancelled => return Ending { outcome: Outcome::Cancelled, end: Instant::now() },
+                _ = &mut cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
                 r = async {
                     match &inner.h1 {
                         Some(pool) => pool.request(request()).await.map(|r| r.map(RespBody::Driven)),
@@ -465,7 +522,7 @@ impl Worker {
                     }
                 } => r,
                 _ = tokio::time::sleep_until(headers_by) => {
-                    return Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() };
+                    return Err(Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() });
                 }
             };
             match r {
@@ -478,144 +535,136 @@ impl Worker {
             }
         };
         let t_headers = Instant::now();
-        let resp = match resp {
-            Ok(r) => r,
-            Err(e) => {
-                let outcome = if client::is_connect_timeout(&*e) {
-                    Outcome::Timeout {
-                        phase: TimeoutPhase::Connect,
-                    }
-                } else {
-                    Outcome::Connect {
-                        message: client::chain(&*e),
-                    }
-                };
-                let n = inner.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;
-                tokio::select! {
-                    biased;
-                    _ = &mut cancelled => {}
-                    _ = tokio::time::sleep(connect_backoff(n)) => {}
+        let e = match resp {
+            Ok(r) => {
+                // One relaxed load per answered request; the store only after failures.
+                if inner.connect_failures.load(Ordering::Relaxed) != 0 {
+                    inner.connect_failures.store(0, Ordering::Relaxed);
                 }
-                return Ending {
-                    outcome,
-                    end: t_headers,
-                };
+                return Ok((r, t_headers));
+            }
+            Err(e) => e,
+        };
+        let outcome = if client::is_connect_timeout(&*e) {
+            Outcome::Timeout {
+                phase: TimeoutPhase::Connect,
+            }
+        } else {
+            Outcome::Connect {
+                message: client::chain(&*e),
             }
         };
-        // One relaxed load per answered request; the store only after failures.
-        if inner.connect_failures.load(Ordering::Relaxed) != 0 {
-            inner.connect_failures.store(0, Ordering::Relaxed);
-        }
-        rec.headers = Some(clock.since(t_headers));
-        let status = resp.status();
-        let json_reply = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().starts_with("application/json"));
-        let mut body = resp.into_body();
-
-        let total_sleep = tokio::time::sleep_until(total_at);
-        tokio::pin!(total_sleep);
-        let idle = inner.timeouts.idle;
-        let idle_sleep = tokio::time::sleep_until(deadline(t_headers, idle));
-        tokio::pin!(idle_sleep);
-
-        if !status.is_success() {
-            let mut buf = BytesMut::new();
-            let outcome_timeout;
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = &mut cancelled => { outcome_timeout = None; break; }
-                    f = body.frame() => match f {
-                        Some(Ok(frame)) => {
-                            if let Ok(d) = frame.into_data() {
-                                let room = ERROR_BODY_READ.saturating_sub(buf.len());
-                                buf.extend_from_slice(d.get(..room.min(d.len())).unwrap_or(&[]));
-                                if buf.len() >= ERROR_BODY_READ { outcome_timeout = None; break; }
-                            }
-                        }
-                        _ => { outcome_timeout = None; break; }
-                    },
-                    _ = &mut total_sleep => { outcome_timeout = Some(TimeoutPhase::Total); break; }
-                    _ = &mut idle_sleep => { outcome_timeout = Some(TimeoutPhase::Idle); break; }
-                }
-            }
-            // The status is what matters; a slow error body only shortens its excerpt.
-            let _ = outcome_timeout;
-            return Ending {
-                outcome: Outcome::Http {
-                    status: status.as_u16(),
-                    body: excerpt(&buf).trim().to_owned(),
-                },
-                end: Instant::now(),
-            };
-        }
-
-        *st = StreamRecorder::new(
-            inner.backend,
-            inner.counter.is_some() || keep_reply,
-            json_reply,
-        );
-        let expected = output_tokens
-            .map_or(64, |n| n as usize + 1)
-            .min(MAX_PREALLOC_CHUNKS);
-        st.state.chunks.reserve(expected);
-        let done_at: Instant;
-        loop {
-            tokio::select! {
-                biased;
-                _ = &mut cancelled => {
-                    return Ending { outcome: Outcome::Cancelled, end: Instant::now() };
-                }
-                f = body.frame() => {
-                    // The arrival time, taken before anything is parsed.
-                    let t = Instant::now();
-                    match f {
-                        None => return Ending { outcome: st.on_end(clock.since(t)), end: t },
-                        Some(Err(e)) => {
-                            return Ending {
-                                outcome: Outcome::Connect {
-                                    message: format!("connection lost mid-stream: {}", client::chain(&e)),
-                                },
-                                end: t,
-                            };
-                        }
-                        Some(Ok(frame)) => {
-                            let Ok(data) = frame.into_data() else { continue };
-                            idle_sleep.as_mut().reset(deadline(t, idle));
-                            match st.on_data(data, clock.since(t)) {
-                                Progress::More => {}
-                                Progress::Done => {
-                                    done_at = t;
-                                    break;
-                                }
-                                Progress::Failed(outcome) => return Ending { outcome, end: t },
-                            }
-                        }
-                    }
-                }
-                _ = &mut total_sleep => {
-                    return Ending { outcome: Outcome::Timeout { phase: TimeoutPhase::Total }, end: Instant::now() };
-                }
-                _ = &mut idle_sleep => {
-                    return Ending { outcome: Outcome::Timeout { phase: TimeoutPhase::Idle }, end: Instant::now() };
-                }
-            }
-        }
-        let end = done_at;
-        // Read the (normally already arrived) end of the body so the connection goes back to
-        // the pool; anything after the final event is ignored.
-        let drain = async { while let Some(Ok(_)) = body.frame().await {} };
+        let n = inner.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;
         tokio::select! {
             biased;
             _ = &mut cancelled => {}
-            _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
+            _ = tokio::time::sleep(connect_backoff(n)) => {}
         }
-        Ending {
-            outcome: Outcome::Completed,
-            end,
+        Err(Ending {
+            outcome,
+            end: t_headers,
+        })
+    }
+}
+
+/// The body's timeouts: the whole request's, and the longest silence between two frames.
+struct Timers {
+    total_at: Instant,
+    idle: Duration,
+    /// When the silence began (the headers' arrival).
+    idle_from: Instant,
+}
+
+/// An error status: its body is read (at most [`ERROR_BODY_READ`] bytes, within the
+/// timeouts) for the excerpt the report shows; the status is what matters.
+async fn error_reply(
+    body: &mut RespBody,
+    status: StatusCode,
+    cancel: &CancellationToken,
+    timers: &Timers,
+) -> Ending {
+    let total_sleep = tokio::time::sleep_until(timers.total_at);
+    tokio::pin!(total_sleep);
+    let idle_sleep = tokio::time::sleep_until(deadline(timers.idle_from, timers.idle));
+    tokio::pin!(idle_sleep);
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let mut buf = BytesMut::new();
+    loop {
+        // A slow error body only shortens its excerpt.
+        tokio::select! {
+            biased;
+            _ = &mut cancelled => break,
+            f = body.frame() => match f {
+                Some(Ok(frame)) => {
+                    if let Ok(d) = frame.into_data() {
+                        let room = ERROR_BODY_READ.saturating_sub(buf.len());
+                        buf.extend_from_slice(d.get(..room.min(d.len())).unwrap_or(&[]));
+                        if buf.len() >= ERROR_BODY_READ { break; }
+                    }
+                }
+                _ => break,
+            },
+            _ = &mut total_sleep => break,
+            _ = &mut idle_sleep => break,
+        }
+    }
+    Ending {
+        outcome: Outcome::Http {
+            status: status.as_u16(),
+            body: excerpt(&buf).trim().to_owned(),
+        },
+        end: Instant::now(),
+    }
+}
+
+/// Reads a successful response's stream into `st` until its final event; the arrival of
+/// that event, or how the request ended otherwise.
+async fn read_stream(
+    body: &mut RespBody,
+    st: &mut StreamRecorder,
+    clock: Clock,
+    cancel: &CancellationToken,
+    timers: &Timers,
+) -> Result<Instant, Ending> {
+    let total_sleep = tokio::time::sleep_until(timers.total_at);
+    tokio::pin!(total_sleep);
+    let idle = timers.idle;
+    let idle_sleep = tokio::time::sleep_until(deadline(timers.idle_from, idle));
+    tokio::pin!(idle_sleep);
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let ending = |outcome, end| Err(Ending { outcome, end });
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut cancelled => return ending(Outcome::Cancelled, Instant::now()),
+            f = body.frame() => {
+                // The arrival time, taken before anything is parsed.
+                let t = Instant::now();
+                match f {
+                    None => return ending(st.on_end(clock.since(t)), t),
+                    Some(Err(e)) => {
+                        let message = format!("connection lost mid-stream: {}", client::chain(&e));
+                        return ending(Outcome::Connect { message }, t);
+                    }
+                    Some(Ok(frame)) => {
+                        let Ok(data) = frame.into_data() else { continue };
+                        idle_sleep.as_mut().reset(deadline(t, idle));
+                        match st.on_data(data, clock.since(t)) {
+                            Progress::More => {}
+                            Progress::Done => return Ok(t),
+                            Progress::Failed(outcome) => return ending(outcome, t),
+                        }
+                    }
+                }
+            }
+            _ = &mut total_sleep => {
+                return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
+            }
+            _ = &mut idle_sleep => {
+                return ending(Outcome::Timeout { phase: TimeoutPhase::Idle }, Instant::now());
+            }
         }
     }
 }
