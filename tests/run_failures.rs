@@ -121,6 +121,48 @@ fn a_concurrency_over_the_open_file_limit_is_refused_before_the_run() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// An uncapped open-loop run whose requests pile up past the client's open-file limit (an
+/// in-process simulator taking seconds per answer, `ulimit -n 200`): the run stops with one
+/// line naming the client's limit and exit 1, not "the server stopped answering".
+#[test]
+fn running_out_of_file_descriptors_names_the_client_limit_not_the_server() {
+    let d = tmp("emfile");
+    let cfg = d.join("slow.yaml");
+    // 50 tokens at 100 ms each: 5 s per request, so 400 req/s needs ~2,000 sockets.
+    std::fs::write(&cfg, "step_base_ms: 100\n").expect("write");
+    let json = d.join("run.json");
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 200 && exec {} run --mock --mock-config {} --rate-type constant \
+                 --rate 400 --max-seconds 30 --data prompt_tokens=8,output_tokens=50 -q \
+                 --console none --output {}",
+                env!("CARGO_BIN_EXE_bench"),
+                cfg.display(),
+                json.display()
+            ),
+        ])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("bash");
+    let e = err_lines(&out);
+    assert_eq!(out.status.code(), Some(1), "{e:?}");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("ran out of file descriptors")
+            && e[0].contains("ulimit -n")
+            && e[0].contains("is 200"),
+        "{e:?}"
+    );
+    assert!(!e[0].contains("server stopped answering"), "{e:?}");
+    // Stopped, not run to its 30 s end; the benchmark is in the report.
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let b = &run["benchmarks"][0];
+    assert_eq!(b["stop_reason"], "interrupted", "{}", b["stop_reason"]);
+}
+
 /// Defect 7: a benchmark whose requests were all cut off (no error) fails the run with a line
 /// that says so, and the report is still written; --allow-empty accepts it.
 #[test]

@@ -122,7 +122,7 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 22] = [
+    const NOT_OURS: [&str; 23] = [
         "--bench",                       // cargo bench
         "--example",                     // cargo run --example
         "--release",                     // cargo
@@ -134,6 +134,7 @@ mod tests {
         "--pairs",                       // benches/server_metrics_ab.py
         "--a",                           // benches/client_ab.py
         "--b",                           // benches/client_ab.py
+        "--server",                      // benches/client_ab.py
         "--disable-console-interactive", // guidellm
         "--seconds",                     // benches/scheduler.py
         "--streams",                     // benches/scheduler.py

@@ -22,6 +22,24 @@ pub fn raise_open_files() -> Option<u64> {
     Some(soft)
 }
 
+/// The soft open-file limit in force (`None` when it cannot be read).
+pub fn open_files() -> Option<u64> {
+    getrlimit(Resource::RLIMIT_NOFILE)
+        .ok()
+        .map(|(soft, _)| soft)
+}
+
+/// Why a run was stopped when a request could not connect for want of a file descriptor
+/// (`message`, the connect error): the client's limit, named with what to do.
+pub fn exhausted(soft: Option<u64>, message: &str) -> String {
+    let limit = soft.map_or_else(|| "unknown".to_string(), |n| n.to_string());
+    format!(
+        "the client ran out of file descriptors: its open-file limit (RLIMIT_NOFILE, `ulimit -n`) \
+         is {limit}, too low for the requests in flight (not the server's doing: {message}); \
+         raise it (ulimit -n) or cap the requests in flight with --max-concurrency"
+    )
+}
+
 /// The most requests the profile can have in flight at once, when it is known before the run
 /// (`None` for uncapped open-loop rates, whose concurrency depends on the server).
 pub fn planned_concurrency(profile: &Profile) -> Option<u64> {
@@ -112,6 +130,17 @@ mod tests {
         assert!(e.contains("RLIMIT_NOFILE") && e.contains("256"), "{e}");
         assert!(e.contains("at most 96"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn running_out_of_descriptors_names_the_limit_not_the_server() {
+        let e = exhausted(
+            Some(200),
+            "tcp connect error: Too many open files (os error 24)",
+        );
+        assert!(e.contains("ulimit -n") && e.contains("is 200"), "{e}");
+        assert!(e.contains("--max-concurrency") && !e.contains('\n'), "{e}");
+        assert!(!e.contains("server stopped"), "{e}");
     }
 
     #[test]

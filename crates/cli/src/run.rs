@@ -112,8 +112,11 @@ struct ReportObserver {
     verdicts: std::collections::HashMap<usize, bool>,
     /// Since when (run clock) every finished request failed to connect, and how many did.
     unanswered: Option<(bench_core::Nanos, u64)>,
-    /// Set when the server stopped answering: why; the run is then stopped through `stop`.
+    /// Set when the server stopped answering (or the client ran out of file descriptors):
+    /// why; the run is then stopped through `stop`.
     server_gone: Option<String>,
+    /// The soft open-file limit in force (raised at start), named when it is reached.
+    fd_limit: Option<u64>,
     stop: bench_scheduler::StopHandle,
     /// Requests of the running benchmark that ended by the idle timeout (a stalled stream).
     stalled: u64,
@@ -125,7 +128,8 @@ struct ReportObserver {
 
 impl ReportObserver {
     /// Watches for a server that stopped answering: only connection failures for
-    /// [`SERVER_GONE_AFTER`] (at least 3 of them) stop the run with a message.
+    /// [`SERVER_GONE_AFTER`] (at least 3 of them) stop the run with a message. A connection
+    /// that failed for want of a file descriptor stops it at once, naming the client's limit.
     fn watch_connects(&mut self, record: &RequestRecord) {
         let connect_timeout = bench_core::Outcome::Timeout {
             phase: bench_core::TimeoutPhase::Connect,
@@ -136,6 +140,14 @@ impl ReportObserver {
             _ => None,
         };
         match failure {
+            // The client's own limit: the server is not to blame, and every request from now
+            // on would measure the client. Stop at once, naming the limit.
+            Some(message) if bench_worker::is_open_file_limit(message) => {
+                if self.server_gone.is_none() {
+                    self.server_gone = Some(limits::exhausted(self.fd_limit, message));
+                    self.stop.stop();
+                }
+            }
             Some(message) => {
                 let (since, n) = self.unanswered.get_or_insert((record.end, 0));
                 *n += 1;
@@ -388,6 +400,7 @@ impl ReportObserver {
             verdicts: Default::default(),
             unanswered: None,
             server_gone: None,
+            fd_limit: limits::open_files(),
             stop,
             stalled: 0,
             stall_notes: Vec::new(),

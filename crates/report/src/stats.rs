@@ -66,8 +66,8 @@ impl BenchmarkMeta {
     }
 }
 
-/// What is kept of one request: a few numbers and the chunk arrival offsets (144 bytes plus
-/// the chunks; docs/performance.md).
+/// What is kept of one request: a few numbers, and where its chunks are in the benchmark's
+/// [`ChunkStore`] (128 bytes; docs/performance.md).
 #[derive(Debug, Clone)]
 pub(crate) struct Compact {
     scheduled: Nanos,
@@ -84,28 +84,72 @@ pub(crate) struct Compact {
     /// The session turn, from 1; 0 for a single request (it fits in the padding).
     pub(crate) turn: u32,
     error_kind: Option<Box<str>>,
-    /// Offsets of each chunk from the first chunk, microseconds (saturating).
-    chunk_us: Vec<u32>,
-    /// Tokens per chunk; empty when every chunk carried exactly one token.
-    chunk_tokens: Vec<u32>,
+    chunks: Chunks,
+}
+
+/// Where one request's chunks are in a [`ChunkStore`]: `len` offsets from `start`, and their
+/// token counts from `tokens` (`None` when every chunk carried exactly one token).
+#[derive(Debug, Clone, Copy, Default)]
+struct Chunks {
+    start: usize,
+    len: u32,
+    tokens: Option<usize>,
+}
+
+/// The chunks of every request of a benchmark, in two buffers shared by all of them: arrival
+/// offsets from the request's first chunk (microseconds, saturating) and, only for requests
+/// whose chunks did not all carry one token, the tokens per chunk. Not one `Vec` per request:
+/// two allocations per benchmark instead of one or two per request, and nothing left
+/// scattered over the allocator's heaps when the benchmark ends (docs/reliability.md, Soak).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChunkStore {
+    us: Vec<u32>,
+    tokens: Vec<u32>,
+}
+
+impl ChunkStore {
+    /// Stores `r`'s chunks, as offsets from `first` (nothing when there is no first chunk).
+    fn push(&mut self, r: &RequestRecord, first: Option<Nanos>) -> Chunks {
+        let Some(f) = first else {
+            return Chunks::default();
+        };
+        let start = self.us.len();
+        self.us.extend(
+            r.chunks
+                .iter()
+                .map(|c| (c.at.saturating_sub(f) / 1_000).min(u32::MAX as u64) as u32),
+        );
+        let tokens = (!r.chunks.iter().all(|c| c.tokens == 1)).then(|| {
+            let at = self.tokens.len();
+            self.tokens.extend(r.chunks.iter().map(|c| c.tokens));
+            at
+        });
+        Chunks {
+            start,
+            len: u32::try_from(r.chunks.len()).unwrap_or(u32::MAX),
+            tokens,
+        }
+    }
+
+    /// The arrival offsets of `c`.
+    fn us(&self, c: &Chunks) -> &[u32] {
+        self.us
+            .get(c.start..c.start + c.len as usize)
+            .unwrap_or_default()
+    }
+
+    /// Tokens of the `i`-th chunk of `c`.
+    fn weight(&self, c: &Chunks, i: usize) -> f64 {
+        c.tokens
+            .and_then(|t| self.tokens.get(t + i))
+            .copied()
+            .unwrap_or(1) as f64
+    }
 }
 
 impl Compact {
-    fn from_record(r: &RequestRecord) -> Self {
+    fn from_record(r: &RequestRecord, store: &mut ChunkStore) -> Self {
         let first = r.first_token();
-        let chunk_us = match first {
-            Some(f) => r
-                .chunks
-                .iter()
-                .map(|c| (c.at.saturating_sub(f) / 1_000).min(u32::MAX as u64) as u32)
-                .collect(),
-            None => Vec::new(),
-        };
-        let chunk_tokens = if r.chunks.iter().all(|c| c.tokens == 1) {
-            Vec::new()
-        } else {
-            r.chunks.iter().map(|c| c.tokens).collect()
-        };
         let status = r.status();
         Self {
             scheduled: r.scheduled,
@@ -121,8 +165,7 @@ impl Compact {
             status,
             turn: r.session.map_or(0, |s| s.turn.max(1)),
             error_kind: (status == Status::Errored).then(|| r.outcome.kind_name().into()),
-            chunk_us,
-            chunk_tokens,
+            chunks: store.push(r, first),
         }
     }
 
@@ -157,45 +200,53 @@ impl Compact {
     }
 
     /// Every gap between consecutive content chunks, microseconds.
-    pub(crate) fn itl_us(&self) -> impl Iterator<Item = f64> + '_ {
-        self.chunk_us
+    pub(crate) fn itl_us<'a>(&self, store: &'a ChunkStore) -> impl Iterator<Item = f64> + 'a {
+        store
+            .us(&self.chunks)
             .windows(2)
             .map(|w| w[1].saturating_sub(w[0]) as f64)
     }
 
-    fn chunk_weight(&self, i: usize) -> f64 {
-        self.chunk_tokens.get(i).copied().unwrap_or(1) as f64
-    }
-
     /// Output tokens attributed to each chunk's arrival (ns): the measured output count spread
     /// over the chunks in proportion to their tokens; all at `end` when there were no chunks.
-    fn token_arrivals(&self) -> Vec<(Nanos, f64)> {
+    fn token_arrivals<'a>(
+        &'a self,
+        store: &'a ChunkStore,
+    ) -> impl Iterator<Item = (Nanos, f64)> + 'a {
+        let us = store.us(&self.chunks);
         let n = self.output_tokens as f64;
-        match self.first {
-            Some(f) if !self.chunk_us.is_empty() => {
-                let total: f64 = (0..self.chunk_us.len()).map(|i| self.chunk_weight(i)).sum();
-                let scale = if total > 0.0 { n / total } else { 0.0 };
-                self.chunk_us
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &us)| (f + us as u64 * 1_000, self.chunk_weight(i) * scale))
-                    .collect()
+        let first = self.first.filter(|_| !us.is_empty());
+        let scale = match first {
+            Some(_) => {
+                let total: f64 = (0..us.len()).map(|i| store.weight(&self.chunks, i)).sum();
+                if total > 0.0 {
+                    n / total
+                } else {
+                    0.0
+                }
             }
-            _ => vec![(self.end, n)],
-        }
+            None => 0.0,
+        };
+        let per_chunk = first.into_iter().flat_map(move |f| {
+            us.iter()
+                .enumerate()
+                .map(move |(i, &u)| (f + u as u64 * 1_000, store.weight(&self.chunks, i) * scale))
+        });
+        per_chunk.chain(first.is_none().then_some((self.end, n)))
     }
 }
 
 /// Collects one benchmark's requests as they finish and computes its report.
 ///
 /// Memory stays compact: per request a few integers plus one `u32` per chunk (its arrival
-/// offset in microseconds); whole [`RequestRecord`]s are kept only with
+/// offset in microseconds, in a buffer shared by the benchmark's requests); whole [`RequestRecord`]s are kept only with
 /// [`StatsOptions::keep_records`]. The measurement window is applied in [`Accumulator::finish`],
 /// because warmup and cooldown may only be known when the benchmark ends.
 #[derive(Debug, Clone)]
 pub struct Accumulator {
     opts: StatsOptions,
     requests: Vec<Compact>,
+    chunks: ChunkStore,
     records: Vec<RequestRecord>,
     error_samples: BTreeMap<String, Vec<String>>,
     /// Session durations and whether any session turn was added (sessions only).
@@ -211,6 +262,7 @@ impl Accumulator {
         Self {
             opts: opts.clone(),
             requests: Vec::new(),
+            chunks: ChunkStore::default(),
             records: Vec::new(),
             error_samples: BTreeMap::new(),
             sessions: None,
@@ -219,7 +271,8 @@ impl Accumulator {
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
-        self.requests.push(Compact::from_record(&record));
+        self.requests
+            .push(Compact::from_record(&record, &mut self.chunks));
         if let Some(turn) = record.session {
             self.sessions
                 .get_or_insert_with(SessionDurations::default)
@@ -286,7 +339,7 @@ impl Accumulator {
         let mut departures: Vec<(Nanos, Nanos)> = Vec::new();
         let mut tokens_all_in_window = 0.0f64;
         for r in &self.requests {
-            for (at, tokens) in r.token_arrivals() {
+            for (at, tokens) in r.token_arrivals(&self.chunks) {
                 if in_window(at) {
                     tokens_all_in_window += tokens;
                 }
@@ -374,7 +427,7 @@ impl Accumulator {
                     1,
                 );
             }
-            for gap in r.itl_us() {
+            for gap in r.itl_us(&self.chunks) {
                 rec(Metric::Itl, gap, 1);
             }
             if let Some(t) = r.tpot_us() {
@@ -387,7 +440,7 @@ impl Accumulator {
                     good += 1;
                 }
             }
-            for (at, tokens) in r.token_arrivals() {
+            for (at, tokens) in r.token_arrivals(&self.chunks) {
                 if in_window(at) {
                     let i = ((at - ws) / 1_000_000_000) as usize;
                     if let Some(bk) = buckets.get_mut(i.min(bucket_count.saturating_sub(1))) {
@@ -495,6 +548,7 @@ impl Accumulator {
             meta.sessions,
             self.sessions.as_ref(),
             &self.requests,
+            &self.chunks,
             &window,
             &self.opts.percentiles,
         );

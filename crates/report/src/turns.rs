@@ -7,7 +7,7 @@ use bench_core::{Phase, RequestRecord, SessionCounts, SessionTurn, Status, Windo
 
 use crate::hist::Dist;
 use crate::model::{RequestCounts, SessionReport, TokenSummary, TurnReport, TURN_ROWS};
-use crate::stats::{us, Compact};
+use crate::stats::{us, ChunkStore, Compact};
 
 /// The durations of completed sessions, recorded when their last turn arrives: the record
 /// carries the session's start, so no state is kept per session.
@@ -44,7 +44,7 @@ struct TurnAcc {
 }
 
 impl TurnAcc {
-    fn add(&mut self, r: &Compact, phase: Phase) {
+    fn add(&mut self, r: &Compact, store: &ChunkStore, phase: Phase) {
         let c = &mut self.counts;
         match phase {
             Phase::Warmup => c.excluded_warmup += 1,
@@ -61,7 +61,7 @@ impl TurnAcc {
         if let Some(t) = r.ttft() {
             self.ttft.record(us(t));
         }
-        for gap in r.itl_us() {
+        for gap in r.itl_us(store) {
             self.itl.record(gap);
         }
         if let Some(t) = r.tpot_us() {
@@ -92,7 +92,12 @@ impl TurnAcc {
 
 /// The turn rows of `requests` (single requests skipped): one per turn from 1 to the last
 /// turn seen, turns past [`TURN_ROWS`] pooled into the last row.
-fn by_turn(requests: &[Compact], window: &Window, percentiles: &[f64]) -> Vec<TurnReport> {
+fn by_turn(
+    requests: &[Compact],
+    store: &ChunkStore,
+    window: &Window,
+    percentiles: &[f64],
+) -> Vec<TurnReport> {
     let mut rows: Vec<TurnAcc> = Vec::new();
     for r in requests.iter().filter(|r| r.turn > 0) {
         let i = row_of(r.turn);
@@ -100,7 +105,7 @@ fn by_turn(requests: &[Compact], window: &Window, percentiles: &[f64]) -> Vec<Tu
             rows.resize_with(i + 1, TurnAcc::default);
         }
         rows[i].later |= r.turn > TURN_ROWS;
-        rows[i].add(r, r.phase(window));
+        rows[i].add(r, store, r.phase(window));
     }
     rows.into_iter()
         .zip(1..)
@@ -114,6 +119,7 @@ pub(crate) fn session_report(
     counts: Option<SessionCounts>,
     durations: Option<&SessionDurations>,
     requests: &[Compact],
+    store: &ChunkStore,
     window: &Window,
     percentiles: &[f64],
 ) -> Option<SessionReport> {
@@ -126,7 +132,7 @@ pub(crate) fn session_report(
             .map(|d| d.dist.summary(percentiles))
             .unwrap_or_default(),
         turns: match durations {
-            Some(_) => by_turn(requests, window, percentiles),
+            Some(_) => by_turn(requests, store, window, percentiles),
             None => Vec::new(),
         },
     })
@@ -350,7 +356,7 @@ mod tests {
     fn the_compact_entry_does_not_grow() {
         // The turn index lives in the padding of the compact per-request entry.
         assert!(
-            std::mem::size_of::<Compact>() <= 144,
+            std::mem::size_of::<Compact>() <= 128,
             "{}",
             std::mem::size_of::<Compact>()
         );

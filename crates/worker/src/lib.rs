@@ -225,6 +225,14 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Whether a request's connection failure (the message of [`bench_core::Outcome::Connect`]) is
+/// the client running out of file descriptors (`EMFILE`, "Too many open files", or the
+/// system-wide `ENFILE`): the client's limit (`ulimit -n`), not the server's doing. The messages
+/// carry the `io::Error` text, which always ends with `(os error N)`.
+pub fn is_open_file_limit(message: &str) -> bool {
+    message.contains("(os error 24)") || message.contains("(os error 23)")
+}
+
 /// Errors of setting up a worker or checking its target. Per-request failures are not errors:
 /// they are [`bench_core::Outcome`]s in the record. No variant ever carries a secret.
 #[derive(Debug, thiserror::Error)]
@@ -316,6 +324,21 @@ pub enum Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_open_file_limit_is_told_from_other_connect_failures() {
+        // What `client::chain` makes of a connect error from socket(2) under EMFILE / ENFILE.
+        for errno in [24, 23] {
+            let io = std::io::Error::from_raw_os_error(errno);
+            let msg = format!("tcp connect error to 127.0.0.1:9: {io}");
+            assert!(is_open_file_limit(&msg), "{msg}");
+        }
+        for errno in [111, 110, 113] {
+            let io = std::io::Error::from_raw_os_error(errno);
+            let msg = format!("tcp connect error to 127.0.0.1:9: {io}");
+            assert!(!is_open_file_limit(&msg), "{msg}");
+        }
+    }
 
     #[test]
     fn backend_names_round_trip() {

@@ -138,6 +138,18 @@ pub struct SseParser {
     out_data: DataBuf,
     out_event: Option<Val>,
     max: usize,
+    /// Bytes examined for a line end and bytes copied, for the tests that bound the work.
+    #[cfg(test)]
+    work: Work,
+}
+
+/// Work done by a parser (tests only): each input byte should be examined and copied at most
+/// a bounded number of times, however the input is cut.
+#[cfg(test)]
+#[derive(Debug, Default, Clone, Copy)]
+struct Work {
+    scanned: usize,
+    copied: usize,
 }
 
 impl Default for SseParser {
@@ -164,6 +176,8 @@ impl SseParser {
             out_data: DataBuf::None,
             out_event: None,
             max,
+            #[cfg(test)]
+            work: Work::default(),
         }
     }
 
@@ -183,6 +197,10 @@ impl SseParser {
             self.input = chunk;
         } else {
             // The caller did not drain the previous chunk; keep order by joining them.
+            #[cfg(test)]
+            {
+                self.work.copied += rest.len() + chunk.len();
+            }
             let mut joined = BytesMut::with_capacity(rest.len() + chunk.len());
             joined.extend_from_slice(rest);
             joined.extend_from_slice(&chunk);
@@ -265,9 +283,18 @@ impl SseParser {
         }
         let start = self.pos;
         let rest = self.input.get(start..).unwrap_or(b"");
-        let Some(i) = memchr::memchr2(b'\n', b'\r', rest) else {
+        let found = memchr::memchr2(b'\n', b'\r', rest);
+        #[cfg(test)]
+        {
+            self.work.scanned += found.map_or(rest.len(), |i| i + 1);
+        }
+        let Some(i) = found else {
             if self.partial.len() + rest.len() > self.max {
                 return Err(SseError::TooLong { limit: self.max });
+            }
+            #[cfg(test)]
+            {
+                self.work.copied += rest.len();
             }
             self.partial.extend_from_slice(rest);
             self.pos = len;
@@ -294,6 +321,10 @@ impl SseParser {
             let head = rest.get(..i).unwrap_or(b"");
             if self.partial.len() + head.len() > self.max {
                 return Err(SseError::TooLong { limit: self.max });
+            }
+            #[cfg(test)]
+            {
+                self.work.copied += head.len();
             }
             self.partial.extend_from_slice(head);
             Ok(Some(Line::Partial))
@@ -489,6 +520,56 @@ data:{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"logprob\":-0.2,\"speci
         assert_eq!(p.next_event(), Ok(None));
         p.feed(Bytes::from_static(b"0123456789"));
         assert_eq!(p.next_event(), Err(SseError::TooLong { limit: 16 }));
+    }
+
+    /// A 10 MiB line cut into 16 KiB chunks (as a socket delivers it): every byte is examined
+    /// for a line end once and copied once into the line being assembled. Rescanning or
+    /// re-joining the assembled part at each chunk would be quadratic: ~3,000 times more work
+    /// here. Counts work, not time, so it holds on any machine.
+    #[test]
+    fn a_huge_line_in_small_chunks_is_linear_work() {
+        let len = 10 << 20;
+        let mut p = SseParser::new();
+        p.feed(Bytes::from_static(b"data: {\"choices\":[{\"text\":\""));
+        assert_eq!(p.next_event(), Ok(None));
+        let chunk = Bytes::from(vec![b'x'; 16 << 10]);
+        for _ in 0..len / chunk.len() {
+            p.feed(chunk.clone());
+            assert_eq!(p.next_event(), Ok(None));
+        }
+        p.feed(Bytes::from_static(b"\"}]}\n\n"));
+        let ev = p.next_event().expect("parses").expect("one event");
+        assert_eq!(ev.data.len(), len + 25);
+        let input = len + 64;
+        assert!(p.work.scanned <= input, "{:?} for {input} bytes", p.work);
+        assert!(p.work.copied <= input, "{:?} for {input} bytes", p.work);
+    }
+
+    /// The same bound for every way of cutting a stream of many lines.
+    #[test]
+    fn work_is_linear_for_any_chunking() {
+        let stream: Vec<u8> = VLLM_CHAT.repeat(50);
+        for size in [1, 2, 7, 64, 4096] {
+            let mut p = SseParser::new();
+            let mut n = 0;
+            for c in stream.chunks(size) {
+                p.feed(Bytes::copy_from_slice(c));
+                while p.next_event().expect("parses").is_some() {
+                    n += 1;
+                }
+            }
+            assert_eq!(n, 250);
+            assert!(
+                p.work.scanned <= stream.len(),
+                "{:?}, chunks of {size}",
+                p.work
+            );
+            assert!(
+                p.work.copied <= stream.len(),
+                "{:?}, chunks of {size}",
+                p.work
+            );
+        }
     }
 
     #[test]
