@@ -343,10 +343,13 @@ fn two_turn_sessions_against_llama_cpp() {
         b["errors"]
     );
     // One user: two sessions of two turns, both complete.
-    assert_eq!(
-        b["sessions"],
-        serde_json::json!({"started": 2, "completed": 2, "cut": 0, "errored": 0})
-    );
+    let s = &b["sessions"];
+    let counts: Vec<Option<u64>> = ["started", "completed", "cut", "errored"]
+        .iter()
+        .map(|k| s[*k].as_u64())
+        .collect();
+    assert_eq!(counts, [Some(2), Some(2), Some(0), Some(0)], "{s}");
+    assert_eq!(s["duration_ms"]["count"].as_u64(), Some(2));
     let mut recs: Vec<&serde_json::Value> =
         b["records"].as_array().expect("records").iter().collect();
     recs.sort_by_key(|r| r["id"].as_u64());
@@ -360,5 +363,27 @@ fn two_turn_sessions_against_llama_cpp() {
             prompt(first),
             prompt(first + 1)
         );
+        // Each record knows its session and turn.
+        let turn = |i: usize| {
+            (
+                recs[i]["session"]["session"].as_u64(),
+                recs[i]["session"]["turn"].as_u64(),
+            )
+        };
+        assert_eq!(turn(first), (Some(first as u64 / 2), Some(1)));
+        assert_eq!(turn(first + 1), (Some(first as u64 / 2), Some(2)));
+    }
+    // The per-turn rows: turn k's prompt tokens are the records' of turn k.
+    let rows = s["turns"].as_array().expect("turns");
+    assert_eq!(rows.len(), 2);
+    for (k, row) in rows.iter().enumerate() {
+        let want = prompt(k) + prompt(k + 2);
+        assert_eq!(
+            row["prompt_tokens"]["total"].as_u64(),
+            Some(want),
+            "turn {}",
+            k + 1
+        );
+        assert_eq!(row["requests"]["completed"].as_u64(), Some(2));
     }
 }

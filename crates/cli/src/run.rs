@@ -229,6 +229,7 @@ impl Observer for ReportObserver {
             wall_epoch: self.wall_epoch,
             stop_reason: o.stop_reason.name().to_string(),
             label: None,
+            sessions: o.sessions,
         };
         let mut report = acc.finish(meta);
         report.server_metrics = self.server_metrics(bench_servermetrics::Span {
@@ -240,7 +241,6 @@ impl Observer for ReportObserver {
         if let Some(slo) = &self.slo {
             self.verdicts.insert(index, report.meets(slo));
         }
-        report.sessions = o.sessions;
         for (kind, messages) in &report.error_samples {
             for m in messages {
                 tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");

@@ -14,7 +14,9 @@ mod session;
 mod strategy;
 mod window;
 
-pub use session::{ConversationSpec, SessionCounts, ThinkTime, TurnRequest, FLATTEN_SEPARATOR};
+pub use session::{
+    ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
+};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
@@ -267,6 +269,9 @@ pub struct RequestRecord {
     pub requested_output_tokens: Option<u32>,
     /// What became of the request.
     pub outcome: Outcome,
+    /// The session and turn this request was, when the benchmark ran sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionTurn>,
 }
 
 impl RequestRecord {
@@ -362,6 +367,7 @@ mod tests {
     #[test]
     fn record_round_trips_through_json() {
         let r = RequestRecord {
+            session: None,
             id: 7,
             scheduled: 1,
             slot: 2,

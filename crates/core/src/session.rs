@@ -206,6 +206,20 @@ impl std::fmt::Display for ThinkTime {
     }
 }
 
+/// Where a request sits in its session: set by the scheduler on every turn's
+/// [`crate::RequestRecord`] (`None` for single requests). Plain integers, no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionTurn {
+    /// The session's number within its benchmark (from 0, in release order).
+    pub session: u64,
+    /// This turn's index, from 1 for the first turn.
+    pub turn: u32,
+    /// Turns the session's conversation has (the session is complete after turn `turns`).
+    pub turns: u32,
+    /// When the session's first turn was dispatched (run clock), for the session duration.
+    pub start: crate::Nanos,
+}
+
 /// How the sessions of a benchmark ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionCounts {

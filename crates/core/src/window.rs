@@ -543,6 +543,7 @@ mod tests {
     #[test]
     fn tokens_in_spreads_the_count_over_the_chunks() {
         let r = RequestRecord {
+            session: None,
             id: 0,
             scheduled: 0,
             slot: 0,

@@ -1,7 +1,8 @@
 //! Cost of the statistics and of rendering: `cargo bench -p bench-report --bench report`.
 //!
 //! - `accumulate/*`: `Accumulator::add` for 10,000 requests of 64 chunks each, then `finish`
-//!   (compact summaries vs also keeping the whole records).
+//!   (compact summaries vs also keeping the whole records; `finish_sessions`: the same requests
+//!   as turns of ten-turn sessions, so the per-turn rows are computed too).
 //! - `render/*`: console, JSON and HTML of a 10-benchmark sweep.
 //!
 //! Also prints the resident memory each accumulator holds for 100,000 such requests.
@@ -29,6 +30,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
                 .collect();
             let end = cs.last().map_or(first, |c| c.at) + MS / 2;
             RequestRecord {
+                session: None,
                 id: i as u64,
                 scheduled: t0,
                 slot: t0,
@@ -52,6 +54,18 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
             }
         })
         .collect()
+}
+
+/// `r` as a turn of a ten-turn session (sessions of ten consecutive records), so `finish`
+/// also computes the per-turn rows.
+fn as_turn(mut r: RequestRecord) -> RequestRecord {
+    r.session = Some(bench_core::SessionTurn {
+        session: r.id / 10,
+        turn: (r.id % 10) as u32 + 1,
+        turns: 10,
+        start: r.dispatched,
+    });
+    r
 }
 
 fn meta(n: usize) -> BenchmarkMeta {
@@ -135,19 +149,26 @@ fn bench_accumulate(c: &mut Criterion) {
         );
     }
     let opts = StatsOptions::default();
-    g.bench_function("finish", |b| {
-        b.iter_batched(
-            || {
-                let mut acc = Accumulator::new(&opts);
-                for r in records(n, 64) {
-                    acc.add(r);
-                }
-                acc
-            },
-            |acc| acc.finish(meta(n)),
-            BatchSize::LargeInput,
-        )
-    });
+    for sessions in [false, true] {
+        let name = if sessions {
+            "finish_sessions"
+        } else {
+            "finish"
+        };
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let mut acc = Accumulator::new(&opts);
+                    for r in records(n, 64) {
+                        acc.add(if sessions { as_turn(r) } else { r });
+                    }
+                    acc
+                },
+                |acc| acc.finish(meta(n)),
+                BatchSize::LargeInput,
+            )
+        });
+    }
     g.finish();
 }
 

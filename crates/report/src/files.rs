@@ -150,6 +150,7 @@ pub fn render_csv(run: &RunReport) -> String {
         }
     }
     header.extend(CAPACITY_COLUMNS.iter().map(|s| s.to_string()));
+    header.extend(crate::turns_view::CSV_COLUMNS.iter().map(|s| s.to_string()));
     let capacity = capacity_cells(run);
     let mut out = header.join(",");
     out.push('\n');
@@ -228,6 +229,7 @@ pub fn render_csv(run: &RunReport) -> String {
             row.push(cell(Some(s.stdev)));
         }
         row.extend(capacity.iter().cloned());
+        row.extend(crate::turns_view::csv_cells(b, num));
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -30,6 +30,9 @@ pub fn render_guidellm(run: &RunReport, width: Option<u16>) -> String {
         out.push_str(&t);
         out.push('\n');
     }
+    if let Some(t) = crate::turns_view::sessions_tables(run, width) {
+        out.push_str(&t);
+    }
     if run.capacity.is_some() {
         out.push('\n');
         out.push_str(&crate::capacity::render_capacity(run));
@@ -386,6 +389,11 @@ fn widest(lines: &[String]) -> usize {
 /// column groups, each repeating the row label, and only wraps cells (comfy-table's dynamic
 /// arrangement) when one group alone cannot fit.
 pub(crate) fn render(spec: &Spec<'_>, width: Option<u16>) -> String {
+    render_labelled(spec, width, 1)
+}
+
+/// [`render`], repeating the first `label_columns` columns in every part of a split table.
+pub(crate) fn render_labelled(spec: &Spec<'_>, width: Option<u16>, label_columns: usize) -> String {
     let total: usize = spec.groups.iter().map(|g| g.1.len()).sum();
     let all: Vec<usize> = (0..total).collect();
     let full = build_spanned(&spec.groups, &spec.rows, &all);
@@ -402,7 +410,7 @@ pub(crate) fn render(spec: &Spec<'_>, width: Option<u16>) -> String {
         spans.push((i..i + g.1.len()).collect::<Vec<_>>());
         i += g.1.len();
     }
-    let label = vec![0usize];
+    let label: Vec<usize> = (0..label_columns.max(1)).collect();
     let mut parts: Vec<Vec<usize>> = Vec::new();
     let mut cur: Vec<usize> = spans.first().cloned().unwrap_or_default();
     for span in spans.iter().skip(1) {
@@ -481,7 +489,7 @@ fn info_table(run: &RunReport, width: Option<u16>) -> String {
     render(&spec, width)
 }
 
-fn mmp(b: &BenchmarkReport, m: Metric, scale: f64, digits: usize) -> [String; 3] {
+pub(crate) fn mmp(b: &BenchmarkReport, m: Metric, scale: f64, digits: usize) -> [String; 3] {
     let s = b.metric(m);
     if s.count == 0 {
         // No sample: a dash, never a made-up 0.

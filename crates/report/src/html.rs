@@ -347,6 +347,7 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
         &format!("{}: end-to-end latency distribution", b.label),
     ));
     h.push_str("\n</div>\n");
+    crate::turns_view::html_section(h, b);
     crate::html_server::benchmark_section(h, b);
     h.push_str("</details>\n");
 }

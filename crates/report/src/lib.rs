@@ -44,6 +44,8 @@ mod stats;
 mod svg;
 mod sweep_html;
 mod time_fmt;
+mod turns;
+mod turns_view;
 mod vllm;
 mod vllm_result;
 
@@ -60,7 +62,8 @@ pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, Metrics, Rates, RequestCounts,
-    RunReport, Timeline, TokenCounts, TokenStat, Tokens, SCHEMA_VERSION,
+    RunReport, SessionReport, Timeline, TokenCounts, TokenStat, TokenSummary, Tokens, TurnReport,
+    SCHEMA_VERSION, TURN_ROWS,
 };
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,

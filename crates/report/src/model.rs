@@ -126,10 +126,11 @@ pub struct BenchmarkReport {
     /// What the server's own metrics endpoint said over this benchmark (when scraped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<bench_servermetrics::ServerMetrics>,
-    /// How the benchmark's sessions ended (started, completed, cut by the end of the
-    /// benchmark, errored), when it ran sessions (multi-turn data).
+    /// Sessions, when the benchmark ran them (multi-turn data): how they ended (started,
+    /// completed, cut by the end of the benchmark, errored), how long they lasted, and every
+    /// per-request metric by turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sessions: Option<bench_core::SessionCounts>,
+    pub sessions: Option<SessionReport>,
 }
 
 impl BenchmarkReport {
@@ -335,4 +336,78 @@ pub struct Histograms {
     pub encoding: String,
     /// Encoded histogram per metric key (`ttft_ms`, ...).
     pub data: BTreeMap<String, String>,
+}
+
+/// The sessions of one benchmark (docs/metrics.md, "Sessions").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionReport {
+    /// How the sessions ended, whole benchmark (the scheduler's count).
+    #[serde(flatten)]
+    pub counts: bench_core::SessionCounts,
+    /// Session duration (ms): its first turn dispatched to its last turn's end, think time
+    /// included; every completed session of the benchmark (not windowed, like the counts).
+    #[serde(default)]
+    pub duration_ms: MetricSummary,
+    /// The per-request figures by turn: turns 1 to [`TURN_ROWS`]` - 1` one row each, later
+    /// turns pooled into the last row (`and_later`). Requests are placed in the window as
+    /// everywhere else.
+    #[serde(default)]
+    pub turns: Vec<TurnReport>,
+}
+
+/// Turn rows in a report: turns 1..=9 one row each, turns 10 and later pooled in the tenth.
+pub const TURN_ROWS: u32 = 10;
+
+/// The included requests of one turn index (or, for the last row, of every later turn).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnReport {
+    /// The turn, from 1.
+    pub turn: u32,
+    /// This row also pools every later turn (only the last row, when later turns ran).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub and_later: bool,
+    /// Requests of this turn by status, as `requests` (included, excluded).
+    pub requests: RequestCounts,
+    /// Time to first token of its completed requests.
+    pub ttft_ms: MetricSummary,
+    /// Every chunk gap of its completed requests, pooled (as `metrics.itl_ms`).
+    pub itl_ms: MetricSummary,
+    /// TPOT of its completed requests.
+    pub tpot_ms: MetricSummary,
+    /// End-to-end latency of its completed requests.
+    pub e2el_ms: MetricSummary,
+    /// Prompt tokens of its completed requests (the history's growth).
+    pub prompt_tokens: TokenSummary,
+    /// Output tokens of its completed requests.
+    pub output_tokens: TokenSummary,
+}
+
+/// Exact token figures over a set of requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenSummary {
+    /// Requests counted.
+    pub count: u64,
+    /// Sum of their tokens.
+    pub total: u64,
+    /// `total / count` (0 when there are none).
+    pub mean: f64,
+    /// Fewest.
+    pub min: u64,
+    /// Most.
+    pub max: u64,
+}
+
+impl TokenSummary {
+    /// Adds one request's tokens.
+    pub fn add(&mut self, tokens: u64) {
+        self.min = if self.count == 0 {
+            tokens
+        } else {
+            self.min.min(tokens)
+        };
+        self.max = self.max.max(tokens);
+        self.count += 1;
+        self.total += tokens;
+        self.mean = self.total as f64 / self.count as f64;
+    }
 }

@@ -4,16 +4,17 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Nanos, Phase, RateInput, Release, RequestRecord, Status, Strategy, TokenSource, Window,
-    WindowRates,
+    Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Strategy, TokenSource,
+    Window, WindowRates,
 };
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
 use crate::model::{
-    BenchmarkReport, GoodputReport, Histograms, Metrics, Rates, RequestCounts, Timeline,
-    TokenCounts, TokenStat, Tokens,
+    BenchmarkReport, GoodputReport, Histograms, Metrics, Rates, RequestCounts, Timeline, TokenStat,
+    Tokens,
 };
 use crate::options::{Metric, StatsOptions};
+use crate::turns::SessionDurations;
 
 /// What the scheduler knows about a finished benchmark, handed to [`Accumulator::finish`].
 #[derive(Debug, Clone)]
@@ -38,6 +39,9 @@ pub struct BenchmarkMeta {
     pub stop_reason: String,
     /// Row label; `None` uses [`Strategy::label`].
     pub label: Option<String>,
+    /// How the benchmark's sessions ended ([`bench_core::BenchmarkOutcome::sessions`]), when
+    /// it ran sessions.
+    pub sessions: Option<SessionCounts>,
 }
 
 impl BenchmarkMeta {
@@ -57,14 +61,15 @@ impl BenchmarkMeta {
             rates: None,
             stop_reason: String::new(),
             label: None,
+            sessions: None,
         }
     }
 }
 
 /// What is kept of one request: a few numbers, and where its chunks are in the benchmark's
-/// [`ChunkStore`].
+/// [`ChunkStore`] (128 bytes; docs/performance.md).
 #[derive(Debug, Clone)]
-struct Compact {
+pub(crate) struct Compact {
     scheduled: Nanos,
     slot: Nanos,
     dispatched: Nanos,
@@ -75,7 +80,9 @@ struct Compact {
     output_tokens: u32,
     prompt_source: TokenSource,
     output_source: TokenSource,
-    status: Status,
+    pub(crate) status: Status,
+    /// The session turn, from 1; 0 for a single request (it fits in the padding).
+    pub(crate) turn: u32,
     error_kind: Option<Box<str>>,
     chunks: Chunks,
 }
@@ -95,7 +102,7 @@ struct Chunks {
 /// two allocations per benchmark instead of one or two per request, and nothing left
 /// scattered over the allocator's heaps when the benchmark ends (docs/reliability.md, Soak).
 #[derive(Debug, Clone, Default)]
-struct ChunkStore {
+pub(crate) struct ChunkStore {
     us: Vec<u32>,
     tokens: Vec<u32>,
 }
@@ -156,9 +163,48 @@ impl Compact {
             prompt_source: r.prompt_tokens_source,
             output_source: r.output_tokens_source,
             status,
+            turn: r.session.map_or(0, |s| s.turn.max(1)),
             error_kind: (status == Status::Errored).then(|| r.outcome.kind_name().into()),
             chunks: store.push(r, first),
         }
+    }
+
+    /// The window phase of the request (the one rule, [`Window::phase`]).
+    pub(crate) fn phase(&self, window: &Window) -> Phase {
+        window.phase(self.dispatched, self.end)
+    }
+
+    /// Prompt and output tokens.
+    pub(crate) fn tokens(&self) -> (u32, u32) {
+        (self.prompt_tokens, self.output_tokens)
+    }
+
+    /// End-to-end latency, `t_end - t_send`.
+    pub(crate) fn e2el(&self) -> Nanos {
+        self.end.saturating_sub(self.dispatched)
+    }
+
+    /// Time to first token, `t_first - t_send`, when a chunk arrived.
+    pub(crate) fn ttft(&self) -> Option<Nanos> {
+        self.first.map(|f| f.saturating_sub(self.dispatched))
+    }
+
+    /// TPOT in microseconds, `(t_last - t_first) / (n - 1)`, when `n >= 2`.
+    pub(crate) fn tpot_us(&self) -> Option<f64> {
+        match (self.first, self.last) {
+            (Some(f), Some(l)) if self.output_tokens > 1 => {
+                Some(us(l.saturating_sub(f)) / (self.output_tokens - 1) as f64)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every gap between consecutive content chunks, microseconds.
+    pub(crate) fn itl_us<'a>(&self, store: &'a ChunkStore) -> impl Iterator<Item = f64> + 'a {
+        store
+            .us(&self.chunks)
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]) as f64)
     }
 
     /// Output tokens attributed to each chunk's arrival (ns): the measured output count spread
@@ -203,6 +249,8 @@ pub struct Accumulator {
     chunks: ChunkStore,
     records: Vec<RequestRecord>,
     error_samples: BTreeMap<String, Vec<String>>,
+    /// Session durations and whether any session turn was added (sessions only).
+    sessions: Option<SessionDurations>,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -217,6 +265,7 @@ impl Accumulator {
             chunks: ChunkStore::default(),
             records: Vec::new(),
             error_samples: BTreeMap::new(),
+            sessions: None,
         }
     }
 
@@ -224,6 +273,11 @@ impl Accumulator {
     pub fn add(&mut self, record: RequestRecord) {
         self.requests
             .push(Compact::from_record(&record, &mut self.chunks));
+        if let Some(turn) = record.session {
+            self.sessions
+                .get_or_insert_with(SessionDurations::default)
+                .add(&turn, &record);
+        }
         if record.status() == Status::Errored {
             let samples = self
                 .error_samples
@@ -256,247 +310,25 @@ impl Accumulator {
             close: meta.window.close.max(meta.window.open),
             ..meta.window
         };
-        let (ws, we) = (window.open, window.close);
-        let window_ns = window.nanos();
-        let dur_s = window.secs();
-        let per_s = |x: f64| window.per_s(x);
-        let in_window = |t: Nanos| window.contains(t);
-
-        let mut counts = RequestCounts::default();
-        let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-        let mut prompt = [(0u64, 0u64); 3];
-        let mut output = [(0u64, 0u64); 3];
-        let mut prompt_sources: BTreeMap<String, u64> = BTreeMap::new();
-        let mut output_sources: BTreeMap<String, u64> = BTreeMap::new();
-        let mut dists: Vec<Dist> = Metric::ALL.iter().map(|_| Dist::new()).collect();
-        let mut rec = |m: Metric, us: f64, w: u64| {
-            if let Some(d) = dists.get_mut(m as usize) {
-                d.record_n(us, w);
-            }
-        };
-
-        let mut busy_ns: u128 = 0;
-        let mut events: Vec<(Nanos, i64)> = Vec::new();
-        let bucket_count = window_ns.div_ceil(1_000_000_000).max(1) as usize;
-        let mut buckets = vec![0.0f64; if window_ns > 0 { bucket_count } else { 0 }];
-        let mut sent_in_window = 0u64;
-        let mut good = 0u64;
-
-        let mut departures: Vec<(Nanos, Nanos)> = Vec::new();
-        let mut tokens_all_in_window = 0.0f64;
+        let mut pass = Pass::new(window, &self.chunks, self.opts.goodput.as_ref());
         for r in &self.requests {
-            for (at, tokens) in r.token_arrivals(&self.chunks) {
-                if in_window(at) {
-                    tokens_all_in_window += tokens;
-                }
-            }
-            match window.phase(r.dispatched, r.end) {
-                Phase::Warmup => {
-                    counts.excluded_warmup += 1;
-                    continue;
-                }
-                Phase::Cooldown => {
-                    counts.excluded_cooldown += 1;
-                    continue;
-                }
-                Phase::Measured => {}
-            }
-            let si = match r.status {
-                Status::Completed => {
-                    counts.completed += 1;
-                    0
-                }
-                Status::Incomplete => {
-                    counts.incomplete += 1;
-                    1
-                }
-                Status::Errored => {
-                    counts.errored += 1;
-                    if let Some(k) = &r.error_kind {
-                        *errors.entry(k.to_string()).or_default() += 1;
-                    }
-                    2
-                }
-            };
-            prompt[si].0 += r.prompt_tokens as u64;
-            prompt[si].1 += 1;
-            output[si].0 += r.output_tokens as u64;
-            output[si].1 += 1;
-            *prompt_sources
-                .entry(source_name(r.prompt_source).into())
-                .or_default() += 1;
-            *output_sources
-                .entry(source_name(r.output_source).into())
-                .or_default() += 1;
-
-            // Client-side timing, every status.
-            rec(Metric::Queue, us(r.slot.saturating_sub(r.scheduled)), 1);
-            rec(
-                Metric::DispatchDelay,
-                us(r.dispatched.saturating_sub(r.slot)),
-                1,
-            );
-            if in_window(r.dispatched) {
-                sent_in_window += 1;
-            }
-            // In flight from dispatch to end, clipped to the window.
-            let (a, b) = (r.dispatched.max(ws), r.end.min(we));
-            if b >= a && window_ns > 0 {
-                busy_ns += (b - a) as u128;
-                events.push((a, 1));
-                events.push((b, -1));
-            }
-
-            if r.status != Status::Completed {
-                continue;
-            }
-            departures.push((r.dispatched, r.end));
-            let n = r.output_tokens;
-            let e2el = r.end.saturating_sub(r.dispatched);
-            rec(Metric::E2el, us(e2el), 1);
-            rec(
-                Metric::E2elFromScheduled,
-                us(r.end.saturating_sub(r.scheduled)),
-                1,
-            );
-            if n > 0 {
-                rec(Metric::TokenLatency, us(e2el) / n as f64, 1);
-            }
-            let mut ttft_ms = e2el as f64 / 1e6;
-            let mut tpot_ms = 0.0;
-            if let Some(f) = r.first {
-                let ttft = f.saturating_sub(r.dispatched);
-                ttft_ms = ttft as f64 / 1e6;
-                rec(Metric::Ttft, us(ttft), 1);
-                rec(
-                    Metric::TtftFromScheduled,
-                    us(f.saturating_sub(r.scheduled)),
-                    1,
-                );
-                for w in self.chunks.us(&r.chunks).windows(2) {
-                    if let [x, y] = w {
-                        rec(Metric::Itl, y.saturating_sub(*x) as f64, 1);
-                    }
-                }
-                if let Some(l) = r.last {
-                    if n > 1 {
-                        let t = us(l.saturating_sub(f)) / (n - 1) as f64;
-                        tpot_ms = t / 1000.0;
-                        rec(Metric::Tpot, t, 1);
-                        rec(Metric::ItlPerRequest, t, (n - 1) as u64);
-                    }
-                }
-            }
-            if let Some(slo) = &self.opts.goodput {
-                if slo.is_met(ttft_ms, tpot_ms, e2el as f64 / 1e6) {
-                    good += 1;
-                }
-            }
-            for (at, tokens) in r.token_arrivals(&self.chunks) {
-                if in_window(at) {
-                    let i = ((at - ws) / 1_000_000_000) as usize;
-                    if let Some(bk) = buckets.get_mut(i.min(bucket_count.saturating_sub(1))) {
-                        *bk += tokens;
-                    }
-                }
-            }
+            pass.add(r);
         }
-        counts.total = counts.completed + counts.incomplete + counts.errored;
-
-        // Peak concurrency: ends sort before starts at the same instant (half-open intervals),
-        // except zero-length requests, which still count as one in flight at their instant.
-        events.sort_by_key(|&(t, d)| (t, d));
-        let mut cur = 0i64;
-        let mut peak = 0i64;
-        let mut i = 0;
-        while i < events.len() {
-            let t = events[i].0;
-            let mut starts = 0;
-            let mut ends = 0;
-            while i < events.len() && events[i].0 == t {
-                if events[i].1 > 0 {
-                    starts += 1;
-                } else {
-                    ends += 1;
-                }
-                i += 1;
-            }
-            peak = peak.max(cur + starts);
-            cur += starts - ends;
-        }
-
-        let token_stat = |(total, n): (u64, u64)| TokenStat {
-            total,
-            per_request: if n > 0 { total as f64 / n as f64 } else { 0.0 },
-        };
-        let tokens = Tokens {
-            prompt: TokenCounts {
-                completed: token_stat(prompt[0]),
-                incomplete: token_stat(prompt[1]),
-                errored: token_stat(prompt[2]),
-                sources: prompt_sources,
-            },
-            output: TokenCounts {
-                completed: token_stat(output[0]),
-                incomplete: token_stat(output[1]),
-                errored: token_stat(output[2]),
-                sources: output_sources,
-            },
-        };
-        let steady = meta.rates.unwrap_or_else(|| {
-            window.steady_rates(&mut RateInput {
-                closed_loop: meta.strategy.release() != Release::Scheduled,
-                output_tokens_in_window: tokens_all_in_window,
-                first_output: self.requests.iter().filter_map(|r| r.first).min(),
-                streams: meta.strategy.closed_loop_streams(),
-                departures: &mut departures,
-                output_tokens: output[0].0 as f64,
-                prompt_tokens: prompt[0].0 as f64,
-            })
-        });
-        let rates = Rates {
-            requests_per_s: steady.requests_per_s,
-            output_tokens_per_s: steady.output_tokens_per_s,
-            total_tokens_per_s: steady.total_tokens_per_s,
-            concurrency: if window_ns > 0 {
-                busy_ns as f64 / window_ns as f64
-            } else {
-                0.0
-            },
-            peak_concurrency: peak.max(0) as u64,
-            peak_output_tokens_per_s: buckets.iter().copied().fold(0.0, f64::max),
-            achieved_rate: per_s(sent_in_window as f64),
-            target_rate: meta.strategy.target_rate(),
-        };
-        let goodput = self.opts.goodput.clone().map(|slo| GoodputReport {
-            slo,
-            requests: good,
-            // The steady-state request rate times the share of completed requests that met
-            // the objectives (docs/metrics.md).
-            per_s: if counts.completed > 0 {
-                steady.requests_per_s * good as f64 / counts.completed as f64
-            } else {
-                0.0
-            },
-            fraction: if counts.total > 0 {
-                good as f64 / counts.total as f64
-            } else {
-                0.0
-            },
-        });
-
-        let mut metrics = Metrics::default();
-        let mut histograms = Histograms {
-            unit: "us".into(),
-            significant_figures: SIGNIFICANT_FIGURES,
-            encoding: "hdrhistogram-v2-deflate-base64".into(),
-            data: BTreeMap::new(),
-        };
-        for (m, d) in Metric::ALL.iter().zip(&dists) {
-            *metrics.get_mut(*m) = d.summary(&self.opts.percentiles);
-            histograms.data.insert(m.json_key().into(), d.encode());
-        }
-
+        pass.counts.total = pass.counts.completed + pass.counts.incomplete + pass.counts.errored;
+        let first_output = self.requests.iter().filter_map(|r| r.first).min();
+        let steady = pass.steady_rates(&meta, first_output);
+        let rates = pass.rates(&meta, &steady);
+        let goodput = pass.goodput(&steady);
+        let (metrics, histograms) = pass.summaries(&self.opts.percentiles);
+        let sessions = crate::turns::session_report(
+            meta.sessions,
+            self.sessions.as_ref(),
+            &self.requests,
+            &self.chunks,
+            &window,
+            &self.opts.percentiles,
+        );
+        let (ws, we) = (window.open, window.close);
         let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
         BenchmarkReport {
             label: meta.label.clone().unwrap_or_else(|| meta.strategy.label()),
@@ -509,27 +341,323 @@ impl Accumulator {
                 measure_start_ns: ws,
                 measure_end_ns: we,
             },
-            duration_s: dur_s,
+            duration_s: window.secs(),
             warmup_s: ws.saturating_sub(meta.start) as f64 / 1e9,
             cooldown_s: meta.sending_end.min(meta.end).saturating_sub(we) as f64 / 1e9,
             drain_s: meta.end.saturating_sub(meta.sending_end) as f64 / 1e9,
             stop_reason: meta.stop_reason,
-            requests: counts,
-            errors,
+            requests: pass.counts,
+            errors: pass.errors,
             error_samples: self.error_samples,
-            tokens,
+            tokens: pass.tokens,
             rates,
             goodput,
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(self.records),
             server_metrics: None,
-            sessions: None,
+            sessions,
         }
     }
 }
 
-fn us(ns: Nanos) -> f64 {
+/// One pass over a benchmark's compact requests: counts, tokens, latency distributions,
+/// in-flight intervals and output-token buckets, each request placed in the window by the one
+/// rule ([`Window::phase`]). [`Accumulator::finish`] assembles the report from it.
+struct Pass<'a> {
+    window: Window,
+    store: &'a ChunkStore,
+    goodput: Option<&'a crate::options::Goodput>,
+    counts: RequestCounts,
+    errors: BTreeMap<String, u64>,
+    tokens: Tokens,
+    /// Prompt and output token sums and request counts by status (completed, incomplete,
+    /// errored).
+    prompt: [(u64, u64); 3],
+    output: [(u64, u64); 3],
+    dists: Vec<Dist>,
+    busy_ns: u128,
+    events: Vec<(Nanos, i64)>,
+    buckets: Vec<f64>,
+    sent_in_window: u64,
+    good: u64,
+    departures: Vec<(Nanos, Nanos)>,
+    tokens_all_in_window: f64,
+}
+
+impl<'a> Pass<'a> {
+    fn new(
+        window: Window,
+        store: &'a ChunkStore,
+        goodput: Option<&'a crate::options::Goodput>,
+    ) -> Self {
+        let window_ns = window.nanos();
+        let bucket_count = window_ns.div_ceil(1_000_000_000).max(1) as usize;
+        Self {
+            window,
+            store,
+            goodput,
+            counts: RequestCounts::default(),
+            errors: BTreeMap::new(),
+            tokens: Tokens::default(),
+            prompt: [(0, 0); 3],
+            output: [(0, 0); 3],
+            dists: Metric::ALL.iter().map(|_| Dist::new()).collect(),
+            busy_ns: 0,
+            events: Vec::new(),
+            buckets: vec![0.0; if window_ns > 0 { bucket_count } else { 0 }],
+            sent_in_window: 0,
+            good: 0,
+            departures: Vec::new(),
+            tokens_all_in_window: 0.0,
+        }
+    }
+
+    fn rec(&mut self, m: Metric, us: f64, w: u64) {
+        if let Some(d) = self.dists.get_mut(m as usize) {
+            d.record_n(us, w);
+        }
+    }
+
+    /// Takes one request: its tokens in the window (every request, for the steady state),
+    /// then, when it is measured, its counts, tokens, client timing and time in flight.
+    fn add(&mut self, r: &Compact) {
+        for (at, tokens) in r.token_arrivals(self.store) {
+            if self.window.contains(at) {
+                self.tokens_all_in_window += tokens;
+            }
+        }
+        match self.window.phase(r.dispatched, r.end) {
+            Phase::Warmup => return self.counts.excluded_warmup += 1,
+            Phase::Cooldown => return self.counts.excluded_cooldown += 1,
+            Phase::Measured => {}
+        }
+        let si = match r.status {
+            Status::Completed => {
+                self.counts.completed += 1;
+                0
+            }
+            Status::Incomplete => {
+                self.counts.incomplete += 1;
+                1
+            }
+            Status::Errored => {
+                self.counts.errored += 1;
+                if let Some(k) = &r.error_kind {
+                    *self.errors.entry(k.to_string()).or_default() += 1;
+                }
+                2
+            }
+        };
+        self.prompt[si].0 += r.prompt_tokens as u64;
+        self.prompt[si].1 += 1;
+        self.output[si].0 += r.output_tokens as u64;
+        self.output[si].1 += 1;
+        *self
+            .tokens
+            .prompt
+            .sources
+            .entry(source_name(r.prompt_source).into())
+            .or_default() += 1;
+        *self
+            .tokens
+            .output
+            .sources
+            .entry(source_name(r.output_source).into())
+            .or_default() += 1;
+        // Client-side timing, every status.
+        self.rec(Metric::Queue, us(r.slot.saturating_sub(r.scheduled)), 1);
+        self.rec(
+            Metric::DispatchDelay,
+            us(r.dispatched.saturating_sub(r.slot)),
+            1,
+        );
+        if self.window.contains(r.dispatched) {
+            self.sent_in_window += 1;
+        }
+        // In flight from dispatch to end, clipped to the window.
+        let (a, b) = (
+            r.dispatched.max(self.window.open),
+            r.end.min(self.window.close),
+        );
+        if b >= a && self.window.nanos() > 0 {
+            self.busy_ns += (b - a) as u128;
+            self.events.push((a, 1));
+            self.events.push((b, -1));
+        }
+        if r.status == Status::Completed {
+            self.completed(r);
+        }
+    }
+
+    /// A measured completed request: its latencies, whether it was good, its output tokens
+    /// by 1 s bucket of the window.
+    fn completed(&mut self, r: &Compact) {
+        self.departures.push((r.dispatched, r.end));
+        let n = r.output_tokens;
+        let e2el = r.e2el();
+        self.rec(Metric::E2el, us(e2el), 1);
+        self.rec(
+            Metric::E2elFromScheduled,
+            us(r.end.saturating_sub(r.scheduled)),
+            1,
+        );
+        if n > 0 {
+            self.rec(Metric::TokenLatency, us(e2el) / n as f64, 1);
+        }
+        let mut ttft_ms = e2el as f64 / 1e6;
+        let mut tpot_ms = 0.0;
+        if let (Some(ttft), Some(f)) = (r.ttft(), r.first) {
+            ttft_ms = ttft as f64 / 1e6;
+            self.rec(Metric::Ttft, us(ttft), 1);
+            self.rec(
+                Metric::TtftFromScheduled,
+                us(f.saturating_sub(r.scheduled)),
+                1,
+            );
+        }
+        let store = self.store;
+        for gap in r.itl_us(store) {
+            self.rec(Metric::Itl, gap, 1);
+        }
+        if let Some(t) = r.tpot_us() {
+            tpot_ms = t / 1000.0;
+            self.rec(Metric::Tpot, t, 1);
+            self.rec(Metric::ItlPerRequest, t, (n - 1) as u64);
+        }
+        if self
+            .goodput
+            .is_some_and(|slo| slo.is_met(ttft_ms, tpot_ms, e2el as f64 / 1e6))
+        {
+            self.good += 1;
+        }
+        let (ws, last) = (self.window.open, self.buckets.len().saturating_sub(1));
+        for (at, tokens) in r.token_arrivals(store) {
+            if self.window.contains(at) {
+                let i = ((at - ws) / 1_000_000_000) as usize;
+                if let Some(bk) = self.buckets.get_mut(i.min(last)) {
+                    *bk += tokens;
+                }
+            }
+        }
+    }
+
+    /// The token counts by status (sources were counted as the requests came).
+    fn finish_tokens(&mut self) {
+        let stat = |(total, n): (u64, u64)| TokenStat {
+            total,
+            per_request: if n > 0 { total as f64 / n as f64 } else { 0.0 },
+        };
+        let (p, o) = (&mut self.tokens.prompt, &mut self.tokens.output);
+        (p.completed, p.incomplete, p.errored) = (
+            stat(self.prompt[0]),
+            stat(self.prompt[1]),
+            stat(self.prompt[2]),
+        );
+        (o.completed, o.incomplete, o.errored) = (
+            stat(self.output[0]),
+            stat(self.output[1]),
+            stat(self.output[2]),
+        );
+    }
+
+    /// The steady-state rates: the scheduler's when it gave them, else the same rule here.
+    fn steady_rates(&mut self, meta: &BenchmarkMeta, first_output: Option<Nanos>) -> WindowRates {
+        self.finish_tokens();
+        if let Some(r) = meta.rates {
+            return r;
+        }
+        self.window.steady_rates(&mut RateInput {
+            closed_loop: meta.strategy.release() != Release::Scheduled,
+            output_tokens_in_window: self.tokens_all_in_window,
+            first_output,
+            streams: meta.strategy.closed_loop_streams(),
+            departures: &mut self.departures,
+            output_tokens: self.output[0].0 as f64,
+            prompt_tokens: self.prompt[0].0 as f64,
+        })
+    }
+
+    /// Most requests in flight at once: ends sort before starts at the same instant
+    /// (half-open intervals), except zero-length requests, which still count as one in flight
+    /// at their instant.
+    fn peak_concurrency(&mut self) -> u64 {
+        let events = &mut self.events;
+        events.sort_by_key(|&(t, d)| (t, d));
+        let (mut cur, mut peak, mut i) = (0i64, 0i64, 0);
+        while i < events.len() {
+            let t = events[i].0;
+            let (mut starts, mut ends) = (0, 0);
+            while i < events.len() && events[i].0 == t {
+                if events[i].1 > 0 {
+                    starts += 1;
+                } else {
+                    ends += 1;
+                }
+                i += 1;
+            }
+            peak = peak.max(cur + starts);
+            cur += starts - ends;
+        }
+        peak.max(0) as u64
+    }
+
+    fn rates(&mut self, meta: &BenchmarkMeta, steady: &WindowRates) -> Rates {
+        let window_ns = self.window.nanos();
+        Rates {
+            requests_per_s: steady.requests_per_s,
+            output_tokens_per_s: steady.output_tokens_per_s,
+            total_tokens_per_s: steady.total_tokens_per_s,
+            concurrency: if window_ns > 0 {
+                self.busy_ns as f64 / window_ns as f64
+            } else {
+                0.0
+            },
+            peak_concurrency: self.peak_concurrency(),
+            peak_output_tokens_per_s: self.buckets.iter().copied().fold(0.0, f64::max),
+            achieved_rate: self.window.per_s(self.sent_in_window as f64),
+            target_rate: meta.strategy.target_rate(),
+        }
+    }
+
+    fn goodput(&self, steady: &WindowRates) -> Option<GoodputReport> {
+        let (good, c) = (self.good, &self.counts);
+        self.goodput.cloned().map(|slo| GoodputReport {
+            slo,
+            requests: good,
+            // The steady-state request rate times the share of completed requests that met
+            // the objectives (docs/metrics.md).
+            per_s: if c.completed > 0 {
+                steady.requests_per_s * good as f64 / c.completed as f64
+            } else {
+                0.0
+            },
+            fraction: if c.total > 0 {
+                good as f64 / c.total as f64
+            } else {
+                0.0
+            },
+        })
+    }
+
+    /// Every metric's summary and encoded histogram.
+    fn summaries(&self, percentiles: &[f64]) -> (Metrics, Histograms) {
+        let mut metrics = Metrics::default();
+        let mut histograms = Histograms {
+            unit: "us".into(),
+            significant_figures: SIGNIFICANT_FIGURES,
+            encoding: "hdrhistogram-v2-deflate-base64".into(),
+            data: BTreeMap::new(),
+        };
+        for (m, d) in Metric::ALL.iter().zip(&self.dists) {
+            *metrics.get_mut(*m) = d.summary(percentiles);
+            histograms.data.insert(m.json_key().into(), d.encode());
+        }
+        (metrics, histograms)
+    }
+}
+
+pub(crate) fn us(ns: Nanos) -> f64 {
     ns as f64 / 1_000.0
 }
 
@@ -559,6 +687,7 @@ mod tests {
         outcome: Outcome,
     ) -> RequestRecord {
         RequestRecord {
+            session: None,
             id: 0,
             scheduled: dispatched_ms * MS,
             slot: dispatched_ms * MS,

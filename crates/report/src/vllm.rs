@@ -154,6 +154,7 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
             );
         }
     }
+    out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
     out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
     let _ = writeln!(out, "{}", "=".repeat(50));
     out

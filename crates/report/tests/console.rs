@@ -298,3 +298,60 @@ fn benchmark_without_samples_shows_dashes_not_zeros() {
     assert!(cells.len() >= 12, "{row}");
     assert!(cells[cells.len() - 12..].iter().all(|c| *c == "-"), "{row}");
 }
+
+/// Sessions: a "Sessions" and a "Per-Turn Stats" table after the usual ones (guidellm), a
+/// "Sessions" and a "Per turn" section in the vLLM block, HTML tables and CSV columns; nothing
+/// of it for benchmarks without sessions.
+#[test]
+fn sessions_show_per_turn_in_both_consoles_html_and_csv_only_when_used() {
+    let run = common::session_run(&StatsOptions::default());
+    let s = run.benchmarks[0].sessions.as_ref().expect("sessions");
+    // The fixture by hand: 8 sessions; turn 1 of each completed (8), turn 2 of 7 (session 7
+    // cut), turn 3 of 6 (session 5 errored), turn 4 of 6.
+    let done: Vec<u64> = s.turns.iter().map(|t| t.requests.completed).collect();
+    assert_eq!(done, vec![8, 7, 6, 6]);
+    assert_eq!(
+        (s.turns[1].requests.incomplete, s.turns[2].requests.errored),
+        (1, 1)
+    );
+    let prompts: Vec<f64> = s.turns.iter().map(|t| t.prompt_tokens.mean).collect();
+    assert_eq!(prompts, vec![128.0, 272.0, 416.0, 560.0]);
+    assert!(s.turns[0].ttft_ms.mean > 2.0 * s.turns[1].ttft_ms.mean);
+    assert_eq!(s.duration_ms.count, 6);
+
+    let g = render_guidellm(&run, Some(120));
+    for line in g.lines() {
+        assert!(line.chars().count() <= 120, "too wide: {line:?}");
+    }
+    check("guidellm-sessions-w120.txt", &g);
+    let stats = g.find("Benchmarks Stats:").expect("stats");
+    let turns = g.find("Per-Turn Stats:").expect("per-turn table");
+    assert!(stats < g.find("Sessions:").expect("sessions table") && stats < turns);
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    check("vllm-sessions.txt", &v);
+    assert!(
+        v.contains("Sessions cut (by the benchmark's end):   1"),
+        "{v}"
+    );
+    let h = bench_report::render_html(&run);
+    assert!(h.contains("<table class=\"turns\">") && h.contains("<h3>Sessions</h3>"));
+    let csv = bench_report::render_csv(&run);
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let header = r.headers().expect("header").clone();
+    let row = r.records().next().expect("row").expect("valid");
+    let col = |name: &str| &row[header.iter().position(|x| x == name).expect(name)];
+    assert_eq!(
+        (
+            col("sessions_started"),
+            col("sessions_cut"),
+            col("sessions_errored")
+        ),
+        ("8", "1", "1")
+    );
+    assert!(!col("session_duration_ms_mean").is_empty());
+
+    let plain = common::sample_run(&StatsOptions::default());
+    assert!(!render_guidellm(&plain, None).contains("Per-Turn"));
+    assert!(!render_vllm(&plain, &VllmConsoleOptions::default()).contains("Sessions"));
+    assert!(!bench_report::render_html(&plain).contains("class=\"turns\""));
+}

@@ -65,6 +65,40 @@ fn saved_run_rerenders_every_console_exactly() {
 }
 
 #[test]
+fn a_session_run_round_trips_through_json_and_yaml() {
+    let run = common::session_run(&opts());
+    let dir = tmpdir("sessions");
+    let (json, yaml) = (dir.join("s.json"), dir.join("s.yaml"));
+    write_outputs(&run, &[json.clone(), yaml.clone()]).expect("write");
+    let (from_json, from_yaml) = (
+        read_run(&json).expect("json"),
+        read_run(&yaml).expect("yaml"),
+    );
+    assert_eq!(from_json, run);
+    assert_eq!(from_yaml, run);
+    assert_eq!(consoles(&from_json), consoles(&run));
+    // The counts sit beside the turns (flattened), as before per-turn figures existed.
+    let v: serde_json::Value =
+        serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
+    let s = &v["benchmarks"][0]["sessions"];
+    assert_eq!(
+        (s["started"].as_u64(), s["cut"].as_u64()),
+        (Some(8), Some(1))
+    );
+    assert_eq!(s["turns"][1]["turn"].as_u64(), Some(2));
+    // A run saved before the per-turn figures (counts only) still reads.
+    let mut old = v.clone();
+    if let Some(o) = old["benchmarks"][0]["sessions"].as_object_mut() {
+        o.remove("turns");
+        o.remove("duration_ms");
+    }
+    let back: RunReport = serde_json::from_value(old).expect("old form reads");
+    let s = back.benchmarks[0].sessions.as_ref().expect("sessions");
+    assert_eq!((s.counts.started, s.turns.len()), (8, 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn committed_sample_run_is_current() {
     // tests/data/sample-run.json feeds the CLI tests and the HTML check script; it must be
     // what the fixture produces today.
@@ -123,6 +157,8 @@ fn json_validates_against_the_published_schema() {
         common::sample_run(&StatsOptions::default()),
         with_capacity,
         common::with_server_metrics(common::sample_run(&opts())),
+        common::session_run(&opts()),
+        common::session_run(&keep),
     ] {
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
@@ -145,6 +181,15 @@ fn json_validates_against_the_published_schema() {
         o.remove("ttft_ms");
     }
     assert!(!validator.is_valid(&value2));
+    // ... and a broken per-turn row.
+    let mut value3: serde_json::Value =
+        serde_json::from_str(&render_json(&common::session_run(&opts())).expect("json"))
+            .expect("parse");
+    assert!(validator.is_valid(&value3));
+    if let Some(o) = value3["benchmarks"][0]["sessions"]["turns"][1].as_object_mut() {
+        o.remove("ttft_ms");
+    }
+    assert!(!validator.is_valid(&value3));
 }
 
 #[test]

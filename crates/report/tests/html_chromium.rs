@@ -197,6 +197,15 @@ fn html_report_renders_in_chromium_offline_without_errors() {
     let mut run =
         common::with_server_metrics(common::sample_run(&bench_report::StatsOptions::default()));
     run.capacity = Some(sample_capacity());
+    run.benchmarks.extend(
+        common::session_run(&bench_report::StatsOptions::default())
+            .benchmarks
+            .into_iter()
+            .map(|mut b| {
+                b.label = "sessions".into();
+                b
+            }),
+    );
     let page = work.join("report.html");
     bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");
     let shot = work.join("report.png");
@@ -230,6 +239,9 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         "class=\"mark knee\"",
         "class=\"mark capacity\"",
         "SLO ttft_p99 ≤ 200 ms",
+        "<table class=\"turns\">",
+        "<td>94.8 / 94.0 / 98.0</td>",
+        "sessions: TTFT by turn",
     ] {
         assert!(dom.contains(want), "{want} missing from the rendered DOM");
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bench_core::{
     Backend, CancellationToken, Clock, ConversationSpec, Dispatch, Nanos, Outcome, RequestRecord,
-    RequestSpec, SessionCounts, ThinkTime, TurnRequest,
+    RequestSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest,
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
@@ -129,6 +129,8 @@ impl<B: Backend> SessionCtx<B> {
         mut slot: Nanos,
     ) -> SessionEnd {
         let mut replies: Vec<(Arc<str>, u32)> = Vec::with_capacity(conv.turns.len());
+        // The first turn's dispatch: every turn's record carries it (the session duration).
+        let mut session_start: Option<Nanos> = None;
         let cut = |k: usize| {
             if k == 0 {
                 SessionEnd::NotStarted
@@ -165,7 +167,14 @@ impl<B: Backend> SessionCtx<B> {
                 conversation: conv.clone(),
                 replies: replies.clone(),
             };
-            let (record, reply) = self.send(turn, id, scheduled, slot).await;
+            let (mut record, reply) = self.send(turn, id, scheduled, slot).await;
+            let start = *session_start.get_or_insert(record.dispatched);
+            record.session = Some(SessionTurn {
+                session: number,
+                turn: k as u32 + 1,
+                turns: conv.turns.len() as u32,
+                start,
+            });
             let outcome = record.outcome.clone();
             let output_tokens = record.output_tokens;
             // The receiver lives until every sender is gone; a send error is impossible.

@@ -104,6 +104,24 @@ async fn concurrent_users_run_sessions_back_to_back_with_think_time_outside_late
     prompts.sort_unstable();
     prompts.dedup();
     assert_eq!(prompts, vec![2 + 5, 2 + 5 + 4 + 5, 2 + 5 + 4 + 5 + 4 + 5]);
+    // Every record knows its session and turn; each session's turns share the first turn's
+    // dispatch as the session start, and turn k has the prompt of turn k.
+    let mut seen = std::collections::BTreeMap::<u64, Vec<(u32, u64)>>::new();
+    for (r, _) in &recs {
+        let s = r.session.expect("a session turn");
+        assert_eq!(s.turns, 3);
+        assert_eq!(r.prompt_tokens, 2 + 5 * s.turn + 4 * (s.turn - 1), "{r:?}");
+        seen.entry(s.session)
+            .or_default()
+            .push((s.turn, s.start / MS));
+    }
+    let starts: Vec<u64> = seen.values().map(|v| v[0].1).collect();
+    assert_eq!(seen.len(), 4);
+    assert_eq!(starts, vec![0, 0, 2390, 2390]);
+    for turns in seen.values() {
+        assert_eq!(turns.iter().map(|t| t.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert!(turns.iter().all(|t| t.1 == turns[0].1));
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -140,7 +158,7 @@ async fn sessions_running_at_the_deadline_are_cut() {
 async fn a_failed_turn_ends_its_session_as_errored() {
     let mut fake = Fake::new(100, 10, 4);
     fake.fail = |id| id == 1;
-    let (out, _) = run(
+    let (out, recs) = run(
         Arc::new(fake),
         Strategy::Concurrent { streams: 1 },
         None,
@@ -149,6 +167,11 @@ async fn a_failed_turn_ends_its_session_as_errored() {
     .await;
     // Turn ids 0, 1 (fails: the session ends), then a new session: 2, 3.
     assert_eq!(out.sent, 4);
+    let turns: Vec<(u64, u32)> = recs
+        .iter()
+        .map(|(r, _)| r.session.map(|s| (s.session, s.turn)).expect("a turn"))
+        .collect();
+    assert_eq!(turns, vec![(0, 1), (0, 2), (1, 1), (1, 2)]);
     assert_eq!(out.sessions, counts(2, 0, 1, 1));
 }
 

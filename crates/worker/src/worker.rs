@@ -724,6 +724,7 @@ impl Worker {
     ) -> (RequestRecord, Option<String>) {
         let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
         let mut rec = RequestRecord {
+            session: None,
             id: dispatch.id,
             scheduled: dispatch.scheduled,
             slot: dispatch.slot,

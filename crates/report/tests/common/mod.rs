@@ -58,6 +58,7 @@ pub fn record(
     }
     end += tail;
     RequestRecord {
+        session: None,
         id,
         scheduled,
         slot,
@@ -314,5 +315,67 @@ pub fn with_server_metrics(mut run: RunReport) -> RunReport {
             1.0,
         );
     }
+    run
+}
+
+/// A run of one session benchmark: two users running four-turn sessions back to back (1 s
+/// pauses), TTFT falling after turn 1 as a prefix cache would make it, prompts growing by the
+/// history; one session errors on its third turn, the last is cut by the end.
+#[allow(dead_code)]
+pub fn session_run(opts: &StatsOptions) -> RunReport {
+    let mut run = sample_run(opts);
+    run.benchmarks.clear();
+    run.config = serde_json::json!({"data": "turns=4,prompt_tokens=128,output_tokens=16"});
+    let mut acc = Accumulator::new(opts);
+    let mut rng = Rng::new(7);
+    let (mut id, mut end_all) = (0u64, 0);
+    for user in 0..2u64 {
+        let mut t = user * 300 * MS;
+        for s in 0..4u64 {
+            let session = 2 * s + user;
+            let start = t;
+            for k in 1..=4u32 {
+                let ttft = if k == 1 { 90 } else { 25 + 3 * k as u64 } * MS + rng.range(0, 9) * MS;
+                let gaps: Vec<Nanos> = (0..15).map(|_| (14 + rng.range(0, 3)) * MS).collect();
+                let prompt = 128 * k + 16 * (k - 1);
+                let outcome = match (session, k) {
+                    (5, 3) => Outcome::Http {
+                        status: 503,
+                        body: "overloaded".into(),
+                    },
+                    (7, 2) => Outcome::Cancelled,
+                    _ => Outcome::Completed,
+                };
+                let failed = outcome != Outcome::Completed;
+                let mut r = if failed {
+                    record(id, t, t, t, None, &[], 20 * MS, prompt, outcome)
+                } else {
+                    record(id, t, t, t, Some(ttft), &gaps, MS, prompt, outcome)
+                };
+                r.session = Some(bench_core::SessionTurn {
+                    session,
+                    turn: k,
+                    turns: 4,
+                    start,
+                });
+                id += 1;
+                t = r.end + S;
+                end_all = end_all.max(r.end);
+                acc.add(r);
+                if failed {
+                    break;
+                }
+            }
+        }
+    }
+    let mut meta = BenchmarkMeta::new(Strategy::Concurrent { streams: 2 }, 0, end_all, wall());
+    meta.stop_reason = "max_seconds".into();
+    meta.sessions = Some(bench_core::SessionCounts {
+        started: 8,
+        completed: 6,
+        cut: 1,
+        errored: 1,
+    });
+    run.benchmarks.push(acc.finish(meta));
     run
 }

@@ -116,6 +116,7 @@ impl Backend for Fake {
         };
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         RequestRecord {
+            session: None,
             id: d.id,
             scheduled: d.scheduled,
             slot: d.slot,
