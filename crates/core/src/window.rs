@@ -162,7 +162,7 @@ impl Window {
             ..*self
         };
         let token_rate = producing.per_s(input.output_tokens_in_window);
-        let little = little_rate(input.streams, self.open, input.departures);
+        let little = little_rate(input.streams, self.open, input.departures, input.failed);
         let requests_per_s = match little {
             Some(rate) if input.closed_loop => rate,
             _ if input.closed_loop && mean_out > 0.0 && token_rate > 0.0 => token_rate / mean_out,
@@ -216,25 +216,32 @@ impl Window {
     }
 }
 
-/// Little's law for `n` closed-loop streams: `n / R`, `R` the mean latency (dispatch to end)
-/// of the measured completed requests sent at or after `open` (the window's own requests,
-/// drained), or of all of them when none was sent in the window (every request outlasted the
-/// warmup). Each stream completes one request per latency, whatever the window holds; and
-/// choosing requests by when they were sent does not favour long ones, as choosing those
-/// in flight at the opening would. `None` without streams or requests.
-fn little_rate(streams: Option<u32>, open: Nanos, departures: &[(Nanos, Nanos)]) -> Option<f64> {
+/// Little's law for `n` closed-loop streams: each stream finishes one request per latency, so
+/// they complete `n * C / T` requests/s, `C` the completed requests and `T` the latencies
+/// (dispatch to end) of every finished request, completed or not, summed: requests sent at or
+/// after `open` (the window's own, drained), or all measured ones when no completed request
+/// was sent in the window (every request outlasted the warmup). Choosing requests by when they
+/// were sent does not favour long ones, as choosing those in flight at the opening would; and
+/// counting the time of the failed ones keeps slow failures (timeouts) from reading as
+/// completions. `None` without streams or completed requests.
+fn little_rate(
+    streams: Option<u32>,
+    open: Nanos,
+    departures: &[(Nanos, Nanos)],
+    failed: &[(Nanos, Nanos)],
+) -> Option<f64> {
     let n = streams.filter(|&n| n > 0)? as f64;
-    let mean = |own: bool| {
-        let (sum, count) = departures
-            .iter()
+    let sum = |d: &[(Nanos, Nanos)], own: bool| {
+        d.iter()
             .filter(|&&(sent, _)| !own || sent >= open)
             .fold((0.0, 0u64), |(s, c), &(sent, end)| {
                 (s + end.saturating_sub(sent) as f64 / 1e9, c + 1)
-            });
-        (count > 0).then(|| sum / count as f64)
+            })
     };
-    let r = mean(true).or_else(|| mean(false))?;
-    (r > 0.0).then(|| n / r)
+    let own = sum(departures, true).1 > 0;
+    let ((done_secs, done), (failed_secs, _)) = (sum(departures, own), sum(failed, own));
+    let secs = done_secs + failed_secs;
+    (done > 0 && secs > 0.0).then(|| n * done as f64 / secs)
 }
 
 /// What [`Window::steady_rates`] needs of a benchmark.
@@ -251,6 +258,9 @@ pub struct RateInput<'a> {
     pub streams: Option<u32>,
     /// `(dispatched, end)` of every measured completed request.
     pub departures: &'a mut [(Nanos, Nanos)],
+    /// `(dispatched, end)` of every measured request that did not complete (errored,
+    /// incomplete): a closed loop's streams spent that time too (Little's law).
+    pub failed: &'a [(Nanos, Nanos)],
     /// Output tokens of those requests, summed.
     pub output_tokens: f64,
     /// Prompt tokens of those requests, summed.
@@ -414,6 +424,7 @@ mod tests {
                 output_tokens_in_window: 0.0,
                 first_output: None,
                 streams: None,
+                failed: &[],
                 departures,
                 output_tokens: 0.0,
                 prompt_tokens: 0.0,
@@ -500,6 +511,7 @@ mod tests {
             output_tokens_in_window: 108.0,
             first_output: Some(2_400_000_000),
             streams: Some(2),
+            failed: &[],
             departures,
             output_tokens: 128.0,
             prompt_tokens: 0.0,
@@ -542,6 +554,7 @@ mod tests {
             output_tokens_in_window: 40.0,
             first_output: Some(S),
             streams: Some(1),
+            failed: &[],
             departures: &mut d,
             output_tokens: 40.0,
             prompt_tokens: 0.0,
@@ -554,6 +567,7 @@ mod tests {
             output_tokens_in_window: 10.0,
             first_output: Some(S),
             streams: Some(1),
+            failed: &[],
             departures: &mut d,
             output_tokens: 10.0,
             prompt_tokens: 0.0,
@@ -574,6 +588,7 @@ mod tests {
             output_tokens_in_window: 400.0,
             first_output: None,
             streams: None,
+            failed: &[],
             departures: &mut [(0, 1), (0, 2)],
             output_tokens: 20.0,
             prompt_tokens: 8.0,
@@ -606,5 +621,28 @@ mod tests {
         };
         assert_eq!(tokens_in(&r, 0, 15), 2.0);
         assert_eq!(tokens_in(&r, 15, 30), 6.0);
+    }
+
+    #[test]
+    fn littles_law_counts_the_time_of_failed_requests() {
+        // Two streams, each sending in the window one completed request of 2 s and one that
+        // timed out after 2 s: one completion per 4 s a stream, 0.5 req/s, not 1.
+        let w = Window {
+            open: 0,
+            close: 4 * S,
+            cooldown: false,
+        };
+        let mut done = [(0, 2 * S), (0, 2 * S)];
+        let rates = w.steady_rates(&mut RateInput {
+            closed_loop: true,
+            output_tokens_in_window: 20.0,
+            first_output: Some(S),
+            streams: Some(2),
+            departures: &mut done,
+            failed: &[(2 * S, 4 * S), (2 * S, 4 * S)],
+            output_tokens: 20.0,
+            prompt_tokens: 0.0,
+        });
+        assert!((rates.requests_per_s - 0.5).abs() < 1e-9, "{rates:?}");
     }
 }
