@@ -138,7 +138,7 @@ impl Window {
     ///   every request, per second from the first output token (or the opening, if later) to
     ///   the closing; requests/s is that divided by the mean output tokens of the measured
     ///   completed requests; but with a fixed number `N` of streams (synchronous, concurrent)
-    ///   and completed requests to time, Little's law `N / R` ([`little_rate`]), which no
+    ///   and completed requests to time, Little's law `L / R` (`L` in flight) ([`little_rate`]), which no
     ///   window edge can bias (a window shorter than a request sees decoding without the
     ///   prefills between requests, or no token at all);
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
@@ -162,7 +162,10 @@ impl Window {
             ..*self
         };
         let token_rate = producing.per_s(input.output_tokens_in_window);
-        let little = little_rate(input.streams, self.open, input.departures, input.failed);
+        let little = input
+            .streams
+            .filter(|&n| n > 0)
+            .and_then(|_| little_rate(self, input.departures, input.failed));
         let requests_per_s = match little {
             Some(rate) if input.closed_loop => rate,
             _ if input.closed_loop && mean_out > 0.0 && token_rate > 0.0 => token_rate / mean_out,
@@ -216,24 +219,31 @@ impl Window {
     }
 }
 
-/// Little's law for `n` closed-loop streams: each stream finishes one request per latency, so
-/// they complete `n * C / T` requests/s, `C` the completed requests and `T` the latencies
-/// (dispatch to end) of every finished request, completed or not, summed: requests sent at or
-/// after `open` (the window's own, drained), or all measured ones when no completed request
-/// was sent in the window (every request outlasted the warmup). Choosing requests by when they
-/// were sent does not favour long ones, as choosing those in flight at the opening would; and
-/// counting the time of the failed ones keeps slow failures (timeouts) from reading as
-/// completions. `None` without streams or completed requests.
+/// Little's law for a closed loop, `X = L / R` for the completed requests: they complete
+/// `L * C / T` requests/s, `L` the mean number of requests in flight in the window (measured:
+/// `N` for `N` streams sending back to back, less with think times or client gaps), `C` the
+/// completed requests and `T` the latencies (dispatch to end) of every finished request,
+/// completed or not, summed; over the requests sent at or after `open` (the window's own,
+/// drained), or all measured ones when no completed request was sent in the window (every
+/// request outlasted the warmup). Each stream finishes one request per latency whatever the
+/// window holds; choosing requests by when they were sent does not favour long ones, as
+/// choosing those in flight at the opening would; and counting the time of the failed ones
+/// keeps slow failures (timeouts) from reading as completions. `None` for an empty window or
+/// without completed requests.
 fn little_rate(
-    streams: Option<u32>,
-    open: Nanos,
+    w: &Window,
     departures: &[(Nanos, Nanos)],
     failed: &[(Nanos, Nanos)],
 ) -> Option<f64> {
-    let n = streams.filter(|&n| n > 0)? as f64;
+    let busy: u128 = departures
+        .iter()
+        .chain(failed)
+        .map(|&(sent, end)| u128::from(end.min(w.close).saturating_sub(sent.max(w.open))))
+        .sum();
+    let in_flight = (w.nanos() > 0).then(|| busy as f64 / w.nanos() as f64)?;
     let sum = |d: &[(Nanos, Nanos)], own: bool| {
         d.iter()
-            .filter(|&&(sent, _)| !own || sent >= open)
+            .filter(|&&(sent, _)| !own || sent >= w.open)
             .fold((0.0, 0u64), |(s, c), &(sent, end)| {
                 (s + end.saturating_sub(sent) as f64 / 1e9, c + 1)
             })
@@ -241,7 +251,7 @@ fn little_rate(
     let own = sum(departures, true).1 > 0;
     let ((done_secs, done), (failed_secs, _)) = (sum(departures, own), sum(failed, own));
     let secs = done_secs + failed_secs;
-    (done > 0 && secs > 0.0).then(|| n * done as f64 / secs)
+    (done > 0 && secs > 0.0).then(|| in_flight * done as f64 / secs)
 }
 
 /// What [`Window::steady_rates`] needs of a benchmark.
@@ -560,7 +570,9 @@ mod tests {
             prompt_tokens: 0.0,
         });
         assert!((rates.requests_per_s - 1.0).abs() < 1e-9, "{rates:?}");
-        // Without a request of its own, the window's straddlers are all there is.
+        // Without a request of its own (a window inside one request), the window's
+        // straddlers are all there is.
+        let w = Window { close: 8 * S, ..w };
         let mut d = [(0, 9 * S)];
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
@@ -621,6 +633,36 @@ mod tests {
         };
         assert_eq!(tokens_in(&r, 0, 15), 2.0);
         assert_eq!(tokens_in(&r, 15, 30), 6.0);
+    }
+
+    #[test]
+    fn littles_law_takes_the_streams_in_flight_not_their_number() {
+        // Two streams with 1 s of think time between 1 s requests: one in flight on average,
+        // 1 req/s, not the 2 req/s that 2 streams / 1 s would say.
+        let w = Window {
+            open: 0,
+            close: 8 * S,
+            cooldown: false,
+        };
+        let mut d: Vec<(Nanos, Nanos)> = (0..4)
+            .flat_map(|k| {
+                [
+                    (2 * k * S, (2 * k + 1) * S),
+                    ((2 * k + 1) * S, (2 * k + 2) * S),
+                ]
+            })
+            .collect();
+        let rates = w.steady_rates(&mut RateInput {
+            closed_loop: true,
+            output_tokens_in_window: 80.0,
+            first_output: Some(0),
+            streams: Some(2),
+            departures: &mut d,
+            failed: &[],
+            output_tokens: 80.0,
+            prompt_tokens: 0.0,
+        });
+        assert!((rates.requests_per_s - 1.0).abs() < 1e-9, "{rates:?}");
     }
 
     #[test]

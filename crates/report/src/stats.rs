@@ -804,13 +804,13 @@ mod tests {
         assert_eq!(r.errors.get("http_500"), Some(&1));
         assert!(close(r.duration_s, 2.0));
         assert!(close(r.warmup_s, 1.0) && close(r.cooldown_s, 1.0));
-        // Steady state of a closed loop of 2 streams (docs/metrics.md): Little's law over the
-        // requests sent in the window, C (completed, 1.6 s) and E (errored, 0.6 s): 2 streams
-        // x 1 completion / 2.2 s = 0.909 req/s; times the mean output of the measured
-        // completed requests (B 3, C 2): 2.27 tok/s. (The token rate alone, B@1.5, B@2.5,
-        // C@2.2 over 2 s, would read 1.5 tok/s, 0.6 req/s: a window of 2 s holds too little of
-        // requests of 1.6-2.1 s.)
-        let x = 2.0 / 2.2;
+        // Steady state of a closed loop (docs/metrics.md): Little's law, 1.6 requests in
+        // flight in the window (below), over the requests sent in it, C (completed, 1.6 s) and
+        // E (errored, 0.6 s): 1.6 x 1 completion / 2.2 s = 0.727 req/s; times the mean output
+        // of the measured completed requests (B 3, C 2): 1.82 tok/s. (The token rate alone,
+        // B@1.5, B@2.5, C@2.2 over 2 s, would read 1.5 tok/s, 0.6 req/s: a window of 2 s holds
+        // too little of requests of 1.6-2.1 s.)
+        let x = 1.6 / 2.2;
         assert!(close(r.rates.requests_per_s, x), "{:?}", r.rates);
         assert!(close(r.rates.output_tokens_per_s, x * 2.5));
         // Plus that rate times their mean prompt (10 + 20) / 2.
@@ -847,7 +847,7 @@ mod tests {
         assert_eq!(m.queue_ms.count, 3);
         let g = r.goodput.expect("goodput asked");
         assert_eq!(g.requests, 1);
-        // The steady 0.909 req/s times 1 good of the 2 completed.
+        // The steady 0.727 req/s times 1 good of the 2 completed.
         assert!(close(g.per_s, x / 2.0));
         assert!(close(g.fraction, 1.0 / 3.0));
     }
