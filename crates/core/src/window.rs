@@ -137,9 +137,9 @@ impl Window {
     ///   load is the same from the first instant: output tokens arriving in the window, from
     ///   every request, per second from the first output token (or the opening, if later) to
     ///   the closing; requests/s is that divided by the mean output tokens of the measured
-    ///   completed requests; but with a fixed number `N` of streams (synchronous, concurrent)
-    ///   and completed requests to time, Little's law `L / R` (`L` in flight) ([`little_rate`]), which no
-    ///   window edge can bias (a window shorter than a request sees decoding without the
+    ///   completed requests; but with a fixed number of streams (synchronous, concurrent) and
+    ///   completed requests to time, Little's law `L / R` ([`little_rate`], `L` the requests
+    ///   in flight, `R` their latency), which no window edge can bias (a window shorter than a request sees decoding without the
     ///   prefills between requests, or no token at all);
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
     ///   the departure rate of the measured completed requests (all of them, drained), taken
