@@ -6,9 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use bench_report::{
-    parse_metric_percentiles, parse_percentile_metrics, read_run, render_csv, render_guidellm,
-    render_json, render_vllm, write_outputs, Goodput, RunReport, StatsOptions, VllmConsoleOptions,
-    VllmLayout,
+    parse_metric_percentiles, parse_percentile_metrics, read_run, render_capacity,
+    render_capacity_vllm, render_csv, render_guidellm, render_html, render_json, render_vllm,
+    write_outputs, Goodput, RunReport, StatsOptions, VllmConsoleOptions, VllmLayout,
 };
 
 fn opts() -> StatsOptions {
@@ -152,6 +152,22 @@ fn json_validates_against_the_published_schema() {
     assert_eq!(&row[col("capacity_max_requests_per_s")], "9.5");
     assert_eq!(&row[col("capacity_slo_max_requests_per_s")], "4");
     assert_eq!(&row[col("capacity_knee_requests_per_s")], "");
+    assert_eq!(&row[col("capacity_max_is_lower_bound")], "false");
+    // A capacity no rate crossed says "at least" in every output.
+    let mut lower = with_capacity.clone();
+    if let Some(c) = lower.capacity.as_mut() {
+        c.max_is_lower_bound = true;
+    }
+    let at_least = "at least 9.50 req/s";
+    assert!(render_capacity(&lower).contains(at_least));
+    assert!(render_html(&lower).contains(at_least));
+    assert!(render_capacity_vllm(&lower).contains("Max is a lower bound:"));
+    assert!(!render_capacity(&with_capacity).contains("at least"));
+    assert!(!render_capacity_vllm(&with_capacity).contains("lower bound"));
+    let csv = render_csv(&lower);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let row = reader.records().next().expect("row").expect("valid row");
+    assert_eq!(&row[col("capacity_max_is_lower_bound")], "true");
     for run in [
         common::sample_run(&opts()),
         common::sample_run(&keep),
