@@ -32,6 +32,10 @@ struct Config {
     tokens: u32,
     /// S* of the SLO, ms.
     slo_step_ms: f64,
+    /// Whether the SLO rate is checked: its closed form is the open loop's steady state,
+    /// which a 3 s benchmark of requests lasting 1.25 s hardly reaches (its window is mostly
+    /// the ramp, when fewer slots are held and steps are shorter).
+    check_slo: bool,
 }
 
 impl Config {
@@ -127,7 +131,7 @@ fn check(c: &Config) {
         c.name
     );
     assert!(
-        (got_slo - want_slo).abs() <= 0.05 * want_slo,
+        !c.check_slo || (got_slo - want_slo).abs() <= 0.05 * want_slo,
         "{}: SLO rate {got_slo} vs closed form {want_slo}",
         c.name
     );
@@ -154,6 +158,7 @@ fn sweep_finds_the_closed_form_capacity_and_slo_rate_batch16() {
         prefill_ms: 1.0,
         tokens: 32,
         slo_step_ms: 14.0,
+        check_slo: true,
     });
 }
 
@@ -167,5 +172,26 @@ fn sweep_finds_the_closed_form_capacity_and_slo_rate_batch8() {
         prefill_ms: 2.0,
         tokens: 24,
         slo_step_ms: 8.0,
+        check_slo: true,
+    });
+}
+
+/// Requests far longer than a quarter benchmark, whose first token comes after a short rung
+/// would have closed (a small real server with long prompts: llama.cpp at 256/64 tokens took
+/// 10 s a request at concurrency 4 in 20 s benchmarks). A rung of a quarter benchmark saw no
+/// token and read its 4 requests over its window, 2.7 times the capacity; rungs now hold
+/// several request latencies and closed loops read Little's law. Capacity only (see
+/// `check_slo`).
+#[test]
+fn sweep_finds_the_closed_form_capacity_when_requests_outlast_a_quarter_benchmark() {
+    check(&Config {
+        name: "long_prefill",
+        max_batch: 8,
+        step_base_ms: 20.0,
+        step_per_seq_ms: 1.0,
+        prefill_ms: 1000.0,
+        tokens: 11,
+        slo_step_ms: 24.0,
+        check_slo: false,
     });
 }

@@ -320,7 +320,7 @@ fn sweep_mock_finds_the_simulators_capacity_within_3_percent() {
     }
     let c = found(&v);
     assert!((c / cap - 1.0).abs() < 0.03, "{c:.2} vs {cap:.2}");
-    // Every benchmark ran the 5 s default (the ladder's rungs a quarter of it), and the
+    // Every benchmark ran the 5 s default (the ladder's rungs 2 request latencies of it), and the
     // open-loop rates ascend past the capacity the sweep states.
     let b = v["benchmarks"].as_array().expect("benchmarks");
     let rates: Vec<f64> = b

@@ -19,9 +19,9 @@ pub use profile::{
     sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepSpec, DEFAULT_SLO_TOLERANCE,
 };
 pub use sweep::{
-    capacity_rates, slo_bracket, slo_next_rate, Reading, SweepMode, SweepPlanner, SweepRole,
-    SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS, LADDER_WARMUP, MAX_REFINE_STEPS,
-    SECOND_RATE, TOP_RATE,
+    capacity_rates, rung_latency, rung_length, slo_bracket, slo_next_rate, Reading, SweepMode,
+    SweepPlanner, SweepRole, SweepStep, LADDER_BUDGET, LADDER_GAIN, LADDER_LENGTH,
+    LADDER_MAX_RUNGS, LADDER_WARMUP, MAX_REFINE_STEPS, RUNG_LATENCIES, SECOND_RATE, TOP_RATE,
 };
 pub use transient::{ResolvedTransient, Transient};
 

@@ -5,10 +5,13 @@
 //! Adaptive mode (the default; docs/profiles.md):
 //!
 //! 1. `synchronous`.
-//! 2. A concurrency ladder `concurrent@2, @4, @8, ...` (each rung a quarter of the benchmark
-//!    length), until a rung raises the best output token throughput so far by less than
-//!    [`LADDER_GAIN`], the cap (`--max-concurrency`, default 512) is reached, or
-//!    [`LADDER_MAX_RUNGS`] rungs ran. The capacity is the best rung (synchronous included).
+//! 2. A concurrency ladder `concurrent@2, @4, @8, ...`, until a rung raises the best output
+//!    token throughput so far by less than [`LADDER_GAIN`], the cap (`--max-concurrency`,
+//!    default 512) is reached, [`LADDER_MAX_RUNGS`] rungs ran, or the next rung would take the
+//!    ladder past [`LADDER_BUDGET`] benchmark lengths. Each rung lasts long enough to hold
+//!    [`RUNG_LATENCIES`] of its predicted request latencies ([`rung_length`]), at least a
+//!    quarter of a benchmark and at most one. The capacity is the best rung (synchronous
+//!    included).
 //! 3. `size - 2` open-loop rates placed by [`capacity_rates`]: ascending, from near the
 //!    synchronous rate to 1.2x the capacity, denser near the capacity.
 //! 4. With an SLO: bisection between the highest rate that met every bound and the lowest that
@@ -21,21 +24,31 @@ use std::collections::VecDeque;
 use bench_core::{Capacity, SloBracket};
 use serde::{Deserialize, Serialize};
 
-use crate::{invalid, sweep_rates, OpenLoop, ProfileError, Strategy, SweepSpec};
+use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepSpec};
 
 /// A ladder rung must raise the best output token throughput by more than this fraction, or
 /// the ladder stops.
 pub const LADDER_GAIN: f64 = 0.05;
-/// At most this many ladder rungs (so the ladder costs at most 2x one benchmark's length).
+/// At most this many ladder rungs.
 pub const LADDER_MAX_RUNGS: u32 = 8;
-/// Length of a ladder rung relative to the other benchmarks.
+/// The shortest ladder rung, relative to the other benchmarks.
 pub const LADDER_LENGTH: f64 = 0.25;
+/// A rung lasts at least this many of its predicted request latencies (its warmup takes a
+/// quarter of them, its window the rest), so that its window holds requests of its own.
+pub const RUNG_LATENCIES: f64 = 2.0;
+/// The ladder's rungs together last at most this many benchmark lengths.
+pub const LADDER_BUDGET: f64 = 4.0;
 /// Warmup of a ladder rung (a fraction of its length) when the run sets none.
 pub const LADDER_WARMUP: f64 = 0.25;
 /// The top open-loop rate, relative to the measured capacity.
 pub const TOP_RATE: f64 = 1.2;
 /// The second highest open-loop rate (with 4 or more rates), relative to the capacity.
 pub const SECOND_RATE: f64 = 1.1;
+/// An open-loop benchmark kept up with its rate when it completed at least this fraction of
+/// the rate it offered.
+pub const KEPT_UP: f64 = 0.95;
+/// At most this many open-loop rates added above the planned ones, when the top rate kept up.
+pub const MAX_EXTENSIONS: u32 = 2;
 /// At most this many refinement benchmarks of the SLO search.
 pub const MAX_REFINE_STEPS: u32 = 10;
 
@@ -125,6 +138,41 @@ pub fn capacity_rates(r_sync: f64, capacity: f64, n: u32) -> Vec<f64> {
     f.into_iter().map(|x| x * capacity).collect()
 }
 
+/// The predicted request latency (seconds) of a rung of `streams` streams, from what the
+/// synchronous probe and the rungs before it measured (`(streams, requests/s)`, in order): the
+/// last throughput grown by the last gain (`X_last / X_before`, clamped to `[1, 2]`; 2 after
+/// synchronous alone, as if the server batched), then Little's law `streams / X`. A server that
+/// batches keeps its latency while it doubles its streams; one that has stopped gaining doubles
+/// it. `None` when nothing was measured.
+pub fn rung_latency(measured: &[(u32, f64)], streams: u32) -> Option<f64> {
+    let &(_, last) = measured.last().filter(|(_, x)| *x > 0.0)?;
+    let gain = match measured {
+        [.., (_, before), _] if *before > 0.0 => (last / before).clamp(1.0, 2.0),
+        _ => 2.0,
+    };
+    Some(f64::from(streams) / (last * gain))
+}
+
+/// The length of a ladder rung of `streams` streams relative to the run's `limits`: long
+/// enough for [`RUNG_LATENCIES`] of its predicted request latencies ([`rung_latency`]; a whole
+/// benchmark without a prediction), and under a request count for each stream to send
+/// [`RUNG_LATENCIES`] requests; clamped to `[LADDER_LENGTH, 1]`.
+pub fn rung_length(streams: u32, latency: Option<f64>, limits: &Limits) -> f64 {
+    let by_time = limits
+        .max_seconds
+        .filter(|&s| s > 0.0)
+        .map(|s| latency.map_or(1.0, |r| RUNG_LATENCIES * r / s));
+    let by_count = limits
+        .max_requests
+        .filter(|&m| m > 0)
+        .map(|m| RUNG_LATENCIES * f64::from(streams) / m as f64);
+    [by_time, by_count]
+        .into_iter()
+        .flatten()
+        .fold(LADDER_LENGTH, f64::max)
+        .min(1.0)
+}
+
 /// The next rate of the SLO search from the rates measured so far (`(rate, met)`), or `None`
 /// when the bracket is narrow enough. `low` is the highest rate that met every bound below the
 /// lowest that did not (`high`).
@@ -165,6 +213,7 @@ pub fn slo_next_rate(b: &SloBracket) -> Option<f64> {
 #[derive(Debug, Clone)]
 pub struct SweepPlanner {
     spec: SweepSpec,
+    limits: Limits,
     pending: VecDeque<SweepStep>,
     history: Vec<(SweepStep, Reading)>,
     rates_planned: bool,
@@ -173,8 +222,8 @@ pub struct SweepPlanner {
 }
 
 impl SweepPlanner {
-    /// A planner for `spec`.
-    pub fn new(spec: &SweepSpec) -> Self {
+    /// A planner for `spec`, whose benchmarks run with `limits` (rungs scale them).
+    pub fn new(spec: &SweepSpec, limits: &Limits) -> Self {
         let mut pending = VecDeque::new();
         let probe = |strategy| SweepStep {
             strategy,
@@ -189,6 +238,7 @@ impl SweepPlanner {
         }
         Self {
             spec: spec.clone(),
+            limits: limits.clone(),
             pending,
             history: Vec::new(),
             rates_planned: false,
@@ -224,6 +274,9 @@ impl SweepPlanner {
                 return Ok(Some(s));
             }
         }
+        if let Some(s) = self.extension_step() {
+            return Ok(Some(s));
+        }
         Ok(self.refine_step())
     }
 
@@ -235,11 +288,11 @@ impl SweepPlanner {
 
     fn plan_ladder_or_rates(&mut self) -> Result<(), ProfileError> {
         if self.spec.mode == SweepMode::Adaptive {
-            if let Some(c) = self.next_rung() {
+            if let Some((c, length)) = self.next_rung() {
                 self.pending.push_back(SweepStep {
                     strategy: Strategy::Concurrent { streams: c },
                     role: SweepRole::Ladder,
-                    length: LADDER_LENGTH,
+                    length,
                 });
                 return Ok(());
             }
@@ -277,16 +330,14 @@ impl SweepPlanner {
             .map(|(_, r)| *r)
     }
 
-    /// The ladder's next concurrency, or `None` when it is done.
-    fn next_rung(&self) -> Option<u32> {
-        let rungs: Vec<(u32, f64)> = self
+    /// The ladder's next concurrency and rung length, or `None` when it is done.
+    fn next_rung(&self) -> Option<(u32, f64)> {
+        let rungs: Vec<(u32, &Reading)> = self
             .history
             .iter()
             .filter_map(|(s, r)| match (s.role, &s.strategy) {
-                (SweepRole::Probe, Strategy::Synchronous) => Some((1, r.throughput())),
-                (SweepRole::Ladder, Strategy::Concurrent { streams }) => {
-                    Some((*streams, r.throughput()))
-                }
+                (SweepRole::Probe, Strategy::Synchronous) => Some((1, r)),
+                (SweepRole::Ladder, Strategy::Concurrent { streams }) => Some((*streams, r)),
                 _ => None,
             })
             .collect();
@@ -298,24 +349,72 @@ impl SweepPlanner {
         if ladder_len > 0 {
             let before = rungs[..rungs.len() - 1]
                 .iter()
-                .map(|(_, t)| *t)
+                .map(|(_, r)| r.throughput())
                 .fold(0.0, f64::max);
-            if last <= before * (1.0 + LADDER_GAIN) {
+            if last.throughput() <= before * (1.0 + LADDER_GAIN) {
                 return None;
             }
         }
-        Some((last_c * 2).min(self.spec.throughput_concurrency))
+        let c = (last_c * 2).min(self.spec.throughput_concurrency);
+        let measured: Vec<(u32, f64)> = rungs.iter().map(|(c, r)| (*c, r.requests_per_s)).collect();
+        let length = rung_length(c, rung_latency(&measured, c), &self.limits);
+        let spent: f64 = self
+            .history
+            .iter()
+            .filter(|(s, _)| s.role == SweepRole::Ladder)
+            .map(|(s, _)| s.length)
+            .sum();
+        (spent + length <= LADDER_BUDGET + 1e-9).then_some((c, length))
     }
 
-    /// The probe or rung with the highest throughput (the first of equals).
+    /// The benchmark with the highest throughput (the first of equals) among the probes and
+    /// rungs, and the open-loop rates that kept up ([`kept_up`]): a server that completed a
+    /// rate sustains it, whatever the closed loops read (streams that stay in step, prefilling
+    /// together and then decoding together, carry less than arrivals spread in time).
     fn best(&self) -> Option<&(SweepStep, Reading)> {
         self.history
             .iter()
-            .filter(|(s, _)| matches!(s.role, SweepRole::Probe | SweepRole::Ladder))
+            .filter(|(s, r)| match s.role {
+                SweepRole::Probe | SweepRole::Ladder => true,
+                SweepRole::Rate | SweepRole::Refine => kept_up(s, r),
+            })
             .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
                 Some(b) if b.1.throughput() >= x.1.throughput() => Some(b),
                 _ => Some(x),
             })
+    }
+
+    /// One more open-loop rate above the planned ones, when the highest offered so far kept
+    /// up (the probes then underestimated the capacity, and no rate has crossed it yet):
+    /// [`TOP_RATE`] times the capacity as it now stands, at most [`MAX_EXTENSIONS`] times.
+    fn extension_step(&self) -> Option<SweepStep> {
+        if self.spec.mode != SweepMode::Adaptive || !self.rates_planned {
+            return None;
+        }
+        let rates: Vec<&(SweepStep, Reading)> = self
+            .history
+            .iter()
+            .filter(|(s, _)| s.role == SweepRole::Rate)
+            .collect();
+        let planned = self.spec.size.saturating_sub(2) as usize;
+        if rates.len() < planned || rates.len() >= planned + MAX_EXTENSIONS as usize {
+            return None;
+        }
+        let (top, reading) = rates
+            .iter()
+            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, s, r)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(rate, s, r)| (rate, kept_up(s, r)))?;
+        if !reading {
+            return None;
+        }
+        let capacity = self.best()?.1.requests_per_s;
+        let rate = (TOP_RATE * capacity).max(TOP_RATE * top);
+        Some(SweepStep {
+            strategy: self.spec.open_loop_at(rate),
+            role: SweepRole::Rate,
+            length: 1.0,
+        })
     }
 
     fn open_loop_verdicts(&self) -> Vec<(f64, bool)> {
@@ -348,8 +447,9 @@ impl SweepPlanner {
         })
     }
 
-    /// The capacity answer: the best probe or rung (in guidellm mode the better of its
-    /// synchronous and 512-request probes); `None` before any probe. The knee is left for the
+    /// The capacity answer: the best probe, rung or open-loop rate that kept up (in guidellm
+    /// mode the better of its synchronous and 512-request probes, or a rate that kept up above
+    /// them); `None` before any probe. The knee is left for the
     /// report, which owns the latency figures.
     pub fn answer(&self) -> Option<Capacity> {
         let (step, best) = self.best()?;
@@ -370,6 +470,13 @@ impl SweepPlanner {
             slo_bracket: bracket,
         })
     }
+}
+
+/// Whether an open-loop benchmark completed at least [`KEPT_UP`] of the rate it offered.
+fn kept_up(step: &SweepStep, reading: &Reading) -> bool {
+    step.strategy
+        .target_rate()
+        .is_some_and(|rate| rate > 0.0 && reading.requests_per_s >= KEPT_UP * rate)
 }
 
 impl SweepSpec {

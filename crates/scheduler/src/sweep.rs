@@ -131,7 +131,7 @@ impl<B: Backend> Scheduler<B> {
             capacity: None,
             interrupted: false,
         };
-        let mut steps = Steps::new(profile);
+        let mut steps = Steps::new(profile, limits);
         let mut specs = specs;
         while let Some(step) = steps.next_step().map_err(SchedulerError::Sweep)? {
             let index = out.benchmarks.len();
@@ -187,12 +187,12 @@ enum Steps {
 }
 
 impl Steps {
-    fn new(profile: &Profile) -> Self {
+    fn new(profile: &Profile, limits: &Limits) -> Self {
         match profile {
             Profile::Fixed { benchmarks } => {
                 Steps::Fixed(benchmarks.clone().into_iter(), benchmarks.len())
             }
-            Profile::Sweep(spec) => Steps::Sweep(Box::new(SweepPlanner::new(spec))),
+            Profile::Sweep(spec) => Steps::Sweep(Box::new(SweepPlanner::new(spec, limits))),
         }
     }
 

@@ -63,9 +63,24 @@ fn server(batch: u32, tok: f64) -> impl Fn(&Strategy) -> (f64, f64) {
     }
 }
 
+fn seconds(s: f64) -> Limits {
+    Limits {
+        max_seconds: Some(s),
+        ..Limits::default()
+    }
+}
+
 fn drive(spec: &SweepSpec, batch: u32, slo_limit: f64) -> (Vec<SweepStep>, SweepPlanner) {
-    let srv = server(batch, 50.0);
-    let mut p = SweepPlanner::new(spec);
+    drive_with(spec, &seconds(60.0), server(batch, 50.0), slo_limit)
+}
+
+fn drive_with(
+    spec: &SweepSpec,
+    limits: &Limits,
+    srv: impl Fn(&Strategy) -> (f64, f64),
+    slo_limit: f64,
+) -> (Vec<SweepStep>, SweepPlanner) {
+    let mut p = SweepPlanner::new(spec, limits);
     let mut steps = Vec::new();
     while let Some(step) = p.next_step().expect("plans") {
         let (rps, tok) = srv(&step.strategy);
@@ -183,7 +198,7 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
     assert_eq!(a.max_measured_by, "throughput");
     assert_eq!(steps.len(), 10);
     // Progress totals: known from the start in guidellm mode.
-    let mut q = SweepPlanner::new(&s);
+    let mut q = SweepPlanner::new(&s, &seconds(60.0));
     assert_eq!(q.expected_len(), 10);
     let first = q.next_step().expect("plans").expect("a step");
     assert_eq!(q.expected_len(), 10, "a step handed out still counts");
@@ -205,4 +220,133 @@ fn bracket_ignores_passes_above_a_failure() {
     assert_eq!(slo_next_rate(&b), Some(1.5));
     let b = slo_bracket(&[(1.0, true), (1.04, false)], 0.05, 1);
     assert_eq!(slo_next_rate(&b), None);
+}
+
+#[test]
+fn rungs_hold_several_latencies_of_their_own() {
+    // After synchronous alone (1 s a request), as if the server batched: 2 streams, 1 s.
+    assert_eq!(rung_latency(&[(1, 1.0)], 2), Some(1.0));
+    // Gaining 1.1x at the last rung (llama.cpp: 0.29 then 0.32 req/s): 4 streams at
+    // 0.32 * 1.1 req/s.
+    let r = rung_latency(&[(1, 0.29), (2, 0.32)], 4).expect("latency");
+    assert!((r - 4.0 / (0.32 * 0.32 / 0.29)).abs() < 1e-9, "{r}");
+    // No gain (or a loss): the latency doubles with the streams; nothing measured: none.
+    assert_eq!(rung_latency(&[(1, 1.0), (2, 0.9)], 4), Some(4.0 / 0.9));
+    assert_eq!(rung_latency(&[(1, 0.0)], 2), None);
+    assert_eq!(rung_latency(&[], 2), None);
+    // 2 latencies of 12.5 s, 25 s: a whole 20 s benchmark, a quarter of a 100 s one.
+    assert_eq!(rung_length(4, Some(12.5), &seconds(20.0)), 1.0);
+    assert!((rung_length(4, Some(12.5), &seconds(100.0)) - 0.25).abs() < 1e-9);
+    assert!((rung_length(4, Some(15.0), &seconds(100.0)) - 0.3).abs() < 1e-9);
+    assert_eq!(rung_length(4, Some(0.01), &seconds(20.0)), LADDER_LENGTH);
+    assert_eq!(
+        rung_length(4, None, &seconds(20.0)),
+        1.0,
+        "nothing measured"
+    );
+    // Under a count, 2 requests a stream; both limits: the longer need.
+    let count = Limits {
+        max_requests: Some(160),
+        ..Limits::default()
+    };
+    assert!((rung_length(32, Some(0.01), &count) - 0.4).abs() < 1e-9);
+    let both = Limits {
+        max_seconds: Some(20.0),
+        ..count
+    };
+    assert_eq!(rung_length(32, Some(10.0), &both), 1.0);
+    assert_eq!(rung_length(2, None, &Limits::default()), LADDER_LENGTH);
+}
+
+#[test]
+fn a_slow_server_gets_long_rungs_within_the_budget() {
+    // A 4-slot server whose requests take 3.4 s alone (llama.cpp at 256/64 tokens), 20 s
+    // benchmarks: the rungs hold 2 predicted latencies each, far more than a quarter.
+    let slow = |s: &Strategy| {
+        let c = match s {
+            Strategy::Synchronous => 1.0,
+            Strategy::Concurrent { streams } => f64::from(*streams),
+            _ => return (0.4, 25.6),
+        };
+        let rps = 0.29 * c.min(1.4);
+        (rps, rps * 64.0)
+    };
+    let s = spec(SweepMode::Adaptive, None);
+    let (steps, _) = drive_with(&s, &seconds(20.0), slow, 0.0);
+    let ladder: Vec<(String, f64)> = steps
+        .iter()
+        .filter(|s| s.role == SweepRole::Ladder)
+        .map(|s| (s.strategy.label(), s.length))
+        .collect();
+    // concurrent@2: 2 latencies of 2 / (0.29 * 2) s; concurrent@4, after a gain of 1.4x:
+    // 2 latencies of 4 / (0.406 * 1.4) s.
+    let want = [2.0 * 2.0 / (0.29 * 2.0), 2.0 * 4.0 / (0.406 * 1.4)].map(|s| s / 20.0);
+    assert_eq!(ladder.len(), 2, "{ladder:?}");
+    for ((label, length), (c, want)) in ladder.iter().zip([(2, want[0]), (4, want[1])]) {
+        assert_eq!(label, &format!("concurrent@{c}"));
+        assert!((length - want).abs() < 1e-9, "{ladder:?}");
+    }
+    // A server that keeps gaining with 10 s requests: whole-benchmark rungs, and the
+    // ladder's budget stops it after 4.
+    let gaining = |s: &Strategy| {
+        let c = match s {
+            Strategy::Synchronous => 1.0,
+            Strategy::Concurrent { streams } => f64::from(*streams),
+            _ => return (1.0, 64.0),
+        };
+        (0.1 * c, 6.4 * c)
+    };
+    let (steps, _) = drive_with(&s, &seconds(20.0), gaining, 0.0);
+    let spent: f64 = steps
+        .iter()
+        .filter(|s| s.role == SweepRole::Ladder)
+        .map(|s| s.length)
+        .sum();
+    assert!(spent <= LADDER_BUDGET + 1e-9, "{spent}");
+    assert_eq!(
+        steps.iter().filter(|s| s.role == SweepRole::Ladder).count(),
+        4
+    );
+}
+
+#[test]
+fn a_top_rate_that_kept_up_extends_the_sweep_and_raises_the_capacity() {
+    // Closed loops read 0.33 req/s (streams in step), open loops carry 0.4 (llama.cpp).
+    let lockstep = |s: &Strategy| {
+        let rps = match s.target_rate() {
+            Some(r) => r.min(0.4),
+            None if *s == Strategy::Synchronous => 0.29,
+            None => 0.33,
+        };
+        (rps, rps * 64.0)
+    };
+    let s = spec(SweepMode::Adaptive, None);
+    let (steps, p) = drive_with(&s, &seconds(20.0), lockstep, 0.0);
+    let rates: Vec<f64> = steps
+        .iter()
+        .filter(|s| s.role == SweepRole::Rate)
+        .filter_map(|s| s.strategy.target_rate())
+        .collect();
+    let planned = capacity_rates(0.29, 0.33, 8);
+    assert_eq!(&rates[..8], &planned[..]);
+    // 1.2 x 0.33 = 0.396 kept up: one more rate at 1.2 x 0.396, which did not; no third.
+    assert_eq!(rates.len(), 9, "{rates:?}");
+    assert!((rates[8] - 1.2 * 0.396).abs() < 1e-9, "{rates:?}");
+    let a = p.answer().expect("answer");
+    assert!((a.max_requests_per_s - 0.396).abs() < 1e-9, "{a:?}");
+    assert_eq!(a.max_measured_by, s.open_loop_at(0.396).label());
+    // A server whose open loops keep up with everything: two extensions at most.
+    let (steps, _) = drive_with(
+        &s,
+        &seconds(20.0),
+        |st: &Strategy| {
+            let rps = st.target_rate().unwrap_or(0.3);
+            (rps, rps * 64.0)
+        },
+        0.0,
+    );
+    assert_eq!(
+        steps.iter().filter(|s| s.role == SweepRole::Rate).count(),
+        8 + 2
+    );
 }
