@@ -255,8 +255,13 @@ pub struct Capacity {
     pub max_requests_per_s: f64,
     /// Steady-state output tokens/s of the same probe.
     pub max_output_tokens_per_s: f64,
-    /// The probe that measured them (e.g. `concurrent@64`).
+    /// The benchmark that measured them: a probe, a ladder rung, or an open-loop rate that
+    /// kept up (e.g. `concurrent@64`, `constant@0.42`).
     pub max_measured_by: String,
+    /// Whether the highest open-loop rate offered kept up with its rate: no rate crossed the
+    /// capacity, which is then at least `max_requests_per_s`.
+    #[serde(default)]
+    pub max_is_lower_bound: bool,
     /// The highest offered rate whose latency stayed on its low-load plateau (`None`: not
     /// determined, e.g. no open-loop rate ran).
     #[serde(default)]

@@ -137,9 +137,9 @@ impl Window {
     ///   load is the same from the first instant: output tokens arriving in the window, from
     ///   every request, per second from the first output token (or the opening, if later) to
     ///   the closing; requests/s is that divided by the mean output tokens of the measured
-    ///   completed requests; but with a fixed number `N` of streams (synchronous, concurrent)
-    ///   and completed requests to time, Little's law `N / R` ([`little_rate`]), which no
-    ///   window edge can bias (a window shorter than a request sees decoding without the
+    ///   completed requests; but with a fixed number of streams (synchronous, concurrent) and
+    ///   completed requests to time, Little's law `L / R` ([`little_rate`], `L` the requests
+    ///   in flight, `R` their latency), which no window edge can bias (a window shorter than a request sees decoding without the
     ///   prefills between requests, or no token at all);
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
     ///   the departure rate of the measured completed requests (all of them, drained), taken
@@ -162,7 +162,10 @@ impl Window {
             ..*self
         };
         let token_rate = producing.per_s(input.output_tokens_in_window);
-        let little = little_rate(input.streams, self.open, input.departures);
+        let little = input
+            .streams
+            .filter(|&n| n > 0)
+            .and_then(|_| little_rate(self, input.departures, input.failed));
         let requests_per_s = match little {
             Some(rate) if input.closed_loop => rate,
             _ if input.closed_loop && mean_out > 0.0 && token_rate > 0.0 => token_rate / mean_out,
@@ -216,25 +219,39 @@ impl Window {
     }
 }
 
-/// Little's law for `n` closed-loop streams: `n / R`, `R` the mean latency (dispatch to end)
-/// of the measured completed requests sent at or after `open` (the window's own requests,
-/// drained), or of all of them when none was sent in the window (every request outlasted the
-/// warmup). Each stream completes one request per latency, whatever the window holds; and
-/// choosing requests by when they were sent does not favour long ones, as choosing those
-/// in flight at the opening would. `None` without streams or requests.
-fn little_rate(streams: Option<u32>, open: Nanos, departures: &[(Nanos, Nanos)]) -> Option<f64> {
-    let n = streams.filter(|&n| n > 0)? as f64;
-    let mean = |own: bool| {
-        let (sum, count) = departures
-            .iter()
-            .filter(|&&(sent, _)| !own || sent >= open)
+/// Little's law for a closed loop, `X = L / R` for the completed requests: they complete
+/// `L * C / T` requests/s, `L` the mean number of requests in flight in the window (measured:
+/// `N` for `N` streams sending back to back, less with think times or client gaps), `C` the
+/// completed requests and `T` the latencies (dispatch to end) of every finished request,
+/// completed or not, summed; over the requests sent at or after `open` (the window's own,
+/// drained), or all measured ones when no completed request was sent in the window (every
+/// request outlasted the warmup). Each stream finishes one request per latency whatever the
+/// window holds; choosing requests by when they were sent does not favour long ones, as
+/// choosing those in flight at the opening would; and counting the time of the failed ones
+/// keeps slow failures (timeouts) from reading as completions. `None` for an empty window or
+/// without completed requests.
+fn little_rate(
+    w: &Window,
+    departures: &[(Nanos, Nanos)],
+    failed: &[(Nanos, Nanos)],
+) -> Option<f64> {
+    let busy: u128 = departures
+        .iter()
+        .chain(failed)
+        .map(|&(sent, end)| u128::from(end.min(w.close).saturating_sub(sent.max(w.open))))
+        .sum();
+    let in_flight = (w.nanos() > 0).then(|| busy as f64 / w.nanos() as f64)?;
+    let sum = |d: &[(Nanos, Nanos)], own: bool| {
+        d.iter()
+            .filter(|&&(sent, _)| !own || sent >= w.open)
             .fold((0.0, 0u64), |(s, c), &(sent, end)| {
                 (s + end.saturating_sub(sent) as f64 / 1e9, c + 1)
-            });
-        (count > 0).then(|| sum / count as f64)
+            })
     };
-    let r = mean(true).or_else(|| mean(false))?;
-    (r > 0.0).then(|| n / r)
+    let own = sum(departures, true).1 > 0;
+    let ((done_secs, done), (failed_secs, _)) = (sum(departures, own), sum(failed, own));
+    let secs = done_secs + failed_secs;
+    (done > 0 && secs > 0.0).then(|| in_flight * done as f64 / secs)
 }
 
 /// What [`Window::steady_rates`] needs of a benchmark.
@@ -251,6 +268,9 @@ pub struct RateInput<'a> {
     pub streams: Option<u32>,
     /// `(dispatched, end)` of every measured completed request.
     pub departures: &'a mut [(Nanos, Nanos)],
+    /// `(dispatched, end)` of every measured request that did not complete (errored,
+    /// incomplete): a closed loop's streams spent that time too (Little's law).
+    pub failed: &'a [(Nanos, Nanos)],
     /// Output tokens of those requests, summed.
     pub output_tokens: f64,
     /// Prompt tokens of those requests, summed.
@@ -414,6 +434,7 @@ mod tests {
                 output_tokens_in_window: 0.0,
                 first_output: None,
                 streams: None,
+                failed: &[],
                 departures,
                 output_tokens: 0.0,
                 prompt_tokens: 0.0,
@@ -500,6 +521,7 @@ mod tests {
             output_tokens_in_window: 108.0,
             first_output: Some(2_400_000_000),
             streams: Some(2),
+            failed: &[],
             departures,
             output_tokens: 128.0,
             prompt_tokens: 0.0,
@@ -542,18 +564,22 @@ mod tests {
             output_tokens_in_window: 40.0,
             first_output: Some(S),
             streams: Some(1),
+            failed: &[],
             departures: &mut d,
             output_tokens: 40.0,
             prompt_tokens: 0.0,
         });
         assert!((rates.requests_per_s - 1.0).abs() < 1e-9, "{rates:?}");
-        // Without a request of its own, the window's straddlers are all there is.
+        // Without a request of its own (a window inside one request), the window's
+        // straddlers are all there is.
+        let w = Window { close: 8 * S, ..w };
         let mut d = [(0, 9 * S)];
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
             output_tokens_in_window: 10.0,
             first_output: Some(S),
             streams: Some(1),
+            failed: &[],
             departures: &mut d,
             output_tokens: 10.0,
             prompt_tokens: 0.0,
@@ -574,6 +600,7 @@ mod tests {
             output_tokens_in_window: 400.0,
             first_output: None,
             streams: None,
+            failed: &[],
             departures: &mut [(0, 1), (0, 2)],
             output_tokens: 20.0,
             prompt_tokens: 8.0,
@@ -606,5 +633,58 @@ mod tests {
         };
         assert_eq!(tokens_in(&r, 0, 15), 2.0);
         assert_eq!(tokens_in(&r, 15, 30), 6.0);
+    }
+
+    #[test]
+    fn littles_law_takes_the_streams_in_flight_not_their_number() {
+        // Two streams with 1 s of think time between 1 s requests: one in flight on average,
+        // 1 req/s, not the 2 req/s that 2 streams / 1 s would say.
+        let w = Window {
+            open: 0,
+            close: 8 * S,
+            cooldown: false,
+        };
+        let mut d: Vec<(Nanos, Nanos)> = (0..4)
+            .flat_map(|k| {
+                [
+                    (2 * k * S, (2 * k + 1) * S),
+                    ((2 * k + 1) * S, (2 * k + 2) * S),
+                ]
+            })
+            .collect();
+        let rates = w.steady_rates(&mut RateInput {
+            closed_loop: true,
+            output_tokens_in_window: 80.0,
+            first_output: Some(0),
+            streams: Some(2),
+            departures: &mut d,
+            failed: &[],
+            output_tokens: 80.0,
+            prompt_tokens: 0.0,
+        });
+        assert!((rates.requests_per_s - 1.0).abs() < 1e-9, "{rates:?}");
+    }
+
+    #[test]
+    fn littles_law_counts_the_time_of_failed_requests() {
+        // Two streams, each sending in the window one completed request of 2 s and one that
+        // timed out after 2 s: one completion per 4 s a stream, 0.5 req/s, not 1.
+        let w = Window {
+            open: 0,
+            close: 4 * S,
+            cooldown: false,
+        };
+        let mut done = [(0, 2 * S), (0, 2 * S)];
+        let rates = w.steady_rates(&mut RateInput {
+            closed_loop: true,
+            output_tokens_in_window: 20.0,
+            first_output: Some(S),
+            streams: Some(2),
+            departures: &mut done,
+            failed: &[(2 * S, 4 * S), (2 * S, 4 * S)],
+            output_tokens: 20.0,
+            prompt_tokens: 0.0,
+        });
+        assert!((rates.requests_per_s - 0.5).abs() < 1e-9, "{rates:?}");
     }
 }

@@ -48,7 +48,7 @@ pub const SECOND_RATE: f64 = 1.1;
 /// the rate it offered.
 pub const KEPT_UP: f64 = 0.95;
 /// At most this many open-loop rates added above the planned ones, when the top rate kept up.
-pub const MAX_EXTENSIONS: u32 = 2;
+pub const MAX_EXTENSIONS: u32 = 3;
 /// At most this many refinement benchmarks of the SLO search.
 pub const MAX_REFINE_STEPS: u32 = 10;
 
@@ -379,7 +379,7 @@ impl SweepPlanner {
                 SweepRole::Rate | SweepRole::Refine => kept_up(s, r),
             })
             .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
-                Some(b) if b.1.throughput() >= x.1.throughput() => Some(b),
+                Some(b) if sustained(&b.0, &b.1) >= sustained(&x.0, &x.1) => Some(b),
                 _ => Some(x),
             })
     }
@@ -391,25 +391,21 @@ impl SweepPlanner {
         if self.spec.mode != SweepMode::Adaptive || !self.rates_planned {
             return None;
         }
-        let rates: Vec<&(SweepStep, Reading)> = self
+        let rates = self
             .history
             .iter()
             .filter(|(s, _)| s.role == SweepRole::Rate)
-            .collect();
+            .count();
         let planned = self.spec.size.saturating_sub(2) as usize;
-        if rates.len() < planned || rates.len() >= planned + MAX_EXTENSIONS as usize {
+        if rates < planned || rates >= planned + MAX_EXTENSIONS as usize {
             return None;
         }
-        let (top, reading) = rates
-            .iter()
-            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, s, r)))
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(rate, s, r)| (rate, kept_up(s, r)))?;
-        if !reading {
+        let (top, kept) = self.top_rate()?;
+        if !kept {
             return None;
         }
-        let capacity = self.best()?.1.requests_per_s;
-        let rate = (TOP_RATE * capacity).max(TOP_RATE * top);
+        let capacity = self.answer()?.max_requests_per_s;
+        let rate = TOP_RATE * capacity.max(top);
         Some(SweepStep {
             strategy: self.spec.open_loop_at(rate),
             role: SweepRole::Rate,
@@ -447,6 +443,20 @@ impl SweepPlanner {
         })
     }
 
+    /// The highest open-loop rate offered by the sweep's rates, and whether it kept up.
+    fn top_rate(&self) -> Option<(f64, bool)> {
+        self.history
+            .iter()
+            .filter(|(s, _)| s.role == SweepRole::Rate)
+            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, kept_up(s, r))))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// Whether the highest rate offered kept up: the sweep never crossed the capacity.
+    fn top_rate_kept_up(&self) -> bool {
+        self.top_rate().is_some_and(|(_, kept)| kept)
+    }
+
     /// The capacity answer: the best probe, rung or open-loop rate that kept up (in guidellm
     /// mode the better of its synchronous and 512-request probes, or a rate that kept up above
     /// them); `None` before any probe. The knee is left for the
@@ -460,16 +470,33 @@ impl SweepPlanner {
                 self.refine_steps(),
             )
         });
+        let scale = evidence(step, best);
         Some(Capacity {
-            max_requests_per_s: best.requests_per_s,
-            max_output_tokens_per_s: best.output_tokens_per_s.unwrap_or(f64::NAN),
+            max_requests_per_s: best.requests_per_s * scale,
+            max_output_tokens_per_s: best.output_tokens_per_s.map_or(f64::NAN, |t| t * scale),
             max_measured_by: step.strategy.label(),
+            max_is_lower_bound: self.top_rate_kept_up(),
             knee_requests_per_s: None,
             slo: self.spec.slo.clone(),
             slo_max_requests_per_s: bracket.and_then(|b| b.low),
             slo_bracket: bracket,
         })
     }
+}
+
+/// The share of a benchmark's reading it is evidence for: an open-loop rate shows that the
+/// server sustains the rate it offered, not more (a few requests' departures can read above
+/// it); 1 for the probes and rungs.
+fn evidence(step: &SweepStep, reading: &Reading) -> f64 {
+    match step.strategy.target_rate() {
+        Some(rate) if reading.requests_per_s > rate => rate / reading.requests_per_s,
+        _ => 1.0,
+    }
+}
+
+/// The throughput a benchmark shows the server sustains (see [`evidence`]).
+fn sustained(step: &SweepStep, reading: &Reading) -> f64 {
+    reading.throughput() * evidence(step, reading)
 }
 
 /// Whether an open-loop benchmark completed at least [`KEPT_UP`] of the rate it offered.

@@ -84,17 +84,32 @@ pub fn knee_threshold_ms(base_ms: f64) -> f64 {
     KNEE_FACTOR * base_ms + KNEE_SLACK_MS
 }
 
+/// Said after the maximum when the sweep's highest rate kept up (no rate crossed it).
+pub const LOWER_BOUND_NOTE: &str =
+    "; the highest rate offered kept up: the server may sustain more";
+
+/// The words around the maximum: "at least " before it and the note after it when it is a
+/// lower bound, else nothing.
+pub fn lower_bound_words(c: &Capacity) -> (&'static str, &'static str) {
+    if c.max_is_lower_bound {
+        ("at least ", LOWER_BOUND_NOTE)
+    } else {
+        ("", "")
+    }
+}
+
 fn rate(v: Option<f64>) -> String {
     v.map_or("-".into(), |r| format!("{r:.2} req/s"))
 }
 
 /// The lines of the answer, as (label, text).
 fn lines(c: &Capacity) -> Vec<(String, String)> {
+    let (before, after) = lower_bound_words(c);
     let mut out = vec![
         (
             "Maximum sustained throughput".to_string(),
             format!(
-                "{:.2} req/s, {:.1} output tok/s (measured by {})",
+                "{before}{:.2} req/s, {:.1} output tok/s (measured by {}){after}",
                 c.max_requests_per_s, c.max_output_tokens_per_s, c.max_measured_by
             ),
         ),
@@ -153,6 +168,13 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
         format!("{:.2}", c.max_output_tokens_per_s)
     );
     let _ = writeln!(s, "{:<40} {:<10}", "Measured by:", c.max_measured_by);
+    if c.max_is_lower_bound {
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Max is a lower bound:", "yes (the highest rate offered kept up)"
+        );
+    }
     let _ = writeln!(
         s,
         "{:<40} {:<10}",

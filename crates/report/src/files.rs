@@ -76,8 +76,9 @@ fn num(v: f64) -> String {
 }
 
 /// The run's capacity answer, repeated on every CSV row (empty cells when there is none).
-const CAPACITY_COLUMNS: [&str; 6] = [
+const CAPACITY_COLUMNS: [&str; 7] = [
     "capacity_max_requests_per_s",
+    "capacity_max_is_lower_bound",
     "capacity_max_output_tokens_per_s",
     "capacity_knee_requests_per_s",
     "capacity_slo_max_requests_per_s",
@@ -93,6 +94,7 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
     let b = c.slo_bracket.as_ref();
     vec![
         num(c.max_requests_per_s),
+        c.max_is_lower_bound.to_string(),
         num(c.max_output_tokens_per_s),
         opt(c.knee_requests_per_s),
         opt(c.slo_max_requests_per_s),

@@ -16,12 +16,14 @@ use crate::svg::{line_chart, Axes, Mark, Series, PALETTE};
 /// The capacity answer as the page's first lines.
 pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
     let Some(c) = &run.capacity else { return };
+    let (before, after) = crate::capacity::lower_bound_words(c);
     let _ = write!(
         h,
-        "<div class=\"answer\" id=\"capacity\"><p><b>Capacity: {:.2} req/s, {:.1} output tokens/s</b> sustained (measured by {}).</p>",
+        "<div class=\"answer\" id=\"capacity\"><p><b>Capacity: {before}{:.2} req/s, {:.1} output tokens/s</b> sustained (measured by {}{}).</p>",
         c.max_requests_per_s,
         c.max_output_tokens_per_s,
-        esc(&c.max_measured_by)
+        esc(&c.max_measured_by),
+        esc(after)
     );
     let _ = write!(
         h,

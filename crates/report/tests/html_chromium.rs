@@ -252,6 +252,7 @@ fn sample_capacity() -> bench_core::Capacity {
         max_requests_per_s: 9.5,
         max_output_tokens_per_s: 152.0,
         max_measured_by: "throughput".into(),
+        max_is_lower_bound: false,
         knee_requests_per_s: Some(4.0),
         slo: Some("ttft_p99=200,itl_p50=30".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),

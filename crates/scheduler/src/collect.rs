@@ -120,6 +120,8 @@ struct Tally {
     itl_n: u64,
     /// `(dispatched, end)` of the measured completed requests, for the window's rates.
     departures: Vec<(Nanos, Nanos)>,
+    /// `(dispatched, end)` of the measured requests that did not complete.
+    failed: Vec<(Nanos, Nanos)>,
     /// Their output and prompt tokens.
     departed_output: u64,
     departed_prompt: u64,
@@ -156,6 +158,8 @@ impl Tally {
                 self.departures.push((r.dispatched, r.end));
                 self.departed_output += u64::from(r.output_tokens);
                 self.departed_prompt += u64::from(r.prompt_tokens);
+            } else {
+                self.failed.push((r.dispatched, r.end));
             }
         }
     }
@@ -461,6 +465,7 @@ impl<B: Backend> Collector<'_, B> {
             first_output: self.tally.first_output,
             streams: self.plan.strategy.closed_loop_streams(),
             departures: &mut self.tally.departures,
+            failed: &self.tally.failed,
             output_tokens: self.tally.departed_output as f64,
             prompt_tokens: self.tally.departed_prompt as f64,
         });

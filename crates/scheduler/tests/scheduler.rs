@@ -195,10 +195,10 @@ async fn synchronous_is_one_at_a_time_back_to_back() {
         assert_eq!(w[1].0.dispatched, w[0].0.end);
     }
     assert_eq!(out.end - out.start, 10 * 40 * MS);
-    // The steady state: every token arrived in the window, counted from the first one (20 ms):
-    // 10 requests over 380 ms.
+    // The steady state of one stream, Little's law: one request per 40 ms latency. (The
+    // token rate, counted from the first token at 20 ms, would read 10 requests over 380 ms.)
     assert!(
-        (out.completed_rate - 10.0 / 0.38).abs() < 1e-9,
+        (out.completed_rate - 25.0).abs() < 1e-9,
         "{}",
         out.completed_rate
     );
@@ -419,11 +419,9 @@ async fn sweep_rates_follow_linspace_of_the_measured_probes() {
     assert!(!run.interrupted);
     let r_sync = run.benchmarks[0].completed_rate;
     let r_thr = run.benchmarks[1].completed_rate;
-    // 100 ms per request: 10 req/s synchronous; 6 at a time on the server: 60. The
-    // steady-state estimator (output tokens in the window over tokens per request) counts
-    // the 21st request's tokens at 2.04 and 2.05 s, from the first token at 40 ms:
-    // 142 tokens / 7 / 2.01 s.
-    assert!((r_sync - 142.0 / 7.0 / 2.01).abs() < 1e-9, "{r_sync}");
+    // 100 ms per request: 10 req/s synchronous (Little's law: one stream, one request per
+    // 100 ms); 6 at a time on the server: 60.
+    assert!((r_sync - 10.0).abs() < 1e-9, "{r_sync}");
     assert!((r_thr - 60.0).abs() < 60.0 * 0.03, "{r_thr}");
     let rates: Vec<f64> = run.benchmarks[2..]
         .iter()

@@ -335,8 +335,13 @@ fn a_top_rate_that_kept_up_extends_the_sweep_and_raises_the_capacity() {
     let a = p.answer().expect("answer");
     assert!((a.max_requests_per_s - 0.396).abs() < 1e-9, "{a:?}");
     assert_eq!(a.max_measured_by, s.open_loop_at(0.396).label());
-    // A server whose open loops keep up with everything: two extensions at most.
-    let (steps, _) = drive_with(
+    assert!(
+        !a.max_is_lower_bound,
+        "0.475 did not keep up: the sweep crossed it"
+    );
+    // A server whose open loops keep up with everything: three extensions at most, and the
+    // capacity is only a lower bound.
+    let (steps, p) = drive_with(
         &s,
         &seconds(20.0),
         |st: &Strategy| {
@@ -347,6 +352,21 @@ fn a_top_rate_that_kept_up_extends_the_sweep_and_raises_the_capacity() {
     );
     assert_eq!(
         steps.iter().filter(|s| s.role == SweepRole::Rate).count(),
-        8 + 2
+        8 + MAX_EXTENSIONS as usize
     );
+    assert!(p.answer().expect("answer").max_is_lower_bound);
+    // A reading above the rate offered is evidence for the rate offered only.
+    let (_, p) = drive_with(
+        &s,
+        &seconds(20.0),
+        |st: &Strategy| {
+            let rps = st.target_rate().map_or(0.3, |r| 1.05 * r);
+            (rps, rps * 64.0)
+        },
+        0.0,
+    );
+    let a = p.answer().expect("answer");
+    let top = 0.3 * 1.2 * 1.2f64.powi(MAX_EXTENSIONS as i32);
+    assert!((a.max_requests_per_s - top).abs() < 1e-9, "{a:?} vs {top}");
+    assert!((a.max_output_tokens_per_s - 64.0 * top).abs() < 1e-6);
 }
