@@ -2,24 +2,15 @@
 //! its figures checked against the simulator's closed form (docs/simulator.md) and its request
 //! log. Each benchmark is a few seconds long; the tolerances hold on a loaded 2-core machine.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
+mod common;
 
+use std::path::PathBuf;
+
+use common::{f, mock_report, read_log, serial, write_sim};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-honest-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
-
-/// The benchmarks of this file run one at a time: each is a timing measurement, and on a
-/// 2-core machine two of them at once would measure each other.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+    common::tmp("honest", name)
 }
 
 /// A simulator configuration, as the keys of `--mock-config`.
@@ -57,21 +48,16 @@ impl Sim {
         self.max_batch as f64 / (c / 1000.0)
     }
 
-    fn write(&self, dir: &Path, log: Option<&Path>) -> PathBuf {
-        let mut y = format!(
+    /// The configuration as `--mock-config` YAML.
+    fn yaml(&self) -> String {
+        format!(
             "max_batch: {}\nstep_base_ms: {}\nstep_per_seq_ms: {}\nprefill_overhead_ms: {}\nprefill_rate: {}\n",
             self.max_batch,
             self.step_base_ms,
             self.step_per_seq_ms,
             self.prefill_overhead_ms,
             self.prefill_rate
-        );
-        if let Some(l) = log {
-            y.push_str(&format!("log_requests: {}\n", l.display()));
-        }
-        let p = dir.join("sim.yaml");
-        std::fs::write(&p, y).expect("write config");
-        p
+        )
     }
 }
 
@@ -79,34 +65,9 @@ impl Sim {
 fn run(name: &str, sim: Sim, log: bool, args: &[&str]) -> (Value, Option<PathBuf>) {
     let dir = tmp(name);
     let log = log.then(|| dir.join("log.jsonl"));
-    let cfg = sim.write(&dir, log.as_deref());
-    let json = dir.join("run.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["run", "--mock", "--quiet", "--console", "none"])
-        .args(["--mock-config", cfg.to_str().expect("utf8")])
-        .args(["--output", json.to_str().expect("utf8")])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run bench");
-    assert!(
-        out.status.success(),
-        "{name}: exit {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let cfg = write_sim(&dir, &sim.yaml(), log.as_deref());
+    let v = mock_report("run", name, &dir, Some(&cfg), args);
     (v["benchmarks"][0].clone(), log)
-}
-
-fn f(v: &Value, path: &[&str]) -> f64 {
-    let mut x = v;
-    for p in path {
-        x = &x[*p];
-    }
-    x.as_f64()
-        .unwrap_or_else(|| panic!("{path:?} missing in {v}"))
 }
 
 fn throughput(name: &str, sim: Sim, secs: &str) -> (f64, f64) {
@@ -231,10 +192,8 @@ fn the_overload_tail_covers_every_request_sent() {
             "prompt_tokens=256,output_tokens=128",
         ],
     );
-    let log = std::fs::read_to_string(log.expect("asked")).expect("the simulator's log");
     let mut truth: Vec<f64> = Vec::new();
-    for line in log.lines() {
-        let e: Value = serde_json::from_str(line).expect("log line");
+    for e in read_log(&log.expect("asked")) {
         let arrival = e["arrival_unix_ns"].as_f64().expect("arrival");
         let first = e["first_token_unix_ns"]
             .as_f64()
@@ -273,22 +232,8 @@ fn the_overload_tail_covers_every_request_sent() {
 
 /// Runs a 3-request synchronous benchmark with `args`; returns the whole JSON report.
 fn quick(name: &str, args: &[&str]) -> Value {
-    let dir = tmp(name);
-    let json = dir.join("run.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["run", "--mock", "--quiet", "--console", "none"])
-        .args(["--rate-type", "synchronous", "--max-requests", "3"])
-        .args(["--output", json.to_str().expect("utf8")])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run bench");
-    assert!(
-        out.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json")
+    let args = [&["--rate-type", "synchronous", "--max-requests", "3"], args].concat();
+    mock_report("run", name, &tmp(name), None, &args)
 }
 
 #[test]
@@ -349,24 +294,18 @@ fn sweep_mock_finds_the_simulators_capacity_within_3_percent() {
     let _one = serial();
     let sweep = |attempt: u32| -> Value {
         let dir = tmp(&format!("sweep-{attempt}"));
-        let json = dir.join("run.json");
         // The 5 s default of `--mock`, the default (adaptive) sweep; the ladder's top capped
         // at 128 in flight (2 x max_batch, the closed form's condition); three rates after
         // the probes to keep the test short.
-        let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-            .args(["sweep", "--mock", "--quiet", "--console", "none"])
-            .args(["--sweep-size", "3", "--max-concurrency", "128"])
-            .args(["--data", "prompt_tokens=256,output_tokens=128"])
-            .args(["--output", json.to_str().expect("utf8")])
-            .env("RUST_LOG", "warn")
-            .output()
-            .expect("run bench");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json")
+        let args = [
+            "--sweep-size",
+            "3",
+            "--max-concurrency",
+            "128",
+            "--data",
+            "prompt_tokens=256,output_tokens=128",
+        ];
+        mock_report("sweep", "sweep", &dir, None, &args)
     };
     let cap = DEFAULT_SIM.capacity(256.0, 128.0);
     let found = |v: &Value| f(&v["capacity"], &["max_requests_per_s"]);

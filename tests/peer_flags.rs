@@ -1,11 +1,15 @@
 //! Issue 12 end to end: the `bench` binary against a loopback capture server (headers and
 //! bodies asserted as received) and against the simulator (vLLM's result file, strict mode).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
+
+use common::text;
 
 /// One request the capture server received: lower-cased header lines and the body.
 #[derive(Debug, Clone)]
@@ -135,15 +139,8 @@ fn bench(args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().expect("run bench")
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-i12-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    common::fresh("i12", name)
 }
 
 fn posts(seen: &Arc<Mutex<Vec<Seen>>>) -> Vec<Seen> {

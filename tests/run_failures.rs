@@ -2,6 +2,8 @@
 //! is too low, nothing completes, the model list is not JSON, the data file breaks mid-run.
 //! Each ends on its own with one clear line and the documented exit code.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -17,9 +19,7 @@ fn bench(args: &[&str]) -> Output {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-fail-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    common::tmp("fail", name)
 }
 
 fn err_lines(o: &Output) -> Vec<String> {

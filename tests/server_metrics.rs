@@ -2,28 +2,17 @@
 //! the report's `server_metrics` agree with the simulator's model and with bench's own counts;
 //! a bad metrics endpoint costs one warning and nothing else.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::Duration;
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run bench")
-}
+use common::{bench, text, write_sim};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-sm-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    common::tmp("sm", name)
 }
 
 /// Runs `bench run --mock` closed-loop with 16 streams and returns the first benchmark.
@@ -122,8 +111,7 @@ fn sixteen_streams_keep_sixteen_running_and_the_token_counter_matches_the_client
 #[test]
 fn a_full_batch_queues_the_rest() {
     let dir = tmp("queue");
-    let cfg = dir.join("mock.yaml");
-    std::fs::write(&cfg, "max_batch: 8\n").expect("write");
+    let cfg = write_sim(&dir, "max_batch: 8\n", None);
     let (b, _) = run16("queue", &["--mock-config", cfg.to_str().expect("utf8")]);
     let sm = &b["server_metrics"];
     let s = &sm["summary"];

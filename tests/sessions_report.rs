@@ -4,82 +4,23 @@
 //! cache") and against its request log (`log_requests`). Each benchmark lasts a few seconds;
 //! the tolerances hold on a loaded 2-core machine.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
+mod common;
 
+use common::{f, fresh, mock_report, read_log, serial, write_sim};
 use serde_json::Value;
-
-/// The benchmarks of this file run one at a time: they measure latencies.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-sessions-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
 
 /// Runs `bench run --mock --backend openai-chat` with simulator settings `sim` (YAML lines,
 /// the request log added) and `args`; returns the first benchmark of the JSON report and the
 /// simulator's log lines.
 fn run(name: &str, sim: &str, args: &[&str]) -> (Value, Vec<Value>) {
-    let dir = tmp(name);
+    let dir = fresh("sessions", name);
     let log = dir.join("log.jsonl");
-    let cfg = dir.join("sim.yaml");
-    std::fs::write(&cfg, format!("{sim}log_requests: {}\n", log.display())).expect("config");
-    let json = dir.join("run.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["run", "--mock", "--quiet", "--console", "none"])
-        .args(["--backend", "openai-chat"])
-        .args(["--mock-config", cfg.to_str().expect("utf8")])
-        .args(["--output", json.to_str().expect("utf8")])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run bench");
-    assert!(
-        out.status.success(),
-        "{name}: exit {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let cfg = write_sim(&dir, sim, Some(&log));
+    let args = [&["--backend", "openai-chat"], args].concat();
+    let v = mock_report("run", name, &dir, Some(&cfg), &args);
     let entries = read_log(&log);
     let _ = std::fs::remove_dir_all(&dir);
     (v["benchmarks"][0].clone(), entries)
-}
-
-/// The log's lines (written by a background thread: waits until they stop coming).
-fn read_log(log: &Path) -> Vec<Value> {
-    let mut last = usize::MAX;
-    for _ in 0..50 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let n = text.lines().count();
-        if n == last {
-            return text
-                .lines()
-                .map(|l| serde_json::from_str(l).expect("log line"))
-                .collect();
-        }
-        last = n;
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("the request log kept growing");
-}
-
-fn f(v: &Value, path: &[&str]) -> f64 {
-    let mut x = v;
-    for p in path {
-        x = &x[*p];
-    }
-    x.as_f64()
-        .unwrap_or_else(|| panic!("{path:?} missing in {v}"))
 }
 
 fn turns(b: &Value) -> &Vec<Value> {

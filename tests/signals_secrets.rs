@@ -4,14 +4,14 @@
 //! valid. Secrets: the API key (flag, BENCH_API_KEY, OPENAI_API_KEY) and URL credentials never
 //! reach stdout, stderr (under any RUST_LOG) or any output file.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-sig-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    common::tmp("sig", name)
 }
 
 /// A sweep of 1-second benchmarks writing `json`, its stderr piped.

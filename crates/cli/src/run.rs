@@ -469,28 +469,35 @@ fn warn_after(stall_notes: &[String], resent: u64) {
     }
 }
 
-async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
-    let tokenizer = match &s.data.processor {
+/// The tokenizer of `--processor` (the built-in one without it).
+fn processor(s: &Settings) -> anyhow::Result<Tokenizer> {
+    Ok(match &s.data.processor {
         Some(p) => {
             Tokenizer::resolve(p).map_err(|e| UsageError::new(format!("--processor {p}: {e}")))?
         }
         None => Tokenizer::builtin(),
-    };
-    let (loader, data_seed) = data::loader(
-        &s.data.data,
-        s.data.data_column.as_deref(),
-        tokenizer.clone(),
-    )?;
-    let data_failure = loader.failure();
-    let specs = data::WorkStream::new(loader);
+    })
+}
 
-    let mock = start_mock(&s, &tokenizer).await?;
+/// The server a run talks to: its URL, the worker connected to it and the model it serves,
+/// and the in-process simulator when it is the one.
+struct Server {
+    mock: Option<MockServer>,
+    target: String,
+    worker: Worker,
+    model: String,
+}
+
+/// Starts the simulator (with `--mock`), connects to the server and finds its model; the
+/// worker counts output tokens with `tokenizer`.
+async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Server> {
+    let mock = start_mock(s, tokenizer).await?;
     let target = match (&mock, &s.target.target) {
         (Some(m), _) => m.url(),
         (None, Some(t)) => t.clone(),
         (None, None) => return Err(UsageError::new("no target").into()),
     };
-    let worker = connect(&s, &target).await?;
+    let worker = connect(s, &target).await?;
     let model = worker.discover_model().await.with_context(|| {
         format!(
             "finding the model served at {}",
@@ -499,6 +506,30 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     })?;
     let counter_tk = tokenizer.clone();
     let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
+    Ok(Server {
+        mock,
+        target,
+        worker,
+        model,
+    })
+}
+
+async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
+    let tokenizer = processor(&s)?;
+    let (loader, data_seed) = data::loader(
+        &s.data.data,
+        s.data.data_column.as_deref(),
+        tokenizer.clone(),
+    )?;
+    let data_failure = loader.failure();
+    let specs = data::WorkStream::new(loader);
+
+    let Server {
+        mock,
+        target,
+        worker,
+        model,
+    } = reach_server(&s, &tokenizer).await?;
 
     let run = new_run_report(&s, &model, &worker, data_seed);
 

@@ -125,69 +125,90 @@ impl Composer {
         }
         let target = (pre_tokens as usize) + n_us;
         match self.mode {
-            Mode::Proven => {
-                let mut s = String::with_capacity(pre.len() + n_us * 8);
-                s.push_str(pre);
-                for &i in &picks {
-                    s.push_str(&self.words[i]);
-                }
-                Ok(s)
+            Mode::Proven => Ok(self.joined(pre, &picks)),
+            Mode::Checked => self.compose_checked(pre, picks, target, rng),
+            Mode::RandomTokens => self.compose_random_tokens(pre, &picks, target, rng),
+        }
+    }
+
+    /// `pre` followed by the words `picks`.
+    fn joined(&self, pre: &str, picks: &[usize]) -> String {
+        let mut s = String::with_capacity(pre.len() + picks.len() * 8);
+        s.push_str(pre);
+        for &i in picks {
+            s.push_str(&self.words[i]);
+        }
+        s
+    }
+
+    /// [`Mode::Checked`]: the words `picks` after `pre`, encoded and trimmed or extended by
+    /// random words until the whole is `target` tokens.
+    fn compose_checked<R: Rng>(
+        &self,
+        pre: &str,
+        mut picks: Vec<usize>,
+        target: usize,
+        rng: &mut R,
+    ) -> Result<String, Error> {
+        let pool = self.starts();
+        for _ in 0..MAX_ADJUST {
+            let s = self.joined(pre, &picks);
+            let c = self.tokenizer.try_encode(&s)?.len();
+            if c == target {
+                return Ok(s);
             }
-            Mode::Checked => {
-                for _ in 0..MAX_ADJUST {
-                    let mut s = String::with_capacity(pre.len() + picks.len() * 8);
-                    s.push_str(pre);
-                    for &i in &picks {
-                        s.push_str(&self.words[i]);
-                    }
-                    let c = self.tokenizer.try_encode(&s)?.len();
-                    if c == target {
-                        return Ok(s);
-                    }
-                    if c > target {
-                        let drop = (c - target).min(picks.len().saturating_sub(1));
-                        if drop == 0 {
-                            break;
-                        }
-                        picks.truncate(picks.len() - drop);
-                    } else {
-                        for _ in 0..target - c {
-                            picks.push(rng.random_range(0..pool));
-                        }
-                    }
+            if c > target {
+                let drop = (c - target).min(picks.len().saturating_sub(1));
+                if drop == 0 {
+                    break;
                 }
-                Err(self.inexact(target))
-            }
-            Mode::RandomTokens => {
-                let mut ids: Vec<u32> = picks.iter().map(|&i| self.ids[i]).collect();
-                for _ in 0..MAX_ADJUST {
-                    let body = self.tokenizer.decode(&ids);
-                    let mut s = String::with_capacity(pre.len() + body.len() + 1);
-                    s.push_str(pre);
-                    // Keep the prefix's last token from merging with the body.
-                    if !pre.is_empty() && !body.starts_with(char::is_whitespace) {
-                        s.push(' ');
-                    }
-                    s.push_str(&body);
-                    let c = self.tokenizer.try_encode(&s)?.len();
-                    if c == target {
-                        return Ok(s);
-                    }
-                    // Continue from what the text really encodes to, trimmed or extended.
-                    let mut again = self.tokenizer.try_encode(&body)?;
-                    if c > target {
-                        let keep = again.len().saturating_sub(c - target).max(1);
-                        again.truncate(keep);
-                    } else {
-                        for _ in 0..target - c {
-                            again.push(self.ids[rng.random_range(0..pool)]);
-                        }
-                    }
-                    ids = again;
+                picks.truncate(picks.len() - drop);
+            } else {
+                for _ in 0..target - c {
+                    picks.push(rng.random_range(0..pool));
                 }
-                Err(self.inexact(target))
             }
         }
+        Err(self.inexact(target))
+    }
+
+    /// [`Mode::RandomTokens`]: the token ids `picks` decoded after `pre`, re-encoded and
+    /// trimmed or extended by random ids until the whole is `target` tokens.
+    fn compose_random_tokens<R: Rng>(
+        &self,
+        pre: &str,
+        picks: &[usize],
+        target: usize,
+        rng: &mut R,
+    ) -> Result<String, Error> {
+        let pool = self.starts();
+        let mut ids: Vec<u32> = picks.iter().map(|&i| self.ids[i]).collect();
+        for _ in 0..MAX_ADJUST {
+            let body = self.tokenizer.decode(&ids);
+            let mut s = String::with_capacity(pre.len() + body.len() + 1);
+            s.push_str(pre);
+            // Keep the prefix's last token from merging with the body.
+            if !pre.is_empty() && !body.starts_with(char::is_whitespace) {
+                s.push(' ');
+            }
+            s.push_str(&body);
+            let c = self.tokenizer.try_encode(&s)?.len();
+            if c == target {
+                return Ok(s);
+            }
+            // Continue from what the text really encodes to, trimmed or extended.
+            let mut again = self.tokenizer.try_encode(&body)?;
+            if c > target {
+                let keep = again.len().saturating_sub(c - target).max(1);
+                again.truncate(keep);
+            } else {
+                for _ in 0..target - c {
+                    again.push(self.ids[rng.random_range(0..pool)]);
+                }
+            }
+            ids = again;
+        }
+        Err(self.inexact(target))
     }
 
     fn inexact(&self, target: usize) -> Error {

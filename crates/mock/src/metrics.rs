@@ -183,70 +183,76 @@ impl Metrics {
         }
     }
 
+    /// The gauges and counters: (name, type, help, value) each.
+    fn scalars(&self) -> [(&'static str, &'static str, &'static str, f64); 9] {
+        [
+            (
+                "vllm:num_requests_running",
+                "gauge",
+                "Requests holding a batch slot (prefilling or decoding).",
+                self.running.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "gauge",
+                "Requests waiting in the queue for a batch slot.",
+                self.waiting.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "vllm:kv_cache_usage_perc",
+                "gauge",
+                "KV-cache usage (1 = full): tokens held by running requests / kv_cache_tokens.",
+                (self.kv_tokens.load(Ordering::Relaxed) as f64 / self.kv_capacity as f64).min(1.0),
+            ),
+            (
+                "vllm:generation_tokens_total",
+                "counter",
+                "Generated tokens.",
+                self.generated.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "vllm:prompt_tokens_total",
+                "counter",
+                "Prompt tokens of accepted generation requests.",
+                self.prompt.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "vllm:request_success_total",
+                "counter",
+                "Generation requests answered with status 200.",
+                self.success.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "vllm:prefix_cache_queries_total",
+                "counter",
+                "Prompt tokens looked up in the prefix cache.",
+                self.prefix_queries.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "vllm:prefix_cache_hits_total",
+                "counter",
+                "Prompt tokens found in the prefix cache.",
+                self.prefix_hits.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "bench_mock:request_errors_total",
+                "counter",
+                "Generation requests answered with an error status (bad requests and injected faults).",
+                self.errors.load(Ordering::Relaxed) as f64,
+            ),
+        ]
+    }
+
     /// The Prometheus text exposition.
     pub(crate) fn render(&self) -> String {
         let mut out = String::with_capacity(8192);
         let l = &self.label;
-        let mut metric = |name: &str, kind: &str, help: &str, v: f64| {
+        for (name, kind, help, v) in self.scalars() {
             let _ = write!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{l} {v}\n"
             );
-        };
-        metric(
-            "vllm:num_requests_running",
-            "gauge",
-            "Requests holding a batch slot (prefilling or decoding).",
-            self.running.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "vllm:num_requests_waiting",
-            "gauge",
-            "Requests waiting in the queue for a batch slot.",
-            self.waiting.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "vllm:kv_cache_usage_perc",
-            "gauge",
-            "KV-cache usage (1 = full): tokens held by running requests / kv_cache_tokens.",
-            (self.kv_tokens.load(Ordering::Relaxed) as f64 / self.kv_capacity as f64).min(1.0),
-        );
-        metric(
-            "vllm:generation_tokens_total",
-            "counter",
-            "Generated tokens.",
-            self.generated.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "vllm:prompt_tokens_total",
-            "counter",
-            "Prompt tokens of accepted generation requests.",
-            self.prompt.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "vllm:request_success_total",
-            "counter",
-            "Generation requests answered with status 200.",
-            self.success.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "vllm:prefix_cache_queries_total",
-            "counter",
-            "Prompt tokens looked up in the prefix cache.",
-            self.prefix_queries.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "vllm:prefix_cache_hits_total",
-            "counter",
-            "Prompt tokens found in the prefix cache.",
-            self.prefix_hits.load(Ordering::Relaxed) as f64,
-        );
-        metric(
-            "bench_mock:request_errors_total",
-            "counter",
-            "Generation requests answered with an error status (bad requests and injected faults).",
-            self.errors.load(Ordering::Relaxed) as f64,
-        );
+        }
         let m = &self.model_label;
         self.ttft.render(
             &mut out,

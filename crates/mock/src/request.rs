@@ -317,6 +317,34 @@ pub(crate) fn parse(
     Ok(p)
 }
 
+/// The fields the completions and chat requests share.
+struct OpenAiShared {
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+    min_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
+}
+
+impl OpenAiShared {
+    /// The request's [`Parsed`]: `prompt_tokens` counted, `limit` its output limit field when
+    /// given (the server default otherwise).
+    fn parsed(self, prompt_tokens: u32, limit: Option<u32>, limits: Limits) -> Parsed {
+        Parsed {
+            stream: self.stream.unwrap_or(false),
+            include_usage: self
+                .stream_options
+                .and_then(|o| o.include_usage)
+                .unwrap_or(false),
+            prompt_tokens,
+            limit: limit.unwrap_or(limits.default_max_tokens),
+            min_tokens: self.min_tokens.unwrap_or(0),
+            ignore_eos: self.ignore_eos.unwrap_or(false),
+            details: false,
+            ids: Vec::new(),
+        }
+    }
+}
+
 const ONE_PROMPT: &str = "the simulator serves one prompt per request; send a string";
 
 fn completion(
@@ -337,19 +365,13 @@ fn completion(
             _ => return Err(ONE_PROMPT.into()),
         },
     };
-    Ok(Parsed {
-        stream: r.stream.unwrap_or(false),
-        include_usage: r
-            .stream_options
-            .and_then(|o| o.include_usage)
-            .unwrap_or(false),
-        prompt_tokens,
-        limit: r.max_tokens.unwrap_or(limits.default_max_tokens),
-        min_tokens: r.min_tokens.unwrap_or(0),
-        ignore_eos: r.ignore_eos.unwrap_or(false),
-        details: false,
-        ids: Vec::new(),
-    })
+    let shared = OpenAiShared {
+        stream: r.stream,
+        stream_options: r.stream_options,
+        min_tokens: r.min_tokens,
+        ignore_eos: r.ignore_eos,
+    };
+    Ok(shared.parsed(prompt_tokens, r.max_tokens, limits))
 }
 
 fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parsed, String> {
@@ -371,22 +393,14 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
             }
         }
     }
-    Ok(Parsed {
-        stream: r.stream.unwrap_or(false),
-        include_usage: r
-            .stream_options
-            .and_then(|o| o.include_usage)
-            .unwrap_or(false),
-        prompt_tokens,
-        limit: r
-            .max_completion_tokens
-            .or(r.max_tokens)
-            .unwrap_or(limits.default_max_tokens),
-        min_tokens: r.min_tokens.unwrap_or(0),
-        ignore_eos: r.ignore_eos.unwrap_or(false),
-        details: false,
-        ids: Vec::new(),
-    })
+    let shared = OpenAiShared {
+        stream: r.stream,
+        stream_options: r.stream_options,
+        min_tokens: r.min_tokens,
+        ignore_eos: r.ignore_eos,
+    };
+    let limit = r.max_completion_tokens.or(r.max_tokens);
+    Ok(shared.parsed(prompt_tokens, limit, limits))
 }
 
 fn tgi(api: Api, r: TgiRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Parsed {
@@ -485,6 +499,22 @@ mod tests {
             t.count("be brief") + t.count("tell me")
         );
         assert!(parse(Api::Chat, br#"{"messages":[]}"#, tok, L).is_err());
+    }
+
+    #[test]
+    fn completions_and_chat_read_their_shared_fields_alike() {
+        let tok = &PromptCounter::new(Tokenizer::builtin());
+        let shared = r#""stream":true,"stream_options":{"include_usage":true},"min_tokens":3,"ignore_eos":true"#;
+        let c = format!(r#"{{"prompt":"hi",{shared}}}"#);
+        let h = format!(r#"{{"messages":[{{"role":"user","content":"hi"}}],{shared}}}"#);
+        let c = parse(Api::Completions, c.as_bytes(), tok, L).expect("completions");
+        let h = parse(Api::Chat, h.as_bytes(), tok, L).expect("chat");
+        assert_eq!(c, h);
+        assert!(c.stream && c.include_usage && c.ignore_eos && !c.details);
+        assert_eq!((c.min_tokens, c.limit), (3, 16));
+        let bare = parse(Api::Chat, br#"{"messages":[{"content":"hi"}]}"#, tok, L).expect("ok");
+        assert!(!bare.stream && !bare.include_usage && !bare.ignore_eos);
+        assert_eq!(bare.min_tokens, 0);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::model::{RunReport, SCHEMA_VERSION};
+use crate::model::{BenchmarkReport, RunReport, SCHEMA_VERSION};
 use crate::options::Metric;
 use crate::Error;
 
@@ -103,49 +103,51 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
     ]
 }
 
-/// The CSV: a header line and one row per benchmark (spreadsheet-friendly, flat columns).
-pub fn render_csv(run: &RunReport) -> String {
-    let mut header: Vec<String> = [
-        "run_id",
-        "created",
-        "target",
-        "model",
-        "backend",
-        "data",
-        "rate_type",
-        "label",
-        "strategy",
-        "target_rate",
-        "start",
-        "end",
-        "duration_s",
-        "warmup_s",
-        "cooldown_s",
-        "stop_reason",
-        "requests_completed",
-        "requests_incomplete",
-        "requests_errored",
-        "errors",
-        "prompt_tokens_completed",
-        "prompt_tokens_incomplete",
-        "prompt_tokens_errored",
-        "output_tokens_completed",
-        "output_tokens_incomplete",
-        "output_tokens_errored",
-        "requests_per_s",
-        "output_tokens_per_s",
-        "total_tokens_per_s",
-        "concurrency",
-        "peak_concurrency",
-        "peak_output_tokens_per_s",
-        "achieved_rate",
-        "goodput_per_s",
-        "goodput_fraction",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    const STATS: [&str; 8] = ["mean", "median", "p90", "p95", "p99", "min", "max", "stdev"];
+/// The CSV's first columns: the row's provenance (run, target, model, backend, data, load
+/// kind, benchmark), its timing, counts and rates.
+const BASE_COLUMNS: [&str; 35] = [
+    "run_id",
+    "created",
+    "target",
+    "model",
+    "backend",
+    "data",
+    "rate_type",
+    "label",
+    "strategy",
+    "target_rate",
+    "start",
+    "end",
+    "duration_s",
+    "warmup_s",
+    "cooldown_s",
+    "stop_reason",
+    "requests_completed",
+    "requests_incomplete",
+    "requests_errored",
+    "errors",
+    "prompt_tokens_completed",
+    "prompt_tokens_incomplete",
+    "prompt_tokens_errored",
+    "output_tokens_completed",
+    "output_tokens_incomplete",
+    "output_tokens_errored",
+    "requests_per_s",
+    "output_tokens_per_s",
+    "total_tokens_per_s",
+    "concurrency",
+    "peak_concurrency",
+    "peak_output_tokens_per_s",
+    "achieved_rate",
+    "goodput_per_s",
+    "goodput_fraction",
+];
+
+/// The statistics of each metric, a column each.
+const STATS: [&str; 8] = ["mean", "median", "p90", "p95", "p99", "min", "max", "stdev"];
+
+fn csv_header() -> Vec<String> {
+    let mut header: Vec<String> = BASE_COLUMNS.iter().map(|s| s.to_string()).collect();
     for m in Metric::ALL {
         for s in STATS {
             header.push(format!("{}_{s}", m.json_key()));
@@ -153,89 +155,110 @@ pub fn render_csv(run: &RunReport) -> String {
     }
     header.extend(CAPACITY_COLUMNS.iter().map(|s| s.to_string()));
     header.extend(crate::turns_view::CSV_COLUMNS.iter().map(|s| s.to_string()));
+    header
+}
+
+/// The CSV: a header line and one row per benchmark (spreadsheet-friendly, flat columns).
+pub fn render_csv(run: &RunReport) -> String {
     let capacity = capacity_cells(run);
-    let mut out = header.join(",");
+    let mut out = csv_header().join(",");
     out.push('\n');
-    // Provenance: which run, target, model, backend, data and load kind each row came from,
-    // so rows of several runs can be told apart once concatenated.
-    let env = &run.environment;
-    let config_text = |key: &str| match run.config.get(key) {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) if !v.is_null() => v.to_string(),
-        _ => String::new(),
-    };
     for b in &run.benchmarks {
-        let errors = b
-            .errors
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(";");
-        let mut row: Vec<String> = vec![
-            csv_field(&run.run_id),
-            csv_field(&run.created),
-            csv_field(&env.target),
-            csv_field(&env.model),
-            csv_field(&env.backend),
-            csv_field(&config_text("data")),
-            csv_field(&config_text("rate_type")),
-            csv_field(&b.label),
-            csv_field(b.strategy.kind()),
-            b.rates.target_rate.map(num).unwrap_or_default(),
-            csv_field(&b.start),
-            csv_field(&b.end),
-            num(b.duration_s),
-            num(b.warmup_s),
-            num(b.cooldown_s),
-            csv_field(&b.stop_reason),
-            b.requests.completed.to_string(),
-            b.requests.incomplete.to_string(),
-            b.requests.errored.to_string(),
-            csv_field(&errors),
-            b.tokens.prompt.completed.total.to_string(),
-            b.tokens.prompt.incomplete.total.to_string(),
-            b.tokens.prompt.errored.total.to_string(),
-            b.tokens.output.completed.total.to_string(),
-            b.tokens.output.incomplete.total.to_string(),
-            b.tokens.output.errored.total.to_string(),
-            num(b.rates.requests_per_s),
-            num(b.rates.output_tokens_per_s),
-            num(b.rates.total_tokens_per_s),
-            num(b.rates.concurrency),
-            b.rates.peak_concurrency.to_string(),
-            num(b.rates.peak_output_tokens_per_s),
-            num(b.rates.achieved_rate),
-            b.goodput.as_ref().map(|g| num(g.per_s)).unwrap_or_default(),
-            b.goodput
-                .as_ref()
-                .map(|g| num(g.fraction))
-                .unwrap_or_default(),
-        ];
-        for m in Metric::ALL {
-            let s = b.metric(m);
-            let empty = s.count == 0;
-            let cell = |v: Option<f64>| {
-                if empty {
-                    String::new()
-                } else {
-                    v.map(num).unwrap_or_default()
-                }
-            };
-            row.push(cell(Some(s.mean)));
-            row.push(cell(Some(s.median)));
-            row.push(cell(b.percentile_ms(m, 90.0)));
-            row.push(cell(b.percentile_ms(m, 95.0)));
-            row.push(cell(b.percentile_ms(m, 99.0)));
-            row.push(cell(Some(s.min)));
-            row.push(cell(Some(s.max)));
-            row.push(cell(Some(s.stdev)));
-        }
+        let mut row = base_cells(run, b);
+        row.extend(metric_cells(b));
         row.extend(capacity.iter().cloned());
         row.extend(crate::turns_view::csv_cells(b, num));
         out.push_str(&row.join(","));
         out.push('\n');
     }
     out
+}
+
+/// A string setting of the run's configuration (other values as JSON), empty when unset.
+fn config_text(run: &RunReport, key: &str) -> String {
+    match run.config.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The cells of [`BASE_COLUMNS`] for benchmark `b`. Provenance: which run, target, model,
+/// backend, data and load kind each row came from, so rows of several runs can be told apart
+/// once concatenated.
+fn base_cells(run: &RunReport, b: &BenchmarkReport) -> Vec<String> {
+    let env = &run.environment;
+    let errors = b
+        .errors
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";");
+    vec![
+        csv_field(&run.run_id),
+        csv_field(&run.created),
+        csv_field(&env.target),
+        csv_field(&env.model),
+        csv_field(&env.backend),
+        csv_field(&config_text(run, "data")),
+        csv_field(&config_text(run, "rate_type")),
+        csv_field(&b.label),
+        csv_field(b.strategy.kind()),
+        b.rates.target_rate.map(num).unwrap_or_default(),
+        csv_field(&b.start),
+        csv_field(&b.end),
+        num(b.duration_s),
+        num(b.warmup_s),
+        num(b.cooldown_s),
+        csv_field(&b.stop_reason),
+        b.requests.completed.to_string(),
+        b.requests.incomplete.to_string(),
+        b.requests.errored.to_string(),
+        csv_field(&errors),
+        b.tokens.prompt.completed.total.to_string(),
+        b.tokens.prompt.incomplete.total.to_string(),
+        b.tokens.prompt.errored.total.to_string(),
+        b.tokens.output.completed.total.to_string(),
+        b.tokens.output.incomplete.total.to_string(),
+        b.tokens.output.errored.total.to_string(),
+        num(b.rates.requests_per_s),
+        num(b.rates.output_tokens_per_s),
+        num(b.rates.total_tokens_per_s),
+        num(b.rates.concurrency),
+        b.rates.peak_concurrency.to_string(),
+        num(b.rates.peak_output_tokens_per_s),
+        num(b.rates.achieved_rate),
+        b.goodput.as_ref().map(|g| num(g.per_s)).unwrap_or_default(),
+        b.goodput
+            .as_ref()
+            .map(|g| num(g.fraction))
+            .unwrap_or_default(),
+    ]
+}
+
+/// The [`STATS`] cells of every metric of `b`, empty for a metric with no sample.
+fn metric_cells(b: &BenchmarkReport) -> Vec<String> {
+    let mut row = Vec::with_capacity(Metric::ALL.len() * STATS.len());
+    for m in Metric::ALL {
+        let s = b.metric(m);
+        let empty = s.count == 0;
+        let cell = |v: Option<f64>| {
+            if empty {
+                String::new()
+            } else {
+                v.map(num).unwrap_or_default()
+            }
+        };
+        row.push(cell(Some(s.mean)));
+        row.push(cell(Some(s.median)));
+        row.push(cell(b.percentile_ms(m, 90.0)));
+        row.push(cell(b.percentile_ms(m, 95.0)));
+        row.push(cell(b.percentile_ms(m, 99.0)));
+        row.push(cell(Some(s.min)));
+        row.push(cell(Some(s.max)));
+        row.push(cell(Some(s.stdev)));
+    }
+    row
 }
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed to

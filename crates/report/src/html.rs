@@ -237,6 +237,18 @@ fn distribution_chart(b: &BenchmarkReport, metrics: &[(Metric, &str)], title: &s
 }
 
 fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
+    benchmark_summary(h, b);
+    counts_tables(h, b);
+    rates_table(h, b);
+    metrics_table(h, b);
+    distribution_charts(h, b);
+    crate::turns_view::html_section(h, b);
+    crate::html_server::benchmark_section(h, b);
+    h.push_str("</details>\n");
+}
+
+/// Opens the benchmark's `<details>` with its one-line summary: label, times, window.
+fn benchmark_summary(h: &mut String, b: &BenchmarkReport) {
     let _ = writeln!(
         h,
         "<details open>\n<summary>{} &mdash; {} &rarr; {}, window {:.1} s (warmup {:.1} s, cooldown {:.1} s){}</summary>",
@@ -252,6 +264,10 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
             format!(", stopped by {}", esc(&b.stop_reason))
         }
     );
+}
+
+/// The request and token counts by outcome, then the errors by kind when there are any.
+fn counts_tables(h: &mut String, b: &BenchmarkReport) {
     h.push_str("<table>\n<tr><th>Requests</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Excluded (warmup / cooldown)</th></tr>\n");
     let r = &b.requests;
     let _ = writeln!(
@@ -288,6 +304,10 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
         }
         h.push_str("</table>\n");
     }
+}
+
+/// The window's rates, concurrency and goodput.
+fn rates_table(h: &mut String, b: &BenchmarkReport) {
     let rt = &b.rates;
     let _ = writeln!(
         h,
@@ -303,6 +323,10 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
         b.goodput.as_ref().map_or("-".into(), |g| format!("{:.2}", g.per_s)),
         b.goodput.as_ref().map_or("-".into(), |g| format!("{:.1} %", g.fraction * 100.0)),
     );
+}
+
+/// Every metric's count, mean, spread and percentiles.
+fn metrics_table(h: &mut String, b: &BenchmarkReport) {
     h.push_str("<table>\n<tr><th>Metric (ms)</th><th>count</th><th>mean</th><th>stdev</th><th>min</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr>\n");
     for m in Metric::ALL {
         let s = b.metric(m);
@@ -321,7 +345,12 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
             s.max
         );
     }
-    h.push_str("</table>\n<div class=\"charts\">\n");
+    h.push_str("</table>\n");
+}
+
+/// The TTFT, ITL/TPOT and end-to-end latency distributions, side by side.
+fn distribution_charts(h: &mut String, b: &BenchmarkReport) {
+    h.push_str("<div class=\"charts\">\n");
     h.push_str(&distribution_chart(
         b,
         &[
@@ -347,9 +376,6 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
         &format!("{}: end-to-end latency distribution", b.label),
     ));
     h.push_str("\n</div>\n");
-    crate::turns_view::html_section(h, b);
-    crate::html_server::benchmark_section(h, b);
-    h.push_str("</details>\n");
 }
 
 #[cfg(test)]

@@ -102,6 +102,69 @@ fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// The plot's ranges (data units) and its y ticks, and the mapping to SVG coordinates.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    ybot: f64,
+    ytop: f64,
+    y_ticks: Vec<f64>,
+}
+
+impl Frame {
+    /// Ranges covering the points `pts` (not empty), the custom x ticks and the marks, padded
+    /// in x unless the ticks are given, y from 0 (or below) to a round tick.
+    fn new(axes: &Axes, pts: &[(f64, f64)]) -> Self {
+        let (mut x0, mut x1) = pts
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+                (a.min(p.0), b.max(p.0))
+            });
+        let mut y1 = pts.iter().fold(f64::NEG_INFINITY, |a, p| a.max(p.1));
+        let y0 = 0.0f64.min(pts.iter().fold(f64::INFINITY, |a, p| a.min(p.1)));
+        if let Some(t) = &axes.x_ticks {
+            for (v, _) in t {
+                x0 = x0.min(*v);
+                x1 = x1.max(*v);
+            }
+        }
+        for m in axes.marks.iter().filter(|m| m.value.is_finite()) {
+            if m.vertical {
+                x0 = x0.min(m.value);
+                x1 = x1.max(m.value);
+            } else {
+                y1 = y1.max(m.value);
+            }
+        }
+        if x1 - x0 < 1e-12 {
+            x0 -= 0.5_f64.max(x0.abs() * 0.1);
+            x1 += 0.5_f64.max(x1.abs() * 0.1);
+        } else if axes.x_ticks.is_none() {
+            let pad = (x1 - x0) * 0.03;
+            x0 = (x0 - pad).max(0.0_f64.min(x0));
+            x1 += pad;
+        }
+        let y_ticks = nice_ticks(y0, if y1 > y0 { y1 } else { y0 + 1.0 });
+        let ytop = y_ticks.last().copied().unwrap_or(1.0).max(y1);
+        let ybot = y_ticks.first().copied().unwrap_or(0.0).min(y0);
+        Self {
+            x0,
+            x1,
+            ybot,
+            ytop,
+            y_ticks,
+        }
+    }
+
+    fn px(&self, x: f64) -> f64 {
+        L + (x - self.x0) / (self.x1 - self.x0) * (W - L - R)
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        H - B - (y - self.ybot) / (self.ytop - self.ybot).max(f64::EPSILON) * (H - T - B)
+    }
+}
+
 /// Renders a line chart. Empty series are skipped; with no points at all the chart says so.
 pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
     let pts: Vec<(f64, f64)> = series
@@ -130,45 +193,36 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
         );
         return s;
     }
-    let (mut x0, mut x1) = pts
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-            (a.min(p.0), b.max(p.0))
-        });
-    let y1 = pts.iter().fold(f64::NEG_INFINITY, |a, p| a.max(p.1));
-    let x_pad = |x0: f64, x1: f64| (x1 - x0) * 0.03;
-    let y0 = 0.0f64.min(pts.iter().fold(f64::INFINITY, |a, p| a.min(p.1)));
-    if let Some(t) = &axes.x_ticks {
-        for (v, _) in t {
-            x0 = x0.min(*v);
-            x1 = x1.max(*v);
+    let f = Frame::new(axes, &pts);
+    draw_axes(&mut s, axes, &f);
+    draw_marks(&mut s, &axes.marks, &f);
+    // Lines, points with tooltips; the legend sits between the title and the plot.
+    let mut legend = (L, 34.0);
+    for se in series.iter() {
+        let good: Vec<(usize, (f64, f64))> = se
+            .points
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, (x, y))| x.is_finite() && y.is_finite())
+            .collect();
+        if good.is_empty() {
+            continue;
+        }
+        draw_series(&mut s, se, &good, &f);
+        // Probes share their curve's colour; the caption under the charts explains them.
+        if !se.markers_only {
+            draw_legend_item(&mut s, se, &mut legend);
         }
     }
-    let mut y1 = y1;
-    for m in axes.marks.iter().filter(|m| m.value.is_finite()) {
-        if m.vertical {
-            x0 = x0.min(m.value);
-            x1 = x1.max(m.value);
-        } else {
-            y1 = y1.max(m.value);
-        }
-    }
-    if x1 - x0 < 1e-12 {
-        x0 -= 0.5_f64.max(x0.abs() * 0.1);
-        x1 += 0.5_f64.max(x1.abs() * 0.1);
-    } else if axes.x_ticks.is_none() {
-        let pad = x_pad(x0, x1);
-        x0 = (x0 - pad).max(0.0_f64.min(x0));
-        x1 += pad;
-    }
-    let yt = nice_ticks(y0, if y1 > y0 { y1 } else { y0 + 1.0 });
-    let ytop = yt.last().copied().unwrap_or(1.0).max(y1);
-    let ybot = yt.first().copied().unwrap_or(0.0).min(y0);
-    let px = |x: f64| L + (x - x0) / (x1 - x0) * (W - L - R);
-    let py = |y: f64| H - B - (y - ybot) / (ytop - ybot).max(f64::EPSILON) * (H - T - B);
-    // Grid and y ticks.
-    for v in &yt {
-        let y = py(*v);
+    s.push_str("</svg>");
+    s
+}
+
+/// Draws the grid with the y ticks, the x ticks, both axes and their labels.
+fn draw_axes(s: &mut String, axes: &Axes, f: &Frame) {
+    for v in &f.y_ticks {
+        let y = f.py(*v);
         let _ = write!(
             s,
             "<line x1=\"{L}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"grid\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" class=\"tick\">{}</text>",
@@ -180,14 +234,14 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
     }
     let xt: Vec<(f64, String)> = match &axes.x_ticks {
         Some(t) => t.clone(),
-        None => nice_ticks(x0, x1)
+        None => nice_ticks(f.x0, f.x1)
             .into_iter()
-            .filter(|v| *v >= x0 - 1e-9 && *v <= x1 + 1e-9)
+            .filter(|v| *v >= f.x0 - 1e-9 && *v <= f.x1 + 1e-9)
             .map(|v| (v, fmt_tick(v)))
             .collect(),
     };
     for (v, label) in &xt {
-        let x = px(*v);
+        let x = f.px(*v);
         let _ = write!(
             s,
             "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" class=\"axis\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" class=\"tick\">{}</text>",
@@ -214,89 +268,72 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
         T + (H - T - B) / 2.0,
         esc(&axes.y_label)
     );
-    draw_marks(&mut s, &axes.marks, &px, &py, (x0, x1), (ybot, ytop));
-    // Lines, points with tooltips; the legend sits between the title and the plot.
-    let mut lx = L;
-    let mut ly = 34.0;
-    for se in series.iter() {
-        let good: Vec<(usize, (f64, f64))> = se
-            .points
+}
+
+/// Draws one series' line (unless markers only) and its points, `good` being its finite
+/// points with their indices (for the tooltips).
+fn draw_series(s: &mut String, se: &Series, good: &[(usize, (f64, f64))], f: &Frame) {
+    if !se.markers_only {
+        let path: Vec<String> = good
             .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, (x, y))| x.is_finite() && y.is_finite())
+            .map(|(_, (x, y))| format!("{:.1},{:.1}", f.px(*x), f.py(*y)))
             .collect();
-        if good.is_empty() {
-            continue;
-        }
-        if !se.markers_only {
-            let path: Vec<String> = good
-                .iter()
-                .map(|(_, (x, y))| format!("{:.1},{:.1}", px(*x), py(*y)))
-                .collect();
-            let _ = write!(
-                s,
-                "<polyline class=\"curve\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
-                path.join(" "),
-                se.color,
-                if se.dashed { " stroke-dasharray=\"5 3\"" } else { "" }
-            );
-        }
-        for (j, (x, y)) in &good {
-            let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
-            let (class, r) = if se.markers_only {
-                ("probe", 5.0)
-            } else {
-                ("point", 3.0)
-            };
-            let _ = write!(
-                s,
-                "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"{}\"{}><title>{}: {} ({})</title></circle>",
-                px(*x),
-                py(*y),
-                se.color,
-                if se.markers_only { " fill-opacity=\"0.35\" stroke-width=\"1.5\"" } else { "" },
-                esc(&se.name),
-                fmt_tick(*y),
-                esc(note)
-            );
-            if se.markers_only {
-                let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", px(*x), py(*y), se.color);
-            }
-        }
-        if se.markers_only {
-            // Probes share their curve's colour; the caption under the charts explains them.
-            continue;
-        }
-        let item_w = 24.0 + 6.6 * se.name.chars().count() as f64;
-        if lx + item_w > W - R && lx > L {
-            lx = L;
-            ly += 12.0;
-        }
         let _ = write!(
             s,
-            "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"10\" height=\"3\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"legend\">{}</text>",
-            ly - 4.0,
+            "<polyline class=\"curve\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
+            path.join(" "),
             se.color,
-            lx + 14.0,
-            ly,
-            esc(&se.name)
+            if se.dashed { " stroke-dasharray=\"5 3\"" } else { "" }
         );
-        lx += item_w;
     }
-    s.push_str("</svg>");
-    s
+    for (j, (x, y)) in good {
+        let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
+        let (class, r) = if se.markers_only {
+            ("probe", 5.0)
+        } else {
+            ("point", 3.0)
+        };
+        let _ = write!(
+            s,
+            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"{}\"{}><title>{}: {} ({})</title></circle>",
+            f.px(*x),
+            f.py(*y),
+            se.color,
+            if se.markers_only { " fill-opacity=\"0.35\" stroke-width=\"1.5\"" } else { "" },
+            esc(&se.name),
+            fmt_tick(*y),
+            esc(note)
+        );
+        if se.markers_only {
+            let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", f.px(*x), f.py(*y), se.color);
+        }
+    }
+}
+
+/// Draws the legend item of `se` at `(x, y)` (wrapping to the next row when the item would
+/// pass the right edge), moving the position past it.
+fn draw_legend_item(s: &mut String, se: &Series, (lx, ly): &mut (f64, f64)) {
+    let item_w = 24.0 + 6.6 * se.name.chars().count() as f64;
+    if *lx + item_w > W - R && *lx > L {
+        *lx = L;
+        *ly += 12.0;
+    }
+    let _ = write!(
+        s,
+        "<rect x=\"{lx:.1}\" y=\"{:.1}\" width=\"10\" height=\"3\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"legend\">{}</text>",
+        *ly - 4.0,
+        se.color,
+        *lx + 14.0,
+        ly,
+        esc(&se.name)
+    );
+    *lx += item_w;
 }
 
 /// Draws the reference lines, each with its label at the end.
-fn draw_marks(
-    s: &mut String,
-    marks: &[Mark],
-    px: &dyn Fn(f64) -> f64,
-    py: &dyn Fn(f64) -> f64,
-    (x0, x1): (f64, f64),
-    (y0, y1): (f64, f64),
-) {
+fn draw_marks(s: &mut String, marks: &[Mark], f: &Frame) {
+    let (px, py) = (|x| f.px(x), |y| f.py(y));
+    let (x0, x1, y0, y1) = (f.x0, f.x1, f.ybot, f.ytop);
     for (i, m) in marks.iter().filter(|m| m.value.is_finite()).enumerate() {
         let (a, b, c, d, tx, ty, anchor) = if m.vertical {
             let x = px(m.value);

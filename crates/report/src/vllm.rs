@@ -81,81 +81,79 @@ pub fn render_vllm_preamble(b: &BenchmarkReport) -> String {
 pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> String {
     let mut out = render_vllm_preamble(b);
     let _ = writeln!(out, "{}", centered(" Serving Benchmark Result ", '='));
-    line_int(&mut out, "Successful requests:", b.requests.completed);
-    let current = opts.layout == VllmLayout::Current;
+    totals_lines(&mut out, b, opts.layout == VllmLayout::Current);
+    percentile_lines(&mut out, b, opts);
+    out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
+    out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
+    let _ = writeln!(out, "{}", "=".repeat(50));
+    out
+}
+
+/// The block's counts, duration, token totals and throughputs (the current layout adds the
+/// failures, the configuration and the peaks).
+fn totals_lines(out: &mut String, b: &BenchmarkReport, current: bool) {
+    line_int(out, "Successful requests:", b.requests.completed);
     if current {
         // Failed counts errors only; requests cut off unfinished (drain timeout, Ctrl-C) get a
         // line of their own, shown whenever there are any.
-        line_int(&mut out, "Failed requests:", b.requests.errored);
+        line_int(out, "Failed requests:", b.requests.errored);
         if b.requests.incomplete > 0 {
-            line_int(&mut out, "Incomplete requests:", b.requests.incomplete);
+            line_int(out, "Incomplete requests:", b.requests.incomplete);
         }
         if let Some(c) = crate::vllm_result::max_concurrency(&b.strategy) {
-            line_int(&mut out, "Maximum request concurrency:", c as u64);
+            line_int(out, "Maximum request concurrency:", c as u64);
         }
         if let Some(r) = b.rates.target_rate {
-            line_f(&mut out, "Request rate configured (RPS):", r);
+            line_f(out, "Request rate configured (RPS):", r);
         }
     }
-    line_f(&mut out, "Benchmark duration (s):", b.duration_s);
+    line_f(out, "Benchmark duration (s):", b.duration_s);
+    line_int(out, "Total input tokens:", b.tokens.prompt.completed.total);
     line_int(
-        &mut out,
-        "Total input tokens:",
-        b.tokens.prompt.completed.total,
-    );
-    line_int(
-        &mut out,
+        out,
         "Total generated tokens:",
         b.tokens.output.completed.total,
     );
-    line_f(
-        &mut out,
-        "Request throughput (req/s):",
-        b.rates.requests_per_s,
-    );
+    line_f(out, "Request throughput (req/s):", b.rates.requests_per_s);
     if let Some(g) = &b.goodput {
-        line_f(&mut out, "Request goodput (req/s):", g.per_s);
+        line_f(out, "Request goodput (req/s):", g.per_s);
     }
     line_f(
-        &mut out,
+        out,
         "Output token throughput (tok/s):",
         b.rates.output_tokens_per_s,
     );
     if current {
         line_f(
-            &mut out,
+            out,
             "Peak output token throughput (tok/s):",
             b.rates.peak_output_tokens_per_s,
         );
         line_f(
-            &mut out,
+            out,
             "Peak concurrent requests:",
             b.rates.peak_concurrency as f64,
         );
     }
     line_f(
-        &mut out,
+        out,
         "Total Token throughput (tok/s):",
         b.rates.total_tokens_per_s,
     );
+}
+
+/// A section per metric of `--percentile-metrics`: its mean, median and each percentile.
+fn percentile_lines(out: &mut String, b: &BenchmarkReport, opts: &VllmConsoleOptions) {
     for &m in &opts.percentile_metrics {
         let s = b.metric(m);
         let name = m.vllm_name();
         let _ = writeln!(out, "{}", centered(m.vllm_header(), '-'));
         let some = |v: f64| (s.count > 0).then_some(v);
-        line_opt(&mut out, &format!("Mean {name} (ms):"), some(s.mean));
-        line_opt(&mut out, &format!("Median {name} (ms):"), some(s.median));
+        line_opt(out, &format!("Mean {name} (ms):"), some(s.mean));
+        line_opt(out, &format!("Median {name} (ms):"), some(s.median));
         for &p in &opts.metric_percentiles {
             let v = b.percentile_ms(m, p).and_then(some);
-            line_opt(
-                &mut out,
-                &format!("P{} {name} (ms):", percentile_word(p)),
-                v,
-            );
+            line_opt(out, &format!("P{} {name} (ms):", percentile_word(p)), v);
         }
     }
-    out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
-    out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
-    let _ = writeln!(out, "{}", "=".repeat(50));
-    out
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 use bench_worker::{BackendKind, Timeouts};
 use serde::Serialize;
 
+use super::args::TargetArgs;
+use super::file::FileSettings;
 use super::{usage, Sources};
 
 /// Where requests go and how.
@@ -100,54 +102,15 @@ pub(crate) fn resolve(
     env: impl Fn(&str) -> Option<String>,
 ) -> anyhow::Result<TargetSettings> {
     let (c, f) = (&src.cli.target, src.file);
-    let mock = c.mock || f.mock.unwrap_or(false);
-    if mock && c.target.is_some() {
-        return Err(usage("--mock and --target exclude each other"));
-    }
-    let target = if mock {
-        None
-    } else {
-        c.target.clone().or(f.target.clone())
-    };
-    if !mock && target.is_none() {
-        return Err(usage(
-            "no server to benchmark: give --target URL (or --mock for the built-in simulator)",
-        ));
-    }
+    let (mock, target) = server(c, f)?;
     let backend = match c.backend.as_ref().or(f.backend.as_ref()) {
         Some(b) => {
             parse_backend(b).map_err(|e| usage(format!("{}: {e}", src.origin("backend"))))?
         }
         None => BackendKind::default(),
     };
-    let mut headers = Vec::new();
-    let given = if c.headers.is_empty() {
-        f.header.clone().unwrap_or_default()
-    } else {
-        c.headers.clone()
-    };
-    for h in &given {
-        headers.push(parse_header(h).map_err(|e| usage(format!("--header: {e}")))?);
-    }
-    let d = Timeouts::default();
-    let timeouts = Timeouts {
-        connect: seconds(
-            "connect-timeout",
-            c.connect_timeout.or(f.connect_timeout),
-            d.connect,
-        )?,
-        first_byte: seconds(
-            "first-byte-timeout",
-            c.first_byte_timeout.or(f.first_byte_timeout),
-            d.first_byte,
-        )?,
-        idle: seconds("idle-timeout", c.idle_timeout.or(f.idle_timeout), d.idle)?,
-        total: seconds(
-            "request-timeout",
-            c.request_timeout.or(f.request_timeout),
-            d.total,
-        )?,
-    };
+    let headers = headers(c, f)?;
+    let timeouts = timeouts(c, f)?;
     let cacert = c.cacert.clone().or(f.cacert.clone());
     if let Some(p) = &cacert {
         if !p.is_file() {
@@ -177,5 +140,62 @@ pub(crate) fn resolve(
         insecure: c.insecure || f.insecure.unwrap_or(false),
         cacert,
         timeouts,
+    })
+}
+
+/// Whether the run benchmarks the simulator, and the server URL when not (one of them is
+/// required, not both).
+fn server(c: &TargetArgs, f: &FileSettings) -> anyhow::Result<(bool, Option<String>)> {
+    let mock = c.mock || f.mock.unwrap_or(false);
+    if mock && c.target.is_some() {
+        return Err(usage("--mock and --target exclude each other"));
+    }
+    let target = if mock {
+        None
+    } else {
+        c.target.clone().or(f.target.clone())
+    };
+    if !mock && target.is_none() {
+        return Err(usage(
+            "no server to benchmark: give --target URL (or --mock for the built-in simulator)",
+        ));
+    }
+    Ok((mock, target))
+}
+
+/// The extra headers (the command line's replace the file's), parsed.
+fn headers(c: &TargetArgs, f: &FileSettings) -> anyhow::Result<Vec<(String, String)>> {
+    let mut headers = Vec::new();
+    let given = if c.headers.is_empty() {
+        f.header.clone().unwrap_or_default()
+    } else {
+        c.headers.clone()
+    };
+    for h in &given {
+        headers.push(parse_header(h).map_err(|e| usage(format!("--header: {e}")))?);
+    }
+    Ok(headers)
+}
+
+/// The four timeouts: flag, else file, else the default.
+fn timeouts(c: &TargetArgs, f: &FileSettings) -> anyhow::Result<Timeouts> {
+    let d = Timeouts::default();
+    Ok(Timeouts {
+        connect: seconds(
+            "connect-timeout",
+            c.connect_timeout.or(f.connect_timeout),
+            d.connect,
+        )?,
+        first_byte: seconds(
+            "first-byte-timeout",
+            c.first_byte_timeout.or(f.first_byte_timeout),
+            d.first_byte,
+        )?,
+        idle: seconds("idle-timeout", c.idle_timeout.or(f.idle_timeout), d.idle)?,
+        total: seconds(
+            "request-timeout",
+            c.request_timeout.or(f.request_timeout),
+            d.total,
+        )?,
     })
 }

@@ -1,0 +1,115 @@
+//! Helpers shared by the integration tests: each test file that needs them says `mod common;`.
+//! Scratch directories, the real `bench` binary run against its in-process simulator
+//! (`--mock`, optionally with a `--mock-config` file), and reading what it wrote.
+
+// Each test file is its own crate and uses only some of these.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::Value;
+
+/// The scratch directory `bench-<prefix>-<pid>-<name>` under the system's temporary directory,
+/// created if missing (what an earlier call put there stays).
+pub fn tmp(prefix: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-{prefix}-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+/// [`tmp`], emptied first.
+pub fn fresh(prefix: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bench-{prefix}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Held by the tests of one file that measure timings, so they run one at a time: on a 2-core
+/// machine two of them at once would measure each other.
+pub fn serial() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs the `bench` binary with `args` (`RUST_LOG=warn`).
+pub fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Writes the simulator configuration `yaml` (lines of `--mock-config` keys) to
+/// `dir/sim.yaml`, with `log_requests: <log>` added when given; returns the file's path.
+pub fn write_sim(dir: &Path, yaml: &str, log: Option<&Path>) -> PathBuf {
+    let mut y = yaml.to_string();
+    if let Some(l) = log {
+        y.push_str(&format!("log_requests: {}\n", l.display()));
+    }
+    let p = dir.join("sim.yaml");
+    std::fs::write(&p, y).expect("write config");
+    p
+}
+
+/// Runs `bench <cmd> --mock --quiet --console none` (`cmd` is `run` or `sweep`) with the
+/// simulator configuration `cfg` when given, `--output <dir>/run.json` and `args`; asserts it
+/// succeeded (naming `name`) and returns the whole JSON report.
+pub fn mock_report(cmd: &str, name: &str, dir: &Path, cfg: Option<&Path>, args: &[&str]) -> Value {
+    let json = dir.join("run.json");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
+    c.args([cmd, "--mock", "--quiet", "--console", "none"]);
+    if let Some(cfg) = cfg {
+        c.args(["--mock-config", cfg.to_str().expect("utf8")]);
+    }
+    let out = c
+        .args(["--output", json.to_str().expect("utf8")])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench");
+    assert!(
+        out.status.success(),
+        "{name}: exit {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json")
+}
+
+/// The lines of a simulator's request log (written by a background thread: waits until they
+/// stop coming).
+pub fn read_log(log: &Path) -> Vec<Value> {
+    let mut last = usize::MAX;
+    for _ in 0..50 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let n = text.lines().count();
+        if n == last {
+            return text
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("log line"))
+                .collect();
+        }
+        last = n;
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the request log kept growing");
+}
+
+/// The number at `path` in `v`.
+pub fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} missing in {v}"))
+}
