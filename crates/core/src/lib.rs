@@ -28,7 +28,9 @@ use serde::{Deserialize, Serialize};
 pub use tokio_util::sync::CancellationToken;
 
 mod slo;
-pub use slo::{Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat};
+pub use slo::{
+    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat, KEPT_UP,
+};
 
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
 /// per-request records independent of the process that took them.

@@ -247,6 +247,15 @@ pub struct SloBracket {
     pub steps: u32,
 }
 
+/// An open-loop benchmark kept up with its rate when it completed at least this fraction of
+/// the rate it offered; one that did not was past the server's capacity.
+pub const KEPT_UP: f64 = 0.95;
+
+/// Whether a benchmark that offered `offered` requests/s and completed `completed` kept up.
+pub fn kept_up(offered: f64, completed: f64) -> bool {
+    offered > 0.0 && completed >= KEPT_UP * offered
+}
+
 /// The capacity answer of a sweep: what the deployment sustains, where its latency leaves the
 /// low-load plateau, and what it sustains under the SLO. Definitions: docs/profiles.md.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

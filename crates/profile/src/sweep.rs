@@ -44,9 +44,6 @@ pub const LADDER_WARMUP: f64 = 0.25;
 pub const TOP_RATE: f64 = 1.2;
 /// The second highest open-loop rate (with 4 or more rates), relative to the capacity.
 pub const SECOND_RATE: f64 = 1.1;
-/// An open-loop benchmark kept up with its rate when it completed at least this fraction of
-/// the rate it offered.
-pub const KEPT_UP: f64 = 0.95;
 /// At most this many open-loop rates added above the planned ones, when the top rate kept up.
 pub const MAX_EXTENSIONS: u32 = 3;
 /// At most this many refinement benchmarks of the SLO search.
@@ -499,11 +496,12 @@ fn sustained(step: &SweepStep, reading: &Reading) -> f64 {
     reading.throughput() * evidence(step, reading)
 }
 
-/// Whether an open-loop benchmark completed at least [`KEPT_UP`] of the rate it offered.
+/// Whether an open-loop benchmark completed at least [`bench_core::KEPT_UP`] of the rate it
+/// offered.
 fn kept_up(step: &SweepStep, reading: &Reading) -> bool {
     step.strategy
         .target_rate()
-        .is_some_and(|rate| rate > 0.0 && reading.requests_per_s >= KEPT_UP * rate)
+        .is_some_and(|rate| bench_core::kept_up(rate, reading.requests_per_s))
 }
 
 impl SweepSpec {

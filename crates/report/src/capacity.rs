@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use bench_core::{Capacity, Slo, SloMetric, SloStat};
+use bench_core::{kept_up, Capacity, Slo, SloMetric, SloStat};
 
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::Metric;
@@ -60,8 +60,10 @@ pub(crate) fn open_loop(run: &RunReport) -> Vec<(f64, &BenchmarkReport)> {
 }
 
 /// The knee of a sweep: the highest offered rate below the first one whose median TTFT exceeds
-/// `KNEE_FACTOR x (median TTFT at the lowest offered rate) + KNEE_SLACK_MS`: requests have
-/// started to queue there (latency has left its low-load plateau). The median, not a tail
+/// `KNEE_FACTOR x (median TTFT at the lowest offered rate) + KNEE_SLACK_MS`, or that did not
+/// keep up ([`bench_core::kept_up`]): requests have started to queue there (latency has left
+/// its low-load plateau), or the rate was past what the server completes (a short benchmark
+/// can end before the queue of a rate just past capacity has doubled the median TTFT). The median, not a tail
 /// percentile, so that one slow request does not move it; past capacity the queue grows
 /// through the whole benchmark and the median with it. `None` without open-loop rates or TTFT
 /// at the lowest, or when no rate left the plateau (the knee lies above the sweep).
@@ -72,7 +74,9 @@ pub fn knee(run: &RunReport) -> Option<f64> {
     let mut last = None;
     for (rate, b) in &rates {
         match b.percentile_ms(Metric::Ttft, 50.0) {
-            Some(v) if v <= threshold => last = Some(*rate),
+            Some(v) if v <= threshold && kept_up(*rate, b.rates.requests_per_s) => {
+                last = Some(*rate)
+            }
             _ => return last,
         }
     }

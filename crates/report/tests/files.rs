@@ -387,6 +387,23 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
     // The sample's two rates (4 and 8 req/s) stay on the plateau: no knee within them.
     assert_eq!(bench_report::knee(&run), None);
     assert_eq!(bench_report::knee_threshold_ms(20.0), 50.0);
+    // A rate that did not keep up (completed under 95% of it) is past the knee, whatever its
+    // TTFT: a short benchmark can end before the queue doubles the median.
+    let mut kept = run.clone();
+    let rate_of = |label: &str| kept.benchmarks.iter().position(|b| b.label == label);
+    let (four, eight) = (
+        rate_of("constant@4.00").expect("4"),
+        rate_of("constant@8.00").expect("8"),
+    );
+    kept.benchmarks[four].rates.requests_per_s = 4.0;
+    kept.benchmarks[eight].rates.requests_per_s = 7.5;
+    assert_eq!(bench_report::knee(&kept), Some(4.0));
+    kept.benchmarks[eight].rates.requests_per_s = 7.7;
+    assert_eq!(
+        bench_report::knee(&kept),
+        None,
+        "both kept up and stayed on the plateau"
+    );
     run.capacity = Some(bench_core::Capacity {
         max_requests_per_s: 9.5,
         max_output_tokens_per_s: 152.0,
