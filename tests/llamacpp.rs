@@ -5,6 +5,8 @@
 //! `usage` and `/metrics` say, and that bench's own scrape of `/metrics` (`server_metrics`)
 //! agrees.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -93,6 +95,10 @@ fn metrics(addr: &str) -> std::collections::HashMap<String, f64> {
 
 #[test]
 fn short_run_against_llama_cpp_matches_the_server() {
+    // One at a time: llama.cpp is CPU-bound. Three servers at once on 2 cores slowed each
+    // other's requests, and the sweep sizes its benchmarks from one request's time: this
+    // file took 41-437 s in full runs, 32 s with the tests one at a time.
+    let _one = common::serial();
     let (_server, addr) = start();
     let before = metrics(&addr);
     let dir = std::env::temp_dir().join(format!("bench-llamacpp-{}", std::process::id()));
@@ -217,6 +223,10 @@ fn short_run_against_llama_cpp_matches_the_server() {
 /// synchronous rate, the open-loop rates ascend, and the top one passes the capacity.
 #[test]
 fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
+    // One at a time: llama.cpp is CPU-bound. Three servers at once on 2 cores slowed each
+    // other's requests, and the sweep sizes its benchmarks from one request's time: this
+    // file took 41-437 s in full runs, 32 s with the tests one at a time.
+    let _one = common::serial();
     let (_server, addr) = start();
     let dir = std::env::temp_dir().join(format!("bench-llamacpp-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
@@ -306,6 +316,10 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
 
 #[test]
 fn two_turn_sessions_against_llama_cpp() {
+    // One at a time: llama.cpp is CPU-bound. Three servers at once on 2 cores slowed each
+    // other's requests, and the sweep sizes its benchmarks from one request's time: this
+    // file took 41-437 s in full runs, 32 s with the tests one at a time.
+    let _one = common::serial();
     let (_server, addr) = start();
     let dir = std::env::temp_dir().join(format!("bench-llamacpp-s-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
