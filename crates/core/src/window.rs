@@ -112,6 +112,13 @@ impl Window {
         t >= self.open && t <= self.close
     }
 
+    /// The part of `[start, end]` inside the window, if they meet.
+    #[inline]
+    pub fn clip(&self, start: Nanos, end: Nanos) -> Option<(Nanos, Nanos)> {
+        let (a, b) = (start.max(self.open), end.min(self.close));
+        (b >= a).then_some((a, b))
+    }
+
     /// Length in nanoseconds.
     pub fn nanos(&self) -> Nanos {
         self.close.saturating_sub(self.open)
@@ -238,7 +245,8 @@ fn little_rate(
     let busy: u128 = departures
         .iter()
         .chain(failed)
-        .map(|&(sent, end)| u128::from(end.min(w.close).saturating_sub(sent.max(w.open))))
+        .filter_map(|&(sent, end)| w.clip(sent, end))
+        .map(|(a, b)| u128::from(b - a))
         .sum();
     let in_flight = (w.nanos() > 0).then(|| busy as f64 / w.nanos() as f64)?;
     let sum = |d: &[(Nanos, Nanos)], own: bool| {
@@ -248,7 +256,7 @@ fn little_rate(
                 (s + end.saturating_sub(sent) as f64 / 1e9, c + 1)
             })
     };
-    let own = sum(departures, true).1 > 0;
+    let own = departures.iter().any(|&(sent, _)| sent >= w.open);
     let ((done_secs, done), (failed_secs, _)) = (sum(departures, own), sum(failed, own));
     let secs = done_secs + failed_secs;
     (done > 0 && secs > 0.0).then(|| in_flight * done as f64 / secs)
@@ -263,8 +271,8 @@ pub struct RateInput<'a> {
     pub output_tokens_in_window: f64,
     /// The arrival of the benchmark's first output token, of any request.
     pub first_output: Option<Nanos>,
-    /// The fixed number of closed-loop streams (synchronous 1, concurrent N), for Little's
-    /// bound; `None` for other loads.
+    /// The fixed number of closed-loop streams (synchronous 1, concurrent N): such loads are
+    /// read by Little's law ([`little_rate`]); `None` for other loads.
     pub streams: Option<u32>,
     /// `(dispatched, end)` of every measured completed request.
     pub departures: &'a mut [(Nanos, Nanos)],

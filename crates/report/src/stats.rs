@@ -478,11 +478,8 @@ impl<'a> Pass<'a> {
             self.sent_in_window += 1;
         }
         // In flight from dispatch to end, clipped to the window.
-        let (a, b) = (
-            r.dispatched.max(self.window.open),
-            r.end.min(self.window.close),
-        );
-        if b >= a && self.window.nanos() > 0 {
+        let clipped = self.window.clip(r.dispatched, r.end);
+        if let Some((a, b)) = clipped.filter(|_| self.window.nanos() > 0) {
             self.busy_ns += (b - a) as u128;
             self.events.push((a, 1));
             self.events.push((b, -1));
