@@ -314,7 +314,71 @@ fn a_stalled_stream_ends_by_the_idle_timeout_and_says_so() {
     assert!(took < Duration::from_secs(30), "{took:?}");
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("2 request(s) stalled") && err.contains("--idle-timeout"),
+        err.contains("2 request(s) ended by the idle timeout (--idle-timeout 1 s)")
+            && err.contains("of silence in the middle of the stream"),
+        "{err}"
+    );
+}
+
+/// Issue 20: a server that answers every request `429` with `Retry-After: 1` (the simulator's
+/// `faults.http_429`). Before, `concurrent@8` sent 535 requests in 3 s; now each stream waits
+/// the second it was asked to, so 8 streams send at most 8 x 3 in 3 s, all counted as
+/// `rate_limited`, and bench says so.
+#[test]
+fn rate_limited_streams_wait_as_retry_after_asks() {
+    let d = tmp("limited");
+    let cfg = d.join("limited.yaml");
+    let log = d.join("log.jsonl");
+    std::fs::write(
+        &cfg,
+        format!(
+            "step_base_ms: 1\nlog_requests: {}\nfaults:\n  http_429: 1.0\n",
+            log.display()
+        ),
+    )
+    .expect("write");
+    let json = d.join("run.json");
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--mock-config",
+        cfg.to_str().expect("utf8"),
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "8",
+        "--max-seconds",
+        "3",
+        "--data",
+        "prompt_tokens=8,output_tokens=8",
+        "-q",
+        "--console",
+        "none",
+        "--output",
+        json.to_str().expect("utf8"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "nothing completed: {err}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let b = &run["benchmarks"][0];
+    let total = b["requests"]["total"].as_u64().expect("total");
+    let logged = std::fs::read_to_string(&log).expect("log").lines().count() as u64;
+    assert_eq!(total, logged, "bench's count is the simulator's");
+    // Requests at 0, 1, 2 s on each stream (3 at most per stream, 24 in all; the pause after
+    // a request is cut at the benchmark's end).
+    assert!((8..=24).contains(&total), "{total} requests in 3 s");
+    assert_eq!(
+        b["errors"]["rate_limited"].as_u64(),
+        Some(total),
+        "{}",
+        b["errors"]
+    );
+    assert!(
+        err.contains(&format!(
+            "concurrent@8: {total} request(s) were rate limited (HTTP 429, counted as rate_limited): \
+             {total} carried Retry-After, and their streams paused that long (at most 60 s)"
+        )),
         "{err}"
     );
 }

@@ -5,6 +5,7 @@
 
 mod completions;
 mod data;
+mod endings;
 mod error;
 mod limits;
 mod metadata;

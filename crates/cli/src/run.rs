@@ -118,12 +118,12 @@ struct ReportObserver {
     /// The soft open-file limit in force (raised at start), named when it is reached.
     fd_limit: Option<u64>,
     stop: bench_scheduler::StopHandle,
-    /// Requests of the running benchmark that ended by the idle timeout (a stalled stream).
-    stalled: u64,
-    /// One line per benchmark that had stalled requests.
-    stall_notes: Vec<String>,
-    /// The idle timeout that ends a stalled stream.
-    idle: std::time::Duration,
+    /// How the running benchmark's requests ended badly (timeouts, rate limits).
+    endings: crate::endings::Endings,
+    /// What those endings were, one line per kind and benchmark, said after the report.
+    ending_notes: Vec<String>,
+    /// The timeouts in force, which the notes name.
+    timeouts: bench_worker::Timeouts,
 }
 
 impl ReportObserver {
@@ -203,12 +203,7 @@ impl Observer for ReportObserver {
 
     fn record(&mut self, _index: usize, record: RequestRecord, _phase: Phase) {
         self.watch_connects(&record);
-        if let bench_core::Outcome::Timeout {
-            phase: bench_core::TimeoutPhase::Idle,
-        } = record.outcome
-        {
-            self.stalled += 1;
-        }
+        self.endings.add(&record);
         // The accumulator applies the measurement window itself (same rule as the scheduler).
         if let Some(acc) = self.acc.as_mut() {
             acc.add(record);
@@ -274,11 +269,11 @@ impl Observer for ReportObserver {
                 }
             }
         }
-        if self.stalled > 0 {
-            self.stall_notes
-                .push(stall_note(&o.strategy.label(), self.stalled, self.idle));
-            self.stalled = 0;
-        }
+        let closed_loop = o.strategy.release() == bench_core::Release::ClosedLoop;
+        let notes = self
+            .endings
+            .take_notes(&o.strategy.label(), closed_loop, &self.timeouts);
+        self.ending_notes.extend(notes);
         self.run.benchmarks.push(report);
         self.files.write(&self.run);
     }
@@ -402,9 +397,9 @@ impl ReportObserver {
             server_gone: None,
             fd_limit: limits::open_files(),
             stop,
-            stalled: 0,
-            stall_notes: Vec::new(),
-            idle: s.target.timeouts.idle,
+            endings: Default::default(),
+            ending_notes: Vec::new(),
+            timeouts: s.target.timeouts,
         }
     }
 }
@@ -456,9 +451,10 @@ fn new_run_report(
     run
 }
 
-/// Warnings printed after the consoles: stalled streams, resent requests.
-fn warn_after(stall_notes: &[String], resent: u64) {
-    for note in stall_notes {
+/// Warnings printed after the consoles: requests ended by a timeout or rate limited (see
+/// [`crate::endings`]), resent requests.
+fn warn_after(ending_notes: &[String], resent: u64) {
+    for note in ending_notes {
         eprintln!("warning: {note}");
     }
     if resent > 0 {
@@ -578,20 +574,9 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
     }
     print_console(&s, &observer.run)?;
-    warn_after(&observer.stall_notes, resent.resent_requests());
+    warn_after(&observer.ending_notes, resent.resent_requests());
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
-}
-
-/// Why a benchmark took longer than its requests: streams that stalled were waited for up to
-/// the idle timeout (see docs/reliability.md).
-fn stall_note(label: &str, stalled: u64, idle: std::time::Duration) -> String {
-    let idle = idle.as_secs_f64();
-    format!(
-        "{label}: {stalled} request(s) stalled (the server sent nothing for {idle} s, the idle \
-         timeout, --idle-timeout) and were counted as errored; a benchmark waits at most that \
-         long for a silent stream"
-    )
 }
 
 /// The exit code of a finished run, with one line saying why when it is not a success.
@@ -714,14 +699,6 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_stall_note_names_the_benchmark_and_the_bound() {
-        let n = stall_note("constant@5.00", 2, bench_worker::Timeouts::default().idle);
-        assert!(n.starts_with("constant@5.00: 2 request(s) stalled"), "{n}");
-        assert!(n.contains("300 s") && n.contains("idle timeout"), "{n}");
-        assert!(!n.contains('\n'));
-    }
 
     #[test]
     fn an_empty_benchmark_is_named_with_what_became_of_its_requests() {

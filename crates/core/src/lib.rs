@@ -122,7 +122,7 @@ pub struct Chunk {
 }
 
 /// Which timeout fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimeoutPhase {
     /// Establishing the connection (TCP and TLS).
@@ -151,6 +151,9 @@ pub enum Outcome {
         status: u16,
         /// A bounded excerpt of the body.
         body: String,
+        /// The server's `Retry-After` (429 and 503), in milliseconds, as sent (not bounded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
     },
     /// The connection could not be made or was lost (refused, reset, TLS failure).
     Connect {
@@ -209,11 +212,13 @@ impl Outcome {
         }
     }
 
-    /// A short stable name for grouping errors in reports, e.g. `http_503`, `timeout_idle`.
+    /// A short stable name for grouping errors in reports, e.g. `http_503`, `timeout_idle`;
+    /// a 429 is `rate_limited` ([`RATE_LIMITED`]).
     pub fn kind_name(&self) -> String {
         match self {
             Outcome::Completed => "completed".into(),
             Outcome::Cancelled => "cancelled".into(),
+            Outcome::Http { status: 429, .. } => RATE_LIMITED.into(),
             Outcome::Http { status, .. } => format!("http_{status}"),
             Outcome::Connect { .. } => "connect".into(),
             Outcome::Timeout { phase } => match phase {
@@ -226,7 +231,27 @@ impl Outcome {
             Outcome::Protocol { .. } => "protocol".into(),
         }
     }
+
+    /// How long the server asked the client to wait before its next request (`Retry-After` on
+    /// a 429 or 503), bounded by [`RETRY_AFTER_MAX`]. Closed-loop streams and sessions pause
+    /// this long before they send again; open-loop schedules do not move.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Outcome::Http {
+                retry_after_ms: Some(ms),
+                ..
+            } => Some(Duration::from_millis(*ms).min(RETRY_AFTER_MAX)),
+            _ => None,
+        }
+    }
 }
+
+/// The error kind of a `429 Too Many Requests` reply.
+pub const RATE_LIMITED: &str = "rate_limited";
+
+/// The longest pause a server's `Retry-After` imposes on a closed-loop stream or a session
+/// (a benchmark's end cuts it short too).
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
 
 /// How the scheduler released one request: handed to [`Backend::send`].
 #[derive(Debug, Clone, Copy)]
@@ -354,9 +379,26 @@ mod tests {
         let o = Outcome::Http {
             status: 503,
             body: "busy".into(),
+            retry_after_ms: None,
         };
         assert_eq!(o.status(), Status::Errored);
         assert_eq!(o.kind_name(), "http_503");
+        assert_eq!(o.retry_after(), None);
+        let limited = |ms| Outcome::Http {
+            status: 429,
+            body: String::new(),
+            retry_after_ms: ms,
+        };
+        assert_eq!(limited(None).kind_name(), "rate_limited");
+        assert_eq!(limited(None).status(), Status::Errored);
+        assert_eq!(
+            limited(Some(1500)).retry_after(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            limited(Some(3_600_000)).retry_after(),
+            Some(RETRY_AFTER_MAX)
+        );
         assert_eq!(
             Outcome::Timeout {
                 phase: TimeoutPhase::Idle

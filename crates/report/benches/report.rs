@@ -47,6 +47,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
                     Outcome::Http {
                         status: 503,
                         body: String::new(),
+                        retry_after_ms: None,
                     }
                 } else {
                     Outcome::Completed

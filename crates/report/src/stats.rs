@@ -733,6 +733,7 @@ mod tests {
             Outcome::Http {
                 status: 503,
                 body: " overloaded\n".into(),
+                retry_after_ms: None,
             },
         ));
         acc.add(rec(0, &[5], 10, 1, Outcome::Completed));
@@ -778,6 +779,7 @@ mod tests {
             Outcome::Http {
                 status: 500,
                 body: String::new(),
+                retry_after_ms: None,
             },
         ));
         let mut meta = BenchmarkMeta::new(

@@ -238,6 +238,7 @@ mod tests {
                 Outcome::Http {
                     status: 500,
                     body: String::new(),
+                    retry_after_ms: None,
                 },
             ),
         ];

@@ -12,7 +12,7 @@ use bench_core::{
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use crate::pacing::{lower_timer_slack, wait_precise, wait_until, Pacing};
+use crate::pacing::{lower_timer_slack, retry_pause, wait_precise, wait_until, Pacing};
 use crate::session::{SessionCtx, SessionTally, Work};
 
 /// Counters shared by the pacer, the request tasks and the collecting loop.
@@ -295,6 +295,9 @@ impl<B: Backend> Pacer<B> {
     ) {
         let backend = self.backend.clone();
         let tx = self.tx.clone();
+        // A closed-loop stream told to retry later holds its slot for the pause.
+        let pause = (self.release == Release::ClosedLoop)
+            .then(|| (self.clock, self.deadline, self.stop.clone()));
         let cancel = self.cancel.clone();
         let hard = self.hard.clone();
         let shared = self.shared.clone();
@@ -317,10 +320,14 @@ impl<B: Backend> Pacer<B> {
                     abandoned(&dispatch, prompt_tokens, requested)
                 }
             };
-            drop(permit);
+            let retry_after = record.outcome.retry_after();
             shared.in_flight.fetch_sub(1, Ordering::Relaxed);
             // The receiver lives until every sender is gone; a send error is impossible.
             let _ = tx.send(record);
+            if let (Some(wait), Some((clock, deadline, stop))) = (retry_after, pause) {
+                retry_pause(&clock, wait, deadline, &stop).await;
+            }
+            drop(permit);
         });
     }
 }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use bench_core::{Clock, Nanos};
+use bench_core::{CancellationToken, Clock, Nanos};
 
 /// Where the pacer runs and how it waits for each request's intended send time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,24 @@ const COARSE: Duration = Duration::from_millis(2);
 /// Waits until `due` on `clock` on tokio's timers (`Pacing::Runtime`).
 pub async fn wait_until(clock: &Clock, due: Nanos) {
     tokio::time::sleep_until(clock.instant(due)).await;
+}
+
+/// Pauses a closed-loop stream or a session as a server's `Retry-After` asked
+/// ([`Outcome::retry_after`](bench_core::Outcome::retry_after), already bounded), never past
+/// `deadline` and not once `stop` fires.
+pub(crate) async fn retry_pause(
+    clock: &Clock,
+    wait: Duration,
+    deadline: Option<Nanos>,
+    stop: &CancellationToken,
+) {
+    let until = clock.now().saturating_add(wait.as_nanos() as u64);
+    let until = deadline.map_or(until, |d| d.min(until));
+    tokio::select! {
+        biased;
+        _ = stop.cancelled() => {}
+        _ = wait_until(clock, until) => {}
+    }
 }
 
 /// Waits until `due` on `clock` precisely (`Pacing::Thread`): tokio's timer for all but the

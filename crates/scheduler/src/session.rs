@@ -18,7 +18,7 @@ use bench_core::{
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::pacer::Shared;
-use crate::pacing::wait_until;
+use crate::pacing::{retry_pause, wait_until};
 
 /// What the pacer releases: a single request, or a session (a conversation run turn by turn).
 #[derive(Debug, Clone)]
@@ -182,7 +182,13 @@ impl<B: Backend> SessionCtx<B> {
             match outcome {
                 Outcome::Completed => {}
                 Outcome::Cancelled => return SessionEnd::Cut,
-                _ => return SessionEnd::Errored,
+                failed => {
+                    // A user told to retry later waits before the next session takes its slot.
+                    if let Some(wait) = failed.retry_after() {
+                        retry_pause(&self.clock, wait, self.deadline, &self.stop).await;
+                    }
+                    return SessionEnd::Errored;
+                }
             }
             replies.push((Arc::from(reply.unwrap_or_default()), output_tokens));
         }

@@ -5,7 +5,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bench_core::{Clock, RequestRecord, Status};
+use bench_core::{Clock, Nanos, RequestRecord, Status};
 use bench_profile::{
     capacity_rates, sweep_rates, Limits, OpenLoop, OverSaturation, Profile, Strategy, SweepMode,
     SweepRole, SweepSpec, Transient, DEFAULT_SLO_TOLERANCE,
@@ -182,6 +182,45 @@ async fn concurrent_never_exceeds_n_and_keeps_n_busy() {
     // Closed loop: intended time is when the slot freed.
     for (r, _) in &recs {
         assert_eq!(r.scheduled, r.slot);
+    }
+}
+
+/// A fake server that answers every request `429` with `Retry-After: 1` after 10 ms.
+fn rate_limited() -> Arc<Fake> {
+    let mut f = Fake::new(10, 1, 1);
+    f.fail = |_| true;
+    f.retry_after_ms = Some(1000);
+    Arc::new(f)
+}
+
+#[tokio::test(start_paused = true)]
+async fn closed_loop_streams_wait_as_retry_after_asks() {
+    let fake = rate_limited();
+    let (out, recs) = run(
+        fake.clone(),
+        &plan(Strategy::Concurrent { streams: 2 }, Some(3.5), None),
+    )
+    .await;
+    // Each stream: a 10 ms request, then a 1 s pause, from 0, 1.01, 2.02 and 3.03 s; the pause
+    // after the last one is cut at the 3.5 s deadline. (Without the pause: 350 per stream.)
+    assert_eq!(out.sent, 2 * 4);
+    assert_eq!(out.errored, 8);
+    let mut starts: Vec<Nanos> = recs.iter().map(|(r, _)| r.dispatched).collect();
+    starts.sort_unstable();
+    let want: Vec<Nanos> = [0, 0, 1010, 1010, 2020, 2020, 3030, 3030]
+        .iter()
+        .map(|ms| out.start + ms * MS)
+        .collect();
+    assert_eq!(starts, want);
+    assert!(out.end - out.start <= 3500 * MS, "{}", out.end - out.start);
+}
+
+#[tokio::test(start_paused = true)]
+async fn open_loop_schedules_ignore_retry_after() {
+    let (out, recs) = run(rate_limited(), &plan(constant(10.0, None), Some(1.0), None)).await;
+    assert_eq!(out.sent, 10);
+    for (i, (r, _)) in recs.iter().enumerate() {
+        assert_eq!(r.dispatched, out.start + i as u64 * 100 * MS);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bench_core::{
     Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
@@ -432,6 +432,9 @@ impl Worker {
         };
         rec.headers = Some(clock.since(t_headers));
         let status = resp.status();
+        let retry_after = (!status.is_success())
+            .then(|| retry_after_ms(status, resp.headers(), SystemTime::now()))
+            .flatten();
         let json_reply = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -444,7 +447,7 @@ impl Worker {
             idle_from: t_headers,
         };
         if !status.is_success() {
-            return error_reply(&mut body, status, cancel, &timers).await;
+            return error_reply(&mut body, status, retry_after, cancel, &timers).await;
         }
         *st = StreamRecorder::new(
             inner.backend,
@@ -575,11 +578,30 @@ struct Timers {
     idle_from: Instant,
 }
 
+/// The `Retry-After` of a 429 or 503 reply in milliseconds: delta-seconds, or an HTTP date
+/// (counted from `now`, 0 when it has passed). Anything else, or another status, is `None`.
+fn retry_after_ms(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> Option<u64> {
+    if status != StatusCode::TOO_MANY_REQUESTS && status != StatusCode::SERVICE_UNAVAILABLE {
+        return None;
+    }
+    let v = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(secs.saturating_mul(1000));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(now).map_or(0, |d| d.as_millis() as u64))
+}
+
 /// An error status: its body is read (at most [`ERROR_BODY_READ`] bytes, within the
 /// timeouts) for the excerpt the report shows; the status is what matters.
 async fn error_reply(
     body: &mut RespBody,
     status: StatusCode,
+    retry_after_ms: Option<u64>,
     cancel: &CancellationToken,
     timers: &Timers,
 ) -> Ending {
@@ -613,6 +635,7 @@ async fn error_reply(
         outcome: Outcome::Http {
             status: status.as_u16(),
             body: excerpt(&buf).trim().to_owned(),
+            retry_after_ms,
         },
         end: Instant::now(),
     }
@@ -778,5 +801,43 @@ impl Worker {
         }
         let reply = if sent.keep_reply { st.text } else { None };
         (rec, reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::RETRY_AFTER, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates_on_429_and_503_only() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let limited = StatusCode::TOO_MANY_REQUESTS;
+        assert_eq!(retry_after_ms(limited, &headers("1"), now), Some(1000));
+        assert_eq!(
+            retry_after_ms(StatusCode::SERVICE_UNAVAILABLE, &headers(" 120 "), now),
+            Some(120_000)
+        );
+        // 2015-10-21 07:28:00 GMT is `now`; ten seconds later is 10 s away, earlier is 0.
+        assert_eq!(
+            retry_after_ms(limited, &headers("Wed, 21 Oct 2015 07:28:10 GMT"), now),
+            Some(10_000)
+        );
+        assert_eq!(
+            retry_after_ms(limited, &headers("Wed, 21 Oct 2015 07:27:00 GMT"), now),
+            Some(0)
+        );
+        assert_eq!(retry_after_ms(limited, &headers("soon"), now), None);
+        assert_eq!(retry_after_ms(limited, &headers("-3"), now), None);
+        assert_eq!(retry_after_ms(limited, &HeaderMap::new(), now), None);
+        assert_eq!(
+            retry_after_ms(StatusCode::INTERNAL_SERVER_ERROR, &headers("1"), now),
+            None
+        );
     }
 }

@@ -268,7 +268,8 @@ async fn http_error_status_keeps_a_bounded_body_excerpt() {
         r.outcome,
         Outcome::Http {
             status: 429,
-            body: "{\"error\":\"rate limited\"}".into()
+            body: "{\"error\":\"rate limited\"}".into(),
+            retry_after_ms: None,
         }
     );
     assert!(r.chunks.is_empty());
@@ -276,7 +277,9 @@ async fn http_error_status_keeps_a_bounded_body_excerpt() {
         .await
         .unwrap();
     match send(&w, Some(3)).await.outcome {
-        Outcome::Http { status: 503, body } => assert!(body.len() < 1024, "{}", body.len()),
+        Outcome::Http {
+            status: 503, body, ..
+        } => assert!(body.len() < 1024, "{}", body.len()),
         other => panic!("{other:?}"),
     }
 }

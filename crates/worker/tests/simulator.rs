@@ -225,7 +225,12 @@ async fn http_status_faults() {
             quick(),
             false,
             true,
-            |o| matches!(o, Outcome::Http { status: s, body } if s == &status && !body.is_empty()),
+            // The simulator sends `Retry-After: 1` on 429 and 503, none on 500.
+            |o| {
+                let retry_after = (status != 500).then_some(1000);
+                matches!(o, Outcome::Http { status: s, body, retry_after_ms }
+                    if s == &status && !body.is_empty() && *retry_after_ms == retry_after)
+            },
         )
         .await;
     }

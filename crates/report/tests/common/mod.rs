@@ -121,6 +121,7 @@ fn benchmark(
                 Outcome::Http {
                     status: 503,
                     body: "overloaded".into(),
+                    retry_after_ms: None,
                 },
             )
         } else if i % 13 == 8 {
@@ -342,6 +343,7 @@ pub fn session_run(opts: &StatsOptions) -> RunReport {
                     (5, 3) => Outcome::Http {
                         status: 503,
                         body: "overloaded".into(),
+                        retry_after_ms: None,
                     },
                     (7, 2) => Outcome::Cancelled,
                     _ => Outcome::Completed,

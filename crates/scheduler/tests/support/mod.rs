@@ -27,6 +27,8 @@ pub struct Fake {
     pub ignore_cancel: bool,
     /// Fail request ids for which this returns true.
     pub fail: fn(u64) -> bool,
+    /// Fail them with `429` and this `Retry-After` (ms) instead of a 500.
+    pub retry_after_ms: Option<u64>,
     /// (id, scheduled, slot, dispatched) of every send, in dispatch order.
     pub log: Mutex<Vec<(u64, Nanos, Nanos, Nanos)>>,
     in_flight: AtomicU64,
@@ -43,6 +45,7 @@ impl Fake {
             capacity: None,
             ignore_cancel: false,
             fail: |_| false,
+            retry_after_ms: None,
             log: Mutex::new(Vec::new()),
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
@@ -107,8 +110,13 @@ impl Backend for Fake {
             }
             if (self.fail)(d.id) {
                 Outcome::Http {
-                    status: 500,
+                    status: if self.retry_after_ms.is_some() {
+                        429
+                    } else {
+                        500
+                    },
                     body: "boom".into(),
+                    retry_after_ms: self.retry_after_ms,
                 }
             } else {
                 Outcome::Completed
