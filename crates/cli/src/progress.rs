@@ -31,7 +31,7 @@ pub fn line(p: &Progress) -> String {
             None => format!("{:.1}s elapsed", p.elapsed.as_secs_f64()),
         },
     };
-    format!(
+    let line = format!(
         "[{}/{}] {} {} | {} | {:.2} req/s | in flight {}{} | completed {} incomplete {} errored {} | TTFT {} ITL {}",
         p.index + 1,
         p.total,
@@ -46,7 +46,33 @@ pub fn line(p: &Progress) -> String {
         p.errored,
         ms(p.mean_ttft),
         ms(p.mean_itl),
-    )
+    );
+    match silent(&p.silent) {
+        Some(s) => format!("{line} | {s}"),
+        None => line,
+    }
+}
+
+/// Shown requests that have had no byte for a while.
+const SILENT_SHOWN: usize = 3;
+
+/// `no byte for 12 s: #3 (waiting for the response), #7 (mid-stream) +2 more`, or nothing.
+fn silent(s: &[bench_core::Silent]) -> Option<String> {
+    let first = s.first()?;
+    let named: Vec<String> = s
+        .iter()
+        .take(SILENT_SHOWN)
+        .map(|r| format!("#{} ({})", r.id, r.waiting_for.name()))
+        .collect();
+    let more = match s.len().saturating_sub(SILENT_SHOWN) {
+        0 => String::new(),
+        n => format!(" +{n} more"),
+    };
+    Some(format!(
+        "no byte for {:.0} s: {}{more}",
+        first.silent_for.as_secs_f64(),
+        named.join(", ")
+    ))
 }
 
 /// Starts the display task; it ends when `rx`'s sender is dropped or the task is aborted.
@@ -118,4 +144,31 @@ pub fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<J
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_core::{Silent, Waiting};
+
+    #[test]
+    fn the_line_names_silent_requests_longest_first_and_counts_the_rest() {
+        let quiet = |id, s, waiting_for| Silent {
+            id,
+            silent_for: Duration::from_secs(s),
+            waiting_for,
+        };
+        assert_eq!(silent(&[]), None);
+        let s = [
+            quiet(3, 42, Waiting::Response),
+            quiet(7, 12, Waiting::Stream),
+            quiet(8, 11, Waiting::Stream),
+            quiet(9, 10, Waiting::Stream),
+            quiet(11, 10, Waiting::Response),
+        ];
+        assert_eq!(
+            silent(&s).as_deref(),
+            Some("no byte for 42 s: #3 (waiting for the response), #7 (mid-stream), #8 (mid-stream) +2 more")
+        );
+    }
 }

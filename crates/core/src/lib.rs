@@ -346,6 +346,46 @@ pub trait Backend: Send + Sync + 'static {
         let sent = self.send(spec, dispatch, cancel);
         async move { (sent.await, None) }
     }
+
+    /// The requests in flight that have had no byte from the server for at least
+    /// [`SILENCE_NOTICE`], for the live progress. The default knows of none.
+    fn silent(&self) -> Vec<Silent> {
+        Vec::new()
+    }
+}
+
+/// How long a request in flight may go without a byte from the server before the live
+/// progress names it (a stall shows long before its timeout ends it).
+pub const SILENCE_NOTICE: Duration = Duration::from_secs(10);
+
+/// A request in flight that has had no byte from the server for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Silent {
+    /// The request's sequence number within its benchmark.
+    pub id: u64,
+    /// How long since it was sent, or since the last byte of its stream.
+    pub silent_for: Duration,
+    /// Whether it still waits for the response, or for the rest of a started stream.
+    pub waiting_for: Waiting,
+}
+
+/// What a [`Silent`] request waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// The response's first byte (the first-byte timeout ends it).
+    Response,
+    /// The next piece of a stream that has started (the idle timeout ends it).
+    Stream,
+}
+
+impl Waiting {
+    /// How the progress line says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Waiting::Response => "waiting for the response",
+            Waiting::Stream => "mid-stream",
+        }
+    }
 }
 
 impl<B: Backend> Backend for Arc<B> {
@@ -365,6 +405,10 @@ impl<B: Backend> Backend for Arc<B> {
         cancel: CancellationToken,
     ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
         (**self).send_turn(turn, dispatch, cancel)
+    }
+
+    fn silent(&self) -> Vec<Silent> {
+        (**self).silent()
     }
 }
 

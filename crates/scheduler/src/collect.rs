@@ -523,6 +523,11 @@ impl<B: Backend> Collector<'_, B> {
             mean_ttft: (tally.ttft_n > 0)
                 .then(|| tally.ttft_sum as f64 / tally.ttft_n as f64 / 1e9),
             mean_itl: (tally.itl_n > 0).then(|| tally.itl_sum as f64 / tally.itl_n as f64 / 1e9),
+            silent: if finished {
+                Vec::new()
+            } else {
+                self.sched.backend.silent()
+            },
             finished,
         };
         self.sched.progress.send_replace(Some(p));

@@ -64,6 +64,9 @@ pub struct Progress {
     /// Mean inter-token latency of completed requests, seconds (`(t_last - t_first) / (n - 1)`
     /// token-weighted).
     pub mean_itl: Option<f64>,
+    /// Requests in flight that have had no byte from the server for
+    /// [`SILENCE_NOTICE`](bench_core::SILENCE_NOTICE) or more, longest silent first.
+    pub silent: Vec<bench_core::Silent>,
     /// Whether the benchmark has finished.
     pub finished: bool,
 }

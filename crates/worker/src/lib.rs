@@ -12,6 +12,7 @@ mod body;
 mod client;
 mod fastjson;
 mod h1;
+mod silence;
 pub mod sse;
 mod stream;
 mod worker;
@@ -152,6 +153,9 @@ pub struct WorkerConfig {
     pub min_tokens: bool,
     /// Ask for `stream_options.include_usage` (OpenAI backends). Default on.
     pub include_usage: bool,
+    /// How long a request may have no byte from the server before [`Worker::silent`] (the live
+    /// progress) names it. Default [`bench_core::SILENCE_NOTICE`].
+    pub silence_notice: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -172,6 +176,7 @@ impl Default for WorkerConfig {
             ignore_eos: true,
             min_tokens: true,
             include_usage: true,
+            silence_notice: bench_core::SILENCE_NOTICE,
         }
     }
 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
-    TokenSource, TurnRequest,
+    Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, Silent,
+    TimeoutPhase, TokenSource, TurnRequest, Waiting,
 };
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use crate::body::{BodyBuilder, Urls};
 use crate::client::{self, HttpClient};
 use crate::h1::{self, RespBody};
+use crate::silence::{self, Mark};
 use crate::stream::{excerpt, Progress, StreamRecorder};
 use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 
@@ -49,6 +50,10 @@ struct Inner {
     h1: Option<Arc<h1::H1Pool>>,
     /// Connection failures since the last request that got an answer (all requests).
     connect_failures: AtomicU64,
+    /// Requests silent for [`SILENCE_NOTICE`] or more, for the live progress.
+    silent: Arc<silence::Board>,
+    /// How long a request may be silent before it goes on the board.
+    silence_notice: Duration,
 }
 
 /// Back-off of a request that could not connect: it holds its slot this long before it
@@ -162,6 +167,8 @@ impl Worker {
                 resent: Arc::new(AtomicU64::new(0)),
                 h1,
                 connect_failures: AtomicU64::new(0),
+                silent: Arc::default(),
+                silence_notice: config.silence_notice,
             }),
         })
     }
@@ -188,6 +195,8 @@ impl Worker {
                 resent: shared.resent.clone(),
                 connect_failures: AtomicU64::new(0),
                 h1: shared.h1.clone(),
+                silent: shared.silent.clone(),
+                silence_notice: shared.silence_notice,
             },
         };
         inner.counter = Some(f);
@@ -426,7 +435,11 @@ impl Worker {
             };
         }
         let total_at = deadline(t0, inner.timeouts.total);
-        let (resp, t_headers) = match self.until_headers(&body, cancel, t0, total_at).await {
+        let mut mark = Mark::new(&inner.silent, dispatch.id);
+        let (resp, t_headers) = match self
+            .until_headers(&body, cancel, t0, total_at, &mut mark)
+            .await
+        {
             Ok(r) => r,
             Err(ending) => return ending,
         };
@@ -445,6 +458,7 @@ impl Worker {
             total_at,
             idle: inner.timeouts.idle,
             idle_from: t_headers,
+            notice: inner.silence_notice,
         };
         if !status.is_success() {
             return error_reply(&mut body, status, retry_after, cancel, &timers).await;
@@ -458,7 +472,7 @@ impl Worker {
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
         st.state.chunks.reserve(expected);
-        let end = match read_stream(&mut body, st, clock, cancel, &timers).await {
+        let end = match read_stream(&mut body, st, clock, cancel, &timers, &mut mark).await {
             Ok(done_at) => done_at,
             Err(ending) => return ending,
         };
@@ -491,6 +505,7 @@ impl Worker {
         cancel: &CancellationToken,
         t0: Instant,
         total_at: Instant,
+        mark: &mut Mark<'_>,
     ) -> Result<(http::Response<RespBody>, Instant), Ending> {
         let inner = &*self.inner;
         let request = || {
@@ -508,24 +523,39 @@ impl Worker {
         };
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
+        // The timeout's timer rings first at the silence notice, which puts the request on
+        // the board, then at the timeout itself.
+        let timer = tokio::time::sleep_until(deadline(t0, inner.silence_notice).min(headers_by));
+        tokio::pin!(timer);
         let mut resends = 0;
         let resp = loop {
-            let r = tokio::select! {
-                biased;
-                _ = &mut cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
-                r = async {
-                    match &inner.h1 {
-                        Some(pool) => pool.request(request()).await.map(|r| r.map(RespBody::Driven)),
-                        None => inner
-                            .client
-                            .request(request())
-                            .await
-                            .map(|r| r.map(RespBody::Pooled))
-                            .map_err(|e| Box::new(e) as client::BoxError),
+            let attempt = async {
+                match &inner.h1 {
+                    Some(pool) => pool
+                        .request(request())
+                        .await
+                        .map(|r| r.map(RespBody::Driven)),
+                    None => inner
+                        .client
+                        .request(request())
+                        .await
+                        .map(|r| r.map(RespBody::Pooled))
+                        .map_err(|e| Box::new(e) as client::BoxError),
+                }
+            };
+            tokio::pin!(attempt);
+            let r = loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
+                    r = &mut attempt => break r,
+                    _ = &mut timer => {
+                        if timer.deadline() >= headers_by {
+                            return Err(Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() });
+                        }
+                        mark.set(t0, Waiting::Response);
+                        timer.as_mut().reset(headers_by);
                     }
-                } => r,
-                _ = tokio::time::sleep_until(headers_by) => {
-                    return Err(Ending { outcome: Outcome::Timeout { phase: headers_phase }, end: Instant::now() });
                 }
             };
             match r {
@@ -538,6 +568,7 @@ impl Worker {
             }
         };
         let t_headers = Instant::now();
+        mark.clear();
         let e = match resp {
             Ok(r) => {
                 // One relaxed load per answered request; the store only after failures.
@@ -576,6 +607,8 @@ struct Timers {
     idle: Duration,
     /// When the silence began (the headers' arrival).
     idle_from: Instant,
+    /// How long a silence puts the request on the board of silent requests.
+    notice: Duration,
 }
 
 /// The `Retry-After` of a 429 or 503 reply in milliseconds: delta-seconds, or an HTTP date
@@ -649,11 +682,16 @@ async fn read_stream(
     clock: Clock,
     cancel: &CancellationToken,
     timers: &Timers,
+    mark: &mut Mark<'_>,
 ) -> Result<Instant, Ending> {
     let total_sleep = tokio::time::sleep_until(timers.total_at);
     tokio::pin!(total_sleep);
     let idle = timers.idle;
-    let idle_sleep = tokio::time::sleep_until(deadline(timers.idle_from, idle));
+    // The idle timer rings first at the silence notice (the request goes on the board), then
+    // at the idle timeout; every piece of the body sets it again from its arrival.
+    let first_ring = idle.min(timers.notice);
+    let mut last = timers.idle_from;
+    let idle_sleep = tokio::time::sleep_until(deadline(last, first_ring));
     tokio::pin!(idle_sleep);
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
@@ -673,7 +711,9 @@ async fn read_stream(
                     }
                     Some(Ok(frame)) => {
                         let Ok(data) = frame.into_data() else { continue };
-                        idle_sleep.as_mut().reset(deadline(t, idle));
+                        last = t;
+                        idle_sleep.as_mut().reset(deadline(t, first_ring));
+                        mark.clear();
                         match st.on_data(data, clock.since(t)) {
                             Progress::More => {}
                             Progress::Done => return Ok(t),
@@ -686,7 +726,12 @@ async fn read_stream(
                 return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
             }
             _ = &mut idle_sleep => {
-                return ending(Outcome::Timeout { phase: TimeoutPhase::Idle }, Instant::now());
+                let idle_at = deadline(last, idle);
+                if idle_sleep.deadline() >= idle_at {
+                    return ending(Outcome::Timeout { phase: TimeoutPhase::Idle }, Instant::now());
+                }
+                mark.set(last, Waiting::Stream);
+                idle_sleep.as_mut().reset(idle_at);
             }
         }
     }
@@ -723,6 +768,10 @@ impl Backend for Worker {
             keep_reply: true,
         };
         self.exchange(sent, dispatch, cancel).await
+    }
+
+    fn silent(&self) -> Vec<Silent> {
+        self.inner.silent.list()
     }
 }
 

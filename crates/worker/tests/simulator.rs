@@ -450,3 +450,73 @@ async fn ttft_and_gaps_agree_with_the_simulator_log() {
     assert!(t < 5.0, "median first-token error {t} ms");
     srv.shutdown().await;
 }
+
+/// The live progress's view of silent requests (issue 20): a request whose headers are late
+/// is named as waiting for the response, one whose stream stalls as mid-stream, from the
+/// silence notice until a byte comes, and neither once it ends.
+#[tokio::test]
+async fn silent_requests_are_named_until_a_byte_comes() {
+    use bench_core::Waiting;
+    for (faults, waiting) in [
+        (
+            Faults {
+                slow_headers: 1.0,
+                slow_headers_ms: 5000,
+                ..Faults::default()
+            },
+            Waiting::Response,
+        ),
+        (
+            Faults {
+                stall: 1.0,
+                stall_ms: 5000,
+                ..Faults::default()
+            },
+            Waiting::Stream,
+        ),
+    ] {
+        let srv = MockServer::start(mock_config(faults)).await.unwrap();
+        let w = Worker::new(WorkerConfig {
+            target: srv.url(),
+            backend: BackendKind::OpenAiCompletions,
+            silence_notice: Duration::from_millis(1000),
+            ..WorkerConfig::default()
+        })
+        .await
+        .unwrap();
+        w.discover_model().await.unwrap();
+        let clock = Clock::start();
+        let d = Dispatch {
+            id: 42,
+            clock,
+            scheduled: 0,
+            slot: 0,
+        };
+        let sending = {
+            let w = w.clone();
+            tokio::spawn(async move { w.send(spec(4), d, CancellationToken::new()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(w.silent().is_empty(), "{:?}", w.silent());
+        // The fault starts at once (headers) or after the first token, and lasts 5 s: at 2 s
+        // the request has been silent for more than the 1 s notice and less than 5 s (margins
+        // of seconds, for a loaded machine).
+        tokio::time::sleep(Duration::from_millis(1900)).await;
+        let s = w.silent();
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!((s[0].id, s[0].waiting_for), (42, waiting));
+        assert!(
+            s[0].silent_for >= Duration::from_millis(1000)
+                && s[0].silent_for < Duration::from_millis(5000),
+            "{s:?}"
+        );
+        let r = sending.await.unwrap();
+        assert_eq!(
+            r.outcome,
+            Outcome::Completed,
+            "the stall ends and the stream completes"
+        );
+        assert!(w.silent().is_empty(), "{:?}", w.silent());
+        srv.shutdown().await;
+    }
+}
