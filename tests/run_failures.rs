@@ -251,34 +251,74 @@ fn a_model_list_that_is_not_json_is_named_as_such() {
     assert!(e[0].contains("not with a JSON model list"), "{e:?}");
 }
 
-/// Defect 11: a data file that breaks in the middle of the run fails it, naming the file and
-/// the cause, instead of reporting that the data ran out.
+/// Runs bench on `data` against the simulator with its default logging; (exit code, stderr).
+fn run_on_data(data: &std::path::Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "run",
+            "--mock",
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "5",
+        ])
+        .args(["--data", data.to_str().expect("utf8"), "--console", "none"])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run bench");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 20: bytes that are not UTF-8 on line 3 of a `.txt` or `.csv` data file are bad input,
+/// refused before anything is sent (exit 2), on one line naming the file and the line. (They
+/// used to start the run and fail it mid-way with exit 1, printing the error twice.)
 #[test]
-fn a_data_file_broken_mid_run_fails_the_run_naming_it() {
+fn a_data_file_with_bad_bytes_is_refused_before_the_run() {
     let d = tmp("data");
-    let p = d.join("prompts.txt");
-    let mut bytes = b"one prompt\nanother prompt\n".to_vec();
-    bytes.extend_from_slice(b"\xff\xfe broken\n");
-    std::fs::write(&p, bytes).expect("write");
-    let out = bench(&[
-        "run",
-        "--mock",
-        "--rate-type",
-        "synchronous",
-        "--max-requests",
-        "5",
-        "--data",
-        p.to_str().expect("utf8"),
-        "-q",
-        "--console",
-        "none",
-    ]);
-    let e = err_lines(&out);
-    assert_eq!(out.status.code(), Some(1), "{e:?}");
-    assert_eq!(e.len(), 1, "{e:?}");
+    for (name, head) in [
+        ("prompts.txt", &b"one prompt\nanother prompt\n"[..]),
+        ("prompts.csv", &b"prompt,output_tokens\nhello there,4\n"[..]),
+    ] {
+        let p = d.join(name);
+        let mut bytes = head.to_vec();
+        bytes.extend_from_slice(b"\xff\xfe broken,4\n");
+        std::fs::write(&p, bytes).expect("write");
+        let (code, err) = run_on_data(&p);
+        assert_eq!(code, Some(2), "{err}");
+        assert_eq!(err.matches("line 3").count(), 1, "said once: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.contains("line 3"))
+            .expect("error line");
+        assert!(
+            line.starts_with("error: --data") && line.contains(name) && line.contains("not UTF-8"),
+            "{line}"
+        );
+        assert!(!err.contains("benchmark"), "nothing ran: {err}");
+    }
+}
+
+/// Defect 11: a data file that breaks in the middle of the run (a JSON array whose fourth
+/// element is cut off: only the parse finds it) fails it with the usage exit code, naming the
+/// file and the cause once, instead of reporting that the data ran out.
+#[test]
+fn a_data_file_broken_mid_run_fails_the_run_naming_it_once() {
+    let p = tmp("data").join("prompts.json");
+    std::fs::write(
+        &p,
+        r#"[{"prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}, {"prompt": "#,
+    )
+    .expect("write");
+    let (code, err) = run_on_data(&p);
+    assert_eq!(code, Some(2), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("prompts.json")).collect();
+    assert_eq!(said.len(), 1, "{err}");
     assert!(
-        e[0].contains("prompts.txt") && e[0].contains("line 3"),
-        "{e:?}"
+        said[0].starts_with("error: the data stream broke during the run"),
+        "{err}"
     );
 }
 

@@ -601,7 +601,9 @@ fn finish(
         return Ok(ExitCode::from(code));
     }
     if let Some(e) = data_failure {
-        anyhow::bail!("the data stream broke during the run: {e}");
+        // Bad data is bad input, even when it shows only mid-run (finished benchmarks are in
+        // the report).
+        return Err(UsageError::new(format!("the data stream broke during the run: {e}")).into());
     }
     if !s.report.allow_empty {
         if let Some(line) = empty_benchmarks(&observer.run, &s.report.output) {

@@ -34,6 +34,7 @@ pub(crate) struct BookSource {
 impl BookSource {
     pub(crate) fn new(config: BookConfig, tokenizer: Tokenizer) -> Result<Self, Error> {
         let reader = Self::open(&config)?;
+        crate::files::check_text(&config.path)?;
         Ok(BookSource {
             config,
             tokenizer,

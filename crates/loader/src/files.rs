@@ -47,6 +47,36 @@ fn open(path: &Path) -> Result<File, Error> {
     })
 }
 
+/// Checks, before anything is sent, that the file at `path` is UTF-8 text throughout, so that
+/// bad bytes are refused as bad input naming their line rather than breaking the data stream
+/// mid-run. Reads the file once, a line at a time (memory stays bounded by the longest line).
+pub(crate) fn check_text(path: &Path) -> Result<(), Error> {
+    let mut r = BufReader::with_capacity(1 << 16, open(path)?);
+    let mut buf = Vec::new();
+    let mut line = 0u64;
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| read_err(path, e))?;
+        if n == 0 {
+            return Ok(());
+        }
+        line += 1;
+        if let Err(e) = std::str::from_utf8(&buf) {
+            let at = e.valid_up_to();
+            let byte = buf.get(at).copied().unwrap_or_default();
+            return Err(read_err(
+                path,
+                format!(
+                    "line {line}: not UTF-8 text (byte 0x{byte:02x} at column {}); re-encode the file as UTF-8",
+                    at + 1
+                ),
+            ));
+        }
+    }
+}
+
 /// Streams the records of a file.
 pub(crate) enum Reader {
     Lines {
@@ -210,6 +240,7 @@ impl Records {
         format: FileFormat,
         samples: Option<u64>,
     ) -> Result<Self, Error> {
+        check_text(path)?;
         Ok(Records {
             reader: Reader::open(path, format)?,
             path: path.to_path_buf(),

@@ -288,7 +288,9 @@ impl Iterator for Loader {
         match self.try_next() {
             Ok(s) => s,
             Err(e) => {
-                tracing::error!(error = %e, "reading the dataset failed");
+                // The run ends with this error (the caller reads [`Loader::failure`]): said
+                // once, there, not here too.
+                tracing::debug!(error = %e, "reading the dataset failed");
                 let _ = self.failure.0.set(e.to_string());
                 None
             }

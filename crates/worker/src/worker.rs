@@ -859,7 +859,10 @@ mod tests {
 
     fn headers(v: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(http::header::RETRY_AFTER, HeaderValue::from_str(v).unwrap());
+        h.insert(
+            http::header::RETRY_AFTER,
+            HeaderValue::from_str(v).expect("a header value"),
+        );
         h
     }
 
