@@ -51,6 +51,19 @@ impl std::fmt::Display for ConnectTimedOut {
 
 impl std::error::Error for ConnectTimedOut {}
 
+/// A pooled HTTP/1.1 connection finished (the server closed it) before the request on it was
+/// written: nothing was sent, so the request may be resent.
+#[derive(Debug)]
+pub(crate) struct ClosedBeforeSent;
+
+impl std::fmt::Display for ClosedBeforeSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server closed the kept-alive connection before the request was written")
+    }
+}
+
+impl std::error::Error for ClosedBeforeSent {}
+
 /// Wraps the HTTPS connector so the connect timeout covers the TLS handshake too.
 #[derive(Clone, Debug)]
 pub(crate) struct TimeoutConnector {
@@ -253,5 +266,7 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// before hyper could write it (canceled): nothing was answered, so the request may be resent.
 pub(crate) fn is_closed_unanswered(e: &(dyn std::error::Error + 'static)) -> bool {
     // Canceled: the connection closed before hyper wrote the request at all.
-    find_in_chain::<hyper::Error>(e).is_some_and(|h| h.is_incomplete_message() || h.is_canceled())
+    find_in_chain::<ClosedBeforeSent>(e).is_some()
+        || find_in_chain::<hyper::Error>(e)
+            .is_some_and(|h| h.is_incomplete_message() || h.is_canceled())
 }

@@ -23,7 +23,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use crate::client::{BoxError, ConnectTimedOut, POOL_IDLE};
+use crate::client::{BoxError, ClosedBeforeSent, ConnectTimedOut, POOL_IDLE};
 
 type Conn = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
 
@@ -143,11 +143,33 @@ impl H1Pool {
             parts.uri = http::Uri::from(pq.clone());
         }
         let req = Request::from_parts(parts, body);
-        let mut lease = self.lease().await?;
+        let lease = self.lease().await?;
+        self.send_on(lease, req).await
+    }
+
+    /// Sends `req` on `lease` and drives the connection until the response head arrives.
+    ///
+    /// The connection can finish (the server's close seen) between the pool's check and the
+    /// first poll here, with the request still queued: hyper then ends the connection without
+    /// writing it, and its answer would come only when the connection is dropped, which the
+    /// lease prevents. So a finished connection with the request unanswered is an error at
+    /// once ([`ClosedBeforeSent`], resent by the caller), not a wait for the first-byte
+    /// timeout (issue 20: a request waited 600 s on a connection llama.cpp had closed).
+    async fn send_on(
+        self: &Arc<Self>,
+        mut lease: Lease,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<DrivenBody>, BoxError> {
         let mut sent = std::pin::pin!(lease.tx.send_request(req));
         let resp = std::future::poll_fn(|cx| {
             lease.drive(cx);
-            sent.as_mut().poll(cx)
+            match sent.as_mut().poll(cx) {
+                Poll::Pending if lease.done => {
+                    Poll::Ready(Err(Box::new(ClosedBeforeSent) as BoxError))
+                }
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(r) => Poll::Ready(r.map_err(|e| Box::new(e) as BoxError)),
+            }
         })
         .await?;
         let (parts, body) = resp.into_parts();
@@ -268,5 +290,71 @@ impl Body for RespBody {
             RespBody::Pooled(b) => b.size_hint(),
             RespBody::Driven(b) => b.size_hint(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers one request on a connection, then closes it 50 ms later: the
+    /// close lands while the connection sits in the pool.
+    async fn answer_once_then_close() -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.expect("accept");
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.expect("read");
+                if n == 0 {
+                    return;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                .await
+                .expect("write");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        });
+        format!("http://{addr}/v1/completions")
+    }
+
+    fn post(url: &str) -> Request<Full<Bytes>> {
+        Request::post(url)
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .expect("request")
+    }
+
+    /// Issue 20: a pooled connection the server closed, taken before the close was seen (the
+    /// race between the pool's check and the first poll, forced here by skipping the check):
+    /// the request fails at once as resendable, where it used to wait for the first-byte
+    /// timeout (600 s by default) with the connection held open.
+    #[tokio::test]
+    async fn a_connection_closed_before_the_request_was_written_fails_at_once() {
+        let url = answer_once_then_close().await;
+        let pool =
+            H1Pool::new(&url.parse().expect("uri"), Duration::from_secs(5), 1 << 16).expect("pool");
+        let first = pool.request(post(&url)).await.expect("first answer");
+        let body = first.into_body().collect().await.expect("body").to_bytes();
+        assert_eq!(&body[..], b"ok");
+        // The body's end put the connection back; the server closes it 50 ms later.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (lease, _) = pool
+            .idle
+            .lock()
+            .expect("pool")
+            .pop_back()
+            .expect("the connection was pooled");
+        let second = tokio::time::timeout(Duration::from_secs(10), pool.send_on(lease, post(&url)))
+            .await
+            .expect("an answer at once, not a wait for the first-byte timeout");
+        let e = second.err().expect("the closed connection cannot answer");
+        assert!(crate::client::is_closed_unanswered(&*e), "{e}");
     }
 }
