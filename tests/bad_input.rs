@@ -432,3 +432,67 @@ fn every_bad_input_exits_2_with_one_line_naming_the_culprit_and_sends_nothing() 
     );
     eprintln!("bad-input matrix: {n} cases");
 }
+
+/// A usage error names the setting as the user gave it: the flag on the command line, the
+/// profile file and its key in a profile (issue 22, point 8: `--rate -5` said `rate: rate must
+/// be ...`).
+#[test]
+fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+            .args(args)
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("run bench");
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).trim().to_string()
+    };
+    let e = run(&[
+        "run",
+        "--mock",
+        "--rate-type",
+        "constant",
+        "--rate",
+        "-5",
+        "--max-requests",
+        "1",
+    ]);
+    assert!(
+        e.starts_with("error: --rate: rate must be a positive number"),
+        "{e}"
+    );
+    let p = std::env::temp_dir().join(format!("bench-bad-key-{}.yaml", std::process::id()));
+    std::fs::write(
+        &p,
+        "rate_type: constant\nrate: -5\nmax_requests: 1\nthink_time: soon\n",
+    )
+    .expect("write");
+    let e = run(&["run", "--mock", "--profile", p.to_str().expect("utf8")]);
+    assert!(
+        e.starts_with(&format!("error: {}: rate: rate must be", p.display())),
+        "{e}"
+    );
+    let e = run(&[
+        "run",
+        "--mock",
+        "--profile",
+        p.to_str().expect("utf8"),
+        "--rate",
+        "2",
+    ]);
+    assert!(
+        e.starts_with(&format!("error: {}: think_time: ", p.display())),
+        "{e}"
+    );
+    let e = run(&[
+        "run",
+        "--mock",
+        "--profile",
+        p.to_str().expect("utf8"),
+        "--rate",
+        "2",
+        "--think-time",
+        "x",
+    ]);
+    assert!(e.starts_with("error: --think-time: "), "{e}");
+}

@@ -170,28 +170,37 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     if let Err(state) = server.try_run(&one) {
         panic!("the server was at fault in the one-request probe\n{state}");
     }
-    let seconds = (12.0 * probe.elapsed().as_secs_f64()).clamp(6.0, 40.0);
-    let seconds = format!("{seconds:.0}");
+    let seconds = (12.0 * probe.elapsed().as_secs_f64())
+        .clamp(6.0, 40.0)
+        .round() as u64;
     let started = std::time::Instant::now();
-    let Ran { out, .. } = server.run("sweep", |addr| {
-        let mut a = args(&[
-            "sweep",
-            "--target",
-            addr,
-            "--max-seconds",
-            &seconds,
-            "--sweep-size",
-            "5",
-            "--data",
-            "prompt_tokens=16,output_tokens=8",
-            "--console",
-            "guidellm",
-            "--quiet",
-            "--output",
-        ]);
-        a.push(json.display().to_string());
-        a
-    });
+    // Rates past the capacity queue requests in the server until their benchmark and its
+    // drain (here as long as the benchmark) end: the timeouts outlast both, so only a stall
+    // beyond them fails the test, not the overload the sweep makes on purpose.
+    let seconds = seconds.to_string();
+    let Ran { out, .. } = server
+        .with_timeout(2 * seconds.parse::<u64>().expect("s") + 15)
+        .run("sweep", |addr| {
+            let mut a = args(&[
+                "sweep",
+                "--target",
+                addr,
+                "--max-seconds",
+                &seconds,
+                "--drain-timeout",
+                &seconds,
+                "--sweep-size",
+                "5",
+                "--data",
+                "prompt_tokens=16,output_tokens=8",
+                "--console",
+                "guidellm",
+                "--quiet",
+                "--output",
+            ]);
+            a.push(json.display().to_string());
+            a
+        });
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprintln!(
         "{stdout}\nwall time {:.1} s",

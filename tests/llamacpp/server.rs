@@ -20,8 +20,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// First-byte and idle timeouts of every run, in seconds: 4x the slowest first token seen on
-/// this 2-core machine under a full parallel build (11 s), and far from the default 600 s.
+/// First-byte and idle timeouts of a run, in seconds, unless a test sets longer ones
+/// ([`Llama::with_timeout`]): 4x the slowest first token seen on this 2-core machine under a
+/// full parallel build (11 s), and far from the default 600 s.
 pub const TIMEOUT_S: u64 = 45;
 /// How long received bytes must sit unread at the server, with no slot processing, before the
 /// server is held to be at fault.
@@ -44,6 +45,8 @@ pub struct Llama {
     child: Child,
     pub addr: String,
     log: PathBuf,
+    /// The first-byte and idle timeouts of runs against it, in seconds.
+    timeout_s: u64,
 }
 
 impl Drop for Llama {
@@ -80,6 +83,7 @@ impl Llama {
             child,
             addr: String::new(),
             log,
+            timeout_s: TIMEOUT_S,
         };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -95,6 +99,13 @@ impl Llama {
         assert!(addr.starts_with("http://127.0.0.1:"), "address {addr:?}");
         server.addr = addr;
         server
+    }
+
+    /// Sets the runs' first-byte and idle timeouts: a sweep that overloads the server on
+    /// purpose queues requests there for up to a benchmark and its drain, which is not a stall.
+    pub fn with_timeout(mut self, seconds: u64) -> Llama {
+        self.timeout_s = seconds.max(TIMEOUT_S);
+        self
     }
 
     fn port(&self) -> u16 {
@@ -177,7 +188,7 @@ impl Llama {
                 self.port()
             )),
         );
-        let timeout = TIMEOUT_S.to_string();
+        let timeout = self.timeout_s.to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
             .args(args)
             .args(["--first-byte-timeout", &timeout, "--idle-timeout", &timeout])
@@ -217,6 +228,7 @@ impl Llama {
     /// once on a fresh server when this one was at fault. Returns the server that answered,
     /// with its counters from just before the run.
     pub fn run(self, name: &str, args: impl Fn(&str) -> Vec<String>) -> Ran {
+        let timeout_s = self.timeout_s;
         let try_on = |server: Llama| {
             let before = server.metrics();
             let a = args(&server.addr);
@@ -235,7 +247,8 @@ impl Llama {
                     "llama.cpp sat on a request it had received, with no slot processing (the \
                      server's fault, docs/backends.md); retrying once on a fresh server\n{state}"
                 );
-                try_on(Llama::start(&format!("{name}-retry"))).unwrap_or_else(|state| {
+                let fresh = Llama::start(&format!("{name}-retry")).with_timeout(timeout_s);
+                try_on(fresh).unwrap_or_else(|state| {
                     panic!("the server was at fault twice in a row\n{state}")
                 })
             }
@@ -276,7 +289,7 @@ impl Llama {
                 }
             } else {
                 unread_since = None;
-                if !server_at_fault && t0.elapsed() > Duration::from_secs(TIMEOUT_S / 2) {
+                if !server_at_fault && t0.elapsed() > Duration::from_secs(self.timeout_s / 2) {
                     evidence = format!(
                         "at {:.0} s into the run: unread bytes {:?}, slot processing {:?}; /slots: {}",
                         t0.elapsed().as_secs_f64(),

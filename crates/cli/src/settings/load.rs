@@ -68,7 +68,7 @@ fn rate_type(
     match cli_rate_type.or(src.file.rate_type.as_deref()) {
         Some(s) => s
             .parse::<RateType>()
-            .map_err(|e| usage(format!("{}: {e}", src.origin("rate-type")))),
+            .map_err(|e| usage(format!("{}: {e}", src.origin("rate-type", cli_rate_type.is_some())))),
         None => Err(usage(
             "`bench run` needs --rate-type (synchronous, concurrent, throughput, constant, poisson, burst, sweep), vLLM's --request-rate, or a --profile that sets rate_type",
         )),
@@ -84,7 +84,7 @@ fn rates(src: &Sources<'_>, cli_rate: &[String]) -> anyhow::Result<Vec<f64>> {
         Some(RateList::One(x)) => vec![*x],
         Some(RateList::Many(v)) => v.clone(),
         Some(RateList::Text(s)) => parse_rates(std::slice::from_ref(s))
-            .map_err(|e| usage(format!("{}: {e}", src.origin("rate"))))?,
+            .map_err(|e| usage(format!("{}: {e}", src.origin("rate", false))))?,
     })
 }
 
@@ -100,7 +100,7 @@ fn build_options(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<Build
         Some(other) => {
             return Err(usage(format!(
                 "{}: expected constant or poisson, got `{other}`",
-                src.origin("sweep-rate-type")
+                src.origin("sweep-rate-type", c.sweep_rate_type.is_some())
             )))
         }
     };
@@ -129,7 +129,7 @@ fn sweep_mode(src: &Sources<'_>) -> anyhow::Result<SweepMode> {
         Some("guidellm") => Ok(SweepMode::Guidellm),
         Some(other) => Err(usage(format!(
             "{}: expected adaptive or guidellm, got `{other}`",
-            src.origin("sweep-mode")
+            src.origin("sweep-mode", src.cli.load.sweep_mode.is_some())
         ))),
     }
 }
@@ -141,13 +141,13 @@ fn slo(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<(Option<Slo>, f
         None => None,
         Some(text) => Some(
             text.parse::<Slo>()
-                .map_err(|e| usage(format!("{}: {e}", src.origin("slo"))))?,
+                .map_err(|e| usage(format!("{}: {e}", src.origin("slo", c.slo.is_some()))))?,
         ),
     };
     if slo.is_some() && rate_type != RateType::Sweep {
         return Err(usage(format!(
             "{}: the SLO search runs in a sweep (`bench sweep` or --rate-type sweep)",
-            src.origin("slo")
+            src.origin("slo", c.slo.is_some())
         )));
     }
     let tolerance = c
@@ -157,7 +157,7 @@ fn slo(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<(Option<Slo>, f
     if !(tolerance > 0.0 && tolerance < 1.0) {
         return Err(usage(format!(
             "{}: expected a fraction above 0 and below 1, got {tolerance}",
-            src.origin("slo-tolerance")
+            src.origin("slo-tolerance", c.slo_tolerance.is_some())
         )));
     }
     Ok((slo, tolerance))
@@ -224,7 +224,7 @@ pub(crate) fn resolve(
     let rate = rates(src, cli_rate)?;
     let build = build_options(src, rate_type)?;
     let profile = Profile::build(rate_type, &rate, &build)
-        .map_err(|e| usage(format!("{}: {e}", src.origin("rate"))))?;
+        .map_err(|e| usage(format!("{}: {e}", src.origin("rate", !cli_rate.is_empty()))))?;
     let limits = limits(src, rate_type, mock)?;
     let warmup = transient(&src.cli.load.warmup, &src.file.warmup, "warmup")?;
     let cooldown = transient(&src.cli.load.cooldown, &src.file.cooldown, "cooldown")?;
@@ -248,8 +248,12 @@ pub(crate) fn resolve(
             .clone()
             .or(src.file.think_time.clone())
         {
-            Some(t) => bench_core::ThinkTime::parse(&t)
-                .map_err(|e| usage(format!("{}: {e}", src.origin("think_time"))))?,
+            Some(t) => bench_core::ThinkTime::parse(&t).map_err(|e| {
+                usage(format!(
+                    "{}: {e}",
+                    src.origin("think-time", src.cli.load.think_time.is_some())
+                ))
+            })?,
             None => bench_core::ThinkTime::None,
         },
     })

@@ -106,11 +106,12 @@ pub(crate) struct Sources<'a> {
 }
 
 impl Sources<'_> {
-    /// `key`, naming the profile file when there is one (for error messages).
-    pub fn origin(&self, key: &str) -> String {
+    /// Where a setting came from, as the user wrote it, for error messages: `--flag` when the
+    /// command line gave it, else `FILE: key` (the profile's key, `_` for `-`).
+    pub fn origin(&self, flag: &str, from_cli: bool) -> String {
         match self.profile {
-            Some(p) => format!("{key} (from the command line or {})", p.display()),
-            None => key.to_string(),
+            Some(p) if !from_cli => format!("{}: {}", p.display(), flag.replace('-', "_")),
+            _ => format!("--{flag}"),
         }
     }
 }
@@ -163,7 +164,13 @@ pub fn resolve(
 /// book at that length (the tgi-book profile).
 fn resolve_data(src: &Sources<'_>) -> anyhow::Result<DataSettings> {
     let file_data = match &src.file.data {
-        Some(d) => Some(d.to_arg().map_err(|e| usage(src.origin(&e)))?),
+        Some(d) => Some(d.to_arg().map_err(|e| {
+            let file = src
+                .profile
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            usage(format!("{file}: {e}"))
+        })?),
         None => None,
     };
     let cli_data = match &src.cli.data.data {

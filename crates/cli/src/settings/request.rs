@@ -125,13 +125,17 @@ pub(crate) fn resolve(src: &Sources<'_>) -> anyhow::Result<RequestSettings> {
         if !v.is_object() {
             return Err(usage(format!(
                 "{}: expected a JSON object, got {v}",
-                src.origin("extra-body")
+                src.origin("extra-body", c.extra_body.is_some())
             )));
         }
     }
     let vllm_extensions = match c.vllm_extensions.as_ref().or(f.vllm_extensions.as_ref()) {
-        Some(s) => VllmExtensions::parse(s)
-            .map_err(|e| usage(format!("{}: {e}", src.origin("vllm-extensions"))))?,
+        Some(s) => VllmExtensions::parse(s).map_err(|e| {
+            usage(format!(
+                "{}: {e}",
+                src.origin("vllm-extensions", c.vllm_extensions.is_some())
+            ))
+        })?,
         None => VllmExtensions::Auto,
     };
     let sampling = Sampling {

@@ -104,9 +104,12 @@ pub(crate) fn resolve(
     let (c, f) = (&src.cli.target, src.file);
     let (mock, target) = server(c, f)?;
     let backend = match c.backend.as_ref().or(f.backend.as_ref()) {
-        Some(b) => {
-            parse_backend(b).map_err(|e| usage(format!("{}: {e}", src.origin("backend"))))?
-        }
+        Some(b) => parse_backend(b).map_err(|e| {
+            usage(format!(
+                "{}: {e}",
+                src.origin("backend", c.backend.is_some())
+            ))
+        })?,
         None => BackendKind::default(),
     };
     let headers = headers(c, f)?;
