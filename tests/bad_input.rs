@@ -63,7 +63,7 @@ const PROFILE_BAD: &[(&str, &str, &str)] = &[
     ("burstiness", "nope", "burstiness"),
     ("seed", "-1", "seed"),
     ("sweep_size", "many", "sweep_size"),
-    ("sweep_rate_type", "burst", "sweep-rate-type"),
+    ("sweep_rate_type", "burst", "sweep_rate_type"),
     ("max_concurrency", "-2", "max_concurrency"),
     ("output", "[\"x.txt\"]", "x.txt"),
     ("goodput", "\"ttft:abc\"", "goodput"),

@@ -218,19 +218,42 @@ fn book_slices_are_exact_and_start_at_different_places() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A read error in the middle of the stream (here invalid UTF-8 on line 3) ends the iterator
-/// and is kept, naming the file and the cause, for the caller to fail with (issue 13,
-/// defect 11): it is not mistaken for an exhausted dataset.
+/// Bytes that are not UTF-8 (here on line 3) are found before anything is read for a request:
+/// the loader refuses the file, naming it and the line (issue 20; they used to end the stream
+/// mid-run).
 #[test]
-fn a_read_error_mid_stream_is_kept_not_taken_for_the_end() {
-    let dir = common::temp_dir("midread");
+fn bad_bytes_are_refused_before_the_stream_starts() {
+    let dir = common::temp_dir("badbytes");
     let p = dir.join("broken.txt");
     let mut bytes = b"first prompt\nsecond prompt\n".to_vec();
     bytes.extend_from_slice(b"bad \xff\xfe bytes\nfourth\n");
     std::fs::write(&p, bytes).expect("write");
     let spec = DataSpec::parse(&p.display().to_string(), None).expect("spec");
+    let e = Loader::new(spec, Tokenizer::builtin()).expect_err("bad bytes");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("broken.txt")
+            && msg.contains("line 3: not UTF-8 text (byte 0xff at column 5)"),
+        "{msg}"
+    );
+}
+
+/// A read error in the middle of the stream that only the parse finds (here a JSON array cut
+/// off after its second record) ends the iterator and is kept, naming the file and the cause,
+/// for the caller to fail with (issue 13, defect 11): it is not mistaken for an exhausted
+/// dataset.
+#[test]
+fn a_read_error_mid_stream_is_kept_not_taken_for_the_end() {
+    let dir = common::temp_dir("midread");
+    let p = dir.join("broken.json");
+    std::fs::write(
+        &p,
+        r#"[{"prompt": "first"}, {"prompt": "second"}, {"prompt": "#,
+    )
+    .expect("write");
+    let spec = DataSpec::parse(&p.display().to_string(), None).expect("spec");
     let mut l = Loader::new(spec, Tokenizer::builtin())
-        .expect("first line is fine")
+        .expect("the first record is fine")
         .cycle(true);
     let failure = l.failure();
     assert!(failure.get().is_none());
@@ -238,11 +261,8 @@ fn a_read_error_mid_stream_is_kept_not_taken_for_the_end() {
     assert_eq!(
         got.len(),
         2,
-        "the two good lines, then the error ends the stream"
+        "the two good records, then the error ends the stream"
     );
     let msg = failure.get().expect("the error is kept");
-    assert!(
-        msg.contains("broken.txt") && msg.contains("line 3"),
-        "{msg}"
-    );
+    assert!(msg.contains("broken.json"), "{msg}");
 }
