@@ -36,9 +36,15 @@ pub(crate) struct StreamState {
     backend: BackendKind,
     /// Generated text, kept only when a tokenizer fallback will need it.
     pub(crate) text: Option<String>,
+    /// The reasoning part of `text`, kept with it.
+    pub(crate) reasoning_text: Option<String>,
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) usage_prompt: Option<u32>,
     pub(crate) usage_completion: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub(crate) usage_reasoning: Option<u32>,
+    /// Events that carried reasoning text (with or without answer text).
+    pub(crate) reasoning_events: u32,
     /// A finish reason (or TGI's final event) was seen.
     pub(crate) finished: bool,
     /// Try the scanner of [`fastjson`] before serde_json.
@@ -98,6 +104,15 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+/// OpenAI's `usage.completion_tokens_details`.
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -159,9 +174,12 @@ impl StreamState {
         Self {
             backend,
             text: keep_text.then(String::new),
+            reasoning_text: keep_text.then(String::new),
             chunks: Vec::with_capacity(expected_chunks),
             usage_prompt: None,
             usage_completion: None,
+            usage_reasoning: None,
+            reasoning_events: 0,
             finished: false,
             fast: true,
             scanned: 0,
@@ -170,26 +188,46 @@ impl StreamState {
         }
     }
 
-    fn push_text(&mut self, s: &str) {
+    fn push_text(&mut self, s: &str, reasoning: bool) {
         if let Some(t) = &mut self.text {
             t.push_str(s);
         }
+        if reasoning {
+            if let Some(t) = &mut self.reasoning_text {
+                t.push_str(s);
+            }
+        }
     }
 
-    /// Appends every piece to the kept text, or nothing if one fails to decode (the scanner's
-    /// checks make that impossible; the caller then falls back to serde_json).
+    /// Appends every piece to the kept text (and the reasoning pieces to the kept reasoning
+    /// text), or nothing if one fails to decode (the scanner's checks make that impossible;
+    /// the caller then falls back to serde_json).
     fn push_texts(&mut self, texts: &fastjson::Texts<'_>) -> bool {
-        let Some(t) = &mut self.text else {
+        let (Some(t), Some(r)) = (&mut self.text, &mut self.reasoning_text) else {
             return true;
         };
-        let mark = t.len();
-        for piece in texts.iter() {
-            if piece.push_to(t).is_none() {
+        let (mark, rmark) = (t.len(), r.len());
+        for (piece, reasoning) in texts.iter_kinds() {
+            let ok = piece.push_to(t).is_some() && (!reasoning || piece.push_to(r).is_some());
+            if !ok {
                 t.truncate(mark);
+                r.truncate(rmark);
                 return false;
             }
         }
         true
+    }
+
+    /// Records a chunk of `texts` (reasoning when it carried reasoning and no answer text).
+    #[inline]
+    fn push_chunk(&mut self, at: Nanos, texts: &fastjson::Texts<'_>) {
+        let any = texts.any_reasoning();
+        self.reasoning_events += u32::from(any);
+        self.chunks.push(Chunk {
+            at,
+            tokens: 1,
+            reasoning: any && !texts.any_answer(),
+        });
     }
 
     /// Interprets one event that arrived at `at`. `Err` carries the failure outcome.
@@ -236,10 +274,12 @@ impl StreamState {
         if self.fast {
             let mut ev = fastjson::OpenAiEvent::default();
             if let Some(text) = self.template.read(data) {
-                if ev.texts.push(Some(text)).is_some() && self.push_texts(&ev.texts) {
+                let reasoning = self.template.reasoning();
+                if ev.texts.push_kind(Some(text), reasoning).is_some() && self.push_texts(&ev.texts)
+                {
                     self.scanned += 1;
                     self.templated += 1;
-                    self.chunks.push(Chunk { at, tokens: 1 });
+                    self.push_chunk(at, &ev.texts);
                     return Ok(Flow::Continue);
                 }
                 ev = fastjson::OpenAiEvent::default();
@@ -251,13 +291,16 @@ impl StreamState {
                     self.finished = true;
                 }
                 if !ev.texts.is_empty() {
-                    self.chunks.push(Chunk { at, tokens: 1 });
+                    self.push_chunk(at, &ev.texts);
                 }
                 if let Some(p) = ev.prompt_tokens {
                     self.usage_prompt = Some(clamp_u32(p));
                 }
                 if let Some(c) = ev.completion_tokens {
                     self.usage_completion = Some(clamp_u32(c));
+                }
+                if let Some(r) = ev.reasoning_tokens {
+                    self.usage_reasoning = Some(clamp_u32(r));
                 }
                 return Ok(Flow::Continue);
             }
@@ -279,17 +322,22 @@ impl StreamState {
                 message: excerpt(ev.message.as_deref().unwrap_or("").as_bytes()),
             });
         }
-        let mut carried = false;
+        let (mut answer, mut reasoning) = (false, false);
         for choice in ev.choices.iter().flatten() {
             if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
-                carried = true;
-                self.push_text(t);
+                answer = true;
+                self.push_text(t, false);
             }
             for d in [&choice.delta, &choice.message].into_iter().flatten() {
-                for part in [&d.reasoning_content, &d.reasoning, &d.content] {
+                for (part, is_reasoning) in [
+                    (&d.reasoning_content, true),
+                    (&d.reasoning, true),
+                    (&d.content, false),
+                ] {
                     if let Some(t) = part.as_deref().filter(|t| !t.is_empty()) {
-                        carried = true;
-                        self.push_text(t);
+                        answer |= !is_reasoning;
+                        reasoning |= is_reasoning;
+                        self.push_text(t, is_reasoning);
                     }
                 }
             }
@@ -297,8 +345,13 @@ impl StreamState {
                 self.finished = true;
             }
         }
-        if carried {
-            self.chunks.push(Chunk { at, tokens: 1 });
+        self.reasoning_events += u32::from(reasoning);
+        if answer || reasoning {
+            self.chunks.push(Chunk {
+                at,
+                tokens: 1,
+                reasoning: !answer,
+            });
         }
         if let Some(u) = ev.usage {
             if let Some(p) = u.prompt_tokens {
@@ -306,6 +359,9 @@ impl StreamState {
             }
             if let Some(c) = u.completion_tokens {
                 self.usage_completion = Some(clamp_u32(c));
+            }
+            if let Some(r) = u.completion_tokens_details.and_then(|d| d.reasoning_tokens) {
+                self.usage_reasoning = Some(clamp_u32(r));
             }
         }
         Ok(Flow::Continue)
@@ -343,7 +399,7 @@ impl StreamState {
             return None;
         }
         if chunk {
-            self.chunks.push(Chunk { at, tokens: 1 });
+            self.chunks.push(Chunk::answer(at, 1));
         }
         if let Some(d) = &ev.details {
             if let Some(n) = d.generated_tokens {
@@ -372,15 +428,15 @@ impl StreamState {
         if let Some(tok) = &ev.token {
             let text = tok.text.as_deref().unwrap_or("");
             if !text.is_empty() {
-                self.chunks.push(Chunk { at, tokens: 1 });
+                self.chunks.push(Chunk::answer(at, 1));
                 if !tok.special {
-                    self.push_text(text);
+                    self.push_text(text, false);
                 }
             }
         } else if let Some(g) = ev.generated_text.as_deref().filter(|g| !g.is_empty()) {
             // Non-streamed `/generate` reply: the whole text at once.
-            self.chunks.push(Chunk { at, tokens: 1 });
-            self.push_text(g);
+            self.chunks.push(Chunk::answer(at, 1));
+            self.push_text(g, false);
         }
         if let Some(d) = &ev.details {
             if let Some(n) = d.generated_tokens {
@@ -522,6 +578,22 @@ impl StreamRecorder {
         (self.state.usage_prompt, self.state.usage_completion)
     }
 
+    /// Server-reported reasoning tokens (`usage.completion_tokens_details.reasoning_tokens`),
+    /// if any.
+    pub fn usage_reasoning(&self) -> Option<u32> {
+        self.state.usage_reasoning
+    }
+
+    /// How many events carried reasoning text.
+    pub fn reasoning_events(&self) -> u32 {
+        self.state.reasoning_events
+    }
+
+    /// The reasoning text received so far, when the recorder keeps text (`keep_text`).
+    pub fn reasoning_text(&self) -> Option<&str> {
+        self.state.reasoning_text.as_deref()
+    }
+
     /// How many JSON events the allocation-free scanner interpreted itself; the others (error
     /// bodies, malformed or unusual JSON) went to serde_json. For tests and benchmarks.
     pub fn scanned_events(&self) -> u64 {
@@ -565,26 +637,57 @@ mod tests {
         let (st, flow) = run(BackendKind::OpenAiChat, crate::sse::tests_data::VLLM_CHAT);
         assert_eq!(flow, Ok(Flow::Done));
         // Events at 10 (role only), 20, 30, 40 (usage), 50 ([DONE]).
-        assert_eq!(
-            st.chunks,
-            vec![Chunk { at: 20, tokens: 1 }, Chunk { at: 30, tokens: 1 }]
-        );
+        assert_eq!(st.chunks, vec![Chunk::answer(20, 1), Chunk::answer(30, 1)]);
         assert_eq!(st.text.as_deref(), Some("Hello wörld"));
         assert_eq!((st.usage_prompt, st.usage_completion), (Some(5), Some(2)));
         assert!(st.finished);
     }
 
     #[test]
-    fn reasoning_text_counts_for_ttft() {
-        let (st, _) = run(
-            BackendKind::OpenAiChat,
-            b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+    fn reasoning_chunks_are_told_from_answer_chunks() {
+        for fast in [true, false] {
+            let mut st = StreamState::new(BackendKind::OpenAiChat, true, 8);
+            st.fast = fast;
+            let mut p = SseParser::new();
+            p.feed(Bytes::from_static(
+                b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
 data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"reasoning_content\":\" so\"}}]}\n\n\
 data: {\"choices\":[{\"delta\":{\"reasoning\":\"ok\",\"content\":null}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"reasoning\":\"!\",\"content\":\"Hi\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\" there\"}}]}\n\n\
+data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":6,\"completion_tokens_details\":{\"reasoning_tokens\":4}}}\n\n\
 data: [DONE]\n\n",
-        );
-        assert_eq!(st.chunks.len(), 2);
-        assert_eq!(st.chunks.first().map(|c| c.at), Some(20));
+            ));
+            let mut t = 0;
+            while let Ok(Some(ev)) = p.next_event() {
+                t += 10;
+                if st.on_event(&ev, t) != Ok(Flow::Continue) {
+                    break;
+                }
+            }
+            // The first chunk (TTFT) is reasoning; the event with both parts is the first
+            // answer chunk.
+            let flags: Vec<(Nanos, bool)> = st.chunks.iter().map(|c| (c.at, c.reasoning)).collect();
+            assert_eq!(
+                flags,
+                [(20, true), (30, true), (40, true), (50, false), (60, false)],
+                "fast={fast}"
+            );
+            assert_eq!(st.reasoning_events, 4);
+            assert_eq!(st.usage_reasoning, Some(4));
+            assert_eq!(st.usage_completion, Some(6));
+            assert_eq!(st.text.as_deref(), Some("hmm sook!Hi there"));
+            assert_eq!(st.reasoning_text.as_deref(), Some("hmm sook!"));
+        }
+    }
+
+    #[test]
+    fn an_answer_only_stream_has_no_reasoning() {
+        let (st, _) = run(BackendKind::OpenAiChat, crate::sse::tests_data::VLLM_CHAT);
+        assert!(st.chunks.iter().all(|c| !c.reasoning));
+        assert_eq!((st.reasoning_events, st.usage_reasoning), (0, None));
+        assert_eq!(st.reasoning_text.as_deref(), Some(""));
     }
 
     #[test]

@@ -5,8 +5,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, TimeoutPhase,
-    TokenSource, TurnRequest,
+    Backend, CancellationToken, Clock, Dispatch, Outcome, ReasoningTokens, RequestRecord,
+    RequestSpec, TimeoutPhase, TokenSource, TurnRequest,
 };
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use crate::body::{BodyBuilder, Urls};
 use crate::client::{self, HttpClient};
 use crate::h1::{self, RespBody};
-use crate::stream::{excerpt, Progress, StreamRecorder};
+use crate::stream::{excerpt, Progress, StreamRecorder, StreamState};
 use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 
 /// Counts the tokens of generated text (the tokenizer fallback when a server sends no usage).
@@ -703,6 +703,33 @@ impl Backend for Worker {
     }
 }
 
+/// The reasoning tokens of a response (docs/metrics.md, "Reasoning"): the server's
+/// `usage.completion_tokens_details.reasoning_tokens` when it sent one (unless it says 0 while
+/// reasoning text arrived), else the reasoning text counted by the tokenizer, else one token
+/// per event that carried reasoning text. `None` when the response carried no reasoning.
+fn reasoning_tokens(st: &StreamState, counter: Option<&OutputCounter>) -> Option<ReasoningTokens> {
+    let seen = st.reasoning_events > 0;
+    if let Some(n) = st.usage_reasoning.filter(|&n| n > 0 || !seen) {
+        return (n > 0).then_some(ReasoningTokens {
+            tokens: n,
+            source: TokenSource::Usage,
+        });
+    }
+    if !seen {
+        return None;
+    }
+    Some(match (counter, &st.reasoning_text) {
+        (Some(count), Some(text)) => ReasoningTokens {
+            tokens: u32::try_from(count(text)).unwrap_or(u32::MAX),
+            source: TokenSource::Tokenizer,
+        },
+        _ => ReasoningTokens {
+            tokens: st.reasoning_events,
+            source: TokenSource::Chunks,
+        },
+    })
+}
+
 /// What one exchange sends.
 struct Sent {
     body: Bytes,
@@ -725,6 +752,7 @@ impl Worker {
         let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
         let mut rec = RequestRecord {
             session: None,
+            reasoning: None,
             id: dispatch.id,
             scheduled: dispatch.scheduled,
             slot: dispatch.slot,
@@ -772,6 +800,7 @@ impl Worker {
                 rec.output_tokens_source = TokenSource::Chunks;
             }
         }
+        rec.reasoning = reasoning_tokens(&st, self.inner.counter.as_ref());
         rec.chunks = st.chunks;
         if !matches!(rec.outcome, Outcome::Completed) {
             tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");

@@ -49,16 +49,17 @@ pub fn record(
     let mut end = dispatched;
     if let Some(t) = ttft {
         let mut at = dispatched + t;
-        chunks.push(Chunk { at, tokens: 1 });
+        chunks.push(Chunk::answer(at, 1));
         for g in gaps {
             at += g;
-            chunks.push(Chunk { at, tokens: 1 });
+            chunks.push(Chunk::answer(at, 1));
         }
         end = at;
     }
     end += tail;
     RequestRecord {
         session: None,
+        reasoning: None,
         id,
         scheduled,
         slot,
