@@ -319,6 +319,8 @@ fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerCon
         // A run that lets the server stop at EOS does not force a minimum either.
         min_tokens: r.ignore_eos,
         include_usage: true,
+        stream: r.stream,
+        think_tags: r.think_tags,
     }
 }
 

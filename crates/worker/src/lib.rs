@@ -14,6 +14,7 @@ mod fastjson;
 mod h1;
 pub mod sse;
 mod stream;
+mod think;
 mod worker;
 
 use std::fmt;
@@ -152,6 +153,12 @@ pub struct WorkerConfig {
     pub min_tokens: bool,
     /// Ask for `stream_options.include_usage` (OpenAI backends). Default on.
     pub include_usage: bool,
+    /// Ask for a streamed reply (`stream: true`). Off (`--no-stream`, OpenAI backends only):
+    /// the reply is one JSON document, its tokens come from `usage`, and no chunk is recorded,
+    /// so the record has no TTFT. Default on.
+    pub stream: bool,
+    /// Read `<think>...</think>` in answer text as reasoning (`--think-tags`). Default off.
+    pub think_tags: bool,
 }
 
 impl Default for WorkerConfig {
@@ -172,6 +179,8 @@ impl Default for WorkerConfig {
             ignore_eos: true,
             min_tokens: true,
             include_usage: true,
+            stream: true,
+            think_tags: false,
         }
     }
 }
@@ -199,6 +208,8 @@ impl fmt::Debug for WorkerConfig {
             .field("ignore_eos", &self.ignore_eos)
             .field("min_tokens", &self.min_tokens)
             .field("include_usage", &self.include_usage)
+            .field("stream", &self.stream)
+            .field("think_tags", &self.think_tags)
             .finish()
     }
 }
@@ -237,6 +248,14 @@ pub fn is_open_file_limit(message: &str) -> bool {
 /// they are [`bench_core::Outcome`]s in the record. No variant ever carries a secret.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Non-streaming mode asked of a backend that has none here (TGI).
+    #[error(
+        "--no-stream works with the openai-completions and openai-chat backends, not {backend}"
+    )]
+    NoStream {
+        /// The backend.
+        backend: BackendKind,
+    },
     /// `--backend` named no known backend.
     #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi")]
     UnknownBackend {

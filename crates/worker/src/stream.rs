@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::fastjson;
 use crate::sse::{SseEvent, SseParser};
+use crate::think::ThinkTags;
 use crate::BackendKind;
 
 /// Longest server-provided message kept in an outcome.
@@ -45,6 +46,10 @@ pub(crate) struct StreamState {
     pub(crate) usage_reasoning: Option<u32>,
     /// Events that carried reasoning text (with or without answer text).
     pub(crate) reasoning_events: u32,
+    /// `<think>` tags in answer text are read (`--think-tags`).
+    think: Option<Box<ThinkTags>>,
+    /// Length of the kept text when the current event began (think tags only).
+    event_mark: usize,
     /// A finish reason (or TGI's final event) was seen.
     pub(crate) finished: bool,
     /// Try the scanner of [`fastjson`] before serde_json.
@@ -180,6 +185,8 @@ impl StreamState {
             usage_completion: None,
             usage_reasoning: None,
             reasoning_events: 0,
+            think: None,
+            event_mark: 0,
             finished: false,
             fast: true,
             scanned: 0,
@@ -221,13 +228,61 @@ impl StreamState {
     /// Records a chunk of `texts` (reasoning when it carried reasoning and no answer text).
     #[inline]
     fn push_chunk(&mut self, at: Nanos, texts: &fastjson::Texts<'_>) {
-        let any = texts.any_reasoning();
-        self.reasoning_events += u32::from(any);
+        let (mut reasoning, mut answer) = (texts.any_reasoning(), texts.any_answer());
+        if answer && self.think.is_some() {
+            (reasoning, answer) = self.think_pieces(texts, reasoning);
+        }
+        self.record_chunk(at, reasoning, answer);
+    }
+
+    /// Records a chunk that carried reasoning and/or answer text. A chunk with neither (only
+    /// whitespace next to a think tag) belongs to the reasoning phase once reasoning began.
+    fn record_chunk(&mut self, at: Nanos, reasoning: bool, answer: bool) {
+        self.reasoning_events += u32::from(reasoning);
         self.chunks.push(Chunk {
             at,
             tokens: 1,
-            reasoning: any && !texts.any_answer(),
+            reasoning: !answer && (reasoning || self.reasoning_events > 0),
         });
+    }
+
+    /// Reads the answer pieces of `texts` for think tags: `(reasoning, answer)` of the event.
+    #[cold]
+    fn think_pieces(&mut self, texts: &fastjson::Texts<'_>, mut reasoning: bool) -> (bool, bool) {
+        let Some(mut think) = self.think.take() else {
+            return (reasoning, true);
+        };
+        let mut scratch = std::mem::take(&mut think.scratch);
+        let mut answer = false;
+        for (piece, is_reasoning) in texts.iter_kinds() {
+            scratch.clear();
+            if is_reasoning || piece.push_to(&mut scratch).is_none() {
+                continue;
+            }
+            let (r, a) = self.think_split(&mut think, &scratch);
+            reasoning |= r;
+            answer |= a;
+        }
+        think.scratch = scratch;
+        self.think = Some(think);
+        (reasoning, answer)
+    }
+
+    /// Splits one piece of answer text at its think tags (the one rule, [`ThinkTags::split`]);
+    /// a close without an open makes every earlier chunk and all the text so far reasoning.
+    fn think_split(&mut self, think: &mut ThinkTags, text: &str) -> (bool, bool) {
+        let split = think.split(text, self.reasoning_text.as_mut());
+        if split.closed_unopened {
+            for c in &mut self.chunks {
+                c.reasoning = true;
+            }
+            self.reasoning_events = u32::try_from(self.chunks.len()).unwrap_or(u32::MAX);
+            if let (Some(t), Some(r)) = (&self.text, &mut self.reasoning_text) {
+                let before = t.get(..self.event_mark).unwrap_or("");
+                r.insert_str(0, before);
+            }
+        }
+        (split.reasoning, split.answer)
     }
 
     /// Interprets one event that arrived at `at`. `Err` carries the failure outcome.
@@ -271,6 +326,9 @@ impl StreamState {
     }
 
     fn on_openai(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
+        if self.think.is_some() {
+            self.event_mark = self.text.as_ref().map_or(0, String::len);
+        }
         if self.fast {
             let mut ev = fastjson::OpenAiEvent::default();
             if let Some(text) = self.template.read(data) {
@@ -322,36 +380,43 @@ impl StreamState {
                 message: excerpt(ev.message.as_deref().unwrap_or("").as_bytes()),
             });
         }
-        let (mut answer, mut reasoning) = (false, false);
+        let (mut answer, mut reasoning, mut carried) = (false, false, false);
         for choice in ev.choices.iter().flatten() {
-            if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
-                answer = true;
-                self.push_text(t, false);
-            }
-            for d in [&choice.delta, &choice.message].into_iter().flatten() {
-                for (part, is_reasoning) in [
-                    (&d.reasoning_content, true),
-                    (&d.reasoning, true),
-                    (&d.content, false),
-                ] {
-                    if let Some(t) = part.as_deref().filter(|t| !t.is_empty()) {
-                        answer |= !is_reasoning;
-                        reasoning |= is_reasoning;
-                        self.push_text(t, is_reasoning);
-                    }
+            let text = choice.text.as_deref().map(|t| (t, false));
+            let parts = [&choice.delta, &choice.message]
+                .into_iter()
+                .flatten()
+                .flat_map(|d| {
+                    [
+                        (&d.reasoning_content, true),
+                        (&d.reasoning, true),
+                        (&d.content, false),
+                    ]
+                })
+                .filter_map(|(p, r)| p.as_deref().map(|t| (t, r)));
+            for (t, is_reasoning) in text.into_iter().chain(parts) {
+                if t.is_empty() {
+                    continue;
                 }
+                carried = true;
+                self.push_text(t, is_reasoning);
+                let (r, a) = match self.think.take() {
+                    Some(mut think) if !is_reasoning => {
+                        let split = self.think_split(&mut think, t);
+                        self.think = Some(think);
+                        split
+                    }
+                    _ => (is_reasoning, !is_reasoning),
+                };
+                reasoning |= r;
+                answer |= a;
             }
             if choice.finish_reason.is_some() {
                 self.finished = true;
             }
         }
-        self.reasoning_events += u32::from(reasoning);
-        if answer || reasoning {
-            self.chunks.push(Chunk {
-                at,
-                tokens: 1,
-                reasoning: !answer,
-            });
+        if carried {
+            self.record_chunk(at, reasoning, answer);
         }
         if let Some(u) = ev.usage {
             if let Some(p) = u.prompt_tokens {
@@ -500,6 +565,13 @@ impl StreamRecorder {
             state: StreamState::new(backend, keep_text, 0),
             json: json_reply.then(bytes::BytesMut::new),
         }
+    }
+
+    /// Reads `<think>` tags in answer text (`--think-tags`, [`crate::think`]): text from
+    /// `<think>` to `</think>` is reasoning. Off by default.
+    pub fn with_think_tags(mut self, enabled: bool) -> Self {
+        self.state.think = enabled.then(Box::default);
+        self
     }
 
     /// Turns the allocation-free JSON scanner on (the default) or off. Off, every event is
@@ -679,6 +751,51 @@ data: [DONE]\n\n",
             assert_eq!(st.usage_completion, Some(6));
             assert_eq!(st.text.as_deref(), Some("hmm sook!Hi there"));
             assert_eq!(st.reasoning_text.as_deref(), Some("hmm sook!"));
+        }
+    }
+
+    #[test]
+    fn think_tags_split_content_on_both_paths() {
+        let stream: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"<think>\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"\\nhmm\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\" so\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"</think>\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"\\n\\n\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+data: [DONE]\n\n";
+        let unopened: &[u8] = b"data: {\"choices\":[{\"text\":\"hmm\"}]}\n\n\
+data: {\"choices\":[{\"text\":\" ok</think>\\n\\n\"}]}\n\n\
+data: {\"choices\":[{\"text\":\"Hi\"}]}\n\n\
+data: [DONE]\n\n";
+        for fast in [true, false] {
+            for think in [true, false] {
+                let mut r = StreamRecorder::new(BackendKind::OpenAiChat, true, false)
+                    .with_fast_path(fast)
+                    .with_think_tags(think);
+                assert_eq!(r.on_data(Bytes::from_static(stream), 5), Progress::Done);
+                let flags: Vec<bool> = r.chunks().iter().map(|c| c.reasoning).collect();
+                if think {
+                    assert_eq!(flags, [true, true, true, true, true, false], "fast={fast}");
+                    assert_eq!(r.reasoning_events(), 4);
+                    assert_eq!(r.reasoning_text(), Some("\nhmm so"));
+                } else {
+                    assert!(flags.iter().all(|f| !f));
+                    assert_eq!(r.reasoning_events(), 0);
+                }
+                assert_eq!(r.text(), Some("<think>\nhmm so</think>\n\nHi"));
+                let mut r = StreamRecorder::new(BackendKind::OpenAiCompletions, true, false)
+                    .with_fast_path(fast)
+                    .with_think_tags(think);
+                assert_eq!(r.on_data(Bytes::from_static(unopened), 5), Progress::Done);
+                let flags: Vec<bool> = r.chunks().iter().map(|c| c.reasoning).collect();
+                if think {
+                    assert_eq!(flags, [true, true, false], "fast={fast}");
+                    assert_eq!(r.reasoning_events(), 2);
+                    assert_eq!(r.reasoning_text(), Some("hmm ok"));
+                } else {
+                    assert_eq!(flags, [false, false, false]);
+                }
+            }
         }
     }
 

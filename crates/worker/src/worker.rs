@@ -42,6 +42,10 @@ struct Inner {
     timeouts: Timeouts,
     model: OnceLock<String>,
     counter: Option<OutputCounter>,
+    /// Replies are streamed (`WorkerConfig::stream`).
+    stream: bool,
+    /// `WorkerConfig::think_tags`.
+    think_tags: bool,
     /// Requests resent because the server closed their connection unanswered (shared by
     /// clones, like the connections).
     resent: Arc<AtomicU64>,
@@ -159,6 +163,8 @@ impl Worker {
                 timeouts: config.timeouts,
                 model,
                 counter: None,
+                stream: config.stream,
+                think_tags: config.think_tags,
                 resent: Arc::new(AtomicU64::new(0)),
                 h1,
                 connect_failures: AtomicU64::new(0),
@@ -185,6 +191,8 @@ impl Worker {
                 timeouts: shared.timeouts,
                 model: shared.model.clone(),
                 counter: shared.counter.clone(),
+                stream: shared.stream,
+                think_tags: shared.think_tags,
                 resent: shared.resent.clone(),
                 connect_failures: AtomicU64::new(0),
                 h1: shared.h1.clone(),
@@ -449,8 +457,9 @@ impl Worker {
         *st = StreamRecorder::new(
             inner.backend,
             inner.counter.is_some() || keep_reply,
-            json_reply,
-        );
+            json_reply || !inner.stream,
+        )
+        .with_think_tags(inner.think_tags);
         let expected = output_tokens
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
@@ -801,7 +810,10 @@ impl Worker {
             }
         }
         rec.reasoning = reasoning_tokens(&st, self.inner.counter.as_ref());
-        rec.chunks = st.chunks;
+        // Not streamed: the whole reply arrived at once, so there is no first token to time.
+        if self.inner.stream {
+            rec.chunks = st.chunks;
+        }
         if !matches!(rec.outcome, Outcome::Completed) {
             tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");
         }
