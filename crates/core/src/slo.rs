@@ -317,7 +317,11 @@ mod tests {
         assert_eq!(t.bounds[0].stat, SloStat::Percentile(99.9));
         assert_eq!(t.bounds[1].metric, SloMetric::TtftFromScheduled);
         let o: Slo = "ttfo_p99=800,ttft_p99=200".parse().expect("valid");
-        assert_eq!(o.bounds[0].metric, SloMetric::Ttfo, "ttfo is not read as ttft");
+        assert_eq!(
+            o.bounds[0].metric,
+            SloMetric::Ttfo,
+            "ttfo is not read as ttft"
+        );
         assert_eq!(o.to_string(), "ttfo_p99=800,ttft_p99=200");
         let json = serde_json::to_string(&t).expect("serialize");
         assert_eq!(json, format!("\"{t}\""));

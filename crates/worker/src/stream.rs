@@ -35,9 +35,11 @@ pub(crate) enum Flow {
 #[derive(Debug)]
 pub(crate) struct StreamState {
     backend: BackendKind,
-    /// Generated text, kept only when a tokenizer fallback will need it.
+    /// Generated answer text, kept only when a tokenizer fallback (or a session's history)
+    /// will need it.
     pub(crate) text: Option<String>,
-    /// The reasoning part of `text`, kept with it.
+    /// Generated reasoning text, kept with `text` (never part of it: a session's history
+    /// carries the answer only, as chat APIs expect).
     pub(crate) reasoning_text: Option<String>,
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) usage_prompt: Option<u32>,
@@ -196,18 +198,18 @@ impl StreamState {
     }
 
     fn push_text(&mut self, s: &str, reasoning: bool) {
-        if let Some(t) = &mut self.text {
+        let kept = if reasoning {
+            &mut self.reasoning_text
+        } else {
+            &mut self.text
+        };
+        if let Some(t) = kept {
             t.push_str(s);
-        }
-        if reasoning {
-            if let Some(t) = &mut self.reasoning_text {
-                t.push_str(s);
-            }
         }
     }
 
-    /// Appends every piece to the kept text (and the reasoning pieces to the kept reasoning
-    /// text), or nothing if one fails to decode (the scanner's checks make that impossible;
+    /// Appends every answer piece to the kept text and every reasoning piece to the kept
+    /// reasoning text, or nothing if one fails to decode (the scanner's checks make that impossible;
     /// the caller then falls back to serde_json).
     fn push_texts(&mut self, texts: &fastjson::Texts<'_>) -> bool {
         let (Some(t), Some(r)) = (&mut self.text, &mut self.reasoning_text) else {
@@ -215,8 +217,8 @@ impl StreamState {
         };
         let (mark, rmark) = (t.len(), r.len());
         for (piece, reasoning) in texts.iter_kinds() {
-            let ok = piece.push_to(t).is_some() && (!reasoning || piece.push_to(r).is_some());
-            if !ok {
+            let kept = if reasoning { &mut *r } else { &mut *t };
+            if piece.push_to(kept).is_none() {
                 t.truncate(mark);
                 r.truncate(rmark);
                 return false;
@@ -277,9 +279,9 @@ impl StreamState {
                 c.reasoning = true;
             }
             self.reasoning_events = u32::try_from(self.chunks.len()).unwrap_or(u32::MAX);
-            if let (Some(t), Some(r)) = (&self.text, &mut self.reasoning_text) {
-                let before = t.get(..self.event_mark).unwrap_or("");
-                r.insert_str(0, before);
+            if let (Some(t), Some(r)) = (&mut self.text, &mut self.reasoning_text) {
+                let before: String = t.drain(..self.event_mark.min(t.len())).collect();
+                r.insert_str(0, &before);
             }
         }
         (split.reasoning, split.answer)
@@ -677,7 +679,8 @@ impl StreamRecorder {
         self.state.templated
     }
 
-    /// The generated text received so far, when the recorder keeps it (`keep_text`).
+    /// The generated answer text received so far (reasoning text apart, see
+    /// [`StreamRecorder::reasoning_text`]), when the recorder keeps it (`keep_text`).
     pub fn text(&self) -> Option<&str> {
         self.state.text.as_deref()
     }
@@ -749,7 +752,7 @@ data: [DONE]\n\n",
             assert_eq!(st.reasoning_events, 4);
             assert_eq!(st.usage_reasoning, Some(4));
             assert_eq!(st.usage_completion, Some(6));
-            assert_eq!(st.text.as_deref(), Some("hmm sook!Hi there"));
+            assert_eq!(st.text.as_deref(), Some("Hi there"), "the answer only");
             assert_eq!(st.reasoning_text.as_deref(), Some("hmm sook!"));
         }
     }
@@ -782,6 +785,7 @@ data: [DONE]\n\n";
                     assert!(flags.iter().all(|f| !f));
                     assert_eq!(r.reasoning_events(), 0);
                 }
+                // The answer text keeps the tags: it is what the server sent as content.
                 assert_eq!(r.text(), Some("<think>\nhmm so</think>\n\nHi"));
                 let mut r = StreamRecorder::new(BackendKind::OpenAiCompletions, true, false)
                     .with_fast_path(fast)

@@ -801,7 +801,8 @@ impl Worker {
                 rec.output_tokens_source = TokenSource::Usage;
             }
             (None, Some(count), Some(text)) => {
-                rec.output_tokens = u32::try_from(count(text)).unwrap_or(u32::MAX);
+                let reasoning = st.reasoning_text.as_deref().map_or(0, |r| count(r));
+                rec.output_tokens = u32::try_from(count(text) + reasoning).unwrap_or(u32::MAX);
                 rec.output_tokens_source = TokenSource::Tokenizer;
             }
             _ => {

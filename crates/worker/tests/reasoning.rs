@@ -185,3 +185,38 @@ async fn the_phase_boundary_agrees_with_the_simulator_log() {
     }
     srv.shutdown().await;
 }
+
+/// A session's history carries the answer only: the reply handed back for the next turn holds
+/// the `n - R` answer words (one token each), not the reasoning.
+#[tokio::test]
+async fn a_session_reply_is_the_answer_without_the_reasoning() {
+    let srv = server(REASONING, false).await;
+    let w = worker(&srv, BackendKind::OpenAiChat, true).await;
+    let tk = bench_tokenizer::Tokenizer::builtin();
+    let conversation = Arc::new(bench_core::ConversationSpec {
+        system: "".into(),
+        system_tokens: 0,
+        turns: vec![RequestSpec {
+            prompt: " tell me".into(),
+            prompt_tokens: tk.count(" tell me") as u32,
+            output_tokens: Some(12),
+        }],
+    });
+    let turn = bench_core::TurnRequest {
+        conversation,
+        replies: Vec::new(),
+    };
+    let clock = Clock::start();
+    let d = Dispatch {
+        id: 0,
+        clock,
+        scheduled: 0,
+        slot: 0,
+    };
+    let (rec, reply) = w.send_turn(turn, d, CancellationToken::new()).await;
+    assert_eq!(rec.outcome, Outcome::Completed);
+    let reply = reply.expect("kept for sessions");
+    assert_eq!(tk.count(&reply), 12 - REASONING as usize, "{reply:?}");
+    assert_eq!(rec.answer_tokens(), 12 - REASONING);
+    srv.shutdown().await;
+}
