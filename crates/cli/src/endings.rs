@@ -162,6 +162,7 @@ mod tests {
             requested_output_tokens: None,
             outcome,
             session: None,
+            reasoning: None,
         }
     }
 

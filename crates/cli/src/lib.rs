@@ -123,7 +123,8 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 23] = [
+    const NOT_OURS: [&str; 24] = [
+        "--reasoning-parser",            // vllm serve
         "--bench",                       // cargo bench
         "--example",                     // cargo run --example
         "--release",                     // cargo

@@ -72,6 +72,9 @@ pub struct MockServerArgs {
     /// Always generate the output limit, as if every request set ignore_eos.
     #[arg(long)]
     pub ignore_eos: bool,
+    /// Chat responses reason for their first N output tokens (`reasoning_content`) [default: 0].
+    #[arg(long, value_name = "N")]
+    pub reasoning_tokens: Option<u32>,
     /// Seed of EOS lengths, faults and output words [default: 0].
     #[arg(long)]
     pub seed: Option<u64>,
@@ -159,6 +162,7 @@ impl MockServerArgs {
             max_model_len => max_model_len,
             kv_cache_tokens => kv_cache_tokens,
             seed => seed,
+            reasoning_tokens => reasoning_tokens,
             fail_429 => faults.http_429,
             fail_500 => faults.http_500,
             fail_503 => faults.http_503,

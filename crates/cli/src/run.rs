@@ -315,6 +315,8 @@ fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerCon
         min_tokens: r.ignore_eos,
         include_usage: true,
         silence_notice: bench_core::SILENCE_NOTICE,
+        stream: r.stream,
+        think_tags: r.think_tags,
     }
 }
 

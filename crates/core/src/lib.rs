@@ -119,6 +119,42 @@ pub struct Chunk {
     pub at: Nanos,
     /// Tokens the chunk carried (1 unless the server batches tokens into one event).
     pub tokens: u32,
+    /// The chunk carried reasoning text only (`delta.reasoning_content`, `delta.reasoning`, or
+    /// text inside `<think>` tags when asked for), no answer text. A chunk that carries both
+    /// is an answer chunk: the answer has begun.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reasoning: bool,
+}
+
+impl Chunk {
+    /// A chunk of answer text (or of a response that does not tell reasoning apart).
+    pub fn answer(at: Nanos, tokens: u32) -> Self {
+        Self {
+            at,
+            tokens,
+            reasoning: false,
+        }
+    }
+
+    /// A chunk of reasoning text only.
+    pub fn reasoning(at: Nanos, tokens: u32) -> Self {
+        Self {
+            at,
+            tokens,
+            reasoning: true,
+        }
+    }
+}
+
+/// The reasoning tokens of one response, with where their count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningTokens {
+    /// Reasoning tokens: part of the record's `output_tokens`, so the answer tokens are
+    /// `output_tokens - tokens` (saturating).
+    pub tokens: u32,
+    /// `usage` when the server sent `usage.completion_tokens_details.reasoning_tokens`, else
+    /// `tokenizer` (the reasoning text counted) or `chunks` (one token per reasoning chunk).
+    pub source: TokenSource,
 }
 
 /// Which timeout fired.
@@ -299,6 +335,10 @@ pub struct RequestRecord {
     /// The session and turn this request was, when the benchmark ran sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionTurn>,
+    /// Reasoning tokens, when the response carried reasoning (a reasoning chunk, or a
+    /// non-zero `reasoning_tokens` in its usage); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningTokens>,
 }
 
 impl RequestRecord {
@@ -310,6 +350,17 @@ impl RequestRecord {
     /// The arrival of the last generated token.
     pub fn last_token(&self) -> Option<Nanos> {
         self.chunks.last().map(|c| c.at)
+    }
+
+    /// The arrival of the first answer (non-reasoning) chunk: TTFO's end.
+    pub fn first_answer(&self) -> Option<Nanos> {
+        self.chunks.iter().find(|c| !c.reasoning).map(|c| c.at)
+    }
+
+    /// Output tokens that were not reasoning (all of them when the response had none).
+    pub fn answer_tokens(&self) -> u32 {
+        self.output_tokens
+            .saturating_sub(self.reasoning.map_or(0, |r| r.tokens))
     }
 
     /// The report status.
@@ -456,12 +507,16 @@ mod tests {
     fn record_round_trips_through_json() {
         let r = RequestRecord {
             session: None,
+            reasoning: Some(ReasoningTokens {
+                tokens: 1,
+                source: TokenSource::Chunks,
+            }),
             id: 7,
             scheduled: 1,
             slot: 2,
             dispatched: 3,
             headers: Some(4),
-            chunks: vec![Chunk { at: 5, tokens: 1 }, Chunk { at: 9, tokens: 2 }],
+            chunks: vec![Chunk::reasoning(5, 1), Chunk::answer(9, 2)],
             end: 10,
             prompt_tokens: 11,
             prompt_tokens_source: TokenSource::Usage,
@@ -477,6 +532,14 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(back.first_token(), Some(5));
         assert_eq!(back.last_token(), Some(9));
+        assert_eq!(back.first_answer(), Some(9));
+        assert_eq!(back.answer_tokens(), 2);
+        assert!(s.contains("\"reasoning\":true"), "{s}");
+        assert_eq!(
+            s.matches("\"reasoning\":").count(),
+            2,
+            "answer chunks omit the flag: {s}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

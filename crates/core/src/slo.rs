@@ -16,6 +16,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub enum SloMetric {
     /// Time to first token.
     Ttft,
+    /// Time to first output (answer) token: the first chunk that is not reasoning.
+    Ttfo,
     /// Inter-token latency (every gap, pooled).
     Itl,
     /// Time per output token (per request).
@@ -32,11 +34,12 @@ pub enum SloMetric {
 
 impl SloMetric {
     /// Every metric, longest names first (so `ttft_from_scheduled_p99` is not read as `ttft`).
-    pub const ALL: [SloMetric; 7] = [
+    pub const ALL: [SloMetric; 8] = [
         SloMetric::TtftFromScheduled,
         SloMetric::E2elFromScheduled,
         SloMetric::TokenLatency,
         SloMetric::Ttft,
+        SloMetric::Ttfo,
         SloMetric::Itl,
         SloMetric::Tpot,
         SloMetric::E2el,
@@ -46,6 +49,7 @@ impl SloMetric {
     pub fn name(self) -> &'static str {
         match self {
             SloMetric::Ttft => "ttft",
+            SloMetric::Ttfo => "ttfo",
             SloMetric::Itl => "itl",
             SloMetric::Tpot => "tpot",
             SloMetric::E2el => "e2el",
@@ -126,7 +130,7 @@ impl fmt::Display for SloError {
 
 impl std::error::Error for SloError {}
 
-const FORM: &str = "expected KEY=MILLISECONDS pairs such as ttft_p99=500,itl_p50=50 (KEY is <metric>_<stat>; metric: ttft, itl, tpot, e2el, token_latency, ttft_from_scheduled, e2el_from_scheduled; stat: mean, median or pNN)";
+const FORM: &str = "expected KEY=MILLISECONDS pairs such as ttft_p99=500,itl_p50=50 (KEY is <metric>_<stat>; metric: ttft, ttfo, itl, tpot, e2el, token_latency, ttft_from_scheduled, e2el_from_scheduled; stat: mean, median or pNN)";
 
 fn parse_key(key: &str) -> Result<(SloMetric, SloStat), SloError> {
     let bad = |why: &str| SloError(format!("slo: `{key}`: {why}; {FORM}"));
@@ -312,6 +316,13 @@ mod tests {
             .expect("valid");
         assert_eq!(t.bounds[0].stat, SloStat::Percentile(99.9));
         assert_eq!(t.bounds[1].metric, SloMetric::TtftFromScheduled);
+        let o: Slo = "ttfo_p99=800,ttft_p99=200".parse().expect("valid");
+        assert_eq!(
+            o.bounds[0].metric,
+            SloMetric::Ttfo,
+            "ttfo is not read as ttft"
+        );
+        assert_eq!(o.to_string(), "ttfo_p99=800,ttft_p99=200");
         let json = serde_json::to_string(&t).expect("serialize");
         assert_eq!(json, format!("\"{t}\""));
         assert_eq!(serde_json::from_str::<Slo>(&json).expect("parse"), t);

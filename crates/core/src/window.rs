@@ -622,15 +622,13 @@ mod tests {
     fn tokens_in_spreads_the_count_over_the_chunks() {
         let r = RequestRecord {
             session: None,
+            reasoning: None,
             id: 0,
             scheduled: 0,
             slot: 0,
             dispatched: 0,
             headers: None,
-            chunks: vec![
-                crate::Chunk { at: 10, tokens: 1 },
-                crate::Chunk { at: 20, tokens: 3 },
-            ],
+            chunks: vec![crate::Chunk::answer(10, 1), crate::Chunk::answer(20, 3)],
             end: 30,
             prompt_tokens: 1,
             prompt_tokens_source: crate::TokenSource::Usage,

@@ -79,6 +79,12 @@ pub struct MockConfig {
     /// OpenAI API does not define (vLLM's `ignore_eos`, `min_tokens`, ...), naming it, and
     /// list the model as `owned_by: system`. Default false.
     pub strict: bool,
+    /// Output tokens a chat response spends reasoning before it answers, as a reasoning model
+    /// served with a reasoning parser does: the first `min(reasoning_tokens, n)` of its `n`
+    /// output tokens are sent in `delta.reasoning_content` (`message.reasoning_content` when
+    /// not streamed), the rest in `content`, and `usage.completion_tokens_details.
+    /// reasoning_tokens` says how many. Completions and TGI responses never reason. Default 0.
+    pub reasoning_tokens: u32,
     /// Fault injection. Default: none.
     pub faults: Faults,
 }
@@ -142,6 +148,7 @@ impl Default for MockConfig {
             log_token_times: false,
             record_requests: false,
             strict: false,
+            reasoning_tokens: 0,
             faults: Faults::default(),
         }
     }

@@ -47,6 +47,10 @@ pub struct RequestLogEntry {
     pub prompt_tokens: u32,
     /// Output tokens the request was to get.
     pub planned_tokens: u32,
+    /// Of those, the first this many are reasoning (`reasoning_tokens` of the config, chat
+    /// only).
+    #[serde(default)]
+    pub reasoning_tokens: u32,
     /// Output tokens actually written to the client.
     pub output_tokens: u32,
     /// Request headers received (Unix ns).

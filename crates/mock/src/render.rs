@@ -98,6 +98,8 @@ pub(crate) struct Ctx<'a> {
     /// `"length"` or `"stop"` (OpenAI); TGI's names are derived.
     pub finish_length: bool,
     pub prompt_tokens: u32,
+    /// The first this many output tokens are reasoning (chat only; 0 otherwise).
+    pub reasoning: u32,
 }
 
 /// How a stream stops before its end.
@@ -306,8 +308,22 @@ fn push_oai_head(b: &mut Vec<u8>, kind: Oai, id: u64, created: u64, model: &str)
 
 /// The rest of a token event after its head; `finish` is `None` while more tokens follow.
 fn push_oai_token(b: &mut Vec<u8>, kind: Oai, word: &str, finish: Option<&[u8]>) {
+    push_oai_token_as(b, kind, word, finish, false);
+}
+
+/// [`push_oai_token`], the chat token sent as `reasoning_content` when `reasoning`.
+fn push_oai_token_as(
+    b: &mut Vec<u8>,
+    kind: Oai,
+    word: &str,
+    finish: Option<&[u8]>,
+    reasoning: bool,
+) {
     match kind {
         Oai::Completions => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\""),
+        Oai::Chat if reasoning => {
+            b.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"")
+        }
         Oai::Chat => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":{\"content\":\""),
     }
     b.extend_from_slice(word.as_bytes());
@@ -398,6 +414,7 @@ impl EventCycle {
     /// Whether this cycle renders `ctx`'s events for `kind`.
     fn fits(&self, kind: Oai, ctx: &Ctx<'_>) -> bool {
         self.kind == kind
+            && ctx.reasoning == 0
             && *self.model == *ctx.model
             && self.starts.len() == ctx.words.len().max(1) + 1
             && decimal_len(ctx.created) == self.created_len
@@ -582,11 +599,11 @@ fn push_last(
         b"\"stop\""
     };
     event_head(b, head_len, kind, ctx);
-    push_oai_token(b, kind, word, Some(finish));
+    push_oai_token_as(b, kind, word, Some(finish), ctx.tokens <= ctx.reasoning);
     if include_usage {
         event_head(b, head_len, kind, ctx);
         b.extend_from_slice(b"\"choices\":[],\"usage\":");
-        push_usage(b, ctx.prompt_tokens, ctx.tokens);
+        push_usage(b, ctx.prompt_tokens, ctx.tokens, ctx.reasoning);
         b.extend_from_slice(b"}\n\n");
     }
     b.extend_from_slice(DONE);
@@ -657,7 +674,7 @@ pub(crate) fn oai_stream(
             push_last(&mut b, &mut head_len, kind, ctx, include_usage, &w.escaped);
         } else {
             event_head(&mut b, &mut head_len, kind, ctx);
-            push_oai_token(&mut b, kind, &w.escaped, None);
+            push_oai_token_as(&mut b, kind, &w.escaped, None, i < ctx.reasoning);
         }
         if plan.malformed_after == Some(i + 1) && !last {
             malformed_oai(&mut b, &mut head_len, kind, ctx);
@@ -706,18 +723,25 @@ fn push_hex(b: &mut Vec<u8>, v: u64) {
     }
 }
 
-fn push_usage(b: &mut Vec<u8>, prompt: u32, completion: u32) {
+/// The usage object; with `completion_tokens_details.reasoning_tokens` when `reasoning` > 0.
+fn push_usage(b: &mut Vec<u8>, prompt: u32, completion: u32, reasoning: u32) {
     b.extend_from_slice(b"{\"prompt_tokens\":");
     push_u64(b, u64::from(prompt));
     b.extend_from_slice(b",\"total_tokens\":");
     push_u64(b, u64::from(prompt) + u64::from(completion));
     b.extend_from_slice(b",\"completion_tokens\":");
     push_u64(b, u64::from(completion));
+    if reasoning > 0 {
+        b.extend_from_slice(b",\"completion_tokens_details\":{\"reasoning_tokens\":");
+        push_u64(b, u64::from(reasoning));
+        b.push(b'}');
+    }
     b.push(b'}');
 }
 
-fn push_text(b: &mut Vec<u8>, ctx: &Ctx<'_>) {
-    for i in 0..ctx.tokens {
+/// The words of output tokens `range`, concatenated.
+fn push_text(b: &mut Vec<u8>, ctx: &Ctx<'_>, range: std::ops::Range<u32>) {
+    for i in range {
         b.extend_from_slice(ctx.words.get(ctx.word_start, i).escaped.as_bytes());
     }
 }
@@ -742,11 +766,20 @@ pub(crate) fn oai_full(kind: Oai, ctx: &Ctx<'_>) -> Bytes {
     b.extend_from_slice(ctx.model.as_bytes());
     match kind {
         Oai::Completions => b.extend_from_slice(b"\",\"choices\":[{\"index\":0,\"text\":\""),
-        Oai::Chat => b.extend_from_slice(
-            b"\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"",
-        ),
+        Oai::Chat => {
+            b.extend_from_slice(
+                b"\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",",
+            );
+            if ctx.reasoning > 0 {
+                b.extend_from_slice(b"\"reasoning_content\":\"");
+                push_text(&mut b, ctx, 0..ctx.reasoning);
+                b.extend_from_slice(b"\",");
+            }
+            b.extend_from_slice(b"\"content\":\"");
+        }
     }
-    push_text(&mut b, ctx);
+    let answer_from = if kind == Oai::Chat { ctx.reasoning } else { 0 };
+    push_text(&mut b, ctx, answer_from..ctx.tokens);
     match kind {
         Oai::Completions => b.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
         Oai::Chat => b.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
@@ -760,7 +793,7 @@ pub(crate) fn oai_full(kind: Oai, ctx: &Ctx<'_>) -> Bytes {
         b.extend_from_slice(b",\"stop_reason\":null");
     }
     b.extend_from_slice(b"}],\"usage\":");
-    push_usage(&mut b, ctx.prompt_tokens, ctx.tokens);
+    push_usage(&mut b, ctx.prompt_tokens, ctx.tokens, ctx.reasoning);
     b.push(b'}');
     Bytes::from(b)
 }
@@ -807,7 +840,7 @@ pub(crate) fn tgi_stream(ctx: &Ctx<'_>, details: bool, plan: &FaultPlan, frames:
         b.extend_from_slice(b"\",\"logprob\":-0.1,\"special\":false},\"generated_text\":");
         if last {
             b.push(b'"');
-            push_text(&mut b, ctx);
+            push_text(&mut b, ctx, 0..ctx.tokens);
             b.extend_from_slice(b"\",\"details\":");
             if details {
                 push_tgi_details(&mut b, ctx);
@@ -843,7 +876,7 @@ pub(crate) fn tgi_stream(ctx: &Ctx<'_>, details: bool, plan: &FaultPlan, frames:
 pub(crate) fn tgi_full(ctx: &Ctx<'_>, details: bool) -> Bytes {
     let mut b: Vec<u8> = Vec::with_capacity(ctx.tokens as usize * 12 + 200);
     b.extend_from_slice(b"{\"generated_text\":\"");
-    push_text(&mut b, ctx);
+    push_text(&mut b, ctx, 0..ctx.tokens);
     b.push(b'"');
     if details {
         b.extend_from_slice(b",\"details\":");
@@ -904,7 +937,52 @@ mod tests {
             tokens,
             finish_length: true,
             prompt_tokens: 7,
+            reasoning: 0,
         }
+    }
+
+    #[test]
+    fn a_reasoning_phase_comes_first_in_reasoning_content_and_in_usage() {
+        let w = words();
+        let c = Ctx {
+            reasoning: 2,
+            ..ctx(&w, 4)
+        };
+        for frames in [false, true] {
+            let r = oai_stream(Oai::Chat, &c, true, &FaultPlan::default(), frames, None);
+            let ev = events(&r.data.to_vec());
+            let kinds: Vec<(bool, bool)> = ev
+                .iter()
+                .filter_map(|e| serde_json::from_str::<serde_json::Value>(&e[6..]).ok())
+                .filter_map(|v| {
+                    let d = v.pointer("/choices/0/delta")?.clone();
+                    let r = d.get("reasoning_content").is_some();
+                    let a = d
+                        .get("content")
+                        .and_then(|c| c.as_str())
+                        .is_some_and(|c| !c.is_empty());
+                    (r || a).then_some((r, a))
+                })
+                .collect();
+            assert_eq!(
+                kinds,
+                [(true, false), (true, false), (false, true), (false, true)]
+            );
+            let usage = ev.iter().find(|e| e.contains("\"usage\"")).expect("usage");
+            assert!(
+                usage.contains("\"completion_tokens_details\":{\"reasoning_tokens\":2}"),
+                "{usage}"
+            );
+        }
+        let full = oai_full(Oai::Chat, &c);
+        let v: serde_json::Value = serde_json::from_slice(&full).expect("json");
+        let msg = v.pointer("/choices/0/message").expect("message");
+        assert_eq!(msg["reasoning_content"], " \"q\" b");
+        assert_eq!(msg["content"], " a \"q\"");
+        assert_eq!(
+            v.pointer("/usage/completion_tokens_details/reasoning_tokens"),
+            Some(&serde_json::json!(2))
+        );
     }
 
     fn events(data: &[u8]) -> Vec<String> {

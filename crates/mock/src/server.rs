@@ -522,6 +522,9 @@ async fn generate(
         l.entry.stream = p.stream;
         l.entry.prompt_tokens = p.prompt_tokens;
         l.entry.planned_tokens = tokens;
+        if api == Api::Chat {
+            l.entry.reasoning_tokens = cfg.reasoning_tokens.min(tokens);
+        }
         l.entry.faults = plan.records(p.stream);
     }
     if plan.slow_headers {
@@ -542,6 +545,11 @@ async fn generate(
         tokens,
         finish_length: tokens == p.limit,
         prompt_tokens: p.prompt_tokens,
+        reasoning: if api == Api::Chat {
+            cfg.reasoning_tokens.min(tokens)
+        } else {
+            0
+        },
     };
     let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
     let answer = Answer {
@@ -578,6 +586,7 @@ fn pending_log(state: &State, id: u64, api: Api, arrival: Instant) -> PendingLog
                 status: 200,
                 prompt_tokens: 0,
                 planned_tokens: 0,
+                reasoning_tokens: 0,
                 output_tokens: 0,
                 arrival_unix_ns: sink.timebase.unix_ns(arrival),
                 first_token_unix_ns: None,

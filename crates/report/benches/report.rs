@@ -23,14 +23,17 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
             let t0 = i as u64 * 10 * MS;
             let first = t0 + 50 * MS + (i as u64 % 17) * MS;
             let cs: Vec<Chunk> = (0..chunks)
-                .map(|j| Chunk {
-                    at: first + j as u64 * (20 * MS + (i as u64 * 7 + j as u64 * 13) % 5_000_000),
-                    tokens: 1,
+                .map(|j| {
+                    Chunk::answer(
+                        first + j as u64 * (20 * MS + (i as u64 * 7 + j as u64 * 13) % 5_000_000),
+                        1,
+                    )
                 })
                 .collect();
             let end = cs.last().map_or(first, |c| c.at) + MS / 2;
             RequestRecord {
                 session: None,
+                reasoning: None,
                 id: i as u64,
                 scheduled: t0,
                 slot: t0,

@@ -18,6 +18,7 @@ pub const KNEE_SLACK_MS: f64 = 10.0;
 pub fn slo_metric(m: SloMetric) -> Metric {
     match m {
         SloMetric::Ttft => Metric::Ttft,
+        SloMetric::Ttfo => Metric::Ttfo,
         SloMetric::Itl => Metric::Itl,
         SloMetric::Tpot => Metric::Tpot,
         SloMetric::E2el => Metric::E2el,

@@ -155,6 +155,11 @@ fn csv_header() -> Vec<String> {
     }
     header.extend(CAPACITY_COLUMNS.iter().map(|s| s.to_string()));
     header.extend(crate::turns_view::CSV_COLUMNS.iter().map(|s| s.to_string()));
+    header.extend(
+        crate::reasoning_view::CSV_COLUMNS
+            .iter()
+            .map(|s| s.to_string()),
+    );
     header
 }
 
@@ -168,6 +173,11 @@ pub fn render_csv(run: &RunReport) -> String {
         row.extend(metric_cells(b));
         row.extend(capacity.iter().cloned());
         row.extend(crate::turns_view::csv_cells(b, num));
+        row.extend(
+            crate::reasoning_view::csv_cells(b)
+                .iter()
+                .map(|c| csv_field(c)),
+        );
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -24,6 +24,9 @@ pub fn render_guidellm(run: &RunReport, width: Option<u16>) -> String {
     out.push_str("Benchmarks Stats:\n");
     out.push_str(&stats_table(run, width));
     out.push('\n');
+    if let Some(t) = crate::reasoning_view::guidellm_table(run, width) {
+        out.push_str(&t);
+    }
     if let Some(t) = crate::server::server_table(run, width) {
         out.push('\n');
         out.push_str("Server Metrics:\n");

@@ -241,6 +241,7 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
     counts_tables(h, b);
     rates_table(h, b);
     metrics_table(h, b);
+    h.push_str(&crate::reasoning_view::html_tokens(b));
     distribution_charts(h, b);
     crate::turns_view::html_section(h, b);
     crate::html_server::benchmark_section(h, b);
@@ -328,7 +329,11 @@ fn rates_table(h: &mut String, b: &BenchmarkReport) {
 /// Every metric's count, mean, spread and percentiles.
 fn metrics_table(h: &mut String, b: &BenchmarkReport) {
     h.push_str("<table>\n<tr><th>Metric (ms)</th><th>count</th><th>mean</th><th>stdev</th><th>min</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr>\n");
+    let reasoning = b.tokens.saw_reasoning();
     for m in Metric::ALL {
+        if !reasoning && Metric::REASONING.contains(&m) {
+            continue;
+        }
         let s = b.metric(m);
         let _ = writeln!(
             h,

@@ -39,6 +39,7 @@ mod html;
 mod html_server;
 mod model;
 mod options;
+mod reasoning_view;
 mod server;
 mod stats;
 mod svg;

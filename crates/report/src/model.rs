@@ -228,6 +228,21 @@ pub struct Tokens {
     pub prompt: TokenCounts,
     /// Output (generated) tokens.
     pub output: TokenCounts,
+    /// Reasoning tokens (part of `output`), when some measured request carried reasoning;
+    /// requests without reasoning count 0. `sources` says where each count came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<TokenCounts>,
+    /// Answer tokens, `output - reasoning` per request, when `reasoning` is present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<TokenCounts>,
+}
+
+impl Tokens {
+    /// Whether any measured request of the benchmark carried reasoning: the consoles show
+    /// the reasoning figures only then.
+    pub fn saw_reasoning(&self) -> bool {
+        self.reasoning.is_some()
+    }
 }
 
 /// Rates over the measurement window. Throughputs count completed requests only (as vLLM
@@ -290,6 +305,21 @@ pub struct Metrics {
     pub queue_ms: MetricSummary,
     /// Dispatch delay, `dispatched - slot`.
     pub dispatch_delay_ms: MetricSummary,
+    /// Time to first output token, `t_first_answer - t_send`: the first chunk that is not
+    /// reasoning (equals TTFT for a response without reasoning).
+    #[serde(default)]
+    pub ttfo_ms: MetricSummary,
+    /// Reasoning duration, `t_first_answer - t_first`, of the requests whose first chunk was
+    /// reasoning and that reached an answer.
+    #[serde(default)]
+    pub reasoning_time_ms: MetricSummary,
+    /// Every gap between two consecutive reasoning chunks, pooled.
+    #[serde(default)]
+    pub reasoning_itl_ms: MetricSummary,
+    /// Every gap between two consecutive answer chunks, pooled (equals `itl_ms` for
+    /// responses without reasoning).
+    #[serde(default)]
+    pub answer_itl_ms: MetricSummary,
 }
 
 impl Metrics {
@@ -306,6 +336,10 @@ impl Metrics {
             Metric::E2elFromScheduled => &self.e2el_from_scheduled_ms,
             Metric::Queue => &self.queue_ms,
             Metric::DispatchDelay => &self.dispatch_delay_ms,
+            Metric::Ttfo => &self.ttfo_ms,
+            Metric::ReasoningTime => &self.reasoning_time_ms,
+            Metric::ReasoningItl => &self.reasoning_itl_ms,
+            Metric::AnswerItl => &self.answer_itl_ms,
         }
     }
 
@@ -321,6 +355,10 @@ impl Metrics {
             Metric::E2elFromScheduled => &mut self.e2el_from_scheduled_ms,
             Metric::Queue => &mut self.queue_ms,
             Metric::DispatchDelay => &mut self.dispatch_delay_ms,
+            Metric::Ttfo => &mut self.ttfo_ms,
+            Metric::ReasoningTime => &mut self.reasoning_time_ms,
+            Metric::ReasoningItl => &mut self.reasoning_itl_ms,
+            Metric::AnswerItl => &mut self.answer_itl_ms,
         }
     }
 }

@@ -166,11 +166,19 @@ pub enum Metric {
     Queue,
     /// Dispatch delay: from getting a slot to writing the request.
     DispatchDelay,
+    /// Time to first output (answer) token: TTFT of the first chunk that is not reasoning.
+    Ttfo,
+    /// Reasoning duration: from the first (reasoning) chunk to the first answer chunk.
+    ReasoningTime,
+    /// Every gap between consecutive reasoning chunks, pooled.
+    ReasoningItl,
+    /// Every gap between consecutive answer chunks, pooled.
+    AnswerItl,
 }
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 10] = [
+    pub const ALL: [Metric; 14] = [
         Metric::Ttft,
         Metric::Tpot,
         Metric::Itl,
@@ -181,6 +189,19 @@ impl Metric {
         Metric::E2elFromScheduled,
         Metric::Queue,
         Metric::DispatchDelay,
+        Metric::Ttfo,
+        Metric::ReasoningTime,
+        Metric::ReasoningItl,
+        Metric::AnswerItl,
+    ];
+
+    /// The metrics about reasoning, which the consoles show only when a benchmark saw
+    /// reasoning.
+    pub const REASONING: [Metric; 4] = [
+        Metric::Ttfo,
+        Metric::ReasoningTime,
+        Metric::ReasoningItl,
+        Metric::AnswerItl,
     ];
 
     /// The name in `--percentile-metrics` (`ttft`, `token_latency`, ...).
@@ -196,6 +217,10 @@ impl Metric {
             Metric::E2elFromScheduled => "e2el_from_scheduled",
             Metric::Queue => "queue",
             Metric::DispatchDelay => "dispatch_delay",
+            Metric::Ttfo => "ttfo",
+            Metric::ReasoningTime => "reasoning_time",
+            Metric::ReasoningItl => "reasoning_itl",
+            Metric::AnswerItl => "answer_itl",
         }
     }
 
@@ -212,6 +237,10 @@ impl Metric {
             Metric::E2elFromScheduled => "e2el_from_scheduled_ms",
             Metric::Queue => "queue_ms",
             Metric::DispatchDelay => "dispatch_delay_ms",
+            Metric::Ttfo => "ttfo_ms",
+            Metric::ReasoningTime => "reasoning_time_ms",
+            Metric::ReasoningItl => "reasoning_itl_ms",
+            Metric::AnswerItl => "answer_itl_ms",
         }
     }
 
@@ -228,6 +257,10 @@ impl Metric {
             Metric::E2elFromScheduled => "Sched E2EL",
             Metric::Queue => "Queue",
             Metric::DispatchDelay => "Dispatch Delay",
+            Metric::Ttfo => "TTFO",
+            Metric::ReasoningTime => "Reasoning Time",
+            Metric::ReasoningItl => "Reasoning ITL",
+            Metric::AnswerItl => "Answer ITL",
         }
     }
 
@@ -244,6 +277,10 @@ impl Metric {
             Metric::E2elFromScheduled => "E2EL from Intended Send",
             Metric::Queue => "Client Queue Time",
             Metric::DispatchDelay => "Dispatch Delay",
+            Metric::Ttfo => "Time to First Output Token (first answer token)",
+            Metric::ReasoningTime => "Reasoning Time (first token to first answer token)",
+            Metric::ReasoningItl => "Reasoning Inter-token Latency",
+            Metric::AnswerItl => "Answer Inter-token Latency",
         }
     }
 

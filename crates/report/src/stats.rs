@@ -10,8 +10,8 @@ use bench_core::{
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
 use crate::model::{
-    BenchmarkReport, GoodputReport, Histograms, Metrics, Rates, RequestCounts, Timeline, TokenStat,
-    Tokens,
+    BenchmarkReport, GoodputReport, Histograms, Metrics, Rates, RequestCounts, Timeline,
+    TokenCounts, TokenStat, Tokens,
 };
 use crate::options::{Metric, StatsOptions};
 use crate::turns::SessionDurations;
@@ -87,31 +87,81 @@ pub(crate) struct Compact {
     chunks: Chunks,
 }
 
-/// Where one request's chunks are in a [`ChunkStore`]: `len` offsets from `start`, and their
-/// token counts from `tokens` (`None` when every chunk carried exactly one token).
-#[derive(Debug, Clone, Copy, Default)]
+/// Where one request's chunks are in a [`ChunkStore`]: `len` offsets from `start`, and, for
+/// the few requests that need more (chunks of several tokens, reasoning), an entry of the
+/// store's side table ([`NO_SIDE`] for none), so the common entry stays 16 bytes.
+#[derive(Debug, Clone, Copy)]
 struct Chunks {
     start: usize,
     len: u32,
-    tokens: Option<usize>,
+    side: u32,
 }
 
-/// The chunks of every request of a benchmark, in two buffers shared by all of them: arrival
-/// offsets from the request's first chunk (microseconds, saturating) and, only for requests
-/// whose chunks did not all carry one token, the tokens per chunk. Not one `Vec` per request:
-/// two allocations per benchmark instead of one or two per request, and nothing left
-/// scattered over the allocator's heaps when the benchmark ends (docs/reliability.md, Soak).
+impl Default for Chunks {
+    fn default() -> Self {
+        Self {
+            start: 0,
+            len: 0,
+            side: NO_SIDE,
+        }
+    }
+}
+
+/// No side-table entry.
+const NO_SIDE: u32 = u32::MAX;
+
+/// What a request needs kept beyond its chunks' arrival offsets.
+#[derive(Debug, Clone, Copy, Default)]
+struct Side {
+    /// Where its chunks' token counts are in the store (`None`: one token each).
+    tokens: Option<usize>,
+    /// Its reasoning, when it carried any.
+    reasoning: Option<Reasoning>,
+}
+
+/// One request's reasoning (docs/metrics.md, "Reasoning").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reasoning {
+    /// Reasoning tokens (part of the output tokens) and where the count came from.
+    pub(crate) tokens: u32,
+    pub(crate) source: TokenSource,
+    /// Where its chunks' reasoning flags are in the store (`None`: no chunk was reasoning).
+    flags: Option<usize>,
+    /// The first answer chunk's arrival, exact.
+    first_answer: Option<Nanos>,
+}
+
+/// The chunks of every request of a benchmark, in buffers shared by all of them: arrival
+/// offsets from the request's first chunk (microseconds, saturating) and, only for the
+/// requests that need them, the tokens per chunk and which chunks were reasoning. Not one
+/// `Vec` per request: a few allocations per benchmark instead of one or two per request, and
+/// nothing left scattered over the allocator's heaps when the benchmark ends
+/// (docs/reliability.md, Soak).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkStore {
     us: Vec<u32>,
     tokens: Vec<u32>,
+    reasoning: Vec<bool>,
+    sides: Vec<Side>,
 }
 
 impl ChunkStore {
-    /// Stores `r`'s chunks, as offsets from `first` (nothing when there is no first chunk).
+    /// Stores `r`'s chunks, as offsets from `first` (no offsets when there is no first chunk).
     fn push(&mut self, r: &RequestRecord, first: Option<Nanos>) -> Chunks {
+        let mut side = Side {
+            tokens: None,
+            reasoning: r.reasoning.map(|rt| Reasoning {
+                tokens: rt.tokens,
+                source: rt.source,
+                flags: None,
+                first_answer: r.first_answer(),
+            }),
+        };
         let Some(f) = first else {
-            return Chunks::default();
+            return Chunks {
+                side: self.side(side),
+                ..Chunks::default()
+            };
         };
         let start = self.us.len();
         self.us.extend(
@@ -119,16 +169,40 @@ impl ChunkStore {
                 .iter()
                 .map(|c| (c.at.saturating_sub(f) / 1_000).min(u32::MAX as u64) as u32),
         );
-        let tokens = (!r.chunks.iter().all(|c| c.tokens == 1)).then(|| {
-            let at = self.tokens.len();
+        if !r.chunks.iter().all(|c| c.tokens == 1) {
+            side.tokens = Some(self.tokens.len());
             self.tokens.extend(r.chunks.iter().map(|c| c.tokens));
-            at
-        });
+        }
+        if let Some(rs) = side.reasoning.as_mut() {
+            if r.chunks.iter().any(|c| c.reasoning) {
+                rs.flags = Some(self.reasoning.len());
+                self.reasoning.extend(r.chunks.iter().map(|c| c.reasoning));
+            }
+        }
         Chunks {
             start,
             len: u32::try_from(r.chunks.len()).unwrap_or(u32::MAX),
-            tokens,
+            side: self.side(side),
         }
+    }
+
+    /// Keeps `side` when it holds anything; its index, or [`NO_SIDE`].
+    fn side(&mut self, side: Side) -> u32 {
+        if side.tokens.is_none() && side.reasoning.is_none() {
+            return NO_SIDE;
+        }
+        match u32::try_from(self.sides.len()) {
+            Ok(i) if i != NO_SIDE => {
+                self.sides.push(side);
+                i
+            }
+            // Four billion requests with reasoning in one benchmark: not kept.
+            _ => NO_SIDE,
+        }
+    }
+
+    fn side_of(&self, c: &Chunks) -> Option<&Side> {
+        self.sides.get(c.side as usize)
     }
 
     /// The arrival offsets of `c`.
@@ -140,10 +214,25 @@ impl ChunkStore {
 
     /// Tokens of the `i`-th chunk of `c`.
     fn weight(&self, c: &Chunks, i: usize) -> f64 {
-        c.tokens
+        self.side_of(c)
+            .and_then(|s| s.tokens)
             .and_then(|t| self.tokens.get(t + i))
             .copied()
             .unwrap_or(1) as f64
+    }
+
+    /// The reasoning of the request whose chunks are `c`.
+    fn reasoning(&self, c: &Chunks) -> Option<&Reasoning> {
+        self.side_of(c).and_then(|s| s.reasoning.as_ref())
+    }
+
+    /// Whether the `i`-th chunk of `c` was reasoning.
+    fn is_reasoning(&self, c: &Chunks, i: usize) -> bool {
+        self.reasoning(c)
+            .and_then(|r| r.flags)
+            .and_then(|f| self.reasoning.get(f + i))
+            .copied()
+            .unwrap_or(false)
     }
 }
 
@@ -205,6 +294,49 @@ impl Compact {
             .us(&self.chunks)
             .windows(2)
             .map(|w| w[1].saturating_sub(w[0]) as f64)
+    }
+
+    /// Every gap between two consecutive chunks of the same phase, microseconds, with whether
+    /// that phase is reasoning. The gap from the last reasoning chunk to the first answer
+    /// chunk belongs to neither phase.
+    pub(crate) fn phase_itl_us<'a>(
+        &self,
+        store: &'a ChunkStore,
+    ) -> impl Iterator<Item = (bool, f64)> + 'a {
+        let c = self.chunks;
+        store
+            .us(&self.chunks)
+            .windows(2)
+            .enumerate()
+            .filter_map(move |(i, w)| {
+                let (a, b) = (store.is_reasoning(&c, i), store.is_reasoning(&c, i + 1));
+                (a == b).then(|| (a, w[1].saturating_sub(w[0]) as f64))
+            })
+    }
+
+    /// The request's reasoning, when it carried any.
+    pub(crate) fn reasoning<'a>(&self, store: &'a ChunkStore) -> Option<&'a Reasoning> {
+        store.reasoning(&self.chunks)
+    }
+
+    /// Time to first output token, `t_first_answer - t_send`: TTFT for a response without
+    /// reasoning; `None` when no answer chunk arrived.
+    pub(crate) fn ttfo(&self, store: &ChunkStore) -> Option<Nanos> {
+        let first_answer = match store.reasoning(&self.chunks) {
+            Some(r) => r.first_answer,
+            None => self.first,
+        };
+        first_answer.map(|f| f.saturating_sub(self.dispatched))
+    }
+
+    /// Reasoning duration, `t_first_answer - t_first`, when the first chunk was reasoning and
+    /// an answer chunk followed.
+    pub(crate) fn reasoning_time(&self, store: &ChunkStore) -> Option<Nanos> {
+        let r = store.reasoning(&self.chunks)?;
+        if !store.is_reasoning(&self.chunks, 0) {
+            return None;
+        }
+        Some(r.first_answer?.saturating_sub(self.first?))
     }
 
     /// Output tokens attributed to each chunk's arrival (ns): the measured output count spread
@@ -375,6 +507,11 @@ struct Pass<'a> {
     /// errored).
     prompt: [(u64, u64); 3],
     output: [(u64, u64); 3],
+    /// Reasoning and answer token sums by status.
+    reasoning_sums: [(u64, u64); 3],
+    /// Measured requests with reasoning by where their reasoning count came from (empty when
+    /// none carried reasoning).
+    reasoning_sources: BTreeMap<String, u64>,
     dists: Vec<Dist>,
     busy_ns: u128,
     events: Vec<(Nanos, i64)>,
@@ -403,6 +540,8 @@ impl<'a> Pass<'a> {
             tokens: Tokens::default(),
             prompt: [(0, 0); 3],
             output: [(0, 0); 3],
+            reasoning_sums: [(0, 0); 3],
+            reasoning_sources: BTreeMap::new(),
             dists: Metric::ALL.iter().map(|_| Dist::new()).collect(),
             busy_ns: 0,
             events: Vec::new(),
@@ -455,6 +594,16 @@ impl<'a> Pass<'a> {
         self.prompt[si].1 += 1;
         self.output[si].0 += r.output_tokens as u64;
         self.output[si].1 += 1;
+        let reasoning = r.reasoning(self.store).map_or(0, |rs| {
+            *self
+                .reasoning_sources
+                .entry(source_name(rs.source).into())
+                .or_default() += 1;
+            rs.tokens
+        });
+        let sums = &mut self.reasoning_sums[si];
+        sums.0 += reasoning as u64;
+        sums.1 += r.output_tokens.saturating_sub(reasoning) as u64;
         *self
             .tokens
             .prompt
@@ -521,6 +670,7 @@ impl<'a> Pass<'a> {
         for gap in r.itl_us(store) {
             self.rec(Metric::Itl, gap, 1);
         }
+        self.reasoning_figures(r);
         if let Some(t) = r.tpot_us() {
             tpot_ms = t / 1000.0;
             self.rec(Metric::Tpot, t, 1);
@@ -543,6 +693,25 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// TTFO, the reasoning duration and the ITL of each phase of a measured completed request.
+    fn reasoning_figures(&mut self, r: &Compact) {
+        let store = self.store;
+        if let Some(t) = r.ttfo(store) {
+            self.rec(Metric::Ttfo, us(t), 1);
+        }
+        if let Some(t) = r.reasoning_time(store) {
+            self.rec(Metric::ReasoningTime, us(t), 1);
+        }
+        for (reasoning, gap) in r.phase_itl_us(store) {
+            let m = if reasoning {
+                Metric::ReasoningItl
+            } else {
+                Metric::AnswerItl
+            };
+            self.rec(m, gap, 1);
+        }
+    }
+
     /// The token counts by status (sources were counted as the requests came).
     fn finish_tokens(&mut self) {
         let stat = |(total, n): (u64, u64)| TokenStat {
@@ -560,6 +729,29 @@ impl<'a> Pass<'a> {
             stat(self.output[1]),
             stat(self.output[2]),
         );
+        if !self.reasoning_sources.is_empty() {
+            let by = |phase: fn(&(u64, u64)) -> u64| {
+                let c = |i: usize| {
+                    let sums = self.reasoning_sums.get(i).map_or(0, phase);
+                    stat((sums, self.output.get(i).map_or(0, |o| o.1)))
+                };
+                (c(0), c(1), c(2))
+            };
+            let (rc, ri, re) = by(|s| s.0);
+            let (ac, ai, ae) = by(|s| s.1);
+            self.tokens.reasoning = Some(TokenCounts {
+                completed: rc,
+                incomplete: ri,
+                errored: re,
+                sources: self.reasoning_sources.clone(),
+            });
+            self.tokens.answer = Some(TokenCounts {
+                completed: ac,
+                incomplete: ai,
+                errored: ae,
+                sources: self.tokens.output.sources.clone(),
+            });
+        }
     }
 
     /// The steady-state rates: the scheduler's when it gave them, else the same rule here.
@@ -690,6 +882,7 @@ mod tests {
     ) -> RequestRecord {
         RequestRecord {
             session: None,
+            reasoning: None,
             id: 0,
             scheduled: dispatched_ms * MS,
             slot: dispatched_ms * MS,
@@ -697,10 +890,7 @@ mod tests {
             headers: None,
             chunks: chunks_ms
                 .iter()
-                .map(|&c| Chunk {
-                    at: c * MS,
-                    tokens: 1,
-                })
+                .map(|&c| Chunk::answer(c * MS, 1))
                 .collect(),
             end: end_ms * MS,
             prompt_tokens: prompt,

@@ -167,13 +167,11 @@ mod tests {
         outcome: Outcome,
     ) -> RequestRecord {
         let chunks: Vec<Chunk> = (0..n as u64)
-            .map(|i| Chunk {
-                at: (at_ms + ttft_ms + i * gap_ms) * MS,
-                tokens: 1,
-            })
+            .map(|i| Chunk::answer((at_ms + ttft_ms + i * gap_ms) * MS, 1))
             .collect();
         let end = chunks.last().map_or(at_ms * MS, |c| c.at) + MS;
         RequestRecord {
+            reasoning: None,
             id: 0,
             scheduled: at_ms * MS,
             slot: at_ms * MS,

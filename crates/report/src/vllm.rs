@@ -83,6 +83,9 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
     let _ = writeln!(out, "{}", centered(" Serving Benchmark Result ", '='));
     totals_lines(&mut out, b, opts.layout == VllmLayout::Current);
     percentile_lines(&mut out, b, opts);
+    out.push_str(&crate::reasoning_view::vllm_section(b, opts, |t| {
+        centered(t, '-')
+    }));
     out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
     out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
     let _ = writeln!(out, "{}", "=".repeat(50));

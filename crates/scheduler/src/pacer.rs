@@ -393,6 +393,7 @@ where
 pub(crate) fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
     RequestRecord {
         session: None,
+        reasoning: None,
         id: d.id,
         scheduled: d.scheduled,
         slot: d.slot,

@@ -214,6 +214,7 @@ pub(crate) struct BodyBuilder {
     ignore_eos: bool,
     min_tokens: bool,
     include_usage: bool,
+    stream: bool,
 }
 
 /// Merges `extra` into `base`, recursing into objects; `extra`'s values win.
@@ -244,6 +245,11 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 
 impl BodyBuilder {
     pub(crate) fn new(cfg: &WorkerConfig) -> Result<Self, Error> {
+        if !cfg.stream && cfg.backend == BackendKind::Tgi {
+            return Err(Error::NoStream {
+                backend: cfg.backend,
+            });
+        }
         let extra = match &cfg.extra_body {
             None => None,
             Some(serde_json::Value::Object(m)) if m.is_empty() => None,
@@ -260,6 +266,7 @@ impl BodyBuilder {
             ignore_eos: cfg.vllm_extensions && cfg.ignore_eos,
             min_tokens: cfg.vllm_extensions && cfg.min_tokens,
             include_usage: cfg.include_usage,
+            stream: cfg.stream,
         })
     }
 
@@ -298,15 +305,16 @@ impl BodyBuilder {
         let fixed = out.is_some();
         let ignore_eos = (fixed && self.ignore_eos).then_some(true);
         let min_tokens = if self.min_tokens { out } else { None };
-        let stream_options = self.include_usage.then_some(StreamOptions {
+        let stream_options = (self.include_usage && self.stream).then_some(StreamOptions {
             include_usage: true,
         });
+        let stream = self.stream;
         match self.backend {
             BackendKind::OpenAiCompletions => self.finish(&CompletionsBody {
                 model,
                 prompt: &spec.prompt,
                 max_tokens: out,
-                stream: true,
+                stream,
                 stream_options,
                 ignore_eos,
                 min_tokens,
@@ -315,7 +323,7 @@ impl BodyBuilder {
                 model,
                 messages,
                 max_completion_tokens: out,
-                stream: true,
+                stream,
                 stream_options,
                 ignore_eos,
                 min_tokens,

@@ -137,11 +137,14 @@ fn hex4(b: &[u8]) -> Option<u32> {
     Some(n)
 }
 
-/// The text pieces of one event, in the order the serde path pushes them.
+/// The text pieces of one event, in the order the serde path pushes them, each marked answer
+/// or reasoning (a bit per piece: no allocation, two instructions when nothing is reasoning).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Texts<'a> {
     items: [Option<JStr<'a>>; MAX_TEXTS],
     len: usize,
+    /// Bit `i` is set when piece `i` is reasoning (`reasoning_content`, `reasoning`).
+    reasoning: u8,
 }
 
 impl Default for Texts<'_> {
@@ -149,15 +152,22 @@ impl Default for Texts<'_> {
         Self {
             items: [None; MAX_TEXTS],
             len: 0,
+            reasoning: 0,
         }
     }
 }
 
 impl<'a> Texts<'a> {
-    /// Keeps `s` if non-empty; `None` when full.
+    /// Keeps `s` if non-empty, as answer text; `None` when full.
     pub(crate) fn push(&mut self, s: Option<JStr<'a>>) -> Option<()> {
+        self.push_kind(s, false)
+    }
+
+    /// Keeps `s` if non-empty, marked reasoning or answer; `None` when full.
+    pub(crate) fn push_kind(&mut self, s: Option<JStr<'a>>, reasoning: bool) -> Option<()> {
         if let Some(s) = s.filter(|s| !s.is_empty()) {
             *self.items.get_mut(self.len)? = Some(s);
+            self.reasoning |= u8::from(reasoning) << self.len;
             self.len += 1;
         }
         Some(())
@@ -168,9 +178,31 @@ impl<'a> Texts<'a> {
         self.len == 0
     }
 
+    /// Some piece is reasoning.
+    #[inline]
+    pub(crate) fn any_reasoning(&self) -> bool {
+        self.reasoning != 0
+    }
+
+    /// Some piece is answer text.
+    #[inline]
+    pub(crate) fn any_answer(&self) -> bool {
+        self.len > self.reasoning.count_ones() as usize
+    }
+
     /// The pieces in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &JStr<'a>> {
         self.items.iter().take(self.len).flatten()
+    }
+
+    /// The pieces in order, each with whether it is reasoning.
+    pub(crate) fn iter_kinds(&self) -> impl Iterator<Item = (&JStr<'a>, bool)> {
+        let mask = self.reasoning;
+        self.items
+            .iter()
+            .take(self.len)
+            .enumerate()
+            .filter_map(move |(i, p)| p.as_ref().map(|p| (p, mask & (1 << i) != 0)))
     }
 }
 
@@ -189,11 +221,18 @@ pub(crate) struct Template {
     start: usize,
     end: usize,
     ok: bool,
+    /// The piece is reasoning (its key is the same in every event of the shape).
+    reasoning: bool,
 }
 
 impl Template {
+    /// Whether the template's piece is reasoning text.
+    pub(crate) fn reasoning(&self) -> bool {
+        self.reasoning
+    }
+
     /// The only text of `data` if it has the template's shape; `None` otherwise (read it in
-    /// full).
+    /// full). Its kind is [`Template::reasoning`].
     pub(crate) fn read<'a>(&self, data: &'a [u8]) -> Option<JStr<'a>> {
         if !self.ok {
             return None;
@@ -224,6 +263,7 @@ impl Template {
         if ev.finished
             || ev.prompt_tokens.is_some()
             || ev.completion_tokens.is_some()
+            || ev.reasoning_tokens.is_some()
             || ev.texts.len != 1
         {
             return;
@@ -247,6 +287,7 @@ impl Template {
         self.event.extend_from_slice(data);
         self.start = start;
         self.end = end;
+        self.reasoning = ev.texts.any_reasoning();
         self.ok = true;
     }
 }
@@ -260,6 +301,8 @@ pub(crate) struct OpenAiEvent<'a> {
     pub(crate) finished: bool,
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) completion_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub(crate) reasoning_tokens: Option<u64>,
 }
 
 /// TGI's `token` object.
@@ -321,6 +364,10 @@ pub(crate) fn openai_into<'a>(data: &'a [u8], ev: &mut OpenAiEvent<'a>) -> Optio
                             b"completion_tokens" => {
                                 seen.first(1)?;
                                 ev.completion_tokens = s.opt_u64()?;
+                            }
+                            b"completion_tokens_details" => {
+                                seen.first(2)?;
+                                ev.reasoning_tokens = s.completion_details()?;
                             }
                             _ => s.unknown_field(key)?,
                         }
@@ -896,10 +943,35 @@ impl<'a> Scanner<'a> {
             Some(())
         })?;
         ev.texts.push(text)?;
-        for part in delta.into_iter().chain(message) {
-            ev.texts.push(part)?;
+        for parts in [delta, message] {
+            let [reasoning_content, reasoning, content] = parts;
+            ev.texts.push_kind(reasoning_content, true)?;
+            ev.texts.push_kind(reasoning, true)?;
+            ev.texts.push(content)?;
         }
         Some(())
+    }
+
+    /// `usage.completion_tokens_details`: `null` or an object whose `reasoning_tokens` is a
+    /// plain `u64` or `null`, as the serde struct of `stream.rs` reads it.
+    fn completion_details(&mut self) -> Option<Option<u64>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.start_object()?;
+        let mut out = None;
+        let mut seen = Seen::default();
+        self.object_body(|s, key| {
+            match key.name {
+                b"reasoning_tokens" => {
+                    seen.first(0)?;
+                    out = s.opt_u64()?;
+                }
+                _ => s.unknown_field(key)?,
+            }
+            Some(())
+        })?;
+        Some(out)
     }
 
     /// A chat `delta` / `message`: `null` or an object; its parts in the serde path's order

@@ -15,6 +15,7 @@ mod h1;
 mod silence;
 pub mod sse;
 mod stream;
+mod think;
 mod worker;
 
 use std::fmt;
@@ -156,6 +157,12 @@ pub struct WorkerConfig {
     /// How long a request may have no byte from the server before [`Worker::silent`] (the live
     /// progress) names it. Default [`bench_core::SILENCE_NOTICE`].
     pub silence_notice: Duration,
+    /// Ask for a streamed reply (`stream: true`). Off (`--no-stream`, OpenAI backends only):
+    /// the reply is one JSON document, its tokens come from `usage`, and no chunk is recorded,
+    /// so the record has no TTFT. Default on.
+    pub stream: bool,
+    /// Read `<think>...</think>` in answer text as reasoning (`--think-tags`). Default off.
+    pub think_tags: bool,
 }
 
 impl Default for WorkerConfig {
@@ -177,6 +184,8 @@ impl Default for WorkerConfig {
             min_tokens: true,
             include_usage: true,
             silence_notice: bench_core::SILENCE_NOTICE,
+            stream: true,
+            think_tags: false,
         }
     }
 }
@@ -204,6 +213,8 @@ impl fmt::Debug for WorkerConfig {
             .field("ignore_eos", &self.ignore_eos)
             .field("min_tokens", &self.min_tokens)
             .field("include_usage", &self.include_usage)
+            .field("stream", &self.stream)
+            .field("think_tags", &self.think_tags)
             .finish()
     }
 }
@@ -242,6 +253,14 @@ pub fn is_open_file_limit(message: &str) -> bool {
 /// they are [`bench_core::Outcome`]s in the record. No variant ever carries a secret.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Non-streaming mode asked of a backend that has none here (TGI).
+    #[error(
+        "--no-stream works with the openai-completions and openai-chat backends, not {backend}"
+    )]
+    NoStream {
+        /// The backend.
+        backend: BackendKind,
+    },
     /// `--backend` named no known backend.
     #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi")]
     UnknownBackend {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::fastjson;
 use crate::sse::{SseEvent, SseParser};
+use crate::think::ThinkTags;
 use crate::BackendKind;
 
 /// Longest server-provided message kept in an outcome.
@@ -34,11 +35,23 @@ pub(crate) enum Flow {
 #[derive(Debug)]
 pub(crate) struct StreamState {
     backend: BackendKind,
-    /// Generated text, kept only when a tokenizer fallback will need it.
+    /// Generated answer text, kept only when a tokenizer fallback (or a session's history)
+    /// will need it.
     pub(crate) text: Option<String>,
+    /// Generated reasoning text, kept with `text` (never part of it: a session's history
+    /// carries the answer only, as chat APIs expect).
+    pub(crate) reasoning_text: Option<String>,
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) usage_prompt: Option<u32>,
     pub(crate) usage_completion: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub(crate) usage_reasoning: Option<u32>,
+    /// Events that carried reasoning text (with or without answer text).
+    pub(crate) reasoning_events: u32,
+    /// `<think>` tags in answer text are read (`--think-tags`).
+    think: Option<Box<ThinkTags>>,
+    /// Length of the kept text when the current event began (think tags only).
+    event_mark: usize,
     /// A finish reason (or TGI's final event) was seen.
     pub(crate) finished: bool,
     /// Try the scanner of [`fastjson`] before serde_json.
@@ -98,6 +111,15 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+/// OpenAI's `usage.completion_tokens_details`.
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -159,9 +181,14 @@ impl StreamState {
         Self {
             backend,
             text: keep_text.then(String::new),
+            reasoning_text: keep_text.then(String::new),
             chunks: Vec::with_capacity(expected_chunks),
             usage_prompt: None,
             usage_completion: None,
+            usage_reasoning: None,
+            reasoning_events: 0,
+            think: None,
+            event_mark: 0,
             finished: false,
             fast: true,
             scanned: 0,
@@ -170,26 +197,94 @@ impl StreamState {
         }
     }
 
-    fn push_text(&mut self, s: &str) {
-        if let Some(t) = &mut self.text {
+    fn push_text(&mut self, s: &str, reasoning: bool) {
+        let kept = if reasoning {
+            &mut self.reasoning_text
+        } else {
+            &mut self.text
+        };
+        if let Some(t) = kept {
             t.push_str(s);
         }
     }
 
-    /// Appends every piece to the kept text, or nothing if one fails to decode (the scanner's
-    /// checks make that impossible; the caller then falls back to serde_json).
+    /// Appends every answer piece to the kept text and every reasoning piece to the kept
+    /// reasoning text, or nothing if one fails to decode (the scanner's checks make that impossible;
+    /// the caller then falls back to serde_json).
     fn push_texts(&mut self, texts: &fastjson::Texts<'_>) -> bool {
-        let Some(t) = &mut self.text else {
+        let (Some(t), Some(r)) = (&mut self.text, &mut self.reasoning_text) else {
             return true;
         };
-        let mark = t.len();
-        for piece in texts.iter() {
-            if piece.push_to(t).is_none() {
+        let (mark, rmark) = (t.len(), r.len());
+        for (piece, reasoning) in texts.iter_kinds() {
+            let kept = if reasoning { &mut *r } else { &mut *t };
+            if piece.push_to(kept).is_none() {
                 t.truncate(mark);
+                r.truncate(rmark);
                 return false;
             }
         }
         true
+    }
+
+    /// Records a chunk of `texts` (reasoning when it carried reasoning and no answer text).
+    #[inline]
+    fn push_chunk(&mut self, at: Nanos, texts: &fastjson::Texts<'_>) {
+        let (mut reasoning, mut answer) = (texts.any_reasoning(), texts.any_answer());
+        if answer && self.think.is_some() {
+            (reasoning, answer) = self.think_pieces(texts, reasoning);
+        }
+        self.record_chunk(at, reasoning, answer);
+    }
+
+    /// Records a chunk that carried reasoning and/or answer text. A chunk with neither (only
+    /// whitespace next to a think tag) belongs to the reasoning phase once reasoning began.
+    fn record_chunk(&mut self, at: Nanos, reasoning: bool, answer: bool) {
+        self.reasoning_events += u32::from(reasoning);
+        self.chunks.push(Chunk {
+            at,
+            tokens: 1,
+            reasoning: !answer && (reasoning || self.reasoning_events > 0),
+        });
+    }
+
+    /// Reads the answer pieces of `texts` for think tags: `(reasoning, answer)` of the event.
+    #[cold]
+    fn think_pieces(&mut self, texts: &fastjson::Texts<'_>, mut reasoning: bool) -> (bool, bool) {
+        let Some(mut think) = self.think.take() else {
+            return (reasoning, true);
+        };
+        let mut scratch = std::mem::take(&mut think.scratch);
+        let mut answer = false;
+        for (piece, is_reasoning) in texts.iter_kinds() {
+            scratch.clear();
+            if is_reasoning || piece.push_to(&mut scratch).is_none() {
+                continue;
+            }
+            let (r, a) = self.think_split(&mut think, &scratch);
+            reasoning |= r;
+            answer |= a;
+        }
+        think.scratch = scratch;
+        self.think = Some(think);
+        (reasoning, answer)
+    }
+
+    /// Splits one piece of answer text at its think tags (the one rule, [`ThinkTags::split`]);
+    /// a close without an open makes every earlier chunk and all the text so far reasoning.
+    fn think_split(&mut self, think: &mut ThinkTags, text: &str) -> (bool, bool) {
+        let split = think.split(text, self.reasoning_text.as_mut());
+        if split.closed_unopened {
+            for c in &mut self.chunks {
+                c.reasoning = true;
+            }
+            self.reasoning_events = u32::try_from(self.chunks.len()).unwrap_or(u32::MAX);
+            if let (Some(t), Some(r)) = (&mut self.text, &mut self.reasoning_text) {
+                let before: String = t.drain(..self.event_mark.min(t.len())).collect();
+                r.insert_str(0, &before);
+            }
+        }
+        (split.reasoning, split.answer)
     }
 
     /// Interprets one event that arrived at `at`. `Err` carries the failure outcome.
@@ -233,13 +328,18 @@ impl StreamState {
     }
 
     fn on_openai(&mut self, data: &[u8], at: Nanos) -> Result<Flow, Outcome> {
+        if self.think.is_some() {
+            self.event_mark = self.text.as_ref().map_or(0, String::len);
+        }
         if self.fast {
             let mut ev = fastjson::OpenAiEvent::default();
             if let Some(text) = self.template.read(data) {
-                if ev.texts.push(Some(text)).is_some() && self.push_texts(&ev.texts) {
+                let reasoning = self.template.reasoning();
+                if ev.texts.push_kind(Some(text), reasoning).is_some() && self.push_texts(&ev.texts)
+                {
                     self.scanned += 1;
                     self.templated += 1;
-                    self.chunks.push(Chunk { at, tokens: 1 });
+                    self.push_chunk(at, &ev.texts);
                     return Ok(Flow::Continue);
                 }
                 ev = fastjson::OpenAiEvent::default();
@@ -251,13 +351,16 @@ impl StreamState {
                     self.finished = true;
                 }
                 if !ev.texts.is_empty() {
-                    self.chunks.push(Chunk { at, tokens: 1 });
+                    self.push_chunk(at, &ev.texts);
                 }
                 if let Some(p) = ev.prompt_tokens {
                     self.usage_prompt = Some(clamp_u32(p));
                 }
                 if let Some(c) = ev.completion_tokens {
                     self.usage_completion = Some(clamp_u32(c));
+                }
+                if let Some(r) = ev.reasoning_tokens {
+                    self.usage_reasoning = Some(clamp_u32(r));
                 }
                 return Ok(Flow::Continue);
             }
@@ -279,26 +382,43 @@ impl StreamState {
                 message: excerpt(ev.message.as_deref().unwrap_or("").as_bytes()),
             });
         }
-        let mut carried = false;
+        let (mut answer, mut reasoning, mut carried) = (false, false, false);
         for choice in ev.choices.iter().flatten() {
-            if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
-                carried = true;
-                self.push_text(t);
-            }
-            for d in [&choice.delta, &choice.message].into_iter().flatten() {
-                for part in [&d.reasoning_content, &d.reasoning, &d.content] {
-                    if let Some(t) = part.as_deref().filter(|t| !t.is_empty()) {
-                        carried = true;
-                        self.push_text(t);
-                    }
+            let text = choice.text.as_deref().map(|t| (t, false));
+            let parts = [&choice.delta, &choice.message]
+                .into_iter()
+                .flatten()
+                .flat_map(|d| {
+                    [
+                        (&d.reasoning_content, true),
+                        (&d.reasoning, true),
+                        (&d.content, false),
+                    ]
+                })
+                .filter_map(|(p, r)| p.as_deref().map(|t| (t, r)));
+            for (t, is_reasoning) in text.into_iter().chain(parts) {
+                if t.is_empty() {
+                    continue;
                 }
+                carried = true;
+                self.push_text(t, is_reasoning);
+                let (r, a) = match self.think.take() {
+                    Some(mut think) if !is_reasoning => {
+                        let split = self.think_split(&mut think, t);
+                        self.think = Some(think);
+                        split
+                    }
+                    _ => (is_reasoning, !is_reasoning),
+                };
+                reasoning |= r;
+                answer |= a;
             }
             if choice.finish_reason.is_some() {
                 self.finished = true;
             }
         }
         if carried {
-            self.chunks.push(Chunk { at, tokens: 1 });
+            self.record_chunk(at, reasoning, answer);
         }
         if let Some(u) = ev.usage {
             if let Some(p) = u.prompt_tokens {
@@ -306,6 +426,9 @@ impl StreamState {
             }
             if let Some(c) = u.completion_tokens {
                 self.usage_completion = Some(clamp_u32(c));
+            }
+            if let Some(r) = u.completion_tokens_details.and_then(|d| d.reasoning_tokens) {
+                self.usage_reasoning = Some(clamp_u32(r));
             }
         }
         Ok(Flow::Continue)
@@ -343,7 +466,7 @@ impl StreamState {
             return None;
         }
         if chunk {
-            self.chunks.push(Chunk { at, tokens: 1 });
+            self.chunks.push(Chunk::answer(at, 1));
         }
         if let Some(d) = &ev.details {
             if let Some(n) = d.generated_tokens {
@@ -372,15 +495,15 @@ impl StreamState {
         if let Some(tok) = &ev.token {
             let text = tok.text.as_deref().unwrap_or("");
             if !text.is_empty() {
-                self.chunks.push(Chunk { at, tokens: 1 });
+                self.chunks.push(Chunk::answer(at, 1));
                 if !tok.special {
-                    self.push_text(text);
+                    self.push_text(text, false);
                 }
             }
         } else if let Some(g) = ev.generated_text.as_deref().filter(|g| !g.is_empty()) {
             // Non-streamed `/generate` reply: the whole text at once.
-            self.chunks.push(Chunk { at, tokens: 1 });
-            self.push_text(g);
+            self.chunks.push(Chunk::answer(at, 1));
+            self.push_text(g, false);
         }
         if let Some(d) = &ev.details {
             if let Some(n) = d.generated_tokens {
@@ -444,6 +567,13 @@ impl StreamRecorder {
             state: StreamState::new(backend, keep_text, 0),
             json: json_reply.then(bytes::BytesMut::new),
         }
+    }
+
+    /// Reads `<think>` tags in answer text (`--think-tags`, [`crate::think`]): text from
+    /// `<think>` to `</think>` is reasoning. Off by default.
+    pub fn with_think_tags(mut self, enabled: bool) -> Self {
+        self.state.think = enabled.then(Box::default);
+        self
     }
 
     /// Turns the allocation-free JSON scanner on (the default) or off. Off, every event is
@@ -522,6 +652,22 @@ impl StreamRecorder {
         (self.state.usage_prompt, self.state.usage_completion)
     }
 
+    /// Server-reported reasoning tokens (`usage.completion_tokens_details.reasoning_tokens`),
+    /// if any.
+    pub fn usage_reasoning(&self) -> Option<u32> {
+        self.state.usage_reasoning
+    }
+
+    /// How many events carried reasoning text.
+    pub fn reasoning_events(&self) -> u32 {
+        self.state.reasoning_events
+    }
+
+    /// The reasoning text received so far, when the recorder keeps text (`keep_text`).
+    pub fn reasoning_text(&self) -> Option<&str> {
+        self.state.reasoning_text.as_deref()
+    }
+
     /// How many JSON events the allocation-free scanner interpreted itself; the others (error
     /// bodies, malformed or unusual JSON) went to serde_json. For tests and benchmarks.
     pub fn scanned_events(&self) -> u64 {
@@ -533,7 +679,8 @@ impl StreamRecorder {
         self.state.templated
     }
 
-    /// The generated text received so far, when the recorder keeps it (`keep_text`).
+    /// The generated answer text received so far (reasoning text apart, see
+    /// [`StreamRecorder::reasoning_text`]), when the recorder keeps it (`keep_text`).
     pub fn text(&self) -> Option<&str> {
         self.state.text.as_deref()
     }
@@ -565,26 +712,103 @@ mod tests {
         let (st, flow) = run(BackendKind::OpenAiChat, crate::sse::tests_data::VLLM_CHAT);
         assert_eq!(flow, Ok(Flow::Done));
         // Events at 10 (role only), 20, 30, 40 (usage), 50 ([DONE]).
-        assert_eq!(
-            st.chunks,
-            vec![Chunk { at: 20, tokens: 1 }, Chunk { at: 30, tokens: 1 }]
-        );
+        assert_eq!(st.chunks, vec![Chunk::answer(20, 1), Chunk::answer(30, 1)]);
         assert_eq!(st.text.as_deref(), Some("Hello wörld"));
         assert_eq!((st.usage_prompt, st.usage_completion), (Some(5), Some(2)));
         assert!(st.finished);
     }
 
     #[test]
-    fn reasoning_text_counts_for_ttft() {
-        let (st, _) = run(
-            BackendKind::OpenAiChat,
-            b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+    fn reasoning_chunks_are_told_from_answer_chunks() {
+        for fast in [true, false] {
+            let mut st = StreamState::new(BackendKind::OpenAiChat, true, 8);
+            st.fast = fast;
+            let mut p = SseParser::new();
+            p.feed(Bytes::from_static(
+                b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
 data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"reasoning_content\":\" so\"}}]}\n\n\
 data: {\"choices\":[{\"delta\":{\"reasoning\":\"ok\",\"content\":null}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"reasoning\":\"!\",\"content\":\"Hi\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\" there\"}}]}\n\n\
+data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":6,\"completion_tokens_details\":{\"reasoning_tokens\":4}}}\n\n\
 data: [DONE]\n\n",
-        );
-        assert_eq!(st.chunks.len(), 2);
-        assert_eq!(st.chunks.first().map(|c| c.at), Some(20));
+            ));
+            let mut t = 0;
+            while let Ok(Some(ev)) = p.next_event() {
+                t += 10;
+                if st.on_event(&ev, t) != Ok(Flow::Continue) {
+                    break;
+                }
+            }
+            // The first chunk (TTFT) is reasoning; the event with both parts is the first
+            // answer chunk.
+            let flags: Vec<(Nanos, bool)> = st.chunks.iter().map(|c| (c.at, c.reasoning)).collect();
+            assert_eq!(
+                flags,
+                [(20, true), (30, true), (40, true), (50, false), (60, false)],
+                "fast={fast}"
+            );
+            assert_eq!(st.reasoning_events, 4);
+            assert_eq!(st.usage_reasoning, Some(4));
+            assert_eq!(st.usage_completion, Some(6));
+            assert_eq!(st.text.as_deref(), Some("Hi there"), "the answer only");
+            assert_eq!(st.reasoning_text.as_deref(), Some("hmm sook!"));
+        }
+    }
+
+    #[test]
+    fn think_tags_split_content_on_both_paths() {
+        let stream: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"<think>\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"\\nhmm\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\" so\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"</think>\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"\\n\\n\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+data: [DONE]\n\n";
+        let unopened: &[u8] = b"data: {\"choices\":[{\"text\":\"hmm\"}]}\n\n\
+data: {\"choices\":[{\"text\":\" ok</think>\\n\\n\"}]}\n\n\
+data: {\"choices\":[{\"text\":\"Hi\"}]}\n\n\
+data: [DONE]\n\n";
+        for fast in [true, false] {
+            for think in [true, false] {
+                let mut r = StreamRecorder::new(BackendKind::OpenAiChat, true, false)
+                    .with_fast_path(fast)
+                    .with_think_tags(think);
+                assert_eq!(r.on_data(Bytes::from_static(stream), 5), Progress::Done);
+                let flags: Vec<bool> = r.chunks().iter().map(|c| c.reasoning).collect();
+                if think {
+                    assert_eq!(flags, [true, true, true, true, true, false], "fast={fast}");
+                    assert_eq!(r.reasoning_events(), 4);
+                    assert_eq!(r.reasoning_text(), Some("\nhmm so"));
+                } else {
+                    assert!(flags.iter().all(|f| !f));
+                    assert_eq!(r.reasoning_events(), 0);
+                }
+                // The answer text keeps the tags: it is what the server sent as content.
+                assert_eq!(r.text(), Some("<think>\nhmm so</think>\n\nHi"));
+                let mut r = StreamRecorder::new(BackendKind::OpenAiCompletions, true, false)
+                    .with_fast_path(fast)
+                    .with_think_tags(think);
+                assert_eq!(r.on_data(Bytes::from_static(unopened), 5), Progress::Done);
+                let flags: Vec<bool> = r.chunks().iter().map(|c| c.reasoning).collect();
+                if think {
+                    assert_eq!(flags, [true, true, false], "fast={fast}");
+                    assert_eq!(r.reasoning_events(), 2);
+                    assert_eq!(r.reasoning_text(), Some("hmm ok"));
+                } else {
+                    assert_eq!(flags, [false, false, false]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_answer_only_stream_has_no_reasoning() {
+        let (st, _) = run(BackendKind::OpenAiChat, crate::sse::tests_data::VLLM_CHAT);
+        assert!(st.chunks.iter().all(|c| !c.reasoning));
+        assert_eq!((st.reasoning_events, st.usage_reasoning), (0, None));
+        assert_eq!(st.reasoning_text.as_deref(), Some(""));
     }
 
     #[test]

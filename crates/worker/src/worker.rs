@@ -5,8 +5,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Outcome, RequestRecord, RequestSpec, Silent,
-    TimeoutPhase, TokenSource, TurnRequest, Waiting,
+    Backend, CancellationToken, Clock, Dispatch, Outcome, ReasoningTokens, RequestRecord,
+    RequestSpec, Silent, TimeoutPhase, TokenSource, TurnRequest, Waiting,
 };
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -18,7 +18,7 @@ use crate::body::{BodyBuilder, Urls};
 use crate::client::{self, HttpClient};
 use crate::h1::{self, RespBody};
 use crate::silence::{self, Mark};
-use crate::stream::{excerpt, Progress, StreamRecorder};
+use crate::stream::{excerpt, Progress, StreamRecorder, StreamState};
 use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 
 /// Counts the tokens of generated text (the tokenizer fallback when a server sends no usage).
@@ -43,6 +43,10 @@ struct Inner {
     timeouts: Timeouts,
     model: OnceLock<String>,
     counter: Option<OutputCounter>,
+    /// Replies are streamed (`WorkerConfig::stream`).
+    stream: bool,
+    /// `WorkerConfig::think_tags`.
+    think_tags: bool,
     /// Requests resent because the server closed their connection unanswered (shared by
     /// clones, like the connections).
     resent: Arc<AtomicU64>,
@@ -164,6 +168,8 @@ impl Worker {
                 timeouts: config.timeouts,
                 model,
                 counter: None,
+                stream: config.stream,
+                think_tags: config.think_tags,
                 resent: Arc::new(AtomicU64::new(0)),
                 h1,
                 connect_failures: AtomicU64::new(0),
@@ -192,6 +198,8 @@ impl Worker {
                 timeouts: shared.timeouts,
                 model: shared.model.clone(),
                 counter: shared.counter.clone(),
+                stream: shared.stream,
+                think_tags: shared.think_tags,
                 resent: shared.resent.clone(),
                 connect_failures: AtomicU64::new(0),
                 h1: shared.h1.clone(),
@@ -466,8 +474,9 @@ impl Worker {
         *st = StreamRecorder::new(
             inner.backend,
             inner.counter.is_some() || keep_reply,
-            json_reply,
-        );
+            json_reply || !inner.stream,
+        )
+        .with_think_tags(inner.think_tags);
         let expected = output_tokens
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
@@ -775,6 +784,33 @@ impl Backend for Worker {
     }
 }
 
+/// The reasoning tokens of a response (docs/metrics.md, "Reasoning"): the server's
+/// `usage.completion_tokens_details.reasoning_tokens` when it sent one (unless it says 0 while
+/// reasoning text arrived), else the reasoning text counted by the tokenizer, else one token
+/// per event that carried reasoning text. `None` when the response carried no reasoning.
+fn reasoning_tokens(st: &StreamState, counter: Option<&OutputCounter>) -> Option<ReasoningTokens> {
+    let seen = st.reasoning_events > 0;
+    if let Some(n) = st.usage_reasoning.filter(|&n| n > 0 || !seen) {
+        return (n > 0).then_some(ReasoningTokens {
+            tokens: n,
+            source: TokenSource::Usage,
+        });
+    }
+    if !seen {
+        return None;
+    }
+    Some(match (counter, &st.reasoning_text) {
+        (Some(count), Some(text)) => ReasoningTokens {
+            tokens: u32::try_from(count(text)).unwrap_or(u32::MAX),
+            source: TokenSource::Tokenizer,
+        },
+        _ => ReasoningTokens {
+            tokens: st.reasoning_events,
+            source: TokenSource::Chunks,
+        },
+    })
+}
+
 /// What one exchange sends.
 struct Sent {
     body: Bytes,
@@ -797,6 +833,7 @@ impl Worker {
         let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
         let mut rec = RequestRecord {
             session: None,
+            reasoning: None,
             id: dispatch.id,
             scheduled: dispatch.scheduled,
             slot: dispatch.slot,
@@ -836,7 +873,8 @@ impl Worker {
                 rec.output_tokens_source = TokenSource::Usage;
             }
             (None, Some(count), Some(text)) => {
-                rec.output_tokens = u32::try_from(count(text)).unwrap_or(u32::MAX);
+                let reasoning = st.reasoning_text.as_deref().map_or(0, |r| count(r));
+                rec.output_tokens = u32::try_from(count(text) + reasoning).unwrap_or(u32::MAX);
                 rec.output_tokens_source = TokenSource::Tokenizer;
             }
             _ => {
@@ -844,7 +882,11 @@ impl Worker {
                 rec.output_tokens_source = TokenSource::Chunks;
             }
         }
-        rec.chunks = st.chunks;
+        rec.reasoning = reasoning_tokens(&st, self.inner.counter.as_ref());
+        // Not streamed: the whole reply arrived at once, so there is no first token to time.
+        if self.inner.stream {
+            rec.chunks = st.chunks;
+        }
         if !matches!(rec.outcome, Outcome::Completed) {
             tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");
         }

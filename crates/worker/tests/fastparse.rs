@@ -241,6 +241,14 @@ fn openai_usage() -> BoxedStrategy<String> {
         ("completion_tokens", mostly(count())),
         ("total_tokens", count()),
         ("prompt_tokens_details", any_value()),
+        ("completion_tokens_details", mostly(completion_details())),
+    ])
+}
+
+fn completion_details() -> BoxedStrategy<String> {
+    obj_of(vec![
+        ("reasoning_tokens", mostly(count())),
+        ("accepted_prediction_tokens", count()),
     ])
 }
 
@@ -404,7 +412,10 @@ struct Seen {
     end: Option<bench_core::Outcome>,
     chunks: Vec<bench_core::Chunk>,
     usage: (Option<u32>, Option<u32>),
+    usage_reasoning: Option<u32>,
+    reasoning_events: u32,
     text: Option<String>,
+    reasoning_text: Option<String>,
 }
 
 fn snapshot(r: &StreamRecorder, progress: Vec<Progress>, end: Option<bench_core::Outcome>) -> Seen {
@@ -413,7 +424,10 @@ fn snapshot(r: &StreamRecorder, progress: Vec<Progress>, end: Option<bench_core:
         end,
         chunks: r.chunks().to_vec(),
         usage: r.usage(),
+        usage_reasoning: r.usage_reasoning(),
+        reasoning_events: r.reasoning_events(),
         text: r.text().map(str::to_owned),
+        reasoning_text: r.reasoning_text().map(str::to_owned),
     }
 }
 
@@ -549,6 +563,10 @@ fn realistic_events_take_the_fast_path() {
         ),
         (
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+            BackendKind::OpenAiChat,
+        ),
+        (
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2,"completion_tokens_details":{"reasoning_tokens":1,"accepted_prediction_tokens":0}}}"#,
             BackendKind::OpenAiChat,
         ),
         (
@@ -833,6 +851,8 @@ fn template_path_agrees_with_serde_on_repeated_shapes() {
                     prop_assert_eq!(fast.chunks(), slow.chunks());
                     prop_assert_eq!(fast.usage(), slow.usage());
                     prop_assert_eq!(fast.text(), slow.text());
+                    prop_assert_eq!(fast.reasoning_text(), slow.reasoning_text());
+                    prop_assert_eq!(fast.reasoning_events(), slow.reasoning_events());
                     if a != Progress::More {
                         break;
                     }

@@ -115,6 +115,14 @@ pub struct RequestArgs {
     /// (default on; --ignore-eos=false turns it off).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub ignore_eos: Option<bool>,
+    /// Ask for one JSON reply instead of a stream (openai-completions and openai-chat): latency
+    /// and usage tokens only, no TTFT or ITL.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Read `<think>...</think>` in the answer text as reasoning (models served without a
+    /// reasoning parser); TTFO is then the first token after it.
+    #[arg(long)]
+    pub think_tags: bool,
     /// vLLM-only body fields (`ignore_eos`, `min_tokens`): auto (default: sent when the server
     /// identifies as vLLM, SGLang, llama.cpp or bench's simulator), on, off.
     #[arg(long, value_name = "auto|on|off")]

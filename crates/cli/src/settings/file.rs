@@ -53,6 +53,12 @@ pub struct FileSettings {
     pub ignore_eos: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vllm_extensions: Option<String>,
+    /// `false`: one JSON reply per request (`--no-stream`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// Read `<think>` tags as reasoning (`--think-tags`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_tags: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -148,6 +148,16 @@ pub fn resolve(
         target.mock,
     )?;
     let request = request::resolve(&src)?;
+    if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
+        return Err(usage(format!(
+            "{}: only the openai-completions and openai-chat backends can answer unstreamed, not tgi",
+            if t.cli.request.no_stream {
+                "--no-stream".to_string()
+            } else {
+                src.origin("stream", false)
+            }
+        )));
+    }
     let data = resolve_data(&src)?;
     let report = report::resolve(&src, load.rate_type)?;
     Ok(Settings {

@@ -78,6 +78,10 @@ pub struct RequestSettings {
     pub ignore_eos: bool,
     /// When to send vLLM's extensions.
     pub vllm_extensions: VllmExtensions,
+    /// Ask for streamed replies (off with `--no-stream`).
+    pub stream: bool,
+    /// Read `<think>` tags in answer text as reasoning.
+    pub think_tags: bool,
 }
 
 impl RequestSettings {
@@ -160,5 +164,7 @@ pub(crate) fn resolve(src: &Sources<'_>) -> anyhow::Result<RequestSettings> {
         sampling,
         ignore_eos: c.ignore_eos.or(f.ignore_eos).unwrap_or(true),
         vllm_extensions,
+        stream: !c.no_stream && f.stream.unwrap_or(true),
+        think_tags: c.think_tags || f.think_tags.unwrap_or(false),
     })
 }

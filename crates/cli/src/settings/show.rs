@@ -40,6 +40,8 @@ impl Settings {
             extra_body: r.extra_body.clone(),
             ignore_eos: Some(r.ignore_eos),
             vllm_extensions: Some(r.vllm_extensions.name().to_string()),
+            stream: (!r.stream).then_some(false),
+            think_tags: r.think_tags.then_some(true),
             temperature: s.temperature,
             top_p: s.top_p,
             top_k: s.top_k,

@@ -49,16 +49,17 @@ pub fn record(
     let mut end = dispatched;
     if let Some(t) = ttft {
         let mut at = dispatched + t;
-        chunks.push(Chunk { at, tokens: 1 });
+        chunks.push(Chunk::answer(at, 1));
         for g in gaps {
             at += g;
-            chunks.push(Chunk { at, tokens: 1 });
+            chunks.push(Chunk::answer(at, 1));
         }
         end = at;
     }
     end += tail;
     RequestRecord {
         session: None,
+        reasoning: None,
         id,
         scheduled,
         slot,
@@ -378,6 +379,71 @@ pub fn session_run(opts: &StatsOptions) -> RunReport {
         cut: 1,
         errored: 1,
     });
+    run.benchmarks.push(acc.finish(meta));
+    run
+}
+
+/// Reasoning: the closed form of [`reasoning_run`]'s requests.
+pub const R_TTFT: Nanos = 40 * MS;
+pub const R_GAP: Nanos = 5 * MS;
+pub const R_SWITCH: Nanos = 7 * MS;
+pub const A_GAP: Nanos = 10 * MS;
+pub const R_TOKENS: u32 = 6;
+pub const A_TOKENS: u32 = 4;
+
+/// One request of a reasoning model: its first chunk `R_TTFT` after the send, `R_TOKENS`
+/// reasoning chunks `R_GAP` apart, the first answer chunk `R_SWITCH` after the last of them,
+/// then `A_TOKENS - 1` more answer chunks `A_GAP` apart; usage counts the reasoning tokens.
+pub fn reasoning_record(id: u64, dispatched: Nanos) -> RequestRecord {
+    let mut chunks = Vec::new();
+    let mut at = dispatched + R_TTFT;
+    for i in 0..R_TOKENS {
+        if i > 0 {
+            at += R_GAP;
+        }
+        chunks.push(Chunk::reasoning(at, 1));
+    }
+    at += R_SWITCH;
+    chunks.push(Chunk::answer(at, 1));
+    for _ in 1..A_TOKENS {
+        at += A_GAP;
+        chunks.push(Chunk::answer(at, 1));
+    }
+    RequestRecord {
+        session: None,
+        reasoning: Some(bench_core::ReasoningTokens {
+            tokens: R_TOKENS,
+            source: TokenSource::Usage,
+        }),
+        id,
+        scheduled: dispatched,
+        slot: dispatched,
+        dispatched,
+        headers: Some(dispatched + MS),
+        chunks,
+        end: at + MS,
+        prompt_tokens: 32,
+        prompt_tokens_source: TokenSource::Usage,
+        output_tokens: R_TOKENS + A_TOKENS,
+        output_tokens_source: TokenSource::Usage,
+        requested_output_tokens: Some(R_TOKENS + A_TOKENS),
+        outcome: Outcome::Completed,
+    }
+}
+
+/// A run of one synchronous benchmark of ten [`reasoning_record`]s, one every 200 ms.
+pub fn reasoning_run(opts: &StatsOptions) -> RunReport {
+    let mut run = RunReport::new("reasoning-run", "2026-01-01T00:00:00.000000Z");
+    run.environment.backend = "openai-chat".into();
+    let mut acc = Accumulator::new(opts);
+    let mut end = 0;
+    for i in 0..10u64 {
+        let r = reasoning_record(i, i * 200 * MS);
+        end = end.max(r.end);
+        acc.add(r);
+    }
+    let mut meta = BenchmarkMeta::new(Strategy::Synchronous, 0, end, wall());
+    meta.stop_reason = "max_requests".into();
     run.benchmarks.push(acc.finish(meta));
     run
 }

@@ -97,10 +97,7 @@ impl Backend for Fake {
                 _ = cancelled(&cancel, ignore) => break 'run Outcome::Cancelled,
             }
             for i in 0..self.tokens {
-                chunks.push(Chunk {
-                    at: d.clock.now(),
-                    tokens: 1,
-                });
+                chunks.push(Chunk::answer(d.clock.now(), 1));
                 if i + 1 < self.tokens {
                     tokio::select! {
                         _ = tokio::time::sleep(self.itl) => {}
@@ -125,6 +122,7 @@ impl Backend for Fake {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         RequestRecord {
             session: None,
+            reasoning: None,
             id: d.id,
             scheduled: d.scheduled,
             slot: d.slot,
