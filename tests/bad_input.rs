@@ -467,32 +467,18 @@ fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
         "rate_type: constant\nrate: -5\nmax_requests: 1\nthink_time: soon\n",
     )
     .expect("write");
-    let e = run(&["run", "--mock", "--profile", p.to_str().expect("utf8")]);
-    assert!(
-        e.starts_with(&format!("error: {}: rate: rate must be", p.display())),
-        "{e}"
-    );
-    let e = run(&[
-        "run",
-        "--mock",
-        "--profile",
-        p.to_str().expect("utf8"),
-        "--rate",
-        "2",
-    ]);
-    assert!(
-        e.starts_with(&format!("error: {}: think_time: ", p.display())),
-        "{e}"
-    );
-    let e = run(&[
-        "run",
-        "--mock",
-        "--profile",
-        p.to_str().expect("utf8"),
-        "--rate",
-        "2",
-        "--think-time",
-        "x",
-    ]);
-    assert!(e.starts_with("error: --think-time: "), "{e}");
+    let file = p.display().to_string();
+    for (extra, said) in [
+        (&[][..], format!("error: {file}: rate: rate must be")),
+        (&["--rate", "2"][..], format!("error: {file}: think_time: ")),
+        (
+            &["--rate", "2", "--think-time", "x"][..],
+            "error: --think-time: ".to_string(),
+        ),
+    ] {
+        let mut args = vec!["run", "--mock", "--profile", file.as_str()];
+        args.extend_from_slice(extra);
+        let e = run(&args);
+        assert!(e.starts_with(&said), "{extra:?}: {e}");
+    }
 }
