@@ -39,6 +39,7 @@ mod error;
 pub mod files;
 pub mod spec;
 pub mod synthetic;
+pub mod trace;
 
 pub use error::Error;
 pub use spec::{
@@ -46,6 +47,7 @@ pub use spec::{
     FileFormat, ShareGptConfig, SyntheticConfig, TokenDist, Turns,
 };
 pub use synthetic::{Composer, Mode};
+pub use trace::{TraceConfig, TraceFormat, TraceSummary};
 
 #[derive(Debug)]
 enum Source {
@@ -54,6 +56,7 @@ enum Source {
     ShareGpt(files::ShareGptSource),
     Book(book::BookSource),
     Conversations(conversations::ConversationSource),
+    Trace(Box<trace::source::TraceSource>),
 }
 
 /// What a source hands out: single requests, or conversations for sessions.
@@ -90,6 +93,7 @@ impl Source {
             Source::File(s) => s.next_spec(),
             Source::ShareGpt(s) => s.next_spec(),
             Source::Book(s) => s.next_spec(),
+            Source::Trace(s) => s.next_spec(),
             Source::Conversations(_) => Ok(None),
         }
     }
@@ -101,6 +105,7 @@ impl Source {
             Source::ShareGpt(s) => s.reset(),
             Source::Book(s) => s.reset(),
             Source::Conversations(s) => s.reset(),
+            Source::Trace(s) => s.reset(),
         }
     }
 }
@@ -162,6 +167,13 @@ impl Loader {
             DataSpec::Conversations(c) => Source::Conversations(
                 conversations::ConversationSource::new(c, tokenizer.clone())?,
             ),
+            DataSpec::Trace(c) => {
+                let mut composer = Composer::new(&tokenizer)?;
+                if verify {
+                    composer = composer.verify_every_prompt();
+                }
+                Source::Trace(Box::new(trace::source::TraceSource::new(c, composer)?))
+            }
         };
         let peeked = source.next_item()?;
         if peeked.is_none() {
@@ -181,6 +193,7 @@ impl Loader {
                     s.path().clone(),
                     " (no conversation with a user turn followed by a reply)".to_string(),
                 ),
+                Source::Trace(s) => (s.path().to_path_buf(), String::new()),
                 _ => (std::path::PathBuf::from("?"), String::new()),
             };
             return Err(Error::Empty { path, reason });
@@ -212,6 +225,15 @@ impl Loader {
     /// The slot the [`Iterator`] side fills with the error that ended the stream.
     pub fn failure(&self) -> DataFailure {
         self.failure.clone()
+    }
+
+    /// The figures of a trace's rows (rows, recorded tokens, theoretical hit rate), read when
+    /// the loader was made; `None` for other data.
+    pub fn trace_summary(&self) -> Option<&TraceSummary> {
+        match &self.source {
+            Source::Trace(s) => Some(s.summary()),
+            _ => None,
+        }
     }
 
     /// Requests produced so far.
@@ -258,7 +280,8 @@ impl Loader {
         }
         let next = match self.source.next_item()? {
             Some(s) => Some(s),
-            None if self.cycle && self.in_pass > 0 => {
+            // A trace is a schedule: replayed once, never started over.
+            None if self.cycle && self.in_pass > 0 && !matches!(self.source, Source::Trace(_)) => {
                 if !self.warned_cycle {
                     self.warned_cycle = true;
                     tracing::warn!(

@@ -140,5 +140,6 @@ pub fn specs() -> impl Iterator<Item = RequestSpec> + Send + 'static {
         prompt: "hello".into(),
         prompt_tokens: 5,
         output_tokens: Some(4),
+        at: None,
     })
 }
