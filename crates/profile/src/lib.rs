@@ -106,6 +106,15 @@ impl StrategyExt for Strategy {
                     Ok(())
                 }
             }
+            Strategy::Trace { speedup } => {
+                if speedup.is_finite() && *speedup > 0.0 && *speedup <= 1e6 {
+                    Ok(())
+                } else {
+                    Err(invalid(format!(
+                        "speedup must be a positive number (at most 1e6), got {speedup}"
+                    )))
+                }
+            }
         }
     }
 }

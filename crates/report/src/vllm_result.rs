@@ -56,7 +56,7 @@ pub fn max_concurrency(strategy: &Strategy) -> Option<u32> {
         Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
         Strategy::Concurrent { streams } => Some(*streams),
         Strategy::Synchronous => Some(1),
-        Strategy::Burst { .. } => None,
+        Strategy::Burst { .. } | Strategy::Trace { .. } => None,
     }
 }
 
