@@ -124,6 +124,8 @@ struct ReportObserver {
     stall_notes: Vec<String>,
     /// The idle timeout that ends a stalled stream.
     idle: std::time::Duration,
+    /// Starts a trace over at each benchmark.
+    rewind: data::Rewind,
 }
 
 impl ReportObserver {
@@ -198,6 +200,7 @@ impl ReportObserver {
 
 impl Observer for ReportObserver {
     fn benchmark_started(&mut self, _index: usize, _total: usize, _plan: &BenchmarkPlan) {
+        self.rewind.benchmark_started();
         self.acc = Some(Accumulator::new(&self.stats));
     }
 
@@ -405,6 +408,7 @@ impl ReportObserver {
             stalled: 0,
             stall_notes: Vec::new(),
             idle: s.target.timeouts.idle,
+            rewind: data::Rewind::default(),
         }
     }
 }
@@ -522,7 +526,9 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         tokenizer.clone(),
     )?;
     let data_failure = loader.failure();
+    let trace = trace_settings(&s, &loader)?;
     let specs = data::WorkStream::new(loader);
+    let rewind = specs.rewind();
 
     let Server {
         mock,
@@ -531,7 +537,10 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         model,
     } = reach_server(&s, &tokenizer).await?;
 
-    let run = new_run_report(&s, &model, &worker, data_seed);
+    let mut run = new_run_report(&s, &model, &worker, data_seed);
+    if let Some(t) = trace {
+        run.environment.extra.insert("trace".into(), t);
+    }
 
     let stats = StatsOptions {
         goodput: s.report.goodput.clone(),
@@ -553,6 +562,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
 
     let mut observer =
         ReportObserver::new(&s, run, stats, scraper, &model, clock, sched.stop_handle());
+    observer.rewind = rewind;
     let result = sched
         .run_profile(
             &s.load.profile,
@@ -581,6 +591,48 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     warn_after(&observer.stall_notes, resent.resent_requests());
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
+}
+
+/// A trace's data and load must go together: `--rate-type trace` replays a trace, and a
+/// sweep over a trace is not built yet. Returns what the report records of the trace (its
+/// file, format and figures: docs/metrics.md, "Traces").
+fn trace_settings(
+    s: &Settings,
+    loader: &bench_loader::Loader,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let replays = match &s.load.profile {
+        bench_profile::Profile::Fixed { benchmarks } => {
+            benchmarks.iter().any(|b| b.speedup().is_some())
+        }
+        bench_profile::Profile::Sweep(_) => false,
+    };
+    let Some(summary) = loader.trace_summary() else {
+        if replays {
+            return Err(UsageError::new(format!(
+                "--rate-type trace replays a trace: give --data trace=FILE (docs/data.md), not --data {}",
+                s.data.data
+            ))
+            .into());
+        }
+        return Ok(None);
+    };
+    if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
+        return Err(UsageError::new(
+            "--data trace=: a sweep over a trace is not built yet; replay it at chosen speed-ups with `bench run --speedup 1,2,4`",
+        )
+        .into());
+    }
+    Ok(Some(serde_json::json!({
+        "data": s.data.data,
+        "rows": summary.rows,
+        "skipped": summary.skipped,
+        "duration_s": summary.duration as f64 / 1e9,
+        "input_tokens": summary.input_tokens,
+        "output_tokens": summary.output_tokens,
+        "blocks": summary.blocks,
+        "blocks_seen": summary.blocks_seen,
+        "theoretical_hit_rate": summary.hit_rate(),
+    })))
 }
 
 /// Why a benchmark took longer than its requests: streams that stalled were waited for up to

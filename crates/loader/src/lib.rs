@@ -236,6 +236,20 @@ impl Loader {
         }
     }
 
+    /// Trace data: starts the trace over for the next benchmark, with prompts salted for the
+    /// new pass (so it does not meet the prefix cache the previous pass left); nothing when no
+    /// row was taken since the last start, or for other data.
+    pub fn rewind(&mut self) -> Result<(), Error> {
+        if let Source::Trace(s) = &mut self.source {
+            if self.in_pass > 0 || self.peeked.is_none() {
+                s.next_pass()?;
+                self.peeked = None;
+                self.in_pass = 0;
+            }
+        }
+        Ok(())
+    }
+
     /// Requests produced so far.
     pub fn produced(&self) -> u64 {
         self.produced

@@ -59,6 +59,18 @@ impl BlockPrompts {
         })
     }
 
+    /// Starts over with another salt: every block gets new words (a new replay pass that must
+    /// not meet the prefix cache the previous pass left).
+    pub(crate) fn reseed(&mut self, salt: u64) {
+        self.salt = salt;
+        self.perm.sort_unstable();
+        self.perm
+            .shuffle(&mut rand::rngs::StdRng::seed_from_u64(salt));
+        self.rank.clear();
+        self.children.clear();
+        self.fresh = u64::MAX;
+    }
+
     /// The prompt of `tokens` tokens in the blocks `hash_ids` (empty: one fresh block of any
     /// length, shared with no other row). `tokens` must fit the blocks (the reader checks it).
     pub(crate) fn prompt(&mut self, tokens: u32, hash_ids: &[u64]) -> Result<String, Error> {
@@ -121,7 +133,7 @@ impl BlockPrompts {
 }
 
 /// A 64-bit mix of the salt and a hash id (SplitMix64's finaliser).
-fn mix(salt: u64, h: u64) -> u64 {
+pub(crate) fn mix(salt: u64, h: u64) -> u64 {
     let mut z = salt ^ h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -15,6 +15,8 @@ pub(crate) struct TraceSource {
     prompts: BlockPrompts,
     tokenizer: Tokenizer,
     summary: TraceSummary,
+    /// Replay passes started before this one (each benchmark replays the trace afresh).
+    pass: u64,
 }
 
 impl TraceSource {
@@ -29,6 +31,7 @@ impl TraceSource {
             config,
             tokenizer,
             summary,
+            pass: 0,
         })
     }
 
@@ -42,6 +45,16 @@ impl TraceSource {
 
     pub(crate) fn reset(&mut self) -> Result<(), Error> {
         self.reader = TraceReader::open(&self.config)?;
+        Ok(())
+    }
+
+    /// Starts a new replay pass: the first row again, with prompts salted for this pass (the
+    /// same hash id gets the same text within a pass, other text in other passes).
+    pub(crate) fn next_pass(&mut self) -> Result<(), Error> {
+        self.pass += 1;
+        self.reader = TraceReader::open(&self.config)?;
+        self.prompts
+            .reseed(super::prompts::mix(self.config.seed, self.pass));
         Ok(())
     }
 
