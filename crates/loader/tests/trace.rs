@@ -399,3 +399,30 @@ fn yaml_form_and_format_prefix() {
     assert!(matches!(a, DataSpec::Trace(ref c) if c.block_size == 16));
     assert!(matches!(b, Ok(DataSpec::Trace(ref c)) if c.block_size == 512));
 }
+
+#[path = "../examples/make_traces.rs"]
+mod make_traces;
+
+/// The shipped example traces are exactly what `make_traces` writes, each is recognised as its
+/// format and replays with exact prompt counts.
+#[test]
+fn shipped_examples_are_generated_and_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces");
+    let tk = Tokenizer::builtin();
+    for (name, text) in make_traces::traces() {
+        let path = dir.join(name);
+        let shipped = std::fs::read_to_string(&path).expect("shipped example");
+        assert!(
+            shipped == text,
+            "{name} differs from what make_traces writes (cargo run -p bench-loader --example make_traces)"
+        );
+        let c = config(&format!("trace={}", path.display()));
+        assert_eq!(c.format.name(), name.split('.').next().unwrap_or(""));
+        let s = scan(&c, false).expect("scan");
+        let v = all(&format!("trace={}", path.display()));
+        assert_eq!(v.len() as u64, s.rows, "{name}");
+        for r in &v {
+            assert_eq!(tk.count(&r.prompt), r.prompt_tokens as usize, "{name}");
+        }
+    }
+}
