@@ -53,6 +53,7 @@ fn rate_type(
     src: &Sources<'_>,
     cli_rate_type: Option<&str>,
     force_sweep: bool,
+    trace: bool,
 ) -> anyhow::Result<RateType> {
     if force_sweep {
         if let Some(rt) = src.file.rate_type.as_deref().filter(|r| *r != "sweep") {
@@ -67,7 +68,8 @@ fn rate_type(
     }
     let speedup = !src.cli.load.speedup.is_empty() || src.file.speedup.is_some();
     match cli_rate_type.or(src.file.rate_type.as_deref()) {
-        None if speedup => Ok(RateType::Trace),
+        // A trace replays at its recorded times unless another load is asked for.
+        None if speedup || trace => Ok(RateType::Trace),
         Some(s) => s
             .parse::<RateType>()
             .map_err(|e| usage(format!("{}: {e}", src.origin("rate-type")))),
@@ -252,8 +254,9 @@ pub(crate) fn resolve(
     cli_rate: &[String],
     force_sweep: bool,
     mock: bool,
+    trace: bool,
 ) -> anyhow::Result<LoadSettings> {
-    let rate_type = rate_type(src, cli_rate_type, force_sweep)?;
+    let rate_type = rate_type(src, cli_rate_type, force_sweep, trace)?;
     let rate = rates(src, cli_rate, rate_type)?;
     let build = build_options(src, rate_type)?;
     let profile = Profile::build(rate_type, &rate, &build)
