@@ -229,3 +229,47 @@ fn bench_trace_prints_the_figures_of_a_trace() {
         "{t}"
     );
 }
+
+#[test]
+fn the_console_states_the_fidelity_of_each_replay() {
+    let dir = fresh("trace", "fidelity");
+    let p = write_trace(&dir, &rows(12));
+    let data = format!("trace={},block_size=16", p.display());
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--console",
+        "vllm",
+        "--data",
+        &data,
+        "--speedup",
+        "4",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    // 6 rows of 64 tokens and 6 of 48; 4 output tokens each.
+    assert!(
+        t.contains("trace fidelity trace@4.00x: 12 of 12 rows sent; prompt tokens 672 of 672 recorded; output tokens 48 of 48 recorded; queue p99 "),
+        "{t}"
+    );
+    // A window of the first 5 rows.
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--console",
+        "vllm",
+        "--data",
+        &data,
+        "--speedup",
+        "4",
+        "--max-requests",
+        "5",
+    ]);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("trace fidelity trace@4.00x: 5 of 12 rows sent; prompt tokens 288 of 672 recorded; output tokens 20 of 48 recorded"),
+        "{t}"
+    );
+}

@@ -6,6 +6,7 @@
 mod completions;
 mod data;
 mod error;
+mod fidelity;
 mod limits;
 mod metadata;
 mod mock_server;

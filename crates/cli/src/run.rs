@@ -760,6 +760,9 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     if matches!(console, Console::Vllm | Console::Both) {
         println!("{}", bench_report::render_vllm(run, &s.report.vllm_console));
     }
+    for line in crate::fidelity::lines(run) {
+        println!("{line}");
+    }
     Ok(())
 }
 

@@ -54,6 +54,9 @@ pub enum Strategy {
     Trace {
         /// How many times faster than recorded.
         speedup: f64,
+        /// Optional in-flight cap; waiting requests are counted as client queue time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_concurrency: Option<u32>,
     },
 }
 
@@ -92,7 +95,7 @@ impl Strategy {
             Strategy::Constant { rate, .. } => format!("constant@{rate:.2}"),
             Strategy::Poisson { rate, .. } => format!("poisson@{rate:.2}"),
             Strategy::Burst { count } => format!("burst@{count}"),
-            Strategy::Trace { speedup } => format!("trace@{speedup:.2}x"),
+            Strategy::Trace { speedup, .. } => format!("trace@{speedup:.2}x"),
         }
     }
 
@@ -126,15 +129,18 @@ impl Strategy {
             }
             | Strategy::Poisson {
                 max_concurrency, ..
+            }
+            | Strategy::Trace {
+                max_concurrency, ..
             } => *max_concurrency,
-            Strategy::Burst { .. } | Strategy::Trace { .. } => None,
+            Strategy::Burst { .. } => None,
         }
     }
 
     /// The speed-up of a trace replay (`None` for the other kinds).
     pub fn speedup(&self) -> Option<f64> {
         match self {
-            Strategy::Trace { speedup } => Some(*speedup),
+            Strategy::Trace { speedup, .. } => Some(*speedup),
             _ => None,
         }
     }

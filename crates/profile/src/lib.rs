@@ -106,9 +106,12 @@ impl StrategyExt for Strategy {
                     Ok(())
                 }
             }
-            Strategy::Trace { speedup } => {
+            Strategy::Trace {
+                speedup,
+                max_concurrency,
+            } => {
                 if speedup.is_finite() && *speedup > 0.0 && *speedup <= 1e6 {
-                    Ok(())
+                    cap_ok(max_concurrency)
                 } else {
                     Err(invalid(format!(
                         "speedup must be a positive number (at most 1e6), got {speedup}"

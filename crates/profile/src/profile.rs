@@ -342,7 +342,10 @@ impl Profile {
             RateType::Constant | RateType::Poisson => open_loop(kind, rates, o)?,
             RateType::Trace => if rates.is_empty() { &[1.0][..] } else { rates }
                 .iter()
-                .map(|&speedup| Strategy::Trace { speedup })
+                .map(|&speedup| Strategy::Trace {
+                    speedup,
+                    max_concurrency: o.max_concurrency,
+                })
                 .collect(),
             RateType::Sweep => return Ok(Profile::Sweep(sweep_spec(rates, o)?)),
         };

@@ -30,7 +30,10 @@ fn rows() -> Vec<RequestSpec> {
 
 fn plan(speedup: f64, max_seconds: Option<f64>, max_requests: Option<u64>) -> BenchmarkPlan {
     BenchmarkPlan {
-        strategy: Strategy::Trace { speedup },
+        strategy: Strategy::Trace {
+            speedup,
+            max_concurrency: None,
+        },
         limits: Limits {
             max_seconds,
             max_requests,
@@ -97,4 +100,33 @@ async fn max_seconds_and_max_requests_cut_a_window() {
     let (out, log) = replay(&plan(1.0, None, Some(3))).await;
     assert_eq!(out.sent, 3);
     assert_eq!(log.iter().map(|l| l.1).collect::<Vec<_>>(), vec![0, 0, MS]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_concurrency_cap_queues_rows_but_keeps_their_schedule() {
+    let fake = Arc::new(Fake::new(20, 5, 2));
+    let opts = SchedulerOptions {
+        pacing: Pacing::Runtime,
+        ..SchedulerOptions::default()
+    };
+    let mut p = plan(1.0, None, None);
+    p.strategy = Strategy::Trace {
+        speedup: 1.0,
+        max_concurrency: Some(1),
+    };
+    let sched = Scheduler::new(fake.clone(), Clock::start(), opts);
+    let (out, _) = sched
+        .run_benchmark(0, 1, &p, rows().into_iter(), |_, _| {})
+        .await
+        .expect("valid plan");
+    assert_eq!(out.sent, OFFSETS_MS.len() as u64);
+    assert_eq!(fake.max_in_flight(), 1);
+    let log = fake.log();
+    for (id, scheduled, slot, _) in &log {
+        assert_eq!(scheduled - out.start, OFFSETS_MS[*id as usize] * MS);
+        assert!(slot >= scheduled);
+    }
+    // Row 1 (due with row 0) waited for row 0's 25 ms.
+    let (_, s1, slot1, _) = log[1];
+    assert_eq!(slot1 - s1, 25 * MS);
 }
