@@ -194,6 +194,21 @@ fn bad_traces_are_refused_with_exit_2_naming_file_and_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("speedup: applies to --rate-type trace, not constant"));
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--rate",
+        "1",
+        "--speedup",
+        "2",
+        "--data",
+        &data,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("speedup and rate both give the speed-ups of a trace; give one")
+    );
 }
 
 #[test]
@@ -253,6 +268,18 @@ fn the_console_states_the_fidelity_of_each_replay() {
         t.contains("trace fidelity trace@4.00x: 12 of 12 rows sent; prompt tokens 672 of 672 recorded; output tokens 48 of 48 recorded; queue p99 "),
         "{t}"
     );
+    // A trace as --data replays at its recorded speed without --rate-type.
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--console",
+        "vllm",
+        "--data",
+        &data,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("trace fidelity trace@1.00x: 12 of 12 rows sent"));
     // A window of the first 5 rows.
     let out = bench(&[
         "run",
