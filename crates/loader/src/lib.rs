@@ -4,8 +4,11 @@
 //!
 //! This crate owns the `--data` argument ([`DataSpec::parse`], or [`DataSpec::from_yaml`] /
 //! [`DataArgs`] for a profile's `data:` mapping), exact-length synthetic prompts
-//! ([`synthetic`]), and real datasets (`.jsonl`, `.json`, `.csv`, `.txt`, ShareGPT, text
-//! slices). It does not resolve tokenizers (`bench-tokenizer` does) nor send anything.
+//! ([`synthetic`]), real datasets (`.jsonl`, `.json`, `.csv`, `.txt`, ShareGPT, text
+//! slices), and traces ([`trace`]: recorded rows with their arrival times, prompts rebuilt to
+//! share prefixes exactly as their hash ids say). It does not resolve tokenizers
+//! (`bench-tokenizer` does), nor decide when anything is sent (the scheduler reads a trace's
+//! [`bench_core::RequestSpec::at`]), nor send anything.
 //!
 //! # Use
 //!

@@ -7,7 +7,7 @@
 //! `prompt`, `messages` or token counts). A file is read as a stream ([`TraceReader`]), one
 //! row at a time, and every row is checked: arrivals never go backwards nor below zero, and
 //! an `input_length` fits its `hash_ids`. This module owns the rows and their offsets; the
-//! prompts built from them are [`prompts`]'s.
+//! prompts built from them are the `prompts` module's.
 
 use std::path::{Path, PathBuf};
 
