@@ -69,14 +69,39 @@ pub fn loader(
 }
 
 /// What the scheduler releases: single requests, or whole conversations when the data are
-/// conversations (`turns=`), so the benchmark runs sessions.
+/// conversations (`turns=`), so the benchmark runs sessions. A trace starts over at each
+/// benchmark ([`Rewind`]).
 #[derive(Debug)]
-pub struct WorkStream(Loader);
+pub struct WorkStream {
+    loader: Loader,
+    rewind: Rewind,
+    seen: usize,
+}
+
+/// Counts the benchmarks started, so that a trace is replayed from its first row by each.
+#[derive(Debug, Clone, Default)]
+pub struct Rewind(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Rewind {
+    /// A benchmark starts.
+    pub fn benchmark_started(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 impl WorkStream {
     /// The stream of `loader`.
     pub fn new(loader: Loader) -> Self {
-        Self(loader)
+        Self {
+            loader,
+            rewind: Rewind::default(),
+            seen: 0,
+        }
+    }
+
+    /// The handle the run's observer calls as each benchmark starts.
+    pub fn rewind(&self) -> Rewind {
+        self.rewind.clone()
     }
 }
 
@@ -84,10 +109,18 @@ impl Iterator for WorkStream {
     type Item = Work;
 
     fn next(&mut self) -> Option<Work> {
-        if !self.0.sessions() {
-            return self.0.next().map(Work::Request);
+        let started = self.rewind.0.load(std::sync::atomic::Ordering::Relaxed);
+        if started != self.seen {
+            self.seen = started;
+            if let Err(e) = self.loader.rewind() {
+                tracing::error!(error = %e, "starting the trace over failed");
+                return None;
+            }
         }
-        match self.0.try_next_conversation() {
+        if !self.loader.sessions() {
+            return self.loader.next().map(Work::Request);
+        }
+        match self.loader.try_next_conversation() {
             Ok(c) => c.map(Work::from),
             Err(e) => {
                 tracing::error!(error = %e, "reading the dataset failed");

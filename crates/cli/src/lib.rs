@@ -7,6 +7,7 @@ mod completions;
 mod data;
 mod endings;
 mod error;
+mod fidelity;
 mod limits;
 mod metadata;
 mod mock_server;
@@ -16,6 +17,7 @@ mod report_cmd;
 mod run;
 pub mod settings;
 mod signals;
+mod trace_cmd;
 mod vllm_files;
 
 use std::process::ExitCode;
@@ -41,6 +43,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Re-render saved runs (console, JSON, YAML, CSV, HTML), or compare two side by side.
     Report(report_cmd::ReportArgs),
+    /// Inspect a trace without a server: rows, duration, rate, lengths, theoretical prefix-cache
+    /// hit rate.
+    Trace(trace_cmd::TraceArgs),
     /// Serve the built-in LLM server simulator (OpenAI and TGI APIs).
     MockServer(Box<mock_server::MockServerArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -79,6 +84,7 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => run::sweep(*args),
         Command::Run(args) => run::run(*args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Trace(args) => trace_cmd::run(args),
         Command::MockServer(args) => mock_server::run(*args),
         Command::Completions(args) => {
             completions::completions(&args, <Cli as clap::CommandFactory>::command())
@@ -235,7 +241,7 @@ mod tests {
     #[test]
     fn help_snapshots() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected");
-        for sub in ["run", "sweep", "report", "mock-server"] {
+        for sub in ["run", "sweep", "report", "trace", "mock-server"] {
             let mut c = Cli::command().term_width(100);
             c.build();
             let text = c

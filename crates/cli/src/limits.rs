@@ -55,6 +55,9 @@ pub fn planned_concurrency(profile: &Profile) -> Option<u64> {
                 max_concurrency, ..
             } => max_concurrency.map(u64::from),
             Strategy::Burst { count } => Some(u64::from(*count)),
+            Strategy::Trace {
+                max_concurrency, ..
+            } => max_concurrency.map(u64::from),
         }
     };
     match profile {

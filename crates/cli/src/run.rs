@@ -124,6 +124,8 @@ struct ReportObserver {
     ending_notes: Vec<String>,
     /// The timeouts in force, which the notes name.
     timeouts: bench_worker::Timeouts,
+    /// Starts a trace over at each benchmark.
+    rewind: data::Rewind,
 }
 
 impl ReportObserver {
@@ -198,6 +200,7 @@ impl ReportObserver {
 
 impl Observer for ReportObserver {
     fn benchmark_started(&mut self, _index: usize, _total: usize, _plan: &BenchmarkPlan) {
+        self.rewind.benchmark_started();
         self.acc = Some(Accumulator::new(&self.stats));
     }
 
@@ -403,6 +406,7 @@ impl ReportObserver {
             endings: Default::default(),
             ending_notes: Vec::new(),
             timeouts: s.target.timeouts,
+            rewind: data::Rewind::default(),
         }
     }
 }
@@ -521,7 +525,9 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         tokenizer.clone(),
     )?;
     let data_failure = loader.failure();
+    let trace = trace_settings(&s, &loader)?;
     let specs = data::WorkStream::new(loader);
+    let rewind = specs.rewind();
 
     let Server {
         mock,
@@ -530,7 +536,10 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         model,
     } = reach_server(&s, &tokenizer).await?;
 
-    let run = new_run_report(&s, &model, &worker, data_seed);
+    let mut run = new_run_report(&s, &model, &worker, data_seed);
+    if let Some(t) = trace {
+        run.environment.extra.insert("trace".into(), t);
+    }
 
     let stats = StatsOptions {
         goodput: s.report.goodput.clone(),
@@ -552,6 +561,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
 
     let mut observer =
         ReportObserver::new(&s, run, stats, scraper, &model, clock, sched.stop_handle());
+    observer.rewind = rewind;
     let result = sched
         .run_profile(
             &s.load.profile,
@@ -580,6 +590,48 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     warn_after(&observer.ending_notes, resent.resent_requests());
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
+}
+
+/// A trace's data and load must go together: `--rate-type trace` replays a trace, and a
+/// sweep over a trace is not built yet. Returns what the report records of the trace (its
+/// file, format and figures: docs/metrics.md, "Traces").
+fn trace_settings(
+    s: &Settings,
+    loader: &bench_loader::Loader,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let replays = match &s.load.profile {
+        bench_profile::Profile::Fixed { benchmarks } => {
+            benchmarks.iter().any(|b| b.speedup().is_some())
+        }
+        bench_profile::Profile::Sweep(_) => false,
+    };
+    let Some(summary) = loader.trace_summary() else {
+        if replays {
+            return Err(UsageError::new(format!(
+                "--rate-type trace replays a trace: give --data trace=FILE (docs/data.md), not --data {}",
+                s.data.data
+            ))
+            .into());
+        }
+        return Ok(None);
+    };
+    if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
+        return Err(UsageError::new(
+            "--data trace=: a sweep over a trace is not built yet; replay it at chosen speed-ups with `bench run --speedup 1,2,4`",
+        )
+        .into());
+    }
+    Ok(Some(serde_json::json!({
+        "data": s.data.data,
+        "rows": summary.rows,
+        "skipped": summary.skipped,
+        "duration_s": summary.duration as f64 / 1e9,
+        "input_tokens": summary.input_tokens,
+        "output_tokens": summary.output_tokens,
+        "blocks": summary.blocks,
+        "blocks_seen": summary.blocks_seen,
+        "theoretical_hit_rate": summary.hit_rate(),
+    })))
 }
 
 /// The exit code of a finished run, with one line saying why when it is not a success.
@@ -697,6 +749,9 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     }
     if matches!(console, Console::Vllm | Console::Both) {
         println!("{}", bench_report::render_vllm(run, &s.report.vllm_console));
+    }
+    for line in crate::fidelity::lines(run) {
+        println!("{line}");
     }
     Ok(())
 }

@@ -94,6 +94,10 @@ pub struct RequestSpec {
     pub prompt_tokens: u32,
     /// Output tokens asked for (`max_tokens` and friends). `None` lets the server decide.
     pub output_tokens: Option<u32>,
+    /// A trace's recorded arrival: nanoseconds after the replay's first row, before any
+    /// speed-up (`None` for data without a schedule). Only `Strategy::Trace` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Nanos>,
 }
 
 /// Where a token count came from. Reports say it, so a requested count is never passed off

@@ -96,6 +96,7 @@ impl TurnRequest {
             prompt: texts.join(FLATTEN_SEPARATOR).into(),
             prompt_tokens: self.prompt_tokens(),
             output_tokens: self.current().and_then(|t| t.output_tokens),
+            at: None,
         }
     }
 }

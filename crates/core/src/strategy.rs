@@ -49,6 +49,15 @@ pub enum Strategy {
         /// Number of requests.
         count: u32,
     },
+    /// A trace replayed open loop: each request at its recorded arrival
+    /// ([`crate::RequestSpec::at`]) divided by `speedup` (2 = twice as fast).
+    Trace {
+        /// How many times faster than recorded.
+        speedup: f64,
+        /// Optional in-flight cap; waiting requests are counted as client queue time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_concurrency: Option<u32>,
+    },
 }
 
 /// When a strategy releases requests, as the scheduler needs it.
@@ -72,6 +81,7 @@ impl Strategy {
             Strategy::Constant { .. } => "constant",
             Strategy::Poisson { .. } => "poisson",
             Strategy::Burst { .. } => "burst",
+            Strategy::Trace { .. } => "trace",
         }
     }
 
@@ -85,6 +95,7 @@ impl Strategy {
             Strategy::Constant { rate, .. } => format!("constant@{rate:.2}"),
             Strategy::Poisson { rate, .. } => format!("poisson@{rate:.2}"),
             Strategy::Burst { count } => format!("burst@{count}"),
+            Strategy::Trace { speedup, .. } => format!("trace@{speedup:.2}x"),
         }
     }
 
@@ -101,7 +112,9 @@ impl Strategy {
         match self {
             Strategy::Synchronous | Strategy::Concurrent { .. } => Release::ClosedLoop,
             Strategy::Throughput { .. } | Strategy::Burst { .. } => Release::AtStart,
-            Strategy::Constant { .. } | Strategy::Poisson { .. } => Release::Scheduled,
+            Strategy::Constant { .. } | Strategy::Poisson { .. } | Strategy::Trace { .. } => {
+                Release::Scheduled
+            }
         }
     }
 
@@ -116,8 +129,19 @@ impl Strategy {
             }
             | Strategy::Poisson {
                 max_concurrency, ..
+            }
+            | Strategy::Trace {
+                max_concurrency, ..
             } => *max_concurrency,
             Strategy::Burst { .. } => None,
+        }
+    }
+
+    /// The speed-up of a trace replay (`None` for the other kinds).
+    pub fn speedup(&self) -> Option<f64> {
+        match self {
+            Strategy::Trace { speedup, .. } => Some(*speedup),
+            _ => None,
         }
     }
 

@@ -199,6 +199,7 @@ impl BookSource {
                     prompt,
                     prompt_tokens: target as u32,
                     output_tokens: self.config.output_tokens,
+                    at: None,
                 }));
             }
             k = if c > target {

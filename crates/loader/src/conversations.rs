@@ -123,6 +123,7 @@ impl ConversationSource {
                 prompt: user.into(),
                 prompt_tokens: self.count(user)?,
                 output_tokens: Some(output),
+                at: None,
             });
             i += 1;
         }

@@ -54,6 +54,16 @@ pub enum Error {
         /// Why, e.g. " (every ShareGPT pair was filtered out by length)".
         reason: String,
     },
+    /// A trace file with a bad row (or none); `line` 0 is the file as a whole.
+    #[error("trace {}{}: {message}", path.display(), if *line > 0 { format!(" line {line}") } else { String::new() })]
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// The row's line (from 1, a CSV header included); 0 for the whole file.
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
     /// The tokenizer failed.
     #[error(transparent)]
     Tokenizer(#[from] bench_tokenizer::Error),

@@ -130,6 +130,13 @@ impl<'de> DeserializeSeed<'de> for SendEach {
 impl Reader {
     pub(crate) fn open(path: &Path, format: FileFormat) -> Result<Reader, Error> {
         let file = open(path)?;
+        if let Some(t) = format.trace() {
+            // Traces have their own reader (`trace`); `DataArgs::into_spec` routes them there.
+            return Err(read_err(
+                path,
+                format!("format={} is a trace: give it as trace=", t.name()),
+            ));
+        }
         Ok(match format {
             FileFormat::Jsonl | FileFormat::Txt | FileFormat::Book => Reader::Lines {
                 lines: BufReader::with_capacity(1 << 16, file).lines(),
@@ -149,7 +156,7 @@ impl Reader {
                     headers,
                 }
             }
-            FileFormat::Json | FileFormat::Sharegpt => {
+            _ => {
                 let (tx, rx) = sync_channel(READ_AHEAD);
                 std::thread::Builder::new()
                     .name("bench-json-reader".into())
@@ -356,6 +363,7 @@ impl FileSource {
                 prompt_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
                 prompt: prompt.into(),
                 output_tokens: self.config.output_tokens.or(output),
+                at: None,
             }));
         }
     }
@@ -491,6 +499,7 @@ impl ShareGptSource {
                 prompt: prompt.into(),
                 prompt_tokens: prompt_len as u32,
                 output_tokens: Some(output_len as u32),
+                at: None,
             }));
         }
     }

@@ -4,8 +4,11 @@
 //!
 //! This crate owns the `--data` argument ([`DataSpec::parse`], or [`DataSpec::from_yaml`] /
 //! [`DataArgs`] for a profile's `data:` mapping), exact-length synthetic prompts
-//! ([`synthetic`]), and real datasets (`.jsonl`, `.json`, `.csv`, `.txt`, ShareGPT, text
-//! slices). It does not resolve tokenizers (`bench-tokenizer` does) nor send anything.
+//! ([`synthetic`]), real datasets (`.jsonl`, `.json`, `.csv`, `.txt`, ShareGPT, text
+//! slices), and traces ([`trace`]: recorded rows with their arrival times, prompts rebuilt to
+//! share prefixes exactly as their hash ids say). It does not resolve tokenizers
+//! (`bench-tokenizer` does), nor decide when anything is sent (the scheduler reads a trace's
+//! [`bench_core::RequestSpec::at`]), nor send anything.
 //!
 //! # Use
 //!
@@ -39,6 +42,7 @@ mod error;
 pub mod files;
 pub mod spec;
 pub mod synthetic;
+pub mod trace;
 
 pub use error::Error;
 pub use spec::{
@@ -46,6 +50,7 @@ pub use spec::{
     FileFormat, ShareGptConfig, SyntheticConfig, TokenDist, Turns,
 };
 pub use synthetic::{Composer, Mode};
+pub use trace::{TraceConfig, TraceFormat, TraceSummary};
 
 #[derive(Debug)]
 enum Source {
@@ -54,6 +59,7 @@ enum Source {
     ShareGpt(files::ShareGptSource),
     Book(book::BookSource),
     Conversations(conversations::ConversationSource),
+    Trace(Box<trace::source::TraceSource>),
 }
 
 /// What a source hands out: single requests, or conversations for sessions.
@@ -90,6 +96,7 @@ impl Source {
             Source::File(s) => s.next_spec(),
             Source::ShareGpt(s) => s.next_spec(),
             Source::Book(s) => s.next_spec(),
+            Source::Trace(s) => s.next_spec(),
             Source::Conversations(_) => Ok(None),
         }
     }
@@ -101,6 +108,7 @@ impl Source {
             Source::ShareGpt(s) => s.reset(),
             Source::Book(s) => s.reset(),
             Source::Conversations(s) => s.reset(),
+            Source::Trace(s) => s.reset(),
         }
     }
 }
@@ -162,6 +170,13 @@ impl Loader {
             DataSpec::Conversations(c) => Source::Conversations(
                 conversations::ConversationSource::new(c, tokenizer.clone())?,
             ),
+            DataSpec::Trace(c) => {
+                let mut composer = Composer::new(&tokenizer)?;
+                if verify {
+                    composer = composer.verify_every_prompt();
+                }
+                Source::Trace(Box::new(trace::source::TraceSource::new(c, composer)?))
+            }
         };
         let peeked = source.next_item()?;
         if peeked.is_none() {
@@ -181,6 +196,7 @@ impl Loader {
                     s.path().clone(),
                     " (no conversation with a user turn followed by a reply)".to_string(),
                 ),
+                Source::Trace(s) => (s.path().to_path_buf(), String::new()),
                 _ => (std::path::PathBuf::from("?"), String::new()),
             };
             return Err(Error::Empty { path, reason });
@@ -212,6 +228,29 @@ impl Loader {
     /// The slot the [`Iterator`] side fills with the error that ended the stream.
     pub fn failure(&self) -> DataFailure {
         self.failure.clone()
+    }
+
+    /// The figures of a trace's rows (rows, recorded tokens, theoretical hit rate), read when
+    /// the loader was made; `None` for other data.
+    pub fn trace_summary(&self) -> Option<&TraceSummary> {
+        match &self.source {
+            Source::Trace(s) => Some(s.summary()),
+            _ => None,
+        }
+    }
+
+    /// Trace data: starts the trace over for the next benchmark, with prompts salted for the
+    /// new pass (so it does not meet the prefix cache the previous pass left); nothing when no
+    /// row was taken since the last start, or for other data.
+    pub fn rewind(&mut self) -> Result<(), Error> {
+        if let Source::Trace(s) = &mut self.source {
+            if self.in_pass > 0 || self.peeked.is_none() {
+                s.next_pass()?;
+                self.peeked = None;
+                self.in_pass = 0;
+            }
+        }
+        Ok(())
     }
 
     /// Requests produced so far.
@@ -258,7 +297,8 @@ impl Loader {
         }
         let next = match self.source.next_item()? {
             Some(s) => Some(s),
-            None if self.cycle && self.in_pass > 0 => {
+            // A trace is a schedule: replayed once, never started over.
+            None if self.cycle && self.in_pass > 0 && !matches!(self.source, Source::Trace(_)) => {
                 if !self.warned_cycle {
                     self.warned_cycle = true;
                     tracing::warn!(

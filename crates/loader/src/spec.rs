@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::trace::{TimeUnit, TraceConfig, TraceFormat};
 use crate::Error;
 
 /// Seed used when none is given (guidellm's default).
@@ -64,6 +65,19 @@ pub struct DataArgs {
     pub turns: Option<Turns>,
     /// Sessions: tokens of a system prompt shared by every conversation (synthetic only).
     pub system_prompt_tokens: Option<i64>,
+    /// A trace file, replayed at its recorded times (`format` one of the trace formats, or
+    /// recognised from the file).
+    pub trace: Option<PathBuf>,
+    /// Traces: the unit of numeric timestamps (`ns`, `us`, `ms`, `s`).
+    pub time_unit: Option<String>,
+    /// Traces: tokens per hash id (default 512; 16 for `bailian`).
+    pub block_size: Option<i64>,
+    /// Traces: skip the rows recorded in the first `start` seconds.
+    pub start: Option<f64>,
+    /// BurstGPT traces: keep only the rows of this `Model`.
+    pub model: Option<String>,
+    /// BurstGPT traces: keep only the rows of this `Log Type`.
+    pub log_type: Option<String>,
 }
 
 /// How many user turns a conversation has: `all` of a file's, or a number.
@@ -100,6 +114,16 @@ pub enum FileFormat {
     Sharegpt,
     /// A plain text cut into prompts of an exact token length.
     Book,
+    /// Trace: Mooncake JSONL.
+    Mooncake,
+    /// Trace: Bailian JSONL.
+    Bailian,
+    /// Trace: Azure LLM inference CSV.
+    Azure,
+    /// Trace: BurstGPT CSV.
+    Burstgpt,
+    /// Trace: bench's plain JSONL.
+    Plain,
 }
 
 impl FileFormat {
@@ -111,6 +135,23 @@ impl FileFormat {
             "txt" | "text" => FileFormat::Txt,
             "sharegpt" => FileFormat::Sharegpt,
             "book" => FileFormat::Book,
+            "mooncake" => FileFormat::Mooncake,
+            "bailian" => FileFormat::Bailian,
+            "azure" => FileFormat::Azure,
+            "burstgpt" => FileFormat::Burstgpt,
+            "plain" => FileFormat::Plain,
+            _ => return None,
+        })
+    }
+
+    /// The trace format this names, if it is one.
+    pub fn trace(self) -> Option<TraceFormat> {
+        Some(match self {
+            FileFormat::Mooncake => TraceFormat::Mooncake,
+            FileFormat::Bailian => TraceFormat::Bailian,
+            FileFormat::Azure => TraceFormat::Azure,
+            FileFormat::Burstgpt => TraceFormat::Burstgpt,
+            FileFormat::Plain => TraceFormat::Plain,
             _ => return None,
         })
     }
@@ -272,6 +313,8 @@ pub enum DataSpec {
     Book(BookConfig),
     /// Conversations from a file, for sessions.
     Conversations(ConversationFileConfig),
+    /// A trace replayed at its recorded times.
+    Trace(TraceConfig),
 }
 
 impl DataSpec {
@@ -391,6 +434,10 @@ impl DataArgs {
             .samples
             .map(|v| count("samples", v, 1).map(u64::from))
             .transpose()?;
+        if self.trace.is_some() || self.format.and_then(FileFormat::trace).is_some() {
+            return self.trace_spec(samples);
+        }
+        self.reject_trace_keys()?;
         if let Some(path) = self.path.clone() {
             return self.file_spec(path, samples);
         }
@@ -611,6 +658,116 @@ impl DataArgs {
         }
     }
 
+    /// Keys of traces only, given without a trace.
+    fn reject_trace_keys(&self) -> Result<(), Error> {
+        for (key, given) in [
+            ("time_unit", self.time_unit.is_some()),
+            ("block_size", self.block_size.is_some()),
+            ("start", self.start.is_some()),
+            ("model", self.model.is_some()),
+            ("log_type", self.log_type.is_some()),
+        ] {
+            if given {
+                return Err(Error::Orphan {
+                    key,
+                    needs: "trace",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A trace: its file, format (given or recognised), units and filters.
+    fn trace_spec(self, samples: Option<u64>) -> Result<DataSpec, Error> {
+        let path = match (self.trace.clone(), self.path.clone()) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Spec("trace and path both given; give one".into()))
+            }
+            (Some(p), None) | (None, Some(p)) => p,
+            (None, None) => {
+                return Err(Error::Orphan {
+                    key: "format",
+                    needs: "trace",
+                })
+            }
+        };
+        self.reject_synthetic_keys(&path)?;
+        for (key, given) in [
+            ("column", self.column.is_some()),
+            ("output_column", self.output_column.is_some()),
+            ("turns", self.turns.is_some()),
+            ("prompt_tokens", self.prompt_tokens.is_some()),
+        ] {
+            if given {
+                return Err(Error::Spec(format!("{key} does not apply to a trace")));
+            }
+        }
+        if !path.is_file() {
+            return Err(Error::MissingFile(path));
+        }
+        let format = match self.format {
+            None => crate::trace::detect(&path)?,
+            Some(f) => f.trace().ok_or_else(|| {
+                Error::Spec(
+                    format!(
+                    "format={f:?} is not a trace format (mooncake, bailian, azure, burstgpt, plain)"
+                )
+                    .to_lowercase(),
+                )
+            })?,
+        };
+        let time_unit = match self.time_unit.as_deref() {
+            None => format.default_time_unit(),
+            Some(_) if format == TraceFormat::Azure => {
+                return Err(Error::Spec(
+                    "time_unit does not apply to format=azure (its TIMESTAMP is a date-time)"
+                        .into(),
+                ))
+            }
+            Some(u) => TimeUnit::parse(u).ok_or_else(|| {
+                Error::Spec(format!("time_unit must be ns, us, ms or s, got {u:?}"))
+            })?,
+        };
+        if format != TraceFormat::Burstgpt && (self.model.is_some() || self.log_type.is_some()) {
+            let key = if self.model.is_some() {
+                "model"
+            } else {
+                "log_type"
+            };
+            return Err(Error::Spec(format!(
+                "{key} applies to format=burstgpt only"
+            )));
+        }
+        let start = match self.start {
+            None => 0,
+            Some(s) if s.is_finite() && s >= 0.0 => (s * 1e9).round() as u64,
+            Some(s) => return Err(Error::Spec(format!("start must be seconds >= 0, got {s}"))),
+        };
+        let output_tokens = either(
+            ("output_tokens", self.output_tokens),
+            ("output_len", self.output_len),
+        )?
+        .map(|(k, v)| count(k, v, 1))
+        .transpose()?;
+        let block_size = match self.block_size {
+            Some(v) => count("block_size", v, 1)?,
+            None => format.default_block_size(),
+        };
+        Ok(DataSpec::Trace(TraceConfig {
+            path,
+            format,
+            time_unit,
+            block_size,
+            start,
+            model: self.model,
+            log_type: self.log_type,
+            output_tokens,
+            samples,
+            seed: self.seed.unwrap_or(DEFAULT_SEED),
+            seed_given: self.seed.is_some(),
+        }))
+    }
+
     /// A file takes none of the synthetic-only keys.
     fn reject_synthetic_keys(&self, path: &Path) -> Result<(), Error> {
         let synthetic_only = [
@@ -703,6 +860,15 @@ impl DataSpec {
                     explicit: c.seed_given,
                 })
             }
+            DataSpec::Trace(c) => {
+                if !c.seed_given {
+                    c.seed = salt;
+                }
+                Some(DataSeed {
+                    seed: c.seed,
+                    explicit: c.seed_given,
+                })
+            }
             _ => None,
         }
     }
@@ -742,7 +908,17 @@ impl DataSpec {
                 if map.contains_key(k) {
                     return Err(Error::Spec(format!("{k} given twice")));
                 }
-                let v = if matches!(k, "path" | "format" | "column" | "output_column") {
+                let v = if matches!(
+                    k,
+                    "path"
+                        | "format"
+                        | "column"
+                        | "output_column"
+                        | "trace"
+                        | "time_unit"
+                        | "model"
+                        | "log_type"
+                ) {
                     serde_json::Value::String(v.to_string())
                 } else {
                     value(v)

@@ -95,6 +95,11 @@ impl Composer {
         &self.tokenizer
     }
 
+    /// The words (or, for [`Mode::RandomTokens`], decoded single tokens) prompts are made of.
+    pub(crate) fn words(&self) -> &[Box<str>] {
+        &self.words
+    }
+
     /// Number of distinct first tokens available: prompts `i` and `j` with
     /// `i != j (mod starts)` start with different tokens.
     pub fn starts(&self) -> usize {
@@ -403,6 +408,7 @@ impl SyntheticSource {
             prompt: prompt.into(),
             prompt_tokens: self.prefix.1 + tokens,
             output_tokens: output,
+            at: None,
         }))
     }
 }

@@ -106,6 +106,18 @@ impl StrategyExt for Strategy {
                     Ok(())
                 }
             }
+            Strategy::Trace {
+                speedup,
+                max_concurrency,
+            } => {
+                if speedup.is_finite() && *speedup > 0.0 && *speedup <= 1e6 {
+                    cap_ok(max_concurrency)
+                } else {
+                    Err(invalid(format!(
+                        "speedup must be a positive number (at most 1e6), got {speedup}"
+                    )))
+                }
+            }
         }
     }
 }

@@ -28,19 +28,22 @@ pub enum RateType {
     Poisson,
     /// N requests at once per benchmark (`--rate` lists the Ns).
     Burst,
+    /// A trace replayed at its recorded times (`--rate` lists speed-ups; default 1).
+    Trace,
     /// synchronous, throughput, then rates in between.
     Sweep,
 }
 
 impl RateType {
     /// Every kind, in the order help texts list them.
-    pub const ALL: [RateType; 7] = [
+    pub const ALL: [RateType; 8] = [
         RateType::Synchronous,
         RateType::Concurrent,
         RateType::Throughput,
         RateType::Constant,
         RateType::Poisson,
         RateType::Burst,
+        RateType::Trace,
         RateType::Sweep,
     ];
 
@@ -53,6 +56,7 @@ impl RateType {
             RateType::Constant => "constant",
             RateType::Poisson => "poisson",
             RateType::Burst => "burst",
+            RateType::Trace => "trace",
             RateType::Sweep => "sweep",
         }
     }
@@ -336,6 +340,13 @@ impl Profile {
                 .map(|count| Strategy::Burst { count })
                 .collect(),
             RateType::Constant | RateType::Poisson => open_loop(kind, rates, o)?,
+            RateType::Trace => if rates.is_empty() { &[1.0][..] } else { rates }
+                .iter()
+                .map(|&speedup| Strategy::Trace {
+                    speedup,
+                    max_concurrency: o.max_concurrency,
+                })
+                .collect(),
             RateType::Sweep => return Ok(Profile::Sweep(sweep_spec(rates, o)?)),
         };
         for s in &benchmarks {

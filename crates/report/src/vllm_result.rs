@@ -52,6 +52,9 @@ pub fn max_concurrency(strategy: &Strategy) -> Option<u32> {
         }
         | Strategy::Poisson {
             max_concurrency, ..
+        }
+        | Strategy::Trace {
+            max_concurrency, ..
         } => *max_concurrency,
         Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
         Strategy::Concurrent { streams } => Some(*streams),

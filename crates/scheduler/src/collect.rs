@@ -228,6 +228,7 @@ impl<B: Backend> Scheduler<B> {
             t0: bounds.t0,
             release: plan.strategy.release(),
             arrivals: plan.strategy.arrivals(),
+            speedup: plan.strategy.speedup(),
             cap: plan.strategy.concurrency_cap(),
             count: resolved.count,
             deadline: bounds.deadline,

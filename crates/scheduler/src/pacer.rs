@@ -84,6 +84,8 @@ pub(crate) struct Pacer<B> {
     pub(crate) t0: Nanos,
     pub(crate) release: Release,
     pub(crate) arrivals: Option<Arrivals>,
+    /// A trace replay's speed-up: each request is due at its recorded `at` over this.
+    pub(crate) speedup: Option<f64>,
     pub(crate) cap: Option<u32>,
     pub(crate) count: Option<u64>,
     pub(crate) deadline: Option<Nanos>,
@@ -135,7 +137,11 @@ impl<B: Backend> Pacer<B> {
                 break PacerEnd::DataExhausted;
             };
             let work: Work = work.into();
-            match (self.step(&slots, &mut pending).await, work) {
+            let at = match &work {
+                Work::Request(spec) => spec.at,
+                Work::Session(_) => None,
+            };
+            match (self.step(&slots, &mut pending, at).await, work) {
                 (Step::End(e), _) => break e,
                 (Step::Send { .. }, Work::Session(_)) if self.count_reached() => {
                     // The sessions running took the last turns while this one waited.
@@ -191,25 +197,35 @@ impl<B: Backend> Pacer<B> {
         }
     }
 
-    /// The next request's intended time (`None` for closed loops).
-    fn next_due(&mut self) -> Option<Nanos> {
+    /// The next request's intended time (`None` for closed loops); `at` is its recorded
+    /// arrival in a trace.
+    fn next_due(&mut self, at: Option<Nanos>) -> Option<Nanos> {
         match self.release {
             Release::ClosedLoop => None,
             Release::AtStart => Some(self.t0),
-            Release::Scheduled => Some(
-                self.t0.saturating_add(
-                    self.arrivals
+            Release::Scheduled => {
+                let offset = match self.speedup {
+                    // A trace: the recorded offset, scaled (a row without one is due at once).
+                    Some(speedup) => (at.unwrap_or(0) as f64 / speedup).round() as Nanos,
+                    None => self
+                        .arrivals
                         .as_mut()
                         .and_then(Iterator::next)
                         .unwrap_or_default(),
-                ),
-            ),
+                };
+                Some(self.t0.saturating_add(offset))
+            }
         }
     }
 
     /// Waits for the next request's time and slot.
-    async fn step(&mut self, slots: &Option<Arc<Semaphore>>, pending: &mut Option<Nanos>) -> Step {
-        let due = self.next_due();
+    async fn step(
+        &mut self,
+        slots: &Option<Arc<Semaphore>>,
+        pending: &mut Option<Nanos>,
+        at: Option<Nanos>,
+    ) -> Step {
+        let due = self.next_due(at);
         if let (Some(d), Some(dl)) = (due, self.deadline) {
             if d >= dl {
                 return Step::End(PacerEnd::Deadline);

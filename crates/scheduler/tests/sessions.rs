@@ -23,6 +23,7 @@ fn sessions() -> impl Iterator<Item = Work> + Send + 'static {
         prompt: "hello".into(),
         prompt_tokens: 5,
         output_tokens: Some(4),
+        at: None,
     };
     let conv = Arc::new(ConversationSpec {
         system: "sys".into(),

@@ -109,6 +109,7 @@ fn request(c: &mut Criterion) {
                 prompt: "x ".repeat(128).into(),
                 prompt_tokens: 128,
                 output_tokens: Some(chunks as u32),
+                at: None,
             };
             let proto = if http2 { "h2" } else { "h1" };
             g.bench_function(BenchmarkId::new(format!("chat_{proto}"), chunks), |b| {

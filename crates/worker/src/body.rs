@@ -372,6 +372,7 @@ mod tests {
             prompt: "Say \"hi\"\n".into(),
             prompt_tokens: 4,
             output_tokens: out,
+            at: None,
         }
     }
 

@@ -29,6 +29,7 @@ fn spec(out: Option<u32>) -> RequestSpec {
         prompt: "Tell me a story".into(),
         prompt_tokens: 4,
         output_tokens: out,
+        at: None,
     }
 }
 
@@ -570,6 +571,7 @@ async fn long_prompt_and_multi_megabyte_response() {
                 prompt: prompt.clone().into(),
                 prompt_tokens: 120_000,
                 output_tokens: Some(65),
+                at: None,
             },
             dispatch(1),
             CancellationToken::new(),

@@ -18,6 +18,7 @@ fn spec(out: u32) -> RequestSpec {
     RequestSpec {
         prompt: "Say hi".into(),
         prompt_tokens: 2,
+        at: None,
         output_tokens: Some(out),
     }
 }

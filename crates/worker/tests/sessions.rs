@@ -31,6 +31,7 @@ fn conversation() -> Arc<ConversationSpec> {
         prompt: text.into(),
         prompt_tokens: tk.count(text) as u32,
         output_tokens: Some(out),
+        at: None,
     };
     Arc::new(ConversationSpec {
         system: " you answer briefly".into(),

@@ -48,6 +48,7 @@ fn spec(out: u32) -> RequestSpec {
         prompt: "The quick brown fox jumps over the lazy dog".into(),
         prompt_tokens: 9,
         output_tokens: Some(out),
+        at: None,
     }
 }
 

@@ -178,6 +178,10 @@ pub struct LoadArgs {
     /// requests wait for a slot (their wait is reported as client queue time).
     #[arg(long, allow_negative_numbers = true)]
     pub max_concurrency: Option<u32>,
+    /// Trace replay (--data trace=FILE): how many times faster than recorded, one benchmark
+    /// per value, e.g. 1,2,4 (default 1); implies --rate-type trace.
+    #[arg(long, value_name = "LIST")]
+    pub speedup: Vec<String>,
     /// Gamma shape of poisson arrivals (1 = Poisson; lower is burstier).
     #[arg(long, allow_negative_numbers = true)]
     pub burstiness: Option<f64>,

@@ -88,6 +88,8 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<RateList>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<RateList>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub num_prompts: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u32>,

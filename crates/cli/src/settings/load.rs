@@ -53,6 +53,7 @@ fn rate_type(
     src: &Sources<'_>,
     cli_rate_type: Option<&str>,
     force_sweep: bool,
+    trace: bool,
 ) -> anyhow::Result<RateType> {
     if force_sweep {
         if let Some(rt) = src.file.rate_type.as_deref().filter(|r| *r != "sweep") {
@@ -65,26 +66,54 @@ fn rate_type(
         }
         return Ok(RateType::Sweep);
     }
+    let speedup = !src.cli.load.speedup.is_empty() || src.file.speedup.is_some();
     match cli_rate_type.or(src.file.rate_type.as_deref()) {
+        // A trace replays at its recorded times unless another load is asked for.
+        None if speedup || trace => Ok(RateType::Trace),
         Some(s) => s
             .parse::<RateType>()
             .map_err(|e| usage(format!("{}: {e}", src.origin("rate-type", cli_rate_type.is_some())))),
         None => Err(usage(
-            "`bench run` needs --rate-type (synchronous, concurrent, throughput, constant, poisson, burst, sweep), vLLM's --request-rate, or a --profile that sets rate_type",
+            "`bench run` needs --rate-type (synchronous, concurrent, throughput, constant, poisson, burst, trace, sweep), vLLM's --request-rate, --speedup, or a --profile that sets rate_type",
         )),
     }
 }
 
-fn rates(src: &Sources<'_>, cli_rate: &[String]) -> anyhow::Result<Vec<f64>> {
+fn rates(src: &Sources<'_>, cli_rate: &[String], rate_type: RateType) -> anyhow::Result<Vec<f64>> {
+    let speedup = &src.cli.load.speedup;
+    if !speedup.is_empty() || src.file.speedup.is_some() {
+        if rate_type != RateType::Trace {
+            return Err(usage(format!(
+                "{}: applies to --rate-type trace, not {rate_type}",
+                src.origin("speedup", !speedup.is_empty())
+            )));
+        }
+        if !cli_rate.is_empty() || src.file.rate.is_some() {
+            return Err(usage(format!(
+                "{} and rate both give the speed-ups of a trace; give one",
+                src.origin("speedup", !speedup.is_empty())
+            )));
+        }
+        if !speedup.is_empty() {
+            return parse_rates(speedup)
+                .map_err(|e| usage(e.to_string().replacen("--rate", "--speedup", 1)));
+        }
+        return list(src, &src.file.speedup, "speedup");
+    }
     if !cli_rate.is_empty() {
         return Ok(parse_rates(cli_rate)?);
     }
-    Ok(match &src.file.rate {
+    list(src, &src.file.rate, "rate")
+}
+
+/// A profile's list of numbers (`rate:` or `speedup:`).
+fn list(src: &Sources<'_>, value: &Option<RateList>, key: &str) -> anyhow::Result<Vec<f64>> {
+    Ok(match value {
         None => Vec::new(),
         Some(RateList::One(x)) => vec![*x],
         Some(RateList::Many(v)) => v.clone(),
         Some(RateList::Text(s)) => parse_rates(std::slice::from_ref(s))
-            .map_err(|e| usage(format!("{}: {e}", src.origin("rate", false))))?,
+            .map_err(|e| usage(format!("{}: {e}", src.origin(key, false))))?,
     })
 }
 
@@ -177,8 +206,14 @@ fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<
     let max_requests = c.max_requests.or(f.max_requests).or(num_prompts);
     let max_seconds = match c.max_seconds.or(f.max_seconds) {
         Some(s) => Some(s),
-        // A count ends the benchmark on its own; bursts end when all finished.
-        None if max_requests.is_some() || rate_type == RateType::Burst => None,
+        // A count ends the benchmark on its own; bursts end when all finished, traces with
+        // their last row.
+        None if max_requests.is_some()
+            || rate_type == RateType::Burst
+            || rate_type == RateType::Trace =>
+        {
+            None
+        }
         None if mock => Some(DEFAULT_MOCK_MAX_SECONDS),
         None => Some(DEFAULT_MAX_SECONDS),
     };
@@ -219,9 +254,10 @@ pub(crate) fn resolve(
     cli_rate: &[String],
     force_sweep: bool,
     mock: bool,
+    trace: bool,
 ) -> anyhow::Result<LoadSettings> {
-    let rate_type = rate_type(src, cli_rate_type, force_sweep)?;
-    let rate = rates(src, cli_rate)?;
+    let rate_type = rate_type(src, cli_rate_type, force_sweep, trace)?;
+    let rate = rates(src, cli_rate, rate_type)?;
     let build = build_options(src, rate_type)?;
     let profile = Profile::build(rate_type, &rate, &build)
         .map_err(|e| usage(format!("{}: {e}", src.origin("rate", !cli_rate.is_empty()))))?;

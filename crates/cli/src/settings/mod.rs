@@ -140,12 +140,14 @@ pub fn resolve(
         profile: t.profile_file.as_deref(),
     };
     let target = target::resolve(&src, |k| std::env::var(k).ok())?;
+    let (data, trace) = resolve_data(&src)?;
     let load = load::resolve(
         &src,
         t.rate_type.as_deref(),
         &t.rate,
         force_sweep,
         target.mock,
+        trace,
     )?;
     let request = request::resolve(&src)?;
     if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
@@ -158,7 +160,6 @@ pub fn resolve(
             }
         )));
     }
-    let data = resolve_data(&src)?;
     let report = report::resolve(&src, load.rate_type)?;
     Ok(Settings {
         target,
@@ -171,8 +172,8 @@ pub fn resolve(
 
 /// `--data` (guidellm's JSON form accepted), `--data-column`, `--processor`. A bare `.txt`
 /// path on the command line over a profile whose data gives `prompt_tokens` is sliced as a
-/// book at that length (the tgi-book profile).
-fn resolve_data(src: &Sources<'_>) -> anyhow::Result<DataSettings> {
+/// book at that length (the tgi-book profile). Also says whether the data are a trace.
+fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bool)> {
     let file_data = match &src.file.data {
         Some(d) => Some(d.to_arg().map_err(|e| {
             let file = src
@@ -199,8 +200,11 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<DataSettings> {
         .data_column
         .clone()
         .or(src.file.data_column.clone());
-    crate::data::parse(&data, data_column.as_deref())?;
-    Ok(DataSettings {
+    let trace = matches!(
+        crate::data::parse(&data, data_column.as_deref())?,
+        bench_loader::DataSpec::Trace(_)
+    );
+    let settings = DataSettings {
         data,
         data_column,
         processor: src
@@ -209,7 +213,8 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<DataSettings> {
             .processor
             .clone()
             .or(src.file.processor.clone()),
-    })
+    };
+    Ok((settings, trace))
 }
 
 /// Loads and resolves a profile file as `bench run --profile FILE` would (with `--mock` when

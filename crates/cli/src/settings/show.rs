@@ -54,6 +54,7 @@ impl Settings {
             processor: d.processor.clone(),
             rate_type: Some(l.rate_type.name().to_string()),
             rate: (!l.rate.is_empty()).then(|| RateList::Many(l.rate.clone())),
+            speedup: None,
             num_prompts: None,
             max_concurrency: l.build.max_concurrency,
             burstiness: Some(l.build.burstiness),

@@ -146,5 +146,6 @@ pub fn specs() -> impl Iterator<Item = RequestSpec> + Send + 'static {
         prompt: "hello".into(),
         prompt_tokens: 5,
         output_tokens: Some(4),
+        at: None,
     })
 }

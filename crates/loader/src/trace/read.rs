@@ -1,0 +1,482 @@
+//! Reading a trace file one row at a time, checking each row as it comes.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{bad, TraceConfig, TraceFormat, TraceInput, TraceRow};
+use crate::Error;
+
+/// The rows of a trace, streamed from its file.
+#[derive(Debug)]
+pub struct TraceReader {
+    config: TraceConfig,
+    rows: Rows,
+    /// Raw time of the first row and of the previous one, in nanoseconds.
+    first: Option<i128>,
+    last: Option<i128>,
+    kept: u64,
+    skipped: u64,
+}
+
+enum Rows {
+    Json {
+        lines: std::io::Lines<BufReader<File>>,
+        line: u64,
+    },
+    Csv {
+        records: csv::StringRecordsIntoIter<File>,
+        cols: CsvCols,
+    },
+}
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rows::Json { line, .. } => f.debug_struct("Json").field("line", line).finish(),
+            Rows::Csv { cols, .. } => f.debug_struct("Csv").field("cols", cols).finish(),
+        }
+    }
+}
+
+/// Positions of the columns a CSV trace uses.
+#[derive(Debug)]
+struct CsvCols {
+    ts: usize,
+    input: usize,
+    output: usize,
+    model: Option<usize>,
+    log_type: Option<usize>,
+}
+
+/// One row as read, before the checks that need the rows before it.
+struct Raw {
+    line: u64,
+    /// Nanoseconds (of the epoch for dates, of the unit's zero otherwise).
+    ts: i128,
+    input: TraceInput,
+    output: Option<u32>,
+    /// `false` for a row filtered out (BurstGPT's model / log type, zero lengths).
+    keep: bool,
+}
+
+/// A JSONL row of any of the JSON formats; fields a format does not use are ignored.
+#[derive(Deserialize)]
+struct JsonRow {
+    timestamp: Option<f64>,
+    input_length: Option<i64>,
+    output_length: Option<i64>,
+    hash_ids: Option<Vec<u64>>,
+    prompt: Option<String>,
+    messages: Option<Vec<Message>>,
+    delay: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    content: String,
+}
+
+impl TraceReader {
+    /// Opens the trace at its first row.
+    pub fn open(config: &TraceConfig) -> Result<TraceReader, Error> {
+        let path = &config.path;
+        let rows = match config.format {
+            TraceFormat::Azure | TraceFormat::Burstgpt => open_csv(path, config.format)?,
+            _ => Rows::Json {
+                lines: BufReader::new(open(path)?).lines(),
+                line: 0,
+            },
+        };
+        Ok(TraceReader {
+            config: config.clone(),
+            rows,
+            first: None,
+            last: None,
+            kept: 0,
+            skipped: 0,
+        })
+    }
+
+    /// Rows filtered out so far (BurstGPT's `model` / `log_type`, rows recording 0 tokens).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The next row to replay; `Ok(None)` at the end of the file (or of `samples`).
+    pub fn next_row(&mut self) -> Result<Option<TraceRow>, Error> {
+        loop {
+            if self.config.samples.is_some_and(|n| self.kept >= n) {
+                return Ok(None);
+            }
+            let Some(raw) = self.next_raw()? else {
+                return Ok(None);
+            };
+            if let Some(last) = self.last {
+                if raw.ts < last {
+                    return Err(bad(
+                        &self.config.path,
+                        raw.line,
+                        format!(
+                            "timestamp goes back {} ms before the previous row's (rows must be in time order)",
+                            (last - raw.ts) as f64 / 1e6
+                        ),
+                    ));
+                }
+            }
+            self.last = Some(raw.ts);
+            let first = *self.first.get_or_insert(raw.ts);
+            if !raw.keep {
+                self.skipped += 1;
+                continue;
+            }
+            let Some(at) = u64::try_from(raw.ts - first)
+                .ok()
+                .and_then(|at| at.checked_sub(self.config.start))
+            else {
+                continue;
+            };
+            self.kept += 1;
+            return Ok(Some(TraceRow {
+                line: raw.line,
+                at,
+                input: raw.input,
+                output_tokens: self.config.output_tokens.or(raw.output),
+            }));
+        }
+    }
+
+    fn next_raw(&mut self) -> Result<Option<Raw>, Error> {
+        let config = &self.config;
+        match &mut self.rows {
+            Rows::Json { lines, line } => loop {
+                let Some(text) = lines.next() else {
+                    return Ok(None);
+                };
+                *line += 1;
+                let text = text.map_err(|e| bad(&config.path, *line, e.to_string()))?;
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return json_row(config, *line, &text).map(Some);
+            },
+            Rows::Csv { records, cols } => {
+                let Some(record) = records.next() else {
+                    return Ok(None);
+                };
+                let line = record
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.position())
+                    .map_or(0, |p| p.line());
+                let record = record.map_err(|e| {
+                    let line = e.position().map_or(line, |p| p.line());
+                    bad(&config.path, line, e.to_string())
+                })?;
+                csv_row(config, cols, line, &record).map(Some)
+            }
+        }
+    }
+}
+
+fn open(path: &Path) -> Result<File, Error> {
+    File::open(path).map_err(|e| Error::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+fn open_csv(path: &Path, format: TraceFormat) -> Result<Rows, Error> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .from_reader(open(path)?);
+    let headers = reader
+        .headers()
+        .map_err(|e| bad(path, 1, e.to_string()))?
+        .clone();
+    if headers.is_empty() || headers.iter().all(str::is_empty) {
+        return Err(bad(path, 0, "empty file, no rows"));
+    }
+    let find = |name: &str| headers.iter().position(|h| h == name);
+    let need = |name: &str| {
+        find(name).ok_or_else(|| {
+            bad(
+                path,
+                1,
+                format!(
+                    "no column {name:?} for format={} (columns: {}; needs {})",
+                    format.name(),
+                    headers.iter().collect::<Vec<_>>().join(", "),
+                    format.needs()
+                ),
+            )
+        })
+    };
+    let cols = match format {
+        TraceFormat::Azure => CsvCols {
+            ts: need("TIMESTAMP")?,
+            input: need("ContextTokens")?,
+            output: need("GeneratedTokens")?,
+            model: None,
+            log_type: None,
+        },
+        _ => CsvCols {
+            ts: need("Timestamp")?,
+            input: need("Request tokens")?,
+            output: need("Response tokens")?,
+            model: find("Model"),
+            log_type: find("Log Type"),
+        },
+    };
+    Ok(Rows::Csv {
+        records: reader.into_records(),
+        cols,
+    })
+}
+
+/// A count column: a non-negative integer that fits in `u32`.
+fn tokens(path: &Path, line: u64, name: &str, v: i64) -> Result<u32, Error> {
+    u32::try_from(v).map_err(|_| bad(path, line, format!("{name} must be 0 or more, got {v}")))
+}
+
+/// A numeric timestamp in nanoseconds; negative or non-finite ones are errors.
+fn numeric_ts(config: &TraceConfig, line: u64, name: &str, v: f64) -> Result<i128, Error> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(bad(
+            &config.path,
+            line,
+            format!("{name} must be a number >= 0, got {v}"),
+        ));
+    }
+    Ok((v * config.time_unit.nanos()).round() as i128)
+}
+
+fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
+    let path = &config.path;
+    let row: JsonRow = serde_json::from_str(text)
+        .map_err(|e| bad(path, line, format!("not a JSON record: {e}")))?;
+    let Some(ts) = row.timestamp else {
+        let why = if row.delay.is_some() {
+            "no timestamp (rows timed by a delay after an earlier turn are not replayed yet)"
+        } else {
+            "no timestamp"
+        };
+        return Err(bad(path, line, why));
+    };
+    let ts = numeric_ts(config, line, "timestamp", ts)?;
+    let output = row
+        .output_length
+        .map(|v| tokens(path, line, "output_length", v))
+        .transpose()?;
+    let input = if config.format == TraceFormat::Plain && row.input_length.is_none() {
+        let text = match (row.prompt, row.messages) {
+            (Some(p), _) => p,
+            (None, Some(m)) => m
+                .into_iter()
+                .map(|m| m.content)
+                .collect::<Vec<_>>()
+                .join(bench_core::FLATTEN_SEPARATOR),
+            (None, None) => {
+                return Err(bad(
+                    path,
+                    line,
+                    format!(
+                        "no prompt, messages or input_length (format=plain needs {})",
+                        TraceFormat::Plain.needs()
+                    ),
+                ))
+            }
+        };
+        if text.is_empty() {
+            return Err(bad(path, line, "empty prompt"));
+        }
+        TraceInput::Text(text)
+    } else {
+        let Some(n) = row.input_length else {
+            return Err(bad(
+                path,
+                line,
+                format!(
+                    "no input_length (format={} needs {})",
+                    config.format.name(),
+                    config.format.needs()
+                ),
+            ));
+        };
+        let n = tokens(path, line, "input_length", n)?;
+        let hash_ids = row.hash_ids.unwrap_or_default();
+        check_fit(config, line, n, &hash_ids)?;
+        TraceInput::Blocks {
+            tokens: n,
+            hash_ids,
+        }
+    };
+    Ok(Raw {
+        line,
+        ts,
+        input,
+        output,
+        keep: true,
+    })
+}
+
+/// `input_length` must fill its hash ids: every block but the last whole, the last with at
+/// least one token.
+fn check_fit(config: &TraceConfig, line: u64, n: u32, hash_ids: &[u64]) -> Result<(), Error> {
+    if n == 0 {
+        return Err(bad(&config.path, line, "input_length must be at least 1"));
+    }
+    if hash_ids.is_empty() {
+        return Ok(());
+    }
+    let bs = u64::from(config.block_size);
+    let k = hash_ids.len() as u64;
+    let (lo, hi) = ((k - 1) * bs + 1, k * bs);
+    if !(lo..=hi).contains(&u64::from(n)) {
+        return Err(bad(
+            &config.path,
+            line,
+            format!(
+                "input_length {n} does not fit {k} hash_ids of {bs} tokens (needs {lo}..={hi}; block_size= sets the block size)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn csv_row(
+    config: &TraceConfig,
+    cols: &CsvCols,
+    line: u64,
+    record: &csv::StringRecord,
+) -> Result<Raw, Error> {
+    let path = &config.path;
+    let field = |i: usize| record.get(i).unwrap_or("");
+    let count = |i: usize, name: &str| -> Result<u32, Error> {
+        let v = field(i);
+        v.parse::<u32>()
+            .or_else(|_| {
+                v.parse::<f64>().map_err(|_| ()).and_then(|f| {
+                    (f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f))
+                        .then_some(f as u32)
+                        .ok_or(())
+                })
+            })
+            .map_err(|_| {
+                bad(
+                    path,
+                    line,
+                    format!("{name} must be a count >= 0, got {v:?}"),
+                )
+            })
+    };
+    let (ts, input, output) = if config.format == TraceFormat::Azure {
+        let raw = field(cols.ts);
+        let ts = parse_datetime(raw).ok_or_else(|| {
+            bad(
+                path,
+                line,
+                format!("TIMESTAMP {raw:?} is not a date-time like 2023-11-16 18:15:46.6805900"),
+            )
+        })?;
+        (
+            ts,
+            count(cols.input, "ContextTokens")?,
+            count(cols.output, "GeneratedTokens")?,
+        )
+    } else {
+        let raw = field(cols.ts);
+        let v: f64 = raw.parse().map_err(|_| {
+            bad(
+                path,
+                line,
+                format!("Timestamp must be a number, got {raw:?}"),
+            )
+        })?;
+        let ts = numeric_ts(config, line, "Timestamp", v)?;
+        (
+            ts,
+            count(cols.input, "Request tokens")?,
+            count(cols.output, "Response tokens")?,
+        )
+    };
+    let matches = |col: Option<usize>, want: &Option<String>| match (col, want) {
+        (_, None) => true,
+        (Some(i), Some(w)) => field(i) == w.as_str(),
+        (None, Some(_)) => false,
+    };
+    let keep = input > 0
+        && (output > 0 || config.output_tokens.is_some())
+        && matches(cols.model, &config.model)
+        && matches(cols.log_type, &config.log_type);
+    Ok(Raw {
+        line,
+        ts,
+        input: TraceInput::Blocks {
+            tokens: input,
+            hash_ids: Vec::new(),
+        },
+        output: Some(output),
+        keep,
+    })
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.fraction][Z]` (or with a `T`), as nanoseconds of the Unix epoch.
+pub(crate) fn parse_datetime(s: &str) -> Option<i128> {
+    let s = s.trim().trim_end_matches('Z');
+    let (date, time) = s.split_once([' ', 'T'])?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let mut t = hms.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac_ns: i128 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse::<i128>().ok()? * 10i128.pow(9 - frac.len() as u32)
+    };
+    let days = days_from_civil(y, m, day);
+    let secs = i128::from(days) * 86_400 + i128::from(hh * 3600 + mm * 60 + ss);
+    Some(secs * 1_000_000_000 + frac_ns)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_datetime("1970-01-01 00:00:00"), Some(0));
+        assert_eq!(
+            parse_datetime("1970-01-02T00:00:01.5Z"),
+            Some(86_401_500_000_000)
+        );
+        // 2023-11-16 is 19,677 days after the epoch.
+        assert_eq!(
+            parse_datetime("2023-11-16 18:15:46.6805900"),
+            Some((19_677i128 * 86_400 + 18 * 3600 + 15 * 60 + 46) * 1_000_000_000 + 680_590_000)
+        );
+        assert_eq!(parse_datetime("2023-13-01 00:00:00"), None);
+        assert_eq!(parse_datetime("yesterday"), None);
+    }
+}

@@ -1,0 +1,302 @@
+//! Trace replay end to end against the simulator: dispatch on the recorded schedule scaled by
+//! the speed-up, the simulator's prefix cache hitting exactly where the trace's hash ids say
+//! (the theoretical hit rate), bad trace files refused with exit 2, and `bench trace`.
+
+mod common;
+
+use common::{bench, f, fresh, mock_report, read_log, text, write_sim};
+
+const BS: u64 = 16;
+
+/// Rows of two families sharing block 1: even rows [1, 2, 3, u] (64 tokens), odd rows
+/// [1, 5, u] (48 tokens), `u` unique; 30 ms apart. Every block is full, so a row's cached
+/// tokens are `BS` times its blocks seen before (the simulator never caches a prompt's last
+/// token, which here always lies in the unique block).
+fn rows(n: u64) -> Vec<(u64, Vec<u64>)> {
+    (0..n)
+        .map(|i| {
+            let ids = if i % 2 == 0 {
+                vec![1, 2, 3, 100 + i]
+            } else {
+                vec![1, 5, 100 + i]
+            };
+            (i * 30, ids)
+        })
+        .collect()
+}
+
+fn write_trace(dir: &std::path::Path, rows: &[(u64, Vec<u64>)]) -> std::path::PathBuf {
+    let body: String = rows
+        .iter()
+        .map(|(t, ids)| {
+            format!(
+                "{{\"timestamp\": {t}, \"input_length\": {}, \"output_length\": 4, \"hash_ids\": {ids:?}}}\n",
+                ids.len() as u64 * BS
+            )
+        })
+        .collect();
+    let p = dir.join("trace.jsonl");
+    std::fs::write(&p, body).expect("write trace");
+    p
+}
+
+/// Blocks of each row already sent by an earlier row (an unbounded cache's hits).
+fn seen_before(rows: &[(u64, Vec<u64>)]) -> Vec<u64> {
+    let mut seen = std::collections::HashSet::new();
+    rows.iter()
+        .map(|(_, ids)| ids.iter().filter(|h| !seen.insert(**h)).count() as u64)
+        .collect()
+}
+
+#[test]
+fn replay_follows_the_schedule_and_hits_the_prefix_cache_as_the_trace_says() {
+    let dir = fresh("trace", "replay");
+    let rows = rows(12);
+    let trace = write_trace(&dir, &rows);
+    let log = dir.join("requests.jsonl");
+    let sim = write_sim(
+        &dir,
+        "prefix_cache_blocks: 4096\nblock_size: 16\nprefill_rate: 100000\n",
+        Some(&log),
+    );
+    let data = format!("trace={},block_size=16", trace.display());
+    // One request in flight, so each row meets the cache every earlier row left (no race
+    // between a prompt's prefill and the next arrival); the schedule is still the trace's.
+    let report = mock_report(
+        "run",
+        "replay",
+        &dir,
+        Some(&sim),
+        &[
+            "--data",
+            &data,
+            "--speedup",
+            "4,2",
+            "--max-concurrency",
+            "1",
+            "--save-records",
+        ],
+    );
+    let seen = seen_before(&rows);
+    let theoretical = seen.iter().sum::<u64>() as f64
+        / rows.iter().map(|(_, ids)| ids.len() as u64).sum::<u64>() as f64;
+    let extra = &report["environment"]["extra"]["trace"];
+    assert_eq!(f(extra, &["rows"]), 12.0);
+    assert!((f(extra, &["theoretical_hit_rate"]) - theoretical).abs() < 1e-12);
+    // Closed form: row 0 none, odd rows 1 of 3 (then block 5 too: 2 of 3), even rows 3 of 4
+    // from row 2 on.
+    assert_eq!(seen, vec![0, 1, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2]);
+
+    let benchmarks = report["benchmarks"].as_array().expect("benchmarks");
+    assert_eq!(benchmarks.len(), 2);
+    for (b, speedup) in benchmarks.iter().zip([4.0, 2.0]) {
+        assert_eq!(b["label"], format!("trace@{speedup:.2}x"));
+        let mut recs: Vec<&serde_json::Value> =
+            b["records"].as_array().expect("records").iter().collect();
+        recs.sort_by_key(|r| r["id"].as_u64());
+        assert_eq!(recs.len(), rows.len(), "requests sent = rows");
+        let t0 = f(recs[0], &["scheduled"]);
+        for (r, (at_ms, ids)) in recs.iter().copied().zip(&rows) {
+            let want = (*at_ms as f64 * 1e6 / speedup).round();
+            assert_eq!(
+                f(r, &["scheduled"]) - t0,
+                want,
+                "scheduled at the recorded offset"
+            );
+            assert_eq!(f(r, &["prompt_tokens"]), (ids.len() as u64 * BS) as f64);
+            assert_eq!(f(r, &["output_tokens"]), 4.0);
+        }
+    }
+
+    // The simulator's log, in arrival order: each benchmark's replay meets only its own
+    // earlier rows (a fresh salt per benchmark), exactly as far as the hash ids agree.
+    let mut lines = read_log(&log);
+    // Written as requests end; `id` is the arrival number.
+    lines.sort_by_key(|l| l["id"].as_u64());
+    assert_eq!(lines.len(), 2 * rows.len());
+    let mut cached_total = 0.0;
+    let mut prompt_total = 0.0;
+    for (i, line) in lines.iter().enumerate() {
+        let row = i % rows.len();
+        let cached = f(line, &["cached_tokens"]);
+        let prompt = f(line, &["prompt_tokens"]);
+        assert_eq!(
+            cached,
+            (seen[row] * BS) as f64,
+            "request {i}: cached tokens"
+        );
+        assert_eq!(
+            prompt - cached,
+            ((rows[row].1.len() as u64 - seen[row]) * BS) as f64,
+            "request {i}: prefill work"
+        );
+        cached_total += cached;
+        prompt_total += prompt;
+    }
+    assert!((cached_total / prompt_total - theoretical).abs() < 1e-12);
+}
+
+#[test]
+fn bad_traces_are_refused_with_exit_2_naming_file_and_line() {
+    let dir = fresh("trace", "bad");
+    let p = dir.join("back.jsonl");
+    std::fs::write(
+        &p,
+        "{\"timestamp\": 5, \"input_length\": 3, \"hash_ids\": [1]}\n{\"timestamp\": 2, \"input_length\": 3, \"hash_ids\": [1]}\n",
+    )
+    .expect("write");
+    let data = format!("trace={}", p.display());
+    for args in [
+        vec![
+            "run",
+            "--mock",
+            "--quiet",
+            "--speedup",
+            "1",
+            "--data",
+            &data,
+        ],
+        vec!["trace", p.to_str().expect("utf8")],
+    ] {
+        let out = bench(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!(
+                "trace {} line 2: timestamp goes back 3 ms",
+                p.display()
+            )),
+            "{err}"
+        );
+    }
+    // A trace load without a trace, and a sweep over a trace, are named.
+    let out = bench(&["run", "--mock", "--quiet", "--speedup", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--rate-type trace replays a trace: give --data trace=FILE"));
+    let q = write_trace(&dir, &rows(4));
+    let data = format!("trace={},block_size=16", q.display());
+    let out = bench(&["sweep", "--mock", "--quiet", "--data", &data]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("a sweep over a trace is not built yet"));
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--rate-type",
+        "constant",
+        "--rate",
+        "1",
+        "--speedup",
+        "2",
+        "--data",
+        &data,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("speedup: applies to --rate-type trace, not constant"));
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--rate",
+        "1",
+        "--speedup",
+        "2",
+        "--data",
+        &data,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("speedup and rate both give the speed-ups of a trace; give one")
+    );
+}
+
+#[test]
+fn bench_trace_prints_the_figures_of_a_trace() {
+    let dir = fresh("trace", "inspect");
+    let rows = rows(10);
+    let p = write_trace(&dir, &rows);
+    let arg = format!("trace={},block_size=16", p.display());
+    let out = bench(&["trace", &arg, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(f(&v, &["rows"]), 10.0);
+    assert_eq!(f(&v, &["duration_s"]), 0.27);
+    assert!((f(&v, &["mean_rate"]) - 9.0 / 0.27).abs() < 1e-9);
+    // Five rows of 64 tokens and five of 48.
+    assert_eq!(f(&v, &["prompt_tokens", "mean"]), 56.0);
+    assert_eq!(f(&v, &["prompt_tokens", "p50"]), 48.0);
+    assert_eq!(f(&v, &["prompt_tokens", "p90"]), 64.0);
+    assert_eq!(f(&v, &["prompt_tokens", "total"]), 560.0);
+    assert_eq!(f(&v, &["output_tokens", "max"]), 4.0);
+    let seen: u64 = seen_before(&rows).iter().sum();
+    assert_eq!(f(&v, &["blocks"]), 35.0);
+    assert_eq!(f(&v, &["blocks_seen"]), seen as f64);
+    assert_eq!(f(&v, &["theoretical_hit_rate"]), seen as f64 / 35.0);
+    let out = bench(&["trace", &arg]);
+    let t = text(&out.stdout);
+    assert!(t.contains("rows           10 (0 skipped)"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "hit rate       {:.1}% (theoretical",
+            100.0 * seen as f64 / 35.0
+        )),
+        "{t}"
+    );
+}
+
+#[test]
+fn the_console_states_the_fidelity_of_each_replay() {
+    let dir = fresh("trace", "fidelity");
+    let p = write_trace(&dir, &rows(12));
+    let data = format!("trace={},block_size=16", p.display());
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--console",
+        "vllm",
+        "--data",
+        &data,
+        "--speedup",
+        "4",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    // 6 rows of 64 tokens and 6 of 48; 4 output tokens each.
+    assert!(
+        t.contains("trace fidelity trace@4.00x: 12 of 12 rows sent; prompt tokens 672 of 672 recorded; output tokens 48 of 48 recorded; queue p99 "),
+        "{t}"
+    );
+    // A trace as --data replays at its recorded speed without --rate-type.
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--console",
+        "vllm",
+        "--data",
+        &data,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("trace fidelity trace@1.00x: 12 of 12 rows sent"));
+    // A window of the first 5 rows.
+    let out = bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--console",
+        "vllm",
+        "--data",
+        &data,
+        "--speedup",
+        "4",
+        "--max-requests",
+        "5",
+    ]);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("trace fidelity trace@4.00x: 5 of 12 rows sent; prompt tokens 288 of 672 recorded; output tokens 20 of 48 recorded"),
+        "{t}"
+    );
+}
