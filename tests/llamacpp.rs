@@ -225,8 +225,21 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     assert!((3..=6).contains(&rates.len()), "{stdout}");
     assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
     let top = rates[rates.len() - 1];
-    assert!(top > cap, "top rate {top} vs capacity {cap}");
-    assert_eq!(run["capacity"]["max_is_lower_bound"], false, "{stdout}");
+    // The machine's load can change during the sweep (the test suite shares its 2 cores with
+    // whatever else runs): in one run beside a release build, synchronous requests took 1.76 s
+    // and the open-loop ones, after the build ended, 0.24 s, so all 3 extensions kept up. The
+    // sweep then must say its answer is a lower bound, and may only then not pass it.
+    let latency = |x: &serde_json::Value| x["metrics"]["e2el_ms"]["mean"].as_f64().expect("e2el");
+    let faster = latency(&b[0]) / latency(&b[b.len() - 1]);
+    if run["capacity"]["max_is_lower_bound"] == true {
+        assert!(
+            faster > 2.0,
+            "a lower bound while the server's speed held ({faster:.2}x)\n{stdout}"
+        );
+        assert!(top <= cap + 1e-9 && stdout.contains("at least"), "{stdout}");
+    } else {
+        assert!(top > cap, "top rate {top} vs capacity {cap}");
+    }
 }
 
 #[test]
