@@ -236,7 +236,12 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
             faster > 2.0,
             "a lower bound while the server's speed held ({faster:.2}x)\n{stdout}"
         );
-        assert!(top <= cap + 1e-9 && stdout.contains("at least"), "{stdout}");
+        // The capacity is then what the top rate completed: at most the rate, and at least
+        // the 95 % that counts as keeping up.
+        assert!(
+            cap <= top + 1e-9 && cap >= 0.95 * top && stdout.contains("at least"),
+            "capacity {cap} for a top rate of {top}\n{stdout}"
+        );
     } else {
         assert!(top > cap, "top rate {top} vs capacity {cap}");
     }
