@@ -54,7 +54,7 @@ struct Inner {
     h1: Option<Arc<h1::H1Pool>>,
     /// Connection failures since the last request that got an answer (all requests).
     connect_failures: AtomicU64,
-    /// Requests silent for [`SILENCE_NOTICE`] or more, for the live progress.
+    /// Requests silent for [`bench_core::SILENCE_NOTICE`] (or `WorkerConfig::silence_notice`) or more, for the live progress.
     silent: Arc<silence::Board>,
     /// How long a request may be silent before it goes on the board.
     silence_notice: Duration,
