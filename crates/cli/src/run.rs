@@ -230,11 +230,13 @@ impl Observer for ReportObserver {
             sessions: o.sessions,
         };
         let mut report = acc.finish(meta);
+        // Gauges over the window the latency figures describe (docs/metrics.md).
+        let tl = &report.timeline;
         report.server_metrics = self.server_metrics(bench_servermetrics::Span {
             start: o.start,
             end: o.end,
-            open: o.window.open,
-            close: o.window.close,
+            open: tl.steady_start_ns.unwrap_or(o.window.open),
+            close: tl.steady_end_ns.unwrap_or(o.window.close),
         });
         if let Some(slo) = &self.slo {
             self.verdicts.insert(index, report.meets(slo));

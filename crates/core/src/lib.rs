@@ -11,12 +11,14 @@
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
 mod session;
+mod steady;
 mod strategy;
 mod window;
 
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };
+pub use steady::{Steady, FILL_QUANTILE};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 

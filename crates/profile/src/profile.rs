@@ -125,7 +125,7 @@ pub struct SweepSpec {
 }
 
 /// Default relative width of the SLO search's final bracket.
-pub const DEFAULT_SLO_TOLERANCE: f64 = 0.05;
+pub const DEFAULT_SLO_TOLERANCE: f64 = 0.02;
 
 fn default_slo_tolerance() -> f64 {
     DEFAULT_SLO_TOLERANCE

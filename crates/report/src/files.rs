@@ -160,6 +160,11 @@ fn csv_header() -> Vec<String> {
             .iter()
             .map(|s| s.to_string()),
     );
+    header.extend(
+        crate::steady_view::CSV_COLUMNS
+            .iter()
+            .map(|s| s.to_string()),
+    );
     header
 }
 
@@ -178,6 +183,7 @@ pub fn render_csv(run: &RunReport) -> String {
                 .iter()
                 .map(|c| csv_field(c)),
         );
+        row.extend(crate::steady_view::csv_cells(b, num));
         out.push_str(&row.join(","));
         out.push('\n');
     }

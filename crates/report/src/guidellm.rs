@@ -24,6 +24,9 @@ pub fn render_guidellm(run: &RunReport, width: Option<u16>) -> String {
     out.push_str("Benchmarks Stats:\n");
     out.push_str(&stats_table(run, width));
     out.push('\n');
+    if let Some(note) = crate::steady_view::guidellm_note(run, width) {
+        out.push_str(&note);
+    }
     if let Some(t) = crate::reasoning_view::guidellm_table(run, width) {
         out.push_str(&t);
     }
@@ -140,7 +143,7 @@ fn model(v: &serde_json::Value, sep: &str) -> String {
 }
 
 /// Word-wraps `text` at `width` columns, continuation lines indented by `indent` spaces.
-fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
+pub(crate) fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let Some(w) = width.map(|w| (w as usize).max(indent + 20)) else {
         return format!("{}{text}\n", " ".repeat(indent));
     };

@@ -297,6 +297,7 @@ fn counts_tables(h: &mut String, b: &BenchmarkReport) {
                 .join(", "))
         );
     }
+    crate::steady_view::html_row(h, b);
     h.push_str("</table>\n");
     if !b.errors.is_empty() {
         h.push_str("<table>\n<tr><th>Error</th><th>Count</th></tr>\n");

@@ -42,6 +42,7 @@ mod options;
 mod reasoning_view;
 mod server;
 mod stats;
+mod steady_view;
 mod svg;
 mod sweep_html;
 mod time_fmt;
@@ -62,9 +63,9 @@ pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
 pub use model::{
-    BenchmarkReport, Environment, GoodputReport, Histograms, Metrics, Rates, RequestCounts,
-    RunReport, SessionReport, Timeline, TokenCounts, TokenStat, TokenSummary, Tokens, TurnReport,
-    SCHEMA_VERSION, TURN_ROWS,
+    BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, Metrics, Rates,
+    RequestCounts, RunReport, SessionReport, Timeline, TokenCounts, TokenStat, TokenSummary,
+    Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
 };
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,

@@ -116,6 +116,10 @@ pub struct BenchmarkReport {
     /// Requests meeting every SLO, when `--goodput` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<GoodputReport>,
+    /// Which requests the latency distributions (`metrics`, `histograms`) take: the steady
+    /// state, or every measured request (docs/metrics.md, "Steady state").
+    #[serde(default)]
+    pub latency_scope: LatencyScope,
     /// Latency distributions summaries.
     pub metrics: Metrics,
     /// The histograms behind `metrics`, to merge runs or cut other percentiles.
@@ -179,6 +183,31 @@ pub struct Timeline {
     pub measure_start_ns: Nanos,
     /// The measurement window closed (start of cooldown).
     pub measure_end_ns: Nanos,
+    /// The steady state opened: the end of the fill ramp (latency figures take the requests
+    /// sent from here), when the latencies are the steady state's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_start_ns: Option<Nanos>,
+    /// The steady state closed (latency figures take the requests that ended by here), when
+    /// the latencies are the steady state's and no cooldown kept the load on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_end_ns: Option<Nanos>,
+}
+
+/// Which measured requests the latency distributions take ([`bench_core::Steady`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyScope {
+    /// Every measured request: the load has no fill ramp (synchronous, burst), or the user's
+    /// warmup and cooldown set the window (or a report older than the rule).
+    #[default]
+    Window,
+    /// The steady state: requests sent during the fill ramp or ending in the drain are left
+    /// out (`requests.excluded_unsteady`).
+    Steady,
+    /// The rule applies but no completed request lies in the steady state (a benchmark
+    /// shorter than about two request latencies, or a load over capacity whose latencies grow
+    /// through it): every measured request, and the figures flatter latency under load.
+    TooShort,
 }
 
 /// Request counts. `completed + incomplete + errored` are the requests inside the window
@@ -197,6 +226,10 @@ pub struct RequestCounts {
     pub excluded_warmup: u64,
     /// Excluded: sent after the window closed.
     pub excluded_cooldown: u64,
+    /// Completed requests counted above but left out of the latency distributions: sent in
+    /// the fill ramp or ending in the drain (`latency_scope` `steady`).
+    #[serde(default)]
+    pub excluded_unsteady: u64,
 }
 
 /// Token counts of one kind (prompt or output), by status.

@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Strategy, TokenSource,
-    Window, WindowRates,
+    Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Steady, Strategy,
+    TokenSource, Window, WindowRates,
 };
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
 use crate::model::{
-    BenchmarkReport, GoodputReport, Histograms, Metrics, Rates, RequestCounts, Timeline,
-    TokenCounts, TokenStat, Tokens,
+    BenchmarkReport, GoodputReport, Histograms, LatencyScope, Metrics, Rates, RequestCounts,
+    Timeline, TokenCounts, TokenStat, Tokens,
 };
 use crate::options::{Metric, StatsOptions};
 use crate::turns::SessionDurations;
@@ -442,7 +442,9 @@ impl Accumulator {
             close: meta.window.close.max(meta.window.open),
             ..meta.window
         };
+        let (scope, steady_state) = self.steady_state(&meta, &window);
         let mut pass = Pass::new(window, &self.chunks, self.opts.goodput.as_ref());
+        pass.steady = steady_state;
         for r in &self.requests {
             pass.add(r);
         }
@@ -472,6 +474,8 @@ impl Accumulator {
                 end_ns: meta.end,
                 measure_start_ns: ws,
                 measure_end_ns: we,
+                steady_start_ns: steady_state.map(|s| s.from),
+                steady_end_ns: steady_state.and_then(|s| s.to),
             },
             duration_s: window.secs(),
             warmup_s: ws.saturating_sub(meta.start) as f64 / 1e9,
@@ -484,11 +488,36 @@ impl Accumulator {
             tokens: pass.tokens,
             rates,
             goodput,
+            latency_scope: scope,
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(self.records),
             server_metrics: None,
             sessions,
+        }
+    }
+}
+
+impl Accumulator {
+    /// The steady state of the latency figures ([`Steady::of`], the one rule), with the scope
+    /// it gives: `TooShort` (and no steady state) when no completed request lies in it.
+    fn steady_state(
+        &self,
+        meta: &BenchmarkMeta,
+        window: &Window,
+    ) -> (LatencyScope, Option<Steady>) {
+        let done = || {
+            self.requests
+                .iter()
+                .filter(|r| r.status == Status::Completed && r.phase(window) == Phase::Measured)
+        };
+        let mut latencies: Vec<Nanos> = done().map(Compact::e2el).collect();
+        match Steady::of(&meta.strategy, meta.start, window, &mut latencies) {
+            None => (LatencyScope::Window, None),
+            Some(s) if done().any(|r| s.holds(r.dispatched, r.end)) => {
+                (LatencyScope::Steady, Some(s))
+            }
+            Some(_) => (LatencyScope::TooShort, None),
         }
     }
 }
@@ -521,6 +550,8 @@ struct Pass<'a> {
     departures: Vec<(Nanos, Nanos)>,
     failed: Vec<(Nanos, Nanos)>,
     tokens_all_in_window: f64,
+    /// The steady state the latency distributions take, when they take one.
+    steady: Option<Steady>,
 }
 
 impl<'a> Pass<'a> {
@@ -551,6 +582,7 @@ impl<'a> Pass<'a> {
             departures: Vec::new(),
             failed: Vec::new(),
             tokens_all_in_window: 0.0,
+            steady: None,
         }
     }
 
@@ -644,6 +676,25 @@ impl<'a> Pass<'a> {
     /// by 1 s bucket of the window.
     fn completed(&mut self, r: &Compact) {
         self.departures.push((r.dispatched, r.end));
+        let (ws, last) = (self.window.open, self.buckets.len().saturating_sub(1));
+        for (at, tokens) in r.token_arrivals(self.store) {
+            if self.window.contains(at) {
+                let i = ((at - ws) / 1_000_000_000) as usize;
+                if let Some(bk) = self.buckets.get_mut(i.min(last)) {
+                    *bk += tokens;
+                }
+            }
+        }
+        if self.steady.is_some_and(|s| !s.holds(r.dispatched, r.end)) {
+            self.counts.excluded_unsteady += 1;
+            return;
+        }
+        self.latencies(r);
+    }
+
+    /// The latencies of a completed request in the latency distributions, and whether it met
+    /// the goodput objectives.
+    fn latencies(&mut self, r: &Compact) {
         let n = r.output_tokens;
         let e2el = r.e2el();
         self.rec(Metric::E2el, us(e2el), 1);
@@ -681,15 +732,6 @@ impl<'a> Pass<'a> {
             .is_some_and(|slo| slo.is_met(ttft_ms, tpot_ms, e2el as f64 / 1e6))
         {
             self.good += 1;
-        }
-        let (ws, last) = (self.window.open, self.buckets.len().saturating_sub(1));
-        for (at, tokens) in r.token_arrivals(store) {
-            if self.window.contains(at) {
-                let i = ((at - ws) / 1_000_000_000) as usize;
-                if let Some(bk) = self.buckets.get_mut(i.min(last)) {
-                    *bk += tokens;
-                }
-            }
         }
     }
 
@@ -820,16 +862,14 @@ impl<'a> Pass<'a> {
             slo,
             requests: good,
             // The steady-state request rate times the share of completed requests that met
-            // the objectives (docs/metrics.md).
-            per_s: if c.completed > 0 {
-                steady.requests_per_s * good as f64 / c.completed as f64
-            } else {
-                0.0
+            // the objectives, among those the latency distributions take (docs/metrics.md).
+            per_s: match c.completed - c.excluded_unsteady {
+                0 => 0.0,
+                judged => steady.requests_per_s * good as f64 / judged as f64,
             },
-            fraction: if c.total > 0 {
-                good as f64 / c.total as f64
-            } else {
-                0.0
+            fraction: match c.total - c.excluded_unsteady {
+                0 => 0.0,
+                judged => good as f64 / judged as f64,
             },
         })
     }
@@ -1060,6 +1100,56 @@ mod tests {
         assert!(close(b.metrics.ttft_from_scheduled_ms.mean, 110.0));
         assert!(close(b.metrics.e2el_ms.mean, 70.0));
         assert!(close(b.metrics.e2el_from_scheduled_ms.mean, 130.0));
+    }
+
+    /// Open loop at 10 req/s for 1 s, latencies of 100 ms (TTFT 10 ms; the fill, their 90th
+    /// percentile) except the first, sent in the fill ramp (50 ms, TTFT 5 ms), and the last,
+    /// which ends after the sending stopped: the latency figures take the other 8, the counts
+    /// all 10.
+    #[test]
+    fn open_loop_latencies_leave_out_the_fill_ramp_and_the_drain() {
+        let mut acc = Accumulator::new(&StatsOptions {
+            goodput: Some(Goodput::parse("ttft:8").expect("slo")),
+            ..StatsOptions::default()
+        });
+        for i in 0..10u64 {
+            let (sent, lat) = (i * 100, if i == 0 { 50 } else { 100 });
+            let mut r = rec(
+                sent,
+                &[sent + lat / 10, sent + lat],
+                sent + lat,
+                1,
+                Outcome::Completed,
+            );
+            if i == 9 {
+                r.end = 1_050 * MS;
+            }
+            acc.add(r);
+        }
+        let constant = Strategy::Constant {
+            rate: 10.0,
+            max_concurrency: None,
+        };
+        let b = acc.finish(BenchmarkMeta::new(
+            constant,
+            0,
+            1_000 * MS,
+            SystemTime::UNIX_EPOCH,
+        ));
+        assert_eq!(b.latency_scope, LatencyScope::Steady);
+        assert_eq!(
+            (b.requests.completed, b.requests.excluded_unsteady),
+            (10, 2)
+        );
+        assert_eq!(b.timeline.steady_start_ns, Some(100 * MS));
+        assert_eq!(b.timeline.steady_end_ns, Some(1_000 * MS));
+        assert_eq!((b.metrics.ttft_ms.count, b.metrics.e2el_ms.count), (8, 8));
+        assert!(close(b.metrics.ttft_ms.mean, 10.0) && close(b.metrics.e2el_ms.mean, 100.0));
+        // Client timing and the counts keep every measured request; goodput judges the 8 (the
+        // first request's 5 ms TTFT would have met it).
+        assert_eq!(b.metrics.dispatch_delay_ms.count, 10);
+        let g = b.goodput.expect("goodput");
+        assert_eq!(g.requests, 0);
     }
 
     #[test]

@@ -89,6 +89,9 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
     out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
     out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
     let _ = writeln!(out, "{}", "=".repeat(50));
+    if let Some(line) = crate::steady_view::vllm_line(b) {
+        out.push_str(&line);
+    }
     out
 }
 

@@ -1,9 +1,12 @@
 //! Per-benchmark summaries of timestamped scrapes (the report's `server_metrics`).
 //!
-//! - **Gauges**: mean, max and last of the periodic scrapes taken inside the measurement
-//!   window `[open, close]` (the steady state the client's rates describe; the mean is of
-//!   scrapes, which are evenly spaced, so it is a time average at the scrape interval's
-//!   resolution). The time series (`series`) covers the whole benchmark, drain included.
+//! - **Gauges**: over the span's window `[open, close]` (the benchmark's steady state when its
+//!   latency figures have one, else its measurement window), the periodic scrapes inside it:
+//!   their time-weighted mean, each scrape standing for the part of the window nearer to it
+//!   than to its neighbours (so one that raced the first requests, a 0 taken as the load
+//!   began, weighs the half interval it stands for, not one sample in five, and none at all
+//!   when the window is the steady state), their max and their last. The time series
+//!   (`series`) covers the whole benchmark, drain included.
 //! - **Counters**: the delta from the *base* scrape (the last one at or before `start`) to the
 //!   *end* scrape (the first one at or after `end`; bench takes one when each benchmark ends,
 //!   after its drain), and that delta over `end - start` as a rate.
@@ -166,7 +169,8 @@ pub struct Span {
     pub start: Nanos,
     /// Its end, drain included.
     pub end: Nanos,
-    /// The measurement window (gauges are summarized over it).
+    /// The window gauges are summarized over: the benchmark's steady state
+    /// (`bench_core::Steady`) when its latency figures have one, else its measurement window.
     pub open: Nanos,
     pub close: Nanos,
 }
@@ -218,7 +222,7 @@ pub fn summarize(
     let mut metrics = BTreeMap::new();
     for (name, v) in &last.snap {
         let m = match v {
-            Folded::Gauge { .. } => gauge(name, &inside),
+            Folded::Gauge { .. } => gauge(name, &whole, open, close),
             Folded::Counter { value, .. } => Some(counter(base.snap.get(name), *value, duration_s)),
             Folded::Histogram(h) => Some(histogram(base.snap.get(name), h)),
         };
@@ -245,21 +249,49 @@ pub fn summarize(
     })
 }
 
-fn gauge(name: &str, inside: &[&Timed]) -> Option<MetricSummary> {
-    let values: Vec<f64> = inside
+/// A gauge over `[lo, hi]` from the benchmark's periodic scrapes (see the module's doc).
+fn gauge(name: &str, scrapes: &[&Timed], lo: Nanos, hi: Nanos) -> Option<MetricSummary> {
+    let inside: Vec<(Nanos, f64)> = scrapes
         .iter()
+        .filter(|s| s.at >= lo && s.at <= hi)
         .filter_map(|s| match s.snap.get(name) {
-            Some(Folded::Gauge { value, .. }) => Some(*value),
+            Some(Folded::Gauge { value, .. }) => Some((s.at, *value)),
             _ => None,
         })
         .collect();
-    let last = *values.last()?;
+    let &(_, last) = inside.last()?;
     Some(MetricSummary::Gauge {
-        mean: values.iter().sum::<f64>() / values.len() as f64,
-        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        mean: time_weighted_mean(&inside, lo, hi),
+        max: inside
+            .iter()
+            .map(|&(_, v)| v)
+            .fold(f64::NEG_INFINITY, f64::max),
         last,
-        samples: values.len() as u32,
+        samples: inside.len() as u32,
     })
+}
+
+/// The mean over `[lo, hi]` of `points` (in time order, inside it, not empty), each standing
+/// for the part of the window nearer to it than to its neighbours; the plain mean when the
+/// window has no length.
+fn time_weighted_mean(points: &[(Nanos, f64)], lo: Nanos, hi: Nanos) -> f64 {
+    if hi <= lo {
+        return points.iter().map(|&(_, v)| v).sum::<f64>() / points.len() as f64;
+    }
+    let mid = |i: usize| -> f64 {
+        match (points.get(i), points.get(i + 1)) {
+            (Some(&(a, _)), Some(&(b, _))) => (a as f64 + b as f64) / 2.0,
+            _ => hi as f64,
+        }
+    };
+    let mut from = lo as f64;
+    let mut area = 0.0;
+    for (i, &(_, v)) in points.iter().enumerate() {
+        let to = mid(i);
+        area += v * (to - from);
+        from = to;
+    }
+    area / (hi - lo) as f64
 }
 
 fn counter(base: Option<&Folded>, end: f64, duration_s: f64) -> MetricSummary {
@@ -622,6 +654,38 @@ mod tests {
         );
         assert_eq!(m.series.len(), 4, "the series covers the whole benchmark");
         assert_eq!(m.server.as_deref(), Some("vllm"));
+    }
+
+    /// Issue 22's case: `concurrent@16` scraped every second, one scrape racing the first
+    /// requests (0). Over the steady state (from 1.3 s) the mean is 16; over the whole window
+    /// the 0 weighs the half second it stands for, not one sample in five.
+    #[test]
+    fn gauge_means_are_time_weighted_over_the_window() {
+        let g = |t, run: u32| {
+            at(
+                t,
+                &format!(
+                    "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running {run}\n"
+                ),
+                false,
+            )
+        };
+        let scrapes = [g(0, 0), g(S, 16), g(2 * S, 16), g(3 * S, 16), g(4 * S, 16)];
+        let running = |open, close| {
+            let span = Span {
+                start: 0,
+                end: 5 * S,
+                open,
+                close,
+            };
+            summarize(&scrapes, span, "u", 1.0)
+                .and_then(|m| m.summary.running)
+                .expect("running")
+        };
+        assert_eq!(running(13 * S / 10, 5 * S).mean, 16.0);
+        let whole = running(0, 5 * S);
+        assert!((whole.mean - 4.5 * 16.0 / 5.0).abs() < 1e-9, "{whole:?}");
+        assert_eq!((whole.max, whole.last), (16.0, 16.0));
     }
 
     #[test]

@@ -203,7 +203,7 @@ pub struct LoadArgs {
     /// e2el_from_scheduled; mean, median or pNN; milliseconds).
     #[arg(long, value_name = "KEY=MS,...")]
     pub slo: Option<String>,
-    /// Sweep: the SLO search stops when (high - low) / low is at most this (default 0.05).
+    /// Sweep: the SLO search stops when (high - low) / low is at most this (default 0.02).
     #[arg(long)]
     pub slo_tolerance: Option<f64>,
     /// Seconds per benchmark (default 30; 5 with --mock).

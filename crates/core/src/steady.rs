@@ -1,0 +1,156 @@
+//! The steady state of a benchmark: which measured requests its latency figures take
+//! ([`Steady::of`]), beside the window rule ([`crate::Window`]) that its counts and rates use.
+//!
+//! A server that starts a benchmark empty takes about one request latency to fill: until then
+//! the requests in flight are fewer than the load will hold, and the requests sent in that
+//! ramp see a lighter server. When the sending stops, the requests still in flight drain with
+//! no new ones beside them, and see a lighter server too. Both ends flatter latency under load:
+//! in a 5 s open-loop benchmark with 1.4 s latencies they are more than half of the data. The
+//! rule (docs/metrics.md, "Steady state"): the fill time `F` is the 90th percentile (nearest
+//! rank) of the end-to-end latencies of the measured completed requests; a measured request is
+//! *steady* when it was sent at or after `open + F` and ended at or before `close`, the
+//! window's closing, when the sending stopped. An explicit warmup replaces the fill (`F = 0`:
+//! the user's window opens after their own ramp); an explicit cooldown keeps the load on after
+//! the closing, so no measured request drains. The rule is for loads that build up to a steady
+//! state, open loops (constant, poisson, trace) and closed loops of several streams
+//! (concurrent); synchronous, throughput and burst benchmarks keep every measured request: one
+//! stream has no ramp, and loads due all at once are a transient by design.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Nanos, Release, Strategy, Window};
+
+/// The quantile of the measured latencies taken as the fill time.
+pub const FILL_QUANTILE: f64 = 0.9;
+
+/// The steady part of a benchmark, for its latency figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Steady {
+    /// Requests sent before this ran during the fill ramp.
+    pub from: Nanos,
+    /// Requests that ended after this ran into the drain; `None` when a cooldown kept the load
+    /// on after the window closed.
+    pub to: Option<Nanos>,
+}
+
+impl Steady {
+    /// The steady part of a benchmark of load `strategy` that started at `start`, with
+    /// measurement `window` and `latencies` the end-to-end latencies of its measured completed
+    /// requests (reordered). `None` when every measured request counts: the load has no ramp
+    /// (synchronous, throughput, burst), the user set both a warmup and a cooldown, or there
+    /// is no latency.
+    pub fn of(
+        strategy: &Strategy,
+        start: Nanos,
+        window: &Window,
+        latencies: &mut [Nanos],
+    ) -> Option<Steady> {
+        let ramps = match strategy.release() {
+            Release::Scheduled => true,
+            Release::ClosedLoop => strategy.closed_loop_streams().is_some_and(|n| n > 1),
+            Release::AtStart => false,
+        };
+        if !ramps {
+            return None;
+        }
+        let warmup = window.open > start;
+        if (warmup && window.cooldown) || latencies.is_empty() {
+            return None;
+        }
+        let fill = if warmup {
+            0
+        } else {
+            nearest_rank(latencies, FILL_QUANTILE)
+        };
+        Some(Steady {
+            from: window.open.saturating_add(fill),
+            to: (!window.cooldown).then_some(window.close),
+        })
+    }
+
+    /// Whether a request sent at `dispatched` that ended at `end` is steady.
+    #[inline]
+    pub fn holds(&self, dispatched: Nanos, end: Nanos) -> bool {
+        dispatched >= self.from && self.to.is_none_or(|to| end <= to)
+    }
+}
+
+/// The `q` quantile of `values` by nearest rank (`values` is reordered; not empty).
+fn nearest_rank(values: &mut [Nanos], q: f64) -> Nanos {
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    *values.select_nth_unstable(rank - 1).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    fn window(open: Nanos, close: Nanos, cooldown: bool) -> Window {
+        Window {
+            open,
+            close,
+            cooldown,
+        }
+    }
+
+    fn constant() -> Strategy {
+        Strategy::Constant {
+            rate: 10.0,
+            max_concurrency: None,
+        }
+    }
+
+    #[test]
+    fn the_fill_is_the_90th_percentile_latency_and_the_drain_is_cut_at_the_closing() {
+        let mut lat: Vec<Nanos> = (1..=10).map(|i| i * S / 10).collect();
+        let s = Steady::of(&constant(), 0, &window(0, 5 * S, false), &mut lat).expect("steady");
+        assert_eq!(
+            s,
+            Steady {
+                from: 9 * S / 10,
+                to: Some(5 * S)
+            }
+        );
+        assert!(!s.holds(S / 2, S));
+        assert!(s.holds(S, 2 * S));
+        assert!(s.holds(S, 5 * S));
+        assert!(!s.holds(4 * S, 5 * S + 1));
+    }
+
+    #[test]
+    fn an_explicit_warmup_replaces_the_fill_and_a_cooldown_the_drain() {
+        let mut lat = vec![S; 4];
+        let warm =
+            Steady::of(&constant(), 0, &window(2 * S, 5 * S, false), &mut lat).expect("steady");
+        assert_eq!(
+            warm,
+            Steady {
+                from: 2 * S,
+                to: Some(5 * S)
+            }
+        );
+        let cool = Steady::of(&constant(), 0, &window(0, 5 * S, true), &mut lat).expect("steady");
+        assert_eq!(cool, Steady { from: S, to: None });
+        assert_eq!(
+            Steady::of(&constant(), 0, &window(S, 5 * S, true), &mut lat),
+            None
+        );
+    }
+
+    #[test]
+    fn loads_without_a_ramp_and_empty_benchmarks_keep_every_request() {
+        let w = window(0, 5 * S, false);
+        assert_eq!(Steady::of(&Strategy::Synchronous, 0, &w, &mut [S]), None);
+        assert_eq!(
+            Steady::of(&Strategy::Burst { count: 3 }, 0, &w, &mut [S]),
+            None
+        );
+        let all_at_once = Strategy::Throughput { max_concurrency: 8 };
+        assert_eq!(Steady::of(&all_at_once, 0, &w, &mut [S]), None);
+        assert_eq!(Steady::of(&constant(), 0, &w, &mut []), None);
+        let closed = Strategy::Concurrent { streams: 4 };
+        assert!(Steady::of(&closed, 0, &w, &mut [S]).is_some());
+    }
+}

@@ -1,0 +1,112 @@
+//! Which requests the latency figures take ([`LatencyScope`], docs/metrics.md "Steady state"),
+//! said in every output: a CSV column group, a note under the guidellm tables, a line under
+//! each vLLM block and a row of the HTML counts table.
+
+use std::fmt::Write as _;
+
+use crate::model::{BenchmarkReport, LatencyScope, RunReport};
+
+/// The CSV columns.
+pub(crate) const CSV_COLUMNS: &[&str] = &[
+    "latency_scope",
+    "latency_requests",
+    "excluded_unsteady",
+    "steady_start_s",
+    "steady_end_s",
+];
+
+/// The scope's name in files (`window`, `steady`, `too_short`).
+pub(crate) fn scope_name(s: LatencyScope) -> &'static str {
+    match s {
+        LatencyScope::Window => "window",
+        LatencyScope::Steady => "steady",
+        LatencyScope::TooShort => "too_short",
+    }
+}
+
+impl BenchmarkReport {
+    /// Completed requests in the latency distributions.
+    pub fn latency_requests(&self) -> u64 {
+        self.requests.completed - self.requests.excluded_unsteady
+    }
+
+    /// Seconds from the benchmark's start to the opening and closing of its steady state.
+    fn steady_secs(&self) -> (Option<f64>, Option<f64>) {
+        let at = |ns: u64| ns.saturating_sub(self.timeline.start_ns) as f64 / 1e9;
+        (
+            self.timeline.steady_start_ns.map(at),
+            self.timeline.steady_end_ns.map(at),
+        )
+    }
+}
+
+/// The [`CSV_COLUMNS`] cells of `b`.
+pub(crate) fn csv_cells(b: &BenchmarkReport, num: fn(f64) -> String) -> Vec<String> {
+    let (from, to) = b.steady_secs();
+    vec![
+        scope_name(b.latency_scope).into(),
+        b.latency_requests().to_string(),
+        b.requests.excluded_unsteady.to_string(),
+        from.map(num).unwrap_or_default(),
+        to.map(num).unwrap_or_default(),
+    ]
+}
+
+/// What one benchmark's latency figures take, in a few words (`None` for the whole window).
+pub(crate) fn describe(b: &BenchmarkReport) -> Option<String> {
+    let completed = b.requests.completed;
+    match b.latency_scope {
+        LatencyScope::Window => None,
+        LatencyScope::Steady => {
+            let (from, to) = b.steady_secs();
+            let mut s = format!(
+                "steady state, {} of {completed} completed requests (sent after the {:.2} s fill ramp",
+                b.latency_requests(),
+                from.unwrap_or(0.0) - b.warmup_s
+            );
+            s.push_str(match to {
+                Some(_) => ", ended before the sending stopped)",
+                None => ")",
+            });
+            Some(s)
+        }
+        LatencyScope::TooShort => Some(format!(
+            "every one of {completed} completed requests: too short for a steady state, \
+             latency under load is flattered"
+        )),
+    }
+}
+
+/// The note under the guidellm tables, or `None` when every benchmark's latency figures take
+/// its whole window.
+pub(crate) fn guidellm_note(run: &RunReport, width: Option<u16>) -> Option<String> {
+    let lines: Vec<String> = run
+        .benchmarks
+        .iter()
+        .filter_map(|b| describe(b).map(|d| format!("{}: {d}", b.label)))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut out = String::from("Latency figures (docs/metrics.md, \"Steady state\"):\n");
+    for l in lines {
+        out.push_str(&crate::guidellm::wrap(&l, width, 2));
+    }
+    Some(out)
+}
+
+/// The line under a vLLM block, or `None` for the whole window.
+pub(crate) fn vllm_line(b: &BenchmarkReport) -> Option<String> {
+    describe(b).map(|d| format!("Latency figures: {d}\n"))
+}
+
+/// The HTML counts-table row.
+pub(crate) fn html_row(h: &mut String, b: &BenchmarkReport) {
+    if let Some(d) = describe(b) {
+        let _ = writeln!(
+            h,
+            "<tr><td>latency figures</td><td colspan=\"4\">{}</td></tr>",
+            crate::html::esc(&d)
+        );
+    }
+}
