@@ -59,20 +59,15 @@ pub(crate) fn describe(b: &BenchmarkReport) -> Option<String> {
         LatencyScope::Window => None,
         LatencyScope::Steady => {
             let (from, to) = b.steady_secs();
-            let mut s = format!(
-                "steady state, {} of {completed} completed requests (sent after the {:.2} s fill ramp",
+            Some(format!(
+                "steady state, {} of {completed} requests (fill {:.2} s{})",
                 b.latency_requests(),
-                from.unwrap_or(0.0) - b.warmup_s
-            );
-            s.push_str(match to {
-                Some(_) => ", ended before the sending stopped)",
-                None => ")",
-            });
-            Some(s)
+                from.unwrap_or(0.0) - b.warmup_s,
+                if to.is_some() { ", drain cut" } else { "" }
+            ))
         }
         LatencyScope::TooShort => Some(format!(
-            "every one of {completed} completed requests: too short for a steady state, \
-             latency under load is flattered"
+            "all {completed} requests, too short for a steady state (flatters latency under load)"
         )),
     }
 }
