@@ -170,15 +170,43 @@ fn bad_traces_are_refused_with_exit_2_naming_file_and_line() {
             "{err}"
         );
     }
-    // A trace load without a trace, and a sweep over a trace, are named.
+    // A trace load without a trace is named; a sweep over a trace with Poisson arrivals, or
+    // over a trace without a mean rate, is refused.
     let out = bench(&["run", "--mock", "--quiet", "--speedup", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--rate-type trace replays a trace: give --data trace=FILE"));
     let q = write_trace(&dir, &rows(4));
     let data = format!("trace={},block_size=16", q.display());
-    let out = bench(&["sweep", "--mock", "--quiet", "--data", &data]);
+    let out = bench(&[
+        "sweep",
+        "--mock",
+        "--quiet",
+        "--data",
+        &data,
+        "--sweep-rate-type",
+        "poisson",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("a sweep over a trace is not built yet"));
+    assert!(text(&out.stderr).contains(
+        "--sweep-rate-type poisson: a sweep over a trace replays the trace's own arrival times"
+    ));
+    let one = dir.join("one.jsonl");
+    std::fs::write(
+        &one,
+        "{\"timestamp\": 0, \"input_length\": 16, \"hash_ids\": [1]}\n",
+    )
+    .expect("write");
+    let one_data = format!("trace={},block_size=16", one.display());
+    let out = bench(&["sweep", "--mock", "--quiet", "--data", &one_data]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "--data {one_data}: a sweep over a trace states capacity as a multiple of the trace's mean rate, and this trace has none"
+        )),
+        "{err}"
+    );
     let out = bench(&[
         "run",
         "--mock",

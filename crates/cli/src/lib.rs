@@ -37,7 +37,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Probe synchronous and maximum throughput, then run constant rates between them.
+    /// Probe synchronous and maximum throughput, then run constant rates between them; with
+    /// --data trace=FILE, replay the trace at increasing speed-ups and state the capacity as a
+    /// multiple of the trace.
     Sweep(Box<run::SweepArgs>),
     /// Run any load shape (--rate-type KIND --rate LIST), or a YAML profile.
     Run(Box<run::RunArgs>),

@@ -29,7 +29,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat, KEPT_UP,
+    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat, TraceCapacity,
+    KEPT_UP,
 };
 
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
