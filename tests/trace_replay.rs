@@ -170,6 +170,39 @@ fn bad_traces_are_refused_with_exit_2_naming_file_and_line() {
             "{err}"
         );
     }
+    // A row whose length does not fit its hash ids: refused, or fitted under fit=length.
+    let unfit = dir.join("unfit.jsonl");
+    std::fs::write(
+        &unfit,
+        "{\"timestamp\": 0, \"input_length\": 16, \"hash_ids\": [1]}\n{\"timestamp\": 5, \"input_length\": 40, \"hash_ids\": [1, 2]}\n",
+    )
+    .expect("write");
+    let arg = format!("trace={},block_size=16", unfit.display());
+    let data = format!("{arg},format=mooncake");
+    for args in [
+        vec!["run", "--mock", "--quiet", "--data", &data],
+        vec!["trace", &arg],
+    ] {
+        let out = bench(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!(
+                "trace {} line 2: input_length 40 does not fit 2 hash_ids of 16 tokens",
+                unfit.display()
+            )),
+            "{err}"
+        );
+    }
+    let out = bench(&["trace", &format!("{arg},fit=length")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("rows           2 (0 skipped, 1 fitted to their hash_ids by fit=length)"),
+        "{t}"
+    );
+    assert!(t.contains("total 48"), "{t}");
     // A trace load without a trace is named; a sweep over a trace with Poisson arrivals, or
     // over a trace without a mean rate, is refused.
     let out = bench(&["run", "--mock", "--quiet", "--speedup", "2"]);

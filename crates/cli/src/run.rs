@@ -627,6 +627,7 @@ fn trace_settings(
         "data": s.data.data,
         "rows": summary.rows,
         "skipped": summary.skipped,
+        "fitted": summary.fitted,
         "duration_s": summary.duration as f64 / 1e9,
         "mean_rate": summary.mean_rate(),
         "input_tokens": summary.input_tokens,

@@ -50,7 +50,7 @@ pub use spec::{
     FileFormat, ShareGptConfig, SyntheticConfig, TokenDist, Turns,
 };
 pub use synthetic::{Composer, Mode};
-pub use trace::{TraceConfig, TraceFormat, TraceSummary};
+pub use trace::{TraceConfig, TraceFit, TraceFormat, TraceSummary};
 
 #[derive(Debug)]
 enum Source {

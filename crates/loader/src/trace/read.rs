@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{bad, TraceConfig, TraceFormat, TraceInput, TraceRow};
+use super::{bad, TraceConfig, TraceFit, TraceFormat, TraceInput, TraceRow};
 use crate::Error;
 
 /// The rows of a trace, streamed from its file.
@@ -60,6 +60,8 @@ struct Raw {
     output: Option<u32>,
     /// `false` for a row filtered out (BurstGPT's model / log type, zero lengths).
     keep: bool,
+    /// Its `input_length` was moved to fit its hash ids (`fit=length`).
+    fitted: bool,
 }
 
 /// A JSONL row of any of the JSON formats; fields a format does not use are ignored.
@@ -144,6 +146,7 @@ impl TraceReader {
                 at,
                 input: raw.input,
                 output_tokens: self.config.output_tokens.or(raw.output),
+                fitted: raw.fitted,
             }));
         }
     }
@@ -271,6 +274,7 @@ fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
         .output_length
         .map(|v| tokens(path, line, "output_length", v))
         .transpose()?;
+    let mut fitted = false;
     let input = if config.format == TraceFormat::Plain && row.input_length.is_none() {
         let text = match (row.prompt, row.messages) {
             (Some(p), _) => p,
@@ -308,9 +312,10 @@ fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
         };
         let n = tokens(path, line, "input_length", n)?;
         let hash_ids = row.hash_ids.unwrap_or_default();
-        check_fit(config, line, n, &hash_ids)?;
+        let fits = check_fit(config, line, n, &hash_ids)?;
+        fitted = fits != n;
         TraceInput::Blocks {
-            tokens: n,
+            tokens: fits,
             hash_ids,
         }
     };
@@ -320,31 +325,43 @@ fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
         input,
         output,
         keep: true,
+        fitted,
     })
 }
 
 /// `input_length` must fill its hash ids: every block but the last whole, the last with at
-/// least one token.
-fn check_fit(config: &TraceConfig, line: u64, n: u32, hash_ids: &[u64]) -> Result<(), Error> {
+/// least one token. Returns the length to send: `n`, or under `fit=length` the nearest length
+/// that fits.
+fn check_fit(config: &TraceConfig, line: u64, n: u32, hash_ids: &[u64]) -> Result<u32, Error> {
     if n == 0 {
         return Err(bad(&config.path, line, "input_length must be at least 1"));
     }
     if hash_ids.is_empty() {
-        return Ok(());
+        return Ok(n);
     }
     let bs = u64::from(config.block_size);
     let k = hash_ids.len() as u64;
     let (lo, hi) = ((k - 1) * bs + 1, k * bs);
     if !(lo..=hi).contains(&u64::from(n)) {
+        if config.fit == TraceFit::Length {
+            let fitted = u64::from(n).clamp(lo, hi);
+            return u32::try_from(fitted).map_err(|_| {
+                bad(
+                    &config.path,
+                    line,
+                    format!("fit=length: {k} hash_ids of {bs} tokens need more than 2^32 tokens"),
+                )
+            });
+        }
         return Err(bad(
             &config.path,
             line,
             format!(
-                "input_length {n} does not fit {k} hash_ids of {bs} tokens (needs {lo}..={hi}; block_size= sets the block size)"
+                "input_length {n} does not fit {k} hash_ids of {bs} tokens (needs {lo}..={hi}; block_size= sets the block size, fit=length sends the nearest length that fits)"
             ),
         ));
     }
-    Ok(())
+    Ok(n)
 }
 
 fn csv_row(
@@ -420,6 +437,7 @@ fn csv_row(
             hash_ids: Vec::new(),
         },
         output: Some(output),
+        fitted: false,
         keep,
     })
 }

@@ -16,6 +16,8 @@ pub struct TraceSummary {
     pub rows: u64,
     /// Rows filtered out (BurstGPT's `model` / `log_type`, rows recording 0 tokens).
     pub skipped: u64,
+    /// Rows whose `input_length` was moved to fit their hash ids (`fit=length`).
+    pub fitted: u64,
     /// Recorded offset of the last row replayed after the first (ns).
     pub duration: Nanos,
     /// Recorded prompt tokens of the rows given as counts (text prompts are counted when sent).
@@ -59,6 +61,7 @@ pub fn scan(config: &TraceConfig, lengths: bool) -> Result<TraceSummary, Error> 
     let bs = u64::from(config.block_size.max(1));
     while let Some(row) = reader.next_row()? {
         s.rows += 1;
+        s.fitted += u64::from(row.fitted);
         s.duration = row.at;
         let out = row.output_tokens.unwrap_or(0);
         s.output_tokens += u64::from(out);
