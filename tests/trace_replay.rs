@@ -134,6 +134,26 @@ fn replay_follows_the_schedule_and_hits_the_prefix_cache_as_the_trace_says() {
         prompt_total += prompt;
     }
     assert!((cached_total / prompt_total - theoretical).abs() < 1e-12);
+
+    // What the simulator answered (`usage.prompt_tokens_details.cached_tokens`), as the
+    // worker recorded it per request and the report sums it per benchmark: the log's counts,
+    // hence the theoretical hit rate (every block full: cached / prompt tokens = blocks seen /
+    // blocks).
+    for b in benchmarks {
+        let mut recs: Vec<&serde_json::Value> =
+            b["records"].as_array().expect("records").iter().collect();
+        recs.sort_by_key(|r| r["id"].as_u64());
+        for (r, s) in recs.iter().zip(&seen) {
+            assert_eq!(f(r, &["cached_tokens"]), (s * BS) as f64, "{r}");
+        }
+        let c = &b["cached_tokens"];
+        assert_eq!(f(c, &["requests"]), rows.len() as f64);
+        assert_eq!(
+            f(c, &["cached_tokens"]),
+            (seen.iter().sum::<u64>() * BS) as f64
+        );
+        assert!((f(c, &["hit_rate"]) - theoretical).abs() < 1e-12, "{c}");
+    }
 }
 
 #[test]
@@ -327,6 +347,12 @@ fn the_console_states_the_fidelity_of_each_replay() {
     // 6 rows of 64 tokens and 6 of 48; 4 output tokens each.
     assert!(
         t.contains("trace fidelity trace@4.00x: 12 of 12 rows sent; prompt tokens 672 of 672 recorded; output tokens 48 of 48 recorded; queue p99 "),
+        "{t}"
+    );
+    // 26 of 42 blocks seen before; the default simulator has no prefix cache, so neither its
+    // answers nor its counters say anything of one.
+    assert!(
+        t.contains("; prefix cache hit rate: theoretical 61.9%, server-reported cached tokens -, server counters -\n"),
         "{t}"
     );
     // A trace as --data replays at its recorded speed without --rate-type.

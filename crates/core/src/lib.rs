@@ -344,6 +344,10 @@ pub struct RequestRecord {
     /// non-zero `reasoning_tokens` in its usage); `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningTokens>,
+    /// Prompt tokens the server says it served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`); `None` when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
 }
 
 impl RequestRecord {
@@ -511,6 +515,7 @@ mod tests {
     #[test]
     fn record_round_trips_through_json() {
         let r = RequestRecord {
+            cached_tokens: None,
             session: None,
             reasoning: Some(ReasoningTokens {
                 tokens: 1,
