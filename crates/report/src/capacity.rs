@@ -247,7 +247,10 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
             ("Max trace multiple:", x(Some(t.max_multiple))),
             ("Knee trace multiple:", x(t.knee_multiple)),
             ("Max trace multiple meeting the SLO:", x(t.slo_max_multiple)),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(k, _)| c.slo.is_some() || !k.contains("SLO"))
+        {
             let _ = writeln!(s, "{k:<40} {v:<10}");
         }
     }

@@ -505,6 +505,14 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
         vllm.contains("Max trace multiple meeting the SLO:      1.60x"),
         "{vllm}"
     );
+    // Without an SLO there is no SLO multiple to state.
+    let mut no_slo = run.clone();
+    if let Some(c) = no_slo.capacity.as_mut() {
+        (c.slo, c.slo_bracket, c.slo_max_requests_per_s) = (None, None, None);
+        c.refresh_trace_multiples();
+    }
+    assert!(!render_capacity_vllm(&no_slo).contains("meeting the SLO"));
+    assert!(!render_capacity(&no_slo).contains("SLO holds"));
     // Other sweeps say nothing of a trace.
     run.capacity.as_mut().expect("capacity").trace = None;
     assert!(!render_capacity(&run).contains("Trace multiple"));
