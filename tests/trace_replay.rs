@@ -387,3 +387,121 @@ fn the_console_states_the_fidelity_of_each_replay() {
         "{t}"
     );
 }
+
+/// Rows sharing a `session_id` replay as one session: its first row at its recorded offset,
+/// each later row `delay` (scaled by the speed-up) after the previous answer, resending the
+/// history (earlier messages and the server's actual replies) before its own message.
+#[test]
+fn sessions_in_a_trace_replay_as_multi_turn_sessions() {
+    let dir = fresh("trace", "sessions");
+    let p = dir.join("sessions.jsonl");
+    // Session "a" (2 turns, 200 ms apart after the answer), session 7 (a number; 2 turns,
+    // 100 ms), and a row of no session between them.
+    std::fs::write(
+        &p,
+        r#"{"timestamp": 0, "session_id": "a", "input_length": 32, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 10, "session_id": 7, "input_length": 16, "output_length": 4, "hash_ids": [3]}
+{"session_id": "a", "delay": 200, "input_length": 16, "output_length": 4, "hash_ids": [4]}
+{"timestamp": 50, "input_length": 16, "output_length": 4, "hash_ids": [5]}
+{"session_id": 7, "delay": 100, "input_length": 16, "output_length": 4, "hash_ids": [6]}
+"#,
+    )
+    .expect("write");
+    let log = dir.join("requests.jsonl");
+    let sim = write_sim(
+        &dir,
+        "prefix_cache_blocks: 4096\nblock_size: 16\nprefill_rate: 100000\n",
+        Some(&log),
+    );
+    let data = format!("trace={},block_size=16", p.display());
+    let speedup: f64 = 2.0;
+    let report = mock_report(
+        "run",
+        "sessions",
+        &dir,
+        Some(&sim),
+        &[
+            "--data",
+            &data,
+            "--speedup",
+            "2",
+            "--backend",
+            "openai-chat",
+            "--save-records",
+        ],
+    );
+    let b = &report["benchmarks"][0];
+    assert_eq!(f(b, &["sessions", "started"]), 3.0, "{}", b["sessions"]);
+    assert_eq!(f(b, &["sessions", "completed"]), 3.0);
+    let mut recs: Vec<&serde_json::Value> =
+        b["records"].as_array().expect("records").iter().collect();
+    recs.sort_by_key(|r| r["id"].as_u64());
+    assert_eq!(recs.len(), 5);
+    // Released in row order: session "a", session 7, the lone row, then the later turns.
+    let turn = |r: &serde_json::Value| (f(r, &["session", "turn"]), f(r, &["session", "turns"]));
+    let t0 = f(recs[0], &["scheduled"]);
+    for (r, at_ms) in recs[..3].iter().zip([0.0f64, 10.0, 50.0]) {
+        assert_eq!(turn(r).0, 1.0);
+        assert_eq!(f(r, &["scheduled"]) - t0, (at_ms * 1e6 / speedup).round());
+    }
+    assert_eq!(
+        turn(recs[2]),
+        (1.0, 1.0),
+        "a row of no session is a session of one turn"
+    );
+    // Each later turn: `delay / speedup` after its session's first answer, never before.
+    for (first, later, delay_ms) in [(0, 4, 200.0), (1, 3, 100.0)] {
+        let (a, b2) = (recs[first], recs[later]);
+        assert_eq!(turn(b2), (2.0, 2.0));
+        assert_eq!(
+            f(a, &["session", "session"]),
+            f(b2, &["session", "session"])
+        );
+        let pause = f(b2, &["scheduled"]) - f(a, &["end"]);
+        assert!(pause >= delay_ms * 1e6 / speedup, "pause {pause} ns");
+        assert!(f(b2, &["dispatched"]) >= f(b2, &["scheduled"]));
+    }
+    // The history, resent verbatim: turn 2's prompt is turn 1's prompt, its 4-token reply and
+    // the new 16-token message (a chat prompt counts message contents), and the simulator's
+    // prefix cache finds turn 1's prompt and reply in it (whole 16-token blocks, never the
+    // last token), as for any multi-turn session.
+    let mut lines = read_log(&log);
+    lines.sort_by_key(|l| l["id"].as_u64());
+    for (first, later) in [(0, 4), (1, 3)] {
+        let (p1, p2) = (
+            f(&lines[first], &["prompt_tokens"]),
+            f(&lines[later], &["prompt_tokens"]),
+        );
+        assert_eq!(p2, p1 + 4.0 + 16.0, "{} {}", lines[first], lines[later]);
+        let cached = 16.0 * ((p1 + 4.0 - 1.0) / 16.0).floor();
+        assert_eq!(f(&lines[later], &["cached_tokens"]), cached);
+    }
+    let out = bench(&["trace", &data, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((f(&v, &["rows"]), f(&v, &["sessions"])), (5.0, 2.0));
+    assert_eq!(
+        f(&report["environment"]["extra"]["trace"], &["sessions"]),
+        2.0
+    );
+    // A delay with no earlier row of its session, or without a session, is refused.
+    for (body, want) in [
+        (
+            "{\"session_id\": \"z\", \"delay\": 5, \"input_length\": 16, \"hash_ids\": [1]}\n",
+            "line 1: no timestamp, and no earlier row of session_id z",
+        ),
+        (
+            "{\"timestamp\": 0, \"input_length\": 16, \"hash_ids\": [1]}\n{\"delay\": 5, \"input_length\": 16, \"hash_ids\": [1]}\n",
+            "line 2: no timestamp, and a delay without a session_id",
+        ),
+    ] {
+        let q = dir.join("bad.jsonl");
+        std::fs::write(&q, body).expect("write");
+        let arg = format!("trace={},format=mooncake", q.display());
+        let out = bench(&["trace", &arg]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

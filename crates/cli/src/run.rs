@@ -628,6 +628,7 @@ fn trace_settings(
         "rows": summary.rows,
         "skipped": summary.skipped,
         "fitted": summary.fitted,
+        "sessions": summary.sessions,
         "duration_s": summary.duration as f64 / 1e9,
         "mean_rate": summary.mean_rate(),
         "input_tokens": summary.input_tokens,

@@ -77,6 +77,8 @@ pub struct TraceFigures {
     pub skipped: u64,
     /// Rows whose `input_length` was moved to fit their hash ids (`fit=length`).
     pub fitted: u64,
+    /// Distinct `session_id`s (their rows are turns of multi-turn sessions).
+    pub sessions: u64,
     /// Recorded offset of the last row after the first, seconds.
     pub duration_s: f64,
     /// `(rows - 1) / duration`.
@@ -103,6 +105,7 @@ impl TraceFigures {
             rows: s.rows,
             skipped: s.skipped,
             fitted: s.fitted,
+            sessions: s.sessions,
             duration_s: s.duration as f64 / 1e9,
             mean_rate: s.mean_rate(),
             prompt_tokens: Lengths::of(&s.input_lengths),
@@ -123,11 +126,14 @@ impl TraceFigures {
             None => "-".into(),
         };
         let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
-        let fitted = if self.fitted > 0 {
+        let mut fitted = if self.fitted > 0 {
             format!(", {} fitted to their hash_ids by fit=length", self.fitted)
         } else {
             String::new()
         };
+        if self.sessions > 0 {
+            fitted.push_str(&format!(", turns of {} sessions", self.sessions));
+        }
         format!(
             "trace {} ({}, block size {})\nrows           {} ({} skipped{fitted})\nduration       {:.3} s\nmean rate      {} req/s\nprompt tokens  {}\noutput tokens  {}\nblocks         {} sent, {} seen before\nhit rate       {} (theoretical, unbounded prefix cache)\n",
             self.path,

@@ -96,7 +96,10 @@ pub struct RequestSpec {
     /// Output tokens asked for (`max_tokens` and friends). `None` lets the server decide.
     pub output_tokens: Option<u32>,
     /// A trace's recorded arrival: nanoseconds after the replay's first row, before any
-    /// speed-up (`None` for data without a schedule). Only `Strategy::Trace` reads it.
+    /// speed-up (`None` for data without a schedule); `Strategy::Trace` paces by it (a
+    /// session by its first turn's). For a later turn of a trace's session it is instead the
+    /// recorded delay after the previous turn's answer, which the session runs as that turn's
+    /// pause (scaled by a replay's speed-up) in place of the think time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Nanos>,
 }

@@ -74,6 +74,7 @@ impl Source {
         match self {
             Source::Synthetic(s) => s.sessions(),
             Source::Conversations(_) => true,
+            Source::Trace(s) => s.sessions(),
             _ => false,
         }
     }
@@ -85,6 +86,7 @@ impl Source {
         Ok(match self {
             Source::Synthetic(s) => s.next_conversation()?,
             Source::Conversations(s) => s.next_conversation()?,
+            Source::Trace(s) => s.next_conversation()?,
             _ => None,
         }
         .map(Item::Conversation))

@@ -222,7 +222,7 @@ fn bad_files_are_one_line_errors_naming_file_and_line() {
         (
             "delay.jsonl",
             "{\"timestamp\": 0, \"input_length\": 3, \"hash_ids\": [1]}\n{\"delay\": 5, \"input_length\": 3, \"hash_ids\": [1]}\n",
-            "line 2: no timestamp (rows timed by a delay",
+            "line 2: no timestamp, and a delay without a session_id",
         ),
         (
             "unknown.csv",

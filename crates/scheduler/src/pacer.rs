@@ -139,7 +139,8 @@ impl<B: Backend> Pacer<B> {
             let work: Work = work.into();
             let at = match &work {
                 Work::Request(spec) => spec.at,
-                Work::Session(_) => None,
+                // A trace's session is due at its first turn's recorded offset.
+                Work::Session(conv) => conv.turns.first().and_then(|t| t.at),
             };
             match (self.step(&slots, &mut pending, at).await, work) {
                 (Step::End(e), _) => break e,
@@ -189,6 +190,7 @@ impl<B: Backend> Pacer<B> {
             warm_count: self.warm_count,
             cool_count: self.cool_count,
             think: self.think,
+            speedup: self.speedup,
             stop: self.stop.clone(),
             cancel: self.cancel.clone(),
             hard: self.hard.clone(),

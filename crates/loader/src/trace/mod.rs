@@ -213,6 +213,10 @@ pub struct TraceRow {
     pub output_tokens: Option<u32>,
     /// Its `input_length` was moved to fit its hash ids (`fit=length`).
     pub fitted: bool,
+    /// Its `session_id`: rows of one session are the turns of one conversation.
+    pub session: Option<String>,
+    /// A later turn's `delay` after the previous turn's answer (ns, unscaled).
+    pub delay: Option<Nanos>,
 }
 
 /// An error about a trace file, naming its line (0: the file as a whole).
