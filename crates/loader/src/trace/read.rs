@@ -303,13 +303,21 @@ fn numeric_ts(config: &TraceConfig, line: u64, name: &str, v: f64) -> Result<i12
     Ok((v * config.time_unit.nanos()).round() as i128)
 }
 
-fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
+/// When a JSON row is sent, as written.
+struct RowTime {
+    /// Its timestamp, ns (`None` for a later session turn timed by its delay).
+    ts: Option<i128>,
+    session: Option<String>,
+    /// Its `delay`, ns.
+    delay: Option<u64>,
+}
+
+/// A JSON row's time: its timestamp, `session_id` and `delay`, checked together.
+fn row_time(config: &TraceConfig, line: u64, row: &JsonRow) -> Result<RowTime, Error> {
     let path = &config.path;
-    let row: JsonRow = serde_json::from_str(text)
-        .map_err(|e| bad(path, line, format!("not a JSON record: {e}")))?;
-    let session = match row.session_id {
+    let session = match &row.session_id {
         None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some(s),
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
         Some(serde_json::Value::Number(n)) => Some(n.to_string()),
         Some(other) => {
             return Err(bad(
@@ -335,6 +343,14 @@ fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
         }
         (None, _, None) => return Err(bad(path, line, "no timestamp")),
     };
+    Ok(RowTime { ts, session, delay })
+}
+
+fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
+    let path = &config.path;
+    let row: JsonRow = serde_json::from_str(text)
+        .map_err(|e| bad(path, line, format!("not a JSON record: {e}")))?;
+    let RowTime { ts, session, delay } = row_time(config, line, &row)?;
     let output = row
         .output_length
         .map(|v| tokens(path, line, "output_length", v))
