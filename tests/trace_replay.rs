@@ -134,6 +134,26 @@ fn replay_follows_the_schedule_and_hits_the_prefix_cache_as_the_trace_says() {
         prompt_total += prompt;
     }
     assert!((cached_total / prompt_total - theoretical).abs() < 1e-12);
+
+    // What the simulator answered (`usage.prompt_tokens_details.cached_tokens`), as the
+    // worker recorded it per request and the report sums it per benchmark: the log's counts,
+    // hence the theoretical hit rate (every block full: cached / prompt tokens = blocks seen /
+    // blocks).
+    for b in benchmarks {
+        let mut recs: Vec<&serde_json::Value> =
+            b["records"].as_array().expect("records").iter().collect();
+        recs.sort_by_key(|r| r["id"].as_u64());
+        for (r, s) in recs.iter().zip(&seen) {
+            assert_eq!(f(r, &["cached_tokens"]), (s * BS) as f64, "{r}");
+        }
+        let c = &b["cached_tokens"];
+        assert_eq!(f(c, &["requests"]), rows.len() as f64);
+        assert_eq!(
+            f(c, &["cached_tokens"]),
+            (seen.iter().sum::<u64>() * BS) as f64
+        );
+        assert!((f(c, &["hit_rate"]) - theoretical).abs() < 1e-12, "{c}");
+    }
 }
 
 #[test]
@@ -170,15 +190,76 @@ fn bad_traces_are_refused_with_exit_2_naming_file_and_line() {
             "{err}"
         );
     }
-    // A trace load without a trace, and a sweep over a trace, are named.
+    // A row whose length does not fit its hash ids: refused, or fitted under fit=length.
+    let unfit = dir.join("unfit.jsonl");
+    std::fs::write(
+        &unfit,
+        "{\"timestamp\": 0, \"input_length\": 16, \"hash_ids\": [1]}\n{\"timestamp\": 5, \"input_length\": 40, \"hash_ids\": [1, 2]}\n",
+    )
+    .expect("write");
+    let arg = format!("trace={},block_size=16", unfit.display());
+    let data = format!("{arg},format=mooncake");
+    for args in [
+        vec!["run", "--mock", "--quiet", "--data", &data],
+        vec!["trace", &arg],
+    ] {
+        let out = bench(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!(
+                "trace {} line 2: input_length 40 does not fit 2 hash_ids of 16 tokens",
+                unfit.display()
+            )),
+            "{err}"
+        );
+    }
+    let out = bench(&["trace", &format!("{arg},fit=length")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("rows           2 (0 skipped, 1 fitted to their hash_ids by fit=length)"),
+        "{t}"
+    );
+    assert!(t.contains("total 48"), "{t}");
+    // A trace load without a trace is named; a sweep over a trace with Poisson arrivals, or
+    // over a trace without a mean rate, is refused.
     let out = bench(&["run", "--mock", "--quiet", "--speedup", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--rate-type trace replays a trace: give --data trace=FILE"));
     let q = write_trace(&dir, &rows(4));
     let data = format!("trace={},block_size=16", q.display());
-    let out = bench(&["sweep", "--mock", "--quiet", "--data", &data]);
+    let out = bench(&[
+        "sweep",
+        "--mock",
+        "--quiet",
+        "--data",
+        &data,
+        "--sweep-rate-type",
+        "poisson",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("a sweep over a trace is not built yet"));
+    assert!(text(&out.stderr).contains(
+        "--sweep-rate-type poisson: a sweep over a trace replays the trace's own arrival times"
+    ));
+    let one = dir.join("one.jsonl");
+    std::fs::write(
+        &one,
+        "{\"timestamp\": 0, \"input_length\": 16, \"hash_ids\": [1]}\n",
+    )
+    .expect("write");
+    let one_data = format!("trace={},block_size=16", one.display());
+    let out = bench(&["sweep", "--mock", "--quiet", "--data", &one_data]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "--data {one_data}: a sweep over a trace states capacity as a multiple of the trace's mean rate, and this trace has none"
+        )),
+        "{err}"
+    );
     let out = bench(&[
         "run",
         "--mock",
@@ -268,6 +349,12 @@ fn the_console_states_the_fidelity_of_each_replay() {
         t.contains("trace fidelity trace@4.00x: 12 of 12 rows sent; prompt tokens 672 of 672 recorded; output tokens 48 of 48 recorded; queue p99 "),
         "{t}"
     );
+    // 26 of 42 blocks seen before; the default simulator has no prefix cache, so neither its
+    // answers nor its counters say anything of one.
+    assert!(
+        t.contains("; prefix cache hit rate: theoretical 61.9%, server-reported cached tokens -, server counters -\n"),
+        "{t}"
+    );
     // A trace as --data replays at its recorded speed without --rate-type.
     let out = bench(&[
         "run",
@@ -299,4 +386,122 @@ fn the_console_states_the_fidelity_of_each_replay() {
         t.contains("trace fidelity trace@4.00x: 5 of 12 rows sent; prompt tokens 288 of 672 recorded; output tokens 20 of 48 recorded"),
         "{t}"
     );
+}
+
+/// Rows sharing a `session_id` replay as one session: its first row at its recorded offset,
+/// each later row `delay` (scaled by the speed-up) after the previous answer, resending the
+/// history (earlier messages and the server's actual replies) before its own message.
+#[test]
+fn sessions_in_a_trace_replay_as_multi_turn_sessions() {
+    let dir = fresh("trace", "sessions");
+    let p = dir.join("sessions.jsonl");
+    // Session "a" (2 turns, 200 ms apart after the answer), session 7 (a number; 2 turns,
+    // 100 ms), and a row of no session between them.
+    std::fs::write(
+        &p,
+        r#"{"timestamp": 0, "session_id": "a", "input_length": 32, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 10, "session_id": 7, "input_length": 16, "output_length": 4, "hash_ids": [3]}
+{"session_id": "a", "delay": 200, "input_length": 16, "output_length": 4, "hash_ids": [4]}
+{"timestamp": 50, "input_length": 16, "output_length": 4, "hash_ids": [5]}
+{"session_id": 7, "delay": 100, "input_length": 16, "output_length": 4, "hash_ids": [6]}
+"#,
+    )
+    .expect("write");
+    let log = dir.join("requests.jsonl");
+    let sim = write_sim(
+        &dir,
+        "prefix_cache_blocks: 4096\nblock_size: 16\nprefill_rate: 100000\n",
+        Some(&log),
+    );
+    let data = format!("trace={},block_size=16", p.display());
+    let speedup: f64 = 2.0;
+    let report = mock_report(
+        "run",
+        "sessions",
+        &dir,
+        Some(&sim),
+        &[
+            "--data",
+            &data,
+            "--speedup",
+            "2",
+            "--backend",
+            "openai-chat",
+            "--save-records",
+        ],
+    );
+    let b = &report["benchmarks"][0];
+    assert_eq!(f(b, &["sessions", "started"]), 3.0, "{}", b["sessions"]);
+    assert_eq!(f(b, &["sessions", "completed"]), 3.0);
+    let mut recs: Vec<&serde_json::Value> =
+        b["records"].as_array().expect("records").iter().collect();
+    recs.sort_by_key(|r| r["id"].as_u64());
+    assert_eq!(recs.len(), 5);
+    // Released in row order: session "a", session 7, the lone row, then the later turns.
+    let turn = |r: &serde_json::Value| (f(r, &["session", "turn"]), f(r, &["session", "turns"]));
+    let t0 = f(recs[0], &["scheduled"]);
+    for (r, at_ms) in recs[..3].iter().zip([0.0f64, 10.0, 50.0]) {
+        assert_eq!(turn(r).0, 1.0);
+        assert_eq!(f(r, &["scheduled"]) - t0, (at_ms * 1e6 / speedup).round());
+    }
+    assert_eq!(
+        turn(recs[2]),
+        (1.0, 1.0),
+        "a row of no session is a session of one turn"
+    );
+    // Each later turn: `delay / speedup` after its session's first answer, never before.
+    for (first, later, delay_ms) in [(0, 4, 200.0), (1, 3, 100.0)] {
+        let (a, b2) = (recs[first], recs[later]);
+        assert_eq!(turn(b2), (2.0, 2.0));
+        assert_eq!(
+            f(a, &["session", "session"]),
+            f(b2, &["session", "session"])
+        );
+        let pause = f(b2, &["scheduled"]) - f(a, &["end"]);
+        assert!(pause >= delay_ms * 1e6 / speedup, "pause {pause} ns");
+        assert!(f(b2, &["dispatched"]) >= f(b2, &["scheduled"]));
+    }
+    // The history, resent verbatim: turn 2's prompt is turn 1's prompt, its 4-token reply and
+    // the new 16-token message (a chat prompt counts message contents), and the simulator's
+    // prefix cache finds turn 1's prompt and reply in it (whole 16-token blocks, never the
+    // last token), as for any multi-turn session.
+    let mut lines = read_log(&log);
+    lines.sort_by_key(|l| l["id"].as_u64());
+    for (first, later) in [(0, 4), (1, 3)] {
+        let (p1, p2) = (
+            f(&lines[first], &["prompt_tokens"]),
+            f(&lines[later], &["prompt_tokens"]),
+        );
+        assert_eq!(p2, p1 + 4.0 + 16.0, "{} {}", lines[first], lines[later]);
+        let cached = 16.0 * ((p1 + 4.0 - 1.0) / 16.0).floor();
+        assert_eq!(f(&lines[later], &["cached_tokens"]), cached);
+    }
+    let out = bench(&["trace", &data, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((f(&v, &["rows"]), f(&v, &["sessions"])), (5.0, 2.0));
+    assert_eq!(
+        f(&report["environment"]["extra"]["trace"], &["sessions"]),
+        2.0
+    );
+    // A delay with no earlier row of its session, or without a session, is refused.
+    for (body, want) in [
+        (
+            "{\"session_id\": \"z\", \"delay\": 5, \"input_length\": 16, \"hash_ids\": [1]}\n",
+            "line 1: no timestamp, and no earlier row of session_id z",
+        ),
+        (
+            "{\"timestamp\": 0, \"input_length\": 16, \"hash_ids\": [1]}\n{\"delay\": 5, \"input_length\": 16, \"hash_ids\": [1]}\n",
+            "line 2: no timestamp, and a delay without a session_id",
+        ),
+    ] {
+        let q = dir.join("bad.jsonl");
+        std::fs::write(&q, body).expect("write");
+        let arg = format!("trace={},format=mooncake", q.display());
+        let out = bench(&["trace", &arg]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
 }

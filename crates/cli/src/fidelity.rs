@@ -49,7 +49,31 @@ pub(crate) fn lines(run: &RunReport) -> Vec<String> {
                 pct("queue_ms", "p99"),
                 pct("dispatch_delay_ms", "p50"),
                 pct("dispatch_delay_ms", "p99"),
-            )
+            ) + &prefix_cache(trace, &b)
         })
         .collect()
+}
+
+/// The prefix-cache hit rates side by side (docs/metrics.md, "Server-reported cached
+/// tokens"): the trace's theoretical one, the server's per-request `cached_tokens` and its
+/// scraped counters, each when known.
+fn prefix_cache(trace: &Value, b: &Value) -> String {
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |h| format!("{:.1}%", 100.0 * h));
+    let theoretical = trace.get("theoretical_hit_rate").and_then(Value::as_f64);
+    let reported = b.get("cached_tokens").map(|c| {
+        format!(
+            "{} of prompt tokens over {} requests",
+            pct(c.get("hit_rate").and_then(Value::as_f64)),
+            num(c, &["requests"])
+        )
+    });
+    let counters = b
+        .pointer("/server_metrics/summary/prefix_cache_hit_rate")
+        .and_then(Value::as_f64);
+    format!(
+        "; prefix cache hit rate: theoretical {}, server-reported cached tokens {}, server counters {}",
+        pct(theoretical),
+        reported.unwrap_or_else(|| "-".into()),
+        pct(counters),
+    )
 }

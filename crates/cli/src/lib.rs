@@ -37,7 +37,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Probe synchronous and maximum throughput, then run constant rates between them.
+    /// Probe synchronous and maximum throughput, then run constant rates between them; with
+    /// --data trace=FILE, replay the trace at increasing speed-ups and state the capacity as a
+    /// multiple of the trace.
     Sweep(Box<run::SweepArgs>),
     /// Run any load shape (--rate-type KIND --rate LIST), or a YAML profile.
     Run(Box<run::RunArgs>),
@@ -129,31 +131,32 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 24] = [
-        "--reasoning-parser",            // vllm serve
-        "--bench",                       // cargo bench
-        "--example",                     // cargo run --example
-        "--release",                     // cargo
-        "--path",                        // cargo install --path
-        "--warm-up-time",                // criterion
-        "--measurement-time",            // criterion
-        "--no-build",                    // benches/scheduler.py
-        "--rates",                       // benches/scheduler.py
-        "--pairs",                       // benches/server_metrics_ab.py
-        "--a",                           // benches/client_ab.py
-        "--b",                           // benches/client_ab.py
-        "--server",                      // benches/client_ab.py
-        "--disable-console-interactive", // guidellm
-        "--seconds",                     // benches/scheduler.py
-        "--streams",                     // benches/scheduler.py
-        "--guidellm",                    // benches/scheduler.py
-        "--guidellm-rates",              // benches/scheduler.py
-        "--vllm",                        // benches/scheduler.py
-        "--vllm-rates",                  // benches/scheduler.py
-        "--http2-prior-knowledge",       // curl
-        "--latency-correction",          // oha
-        "--append-result",               // vLLM (named as what bench does not do)
-        "--help",                        // every command
+    const NOT_OURS: [&str; 25] = [
+        "--reasoning-parser",             // vllm serve
+        "--enable-prompt-tokens-details", // vllm serve
+        "--bench",                        // cargo bench
+        "--example",                      // cargo run --example
+        "--release",                      // cargo
+        "--path",                         // cargo install --path
+        "--warm-up-time",                 // criterion
+        "--measurement-time",             // criterion
+        "--no-build",                     // benches/scheduler.py
+        "--rates",                        // benches/scheduler.py
+        "--pairs",                        // benches/server_metrics_ab.py
+        "--a",                            // benches/client_ab.py
+        "--b",                            // benches/client_ab.py
+        "--server",                       // benches/client_ab.py
+        "--disable-console-interactive",  // guidellm
+        "--seconds",                      // benches/scheduler.py
+        "--streams",                      // benches/scheduler.py
+        "--guidellm",                     // benches/scheduler.py
+        "--guidellm-rates",               // benches/scheduler.py
+        "--vllm",                         // benches/scheduler.py
+        "--vllm-rates",                   // benches/scheduler.py
+        "--http2-prior-knowledge",        // curl
+        "--latency-correction",           // oha
+        "--append-result",                // vLLM (named as what bench does not do)
+        "--help",                         // every command
     ];
 
     fn docs() -> Vec<PathBuf> {

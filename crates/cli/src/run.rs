@@ -294,6 +294,7 @@ impl ReportObserver {
     fn set_capacity(&mut self, capacity: Option<Capacity>) {
         let Some(mut c) = capacity else { return };
         c.knee_requests_per_s = bench_report::knee(&self.run);
+        c.refresh_trace_multiples();
         self.run.capacity = Some(c);
         self.files.write(&self.run);
     }
@@ -527,7 +528,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         tokenizer.clone(),
     )?;
     let data_failure = loader.failure();
-    let trace = trace_settings(&s, &loader)?;
+    let (trace, profile) = trace_settings(&s, &loader)?;
     let specs = data::WorkStream::new(loader);
     let rewind = specs.rewind();
 
@@ -566,7 +567,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     observer.rewind = rewind;
     let result = sched
         .run_profile(
-            &s.load.profile,
+            &profile,
             &s.load.limits,
             &s.load.warmup,
             &s.load.cooldown,
@@ -594,13 +595,14 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     finish(&s, &observer, &interrupted, data_failure.get())
 }
 
-/// A trace's data and load must go together: `--rate-type trace` replays a trace, and a
-/// sweep over a trace is not built yet. Returns what the report records of the trace (its
-/// file, format and figures: docs/metrics.md, "Traces").
+/// A trace's data and load must go together: `--rate-type trace` replays a trace. Returns
+/// what the report records of the trace (its file, format and figures: docs/metrics.md,
+/// "Traces"), and the profile to run: a sweep over a trace replays it at the speed-ups that
+/// offer the sweep's rates ([`bench_profile::SweepSpec::over_trace`]).
 fn trace_settings(
     s: &Settings,
     loader: &bench_loader::Loader,
-) -> anyhow::Result<Option<serde_json::Value>> {
+) -> anyhow::Result<(Option<serde_json::Value>, bench_profile::Profile)> {
     let replays = match &s.load.profile {
         bench_profile::Profile::Fixed { benchmarks } => {
             benchmarks.iter().any(|b| b.speedup().is_some())
@@ -615,25 +617,51 @@ fn trace_settings(
             ))
             .into());
         }
-        return Ok(None);
+        return Ok((None, s.load.profile.clone()));
     };
-    if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
-        return Err(UsageError::new(
-            "--data trace=: a sweep over a trace is not built yet; replay it at chosen speed-ups with `bench run --speedup 1,2,4`",
-        )
-        .into());
-    }
-    Ok(Some(serde_json::json!({
+    let profile = match &s.load.profile {
+        bench_profile::Profile::Sweep(spec) => {
+            bench_profile::Profile::Sweep(trace_sweep(spec, &s.data.data, summary)?)
+        }
+        p => p.clone(),
+    };
+    let record = serde_json::json!({
         "data": s.data.data,
         "rows": summary.rows,
         "skipped": summary.skipped,
+        "fitted": summary.fitted,
+        "sessions": summary.sessions,
         "duration_s": summary.duration as f64 / 1e9,
+        "mean_rate": summary.mean_rate(),
         "input_tokens": summary.input_tokens,
         "output_tokens": summary.output_tokens,
         "blocks": summary.blocks,
         "blocks_seen": summary.blocks_seen,
         "theoretical_hit_rate": summary.hit_rate(),
-    })))
+    });
+    Ok((Some(record), profile))
+}
+
+/// The sweep `spec` over the trace `summary` read from `--data data`: its rates become
+/// speed-ups of the trace's recorded mean rate. Refused when the trace has no mean rate (one
+/// row, or every row at one instant) or the sweep asks for Poisson arrivals (a trace brings
+/// its own).
+fn trace_sweep(
+    spec: &bench_profile::SweepSpec,
+    data: &str,
+    summary: &bench_loader::trace::TraceSummary,
+) -> Result<bench_profile::SweepSpec, UsageError> {
+    if matches!(spec.open_loop, bench_profile::OpenLoop::Poisson { .. }) {
+        return Err(UsageError::new(
+            "--sweep-rate-type poisson: a sweep over a trace replays the trace's own arrival times; drop it",
+        ));
+    }
+    let Some(rate) = summary.mean_rate() else {
+        return Err(UsageError::new(format!(
+            "--data {data}: a sweep over a trace states capacity as a multiple of the trace's mean rate, and this trace has none (it needs two rows at different times)"
+        )));
+    };
+    Ok(spec.over_trace(rate))
 }
 
 /// The exit code of a finished run, with one line saying why when it is not a success.

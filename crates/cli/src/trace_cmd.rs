@@ -75,6 +75,10 @@ pub struct TraceFigures {
     pub rows: u64,
     /// Rows filtered out.
     pub skipped: u64,
+    /// Rows whose `input_length` was moved to fit their hash ids (`fit=length`).
+    pub fitted: u64,
+    /// Distinct `session_id`s (their rows are turns of multi-turn sessions).
+    pub sessions: u64,
     /// Recorded offset of the last row after the first, seconds.
     pub duration_s: f64,
     /// `(rows - 1) / duration`.
@@ -100,6 +104,8 @@ impl TraceFigures {
             block_size: c.block_size,
             rows: s.rows,
             skipped: s.skipped,
+            fitted: s.fitted,
+            sessions: s.sessions,
             duration_s: s.duration as f64 / 1e9,
             mean_rate: s.mean_rate(),
             prompt_tokens: Lengths::of(&s.input_lengths),
@@ -120,8 +126,16 @@ impl TraceFigures {
             None => "-".into(),
         };
         let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+        let mut fitted = if self.fitted > 0 {
+            format!(", {} fitted to their hash_ids by fit=length", self.fitted)
+        } else {
+            String::new()
+        };
+        if self.sessions > 0 {
+            fitted.push_str(&format!(", turns of {} sessions", self.sessions));
+        }
         format!(
-            "trace {} ({}, block size {})\nrows           {} ({} skipped)\nduration       {:.3} s\nmean rate      {} req/s\nprompt tokens  {}\noutput tokens  {}\nblocks         {} sent, {} seen before\nhit rate       {} (theoretical, unbounded prefix cache)\n",
+            "trace {} ({}, block size {})\nrows           {} ({} skipped{fitted})\nduration       {:.3} s\nmean rate      {} req/s\nprompt tokens  {}\noutput tokens  {}\nblocks         {} sent, {} seen before\nhit rate       {} (theoretical, unbounded prefix cache)\n",
             self.path,
             self.format,
             self.block_size,

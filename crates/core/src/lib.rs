@@ -31,7 +31,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat, KEPT_UP,
+    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat, TraceCapacity,
+    KEPT_UP,
 };
 
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
@@ -97,7 +98,10 @@ pub struct RequestSpec {
     /// Output tokens asked for (`max_tokens` and friends). `None` lets the server decide.
     pub output_tokens: Option<u32>,
     /// A trace's recorded arrival: nanoseconds after the replay's first row, before any
-    /// speed-up (`None` for data without a schedule). Only `Strategy::Trace` reads it.
+    /// speed-up (`None` for data without a schedule); `Strategy::Trace` paces by it (a
+    /// session by its first turn's). For a later turn of a trace's session it is instead the
+    /// recorded delay after the previous turn's answer, which the session runs as that turn's
+    /// pause (scaled by a replay's speed-up) in place of the think time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Nanos>,
 }
@@ -345,6 +349,10 @@ pub struct RequestRecord {
     /// non-zero `reasoning_tokens` in its usage); `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningTokens>,
+    /// Prompt tokens the server says it served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`); `None` when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
 }
 
 impl RequestRecord {
@@ -512,6 +520,7 @@ mod tests {
     #[test]
     fn record_round_trips_through_json() {
         let r = RequestRecord {
+            cached_tokens: None,
             session: None,
             reasoning: Some(ReasoningTokens {
                 tokens: 1,

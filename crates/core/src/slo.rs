@@ -289,6 +289,49 @@ pub struct Capacity {
     /// The search's bracket (`None` without `--slo`).
     #[serde(default)]
     pub slo_bracket: Option<SloBracket>,
+    /// A sweep over a trace: the answer as multiples of the trace's recorded traffic (`None`
+    /// for other sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceCapacity>,
+}
+
+/// A trace sweep's capacity answer as multiples of the trace's recorded mean request rate:
+/// "this deployment carries 2.7x the trace; its SLO holds up to 2.1x" (docs/metrics.md,
+/// "Trace sweep"). Each multiple is the matching rate of [`Capacity`] divided by
+/// `recorded_requests_per_s`, which is also the speed-up the trace replays at to offer it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TraceCapacity {
+    /// The trace's recorded mean rate: `(rows - 1) / duration` (req/s at speed-up 1).
+    pub recorded_requests_per_s: f64,
+    /// `max_requests_per_s / recorded_requests_per_s`.
+    pub max_multiple: f64,
+    /// `knee_requests_per_s / recorded_requests_per_s`.
+    #[serde(default)]
+    pub knee_multiple: Option<f64>,
+    /// `slo_max_requests_per_s / recorded_requests_per_s`.
+    #[serde(default)]
+    pub slo_max_multiple: Option<f64>,
+}
+
+impl Capacity {
+    /// Sets the trace multiples from the answer's current rates and the trace's recorded mean
+    /// rate `recorded` (req/s); call again after the knee is found.
+    pub fn set_trace_multiples(&mut self, recorded: f64) {
+        let of = |r: f64| r / recorded;
+        self.trace = Some(TraceCapacity {
+            recorded_requests_per_s: recorded,
+            max_multiple: of(self.max_requests_per_s),
+            knee_multiple: self.knee_requests_per_s.map(of),
+            slo_max_multiple: self.slo_max_requests_per_s.map(of),
+        });
+    }
+
+    /// Recomputes the trace multiples (after the knee was set), when the answer has them.
+    pub fn refresh_trace_multiples(&mut self) {
+        if let Some(t) = self.trace {
+            self.set_trace_multiples(t.recorded_requests_per_s);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -57,6 +57,11 @@ pub enum Strategy {
         /// Optional in-flight cap; waiting requests are counted as client queue time.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_concurrency: Option<u32>,
+        /// The trace's recorded mean request rate (req/s at speed-up 1), set by a sweep over
+        /// the trace: the replay then offers `speedup x recorded_rate` requests/s
+        /// ([`Strategy::target_rate`]) and is judged like an open-loop rate.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        recorded_rate: Option<f64>,
     },
 }
 
@@ -99,10 +104,16 @@ impl Strategy {
         }
     }
 
-    /// The request rate asked for, for open-loop kinds.
+    /// The request rate asked for, for open-loop kinds (a trace replay's only when its
+    /// recorded mean rate is known: `speedup x recorded_rate`).
     pub fn target_rate(&self) -> Option<f64> {
         match self {
             Strategy::Constant { rate, .. } | Strategy::Poisson { rate, .. } => Some(*rate),
+            Strategy::Trace {
+                speedup,
+                recorded_rate: Some(r),
+                ..
+            } => Some(speedup * r),
             _ => None,
         }
     }

@@ -621,6 +621,7 @@ mod tests {
     #[test]
     fn tokens_in_spreads_the_count_over_the_chunks() {
         let r = RequestRecord {
+            cached_tokens: None,
             session: None,
             reasoning: None,
             id: 0,

@@ -50,7 +50,7 @@ pub use spec::{
     FileFormat, ShareGptConfig, SyntheticConfig, TokenDist, Turns,
 };
 pub use synthetic::{Composer, Mode};
-pub use trace::{TraceConfig, TraceFormat, TraceSummary};
+pub use trace::{TraceConfig, TraceFit, TraceFormat, TraceSummary};
 
 #[derive(Debug)]
 enum Source {
@@ -74,6 +74,7 @@ impl Source {
         match self {
             Source::Synthetic(s) => s.sessions(),
             Source::Conversations(_) => true,
+            Source::Trace(s) => s.sessions(),
             _ => false,
         }
     }
@@ -85,6 +86,7 @@ impl Source {
         Ok(match self {
             Source::Synthetic(s) => s.next_conversation()?,
             Source::Conversations(s) => s.next_conversation()?,
+            Source::Trace(s) => s.next_conversation()?,
             _ => None,
         }
         .map(Item::Conversation))

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::trace::{TimeUnit, TraceConfig, TraceFormat};
+use crate::trace::{TimeUnit, TraceConfig, TraceFit, TraceFormat};
 use crate::Error;
 
 /// Seed used when none is given (guidellm's default).
@@ -78,6 +78,9 @@ pub struct DataArgs {
     pub model: Option<String>,
     /// BurstGPT traces: keep only the rows of this `Log Type`.
     pub log_type: Option<String>,
+    /// Traces: what to do with a row whose `input_length` does not fit its `hash_ids`:
+    /// `error` (the default) or `length` (the nearest length that fits).
+    pub fit: Option<String>,
 }
 
 /// How many user turns a conversation has: `all` of a file's, or a number.
@@ -666,6 +669,7 @@ impl DataArgs {
             ("start", self.start.is_some()),
             ("model", self.model.is_some()),
             ("log_type", self.log_type.is_some()),
+            ("fit", self.fit.is_some()),
         ] {
             if given {
                 return Err(Error::Orphan {
@@ -753,6 +757,11 @@ impl DataArgs {
             Some(v) => count("block_size", v, 1)?,
             None => format.default_block_size(),
         };
+        let fit = match self.fit.as_deref() {
+            None => TraceFit::Error,
+            Some(f) => TraceFit::parse(f)
+                .ok_or_else(|| Error::Spec(format!("fit must be error or length, got {f:?}")))?,
+        };
         Ok(DataSpec::Trace(TraceConfig {
             path,
             format,
@@ -765,6 +774,7 @@ impl DataArgs {
             samples,
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             seed_given: self.seed.is_some(),
+            fit,
         }))
     }
 
@@ -918,6 +928,7 @@ impl DataSpec {
                         | "time_unit"
                         | "model"
                         | "log_type"
+                        | "fit"
                 ) {
                     serde_json::Value::String(v.to_string())
                 } else {

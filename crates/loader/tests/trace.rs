@@ -222,7 +222,7 @@ fn bad_files_are_one_line_errors_naming_file_and_line() {
         (
             "delay.jsonl",
             "{\"timestamp\": 0, \"input_length\": 3, \"hash_ids\": [1]}\n{\"delay\": 5, \"input_length\": 3, \"hash_ids\": [1]}\n",
-            "line 2: no timestamp (rows timed by a delay",
+            "line 2: no timestamp, and a delay without a session_id",
         ),
         (
             "unknown.csv",
@@ -425,4 +425,56 @@ fn shipped_examples_are_generated_and_parse() {
             assert_eq!(tk.count(&r.prompt), r.prompt_tokens as usize, "{name}");
         }
     }
+}
+
+/// A row whose `input_length` does not fit its hash ids is an error naming the row (above);
+/// under `fit=length` it is sent at the nearest length that fits, its sharing kept, and
+/// counted.
+#[test]
+fn fit_length_moves_only_the_lengths_that_do_not_fit() {
+    // block_size 16: row 1 fits (33 in 17..=48), row 2 is too long for 2 blocks (40 > 32),
+    // row 3 too short for 3 blocks (20 < 33).
+    let body = r#"{"timestamp": 0, "input_length": 33, "output_length": 2, "hash_ids": [1, 2, 3]}
+{"timestamp": 10, "input_length": 40, "output_length": 2, "hash_ids": [1, 2]}
+{"timestamp": 20, "input_length": 20, "output_length": 2, "hash_ids": [1, 2, 4]}
+"#;
+    let p = write("fit", "t.jsonl", body);
+    let e = error(&format!("trace={},block_size=16", p.display()));
+    assert!(
+        e.contains("line 2: input_length 40 does not fit 2 hash_ids of 16 tokens (needs 17..=32; block_size= sets the block size, fit=length sends the nearest length that fits)"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+    let arg = format!("trace={},block_size=16,fit=length", p.display());
+    let v = all(&arg);
+    let lens: Vec<u32> = v.iter().map(|r| r.prompt_tokens).collect();
+    assert_eq!(lens, vec![33, 32, 33]);
+    let tk = Tokenizer::builtin();
+    for r in &v {
+        assert_eq!(tk.count(&r.prompt), r.prompt_tokens as usize);
+    }
+    // The prefix sharing is the hash ids': rows 2 and 3 share blocks 1 and 2 (32 tokens) with
+    // row 1 byte for byte, and row 2 is those two blocks exactly.
+    let prefix = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let two_blocks = &v[1].prompt;
+    assert!(v[0].prompt.starts_with(&**two_blocks));
+    assert!(v[2].prompt.starts_with(&**two_blocks));
+    assert!(prefix(&v[0].prompt, &v[2].prompt) < v[0].prompt.len());
+    let s = scan(&config(&arg), false).expect("scan");
+    assert_eq!((s.rows, s.fitted, s.input_tokens), (3, 2, 98));
+    assert_eq!(
+        scan(
+            &config(&format!(
+                "trace={},block_size=16,fit=error,samples=1",
+                p.display()
+            )),
+            false
+        )
+        .expect("scan")
+        .fitted,
+        0
+    );
+    assert!(error(&format!("trace={},fit=pad", p.display()))
+        .contains("fit must be error or length, got \"pad\""));
+    assert!(error("prompt_tokens=5,fit=length").contains("fit given without trace"));
 }

@@ -220,13 +220,20 @@ impl StreamState {
             upto.min(r.token_frames).saturating_sub(self.next)
         };
         self.next = upto;
-        let chunk = if start == 0 && end == r.data.len() {
+        let mut chunk = if start == 0 && end == r.data.len() {
             // The whole body in one frame (zero-delay mode): hand it over as is, without the
             // shared-buffer allocation a slice of it costs.
             std::mem::take(&mut r.data)
         } else {
             r.data.slice(start..end)
         };
+        // The usage event of a stream with a prefix cache: its cached tokens, known since
+        // admission.
+        if let (Some(slot), Some(g)) = (r.cached_slot, &self.gate) {
+            if (start..end).contains(&slot) {
+                chunk = chunk.fill_cached(slot - start, g.cached_tokens());
+            }
+        }
         (chunk, tokens)
     }
 

@@ -85,7 +85,7 @@ pub(crate) enum Oai {
 }
 
 /// What every rendering of one request shares.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     pub id: u64,
     pub created: u64,
@@ -100,7 +100,26 @@ pub(crate) struct Ctx<'a> {
     pub prompt_tokens: u32,
     /// The first this many output tokens are reasoning (chat only; 0 otherwise).
     pub reasoning: u32,
+    /// Whether and how the usage says the prompt tokens the prefix cache served.
+    pub cached: CachedUsage,
 }
+
+/// `usage.prompt_tokens_details.cached_tokens` in an OpenAI answer, as vLLM sends it with
+/// `--enable-prompt-tokens-details`: only when the engine has a prefix cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CachedUsage {
+    /// No `prompt_tokens_details`.
+    Omit,
+    /// The count, known when rendering (a whole answer, rendered after admission).
+    Known(u32),
+    /// A stream rendered before admission: [`CACHED_SLOT`] bytes the body fills in with the
+    /// count when it writes the usage event ([`Pieces::fill_cached`]).
+    Slot,
+}
+
+/// Bytes kept for a streamed `cached_tokens` value: a `u32`'s digits, padded with spaces
+/// (JSON whitespace).
+pub(crate) const CACHED_SLOT: usize = 10;
 
 /// How a stream stops before its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +138,8 @@ pub(crate) struct Rendered {
     pub token_frames: u32,
     /// Before writing frame `k`, stop this way.
     pub stop: Option<(u32, Stop)>,
+    /// Offset in `data` of the [`CachedUsage::Slot`] to fill in, if any.
+    pub cached_slot: Option<usize>,
 }
 
 impl Rendered {
@@ -175,6 +196,18 @@ impl Pieces {
             at += p.len();
         }
         out
+    }
+
+    /// These bytes with `value` written, padded with spaces, over the [`CACHED_SLOT`] bytes at
+    /// `at` (one copy, once per streamed answer with a prefix cache).
+    pub(crate) fn fill_cached(&self, at: usize, value: u32) -> Pieces {
+        let mut v = self.live().concat();
+        if let Some(slot) = v.get_mut(at..at + CACHED_SLOT) {
+            let digits = value.to_string();
+            slot.fill(b' ');
+            slot[..digits.len()].copy_from_slice(digits.as_bytes());
+        }
+        Pieces::from(Bytes::from(v))
     }
 
     /// Non-empty pieces left.
@@ -569,6 +602,7 @@ impl EventCycle {
             ends: Vec::new(),
             token_frames: ctx.tokens,
             stop: None,
+            cached_slot: None,
         })
     }
 }
@@ -592,7 +626,7 @@ fn push_last(
     ctx: &Ctx<'_>,
     include_usage: bool,
     word: &str,
-) {
+) -> Option<usize> {
     let finish: &[u8] = if ctx.finish_length {
         b"\"length\""
     } else {
@@ -600,13 +634,15 @@ fn push_last(
     };
     event_head(b, head_len, kind, ctx);
     push_oai_token_as(b, kind, word, Some(finish), ctx.tokens <= ctx.reasoning);
+    let mut slot = None;
     if include_usage {
         event_head(b, head_len, kind, ctx);
         b.extend_from_slice(b"\"choices\":[],\"usage\":");
-        push_usage(b, ctx.prompt_tokens, ctx.tokens, ctx.reasoning);
+        slot = push_usage(b, ctx.prompt_tokens, ctx.tokens, ctx.reasoning, ctx.cached);
         b.extend_from_slice(b"}\n\n");
     }
     b.extend_from_slice(DONE);
+    slot
 }
 
 /// Number of decimal digits of `v`.
@@ -627,7 +663,7 @@ pub(crate) fn oai_stream(
 ) -> Rendered {
     let (rendered_tokens, stop, error_event) = frame_plan(ctx, plan);
     let frames = frames || plan.touches_stream();
-    if !frames {
+    if !frames && ctx.cached == CachedUsage::Omit {
         let lent = cycle
             .filter(|c| c.fits(kind, ctx))
             .and_then(|c| c.render_lent(ctx, include_usage));
@@ -645,6 +681,7 @@ pub(crate) fn oai_stream(
     let mut head_len = 0;
     let mut first = 0;
     let mut role_written = false;
+    let mut cached_slot = None;
     if let Some(c) = cycle.filter(|c| plan.malformed_after.is_none() && c.fits(kind, ctx)) {
         if kind == Oai::Chat && rendered_tokens > 0 {
             push_role_chunk(&mut b, &mut head_len, ctx);
@@ -671,7 +708,7 @@ pub(crate) fn oai_stream(
         let last = i + 1 == ctx.tokens;
         let w = ctx.words.get(ctx.word_start, i);
         if last {
-            push_last(&mut b, &mut head_len, kind, ctx, include_usage, &w.escaped);
+            cached_slot = push_last(&mut b, &mut head_len, kind, ctx, include_usage, &w.escaped);
         } else {
             event_head(&mut b, &mut head_len, kind, ctx);
             push_oai_token_as(&mut b, kind, &w.escaped, None, i < ctx.reasoning);
@@ -699,6 +736,7 @@ pub(crate) fn oai_stream(
         ends,
         token_frames: rendered_tokens,
         stop,
+        cached_slot,
     }
 }
 
@@ -723,8 +761,16 @@ fn push_hex(b: &mut Vec<u8>, v: u64) {
     }
 }
 
-/// The usage object; with `completion_tokens_details.reasoning_tokens` when `reasoning` > 0.
-fn push_usage(b: &mut Vec<u8>, prompt: u32, completion: u32, reasoning: u32) {
+/// The usage object; with `completion_tokens_details.reasoning_tokens` when `reasoning` > 0
+/// and `prompt_tokens_details.cached_tokens` as `cached` says. Returns the offset of a
+/// [`CachedUsage::Slot`] left to fill in.
+fn push_usage(
+    b: &mut Vec<u8>,
+    prompt: u32,
+    completion: u32,
+    reasoning: u32,
+    cached: CachedUsage,
+) -> Option<usize> {
     b.extend_from_slice(b"{\"prompt_tokens\":");
     push_u64(b, u64::from(prompt));
     b.extend_from_slice(b",\"total_tokens\":");
@@ -736,7 +782,20 @@ fn push_usage(b: &mut Vec<u8>, prompt: u32, completion: u32, reasoning: u32) {
         push_u64(b, u64::from(reasoning));
         b.push(b'}');
     }
+    let mut slot = None;
+    if cached != CachedUsage::Omit {
+        b.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+        match cached {
+            CachedUsage::Known(n) => push_u64(b, u64::from(n)),
+            _ => {
+                slot = Some(b.len());
+                b.extend_from_slice(b"0         ");
+            }
+        }
+        b.push(b'}');
+    }
     b.push(b'}');
+    slot
 }
 
 /// The words of output tokens `range`, concatenated.
@@ -793,7 +852,13 @@ pub(crate) fn oai_full(kind: Oai, ctx: &Ctx<'_>) -> Bytes {
         b.extend_from_slice(b",\"stop_reason\":null");
     }
     b.extend_from_slice(b"}],\"usage\":");
-    push_usage(&mut b, ctx.prompt_tokens, ctx.tokens, ctx.reasoning);
+    push_usage(
+        &mut b,
+        ctx.prompt_tokens,
+        ctx.tokens,
+        ctx.reasoning,
+        ctx.cached,
+    );
     b.push(b'}');
     Bytes::from(b)
 }
@@ -869,6 +934,7 @@ pub(crate) fn tgi_stream(ctx: &Ctx<'_>, details: bool, plan: &FaultPlan, frames:
         ends,
         token_frames: rendered_tokens,
         stop,
+        cached_slot: None,
     }
 }
 
@@ -938,6 +1004,7 @@ mod tests {
             finish_length: true,
             prompt_tokens: 7,
             reasoning: 0,
+            cached: CachedUsage::Omit,
         }
     }
 

@@ -29,7 +29,7 @@ use crate::faults::{FaultPlan, Rng};
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
 use crate::metrics::Metrics;
 use crate::prefix::{self, Blocks};
-use crate::render::{self, Ctx, EventCycle, Oai, Words};
+use crate::render::{self, CachedUsage, Ctx, EventCycle, Oai, Words};
 use crate::request::{self, Api, Limits};
 use crate::{tls, Error, MockConfig};
 
@@ -550,6 +550,13 @@ async fn generate(
         } else {
             0
         },
+        // Only a timed engine with a prefix cache knows what it served; a stream is rendered
+        // before admission and fills the count in as it writes its usage.
+        cached: match (&state.engine, cfg.prefix_cache_blocks) {
+            (Some(_), 1..) if !state.zero_delay && p.stream => CachedUsage::Slot,
+            (Some(_), 1..) if !state.zero_delay => CachedUsage::Known(0),
+            _ => CachedUsage::Omit,
+        },
     };
     let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
     let answer = Answer {
@@ -708,7 +715,7 @@ fn stream_response(
 
 /// A whole answer, sent when the engine has released its last token.
 async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
-    let (p, ctx, tokens) = (a.p, a.ctx, a.ctx.tokens);
+    let (p, mut ctx, tokens) = (a.p, *a.ctx, a.ctx.tokens);
     match &state.engine {
         Some(e) if !state.zero_delay => {
             let gate = e.submit(p.prompt_tokens, tokens, a.blocks);
@@ -716,13 +723,16 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
             if let Some(l) = &mut a.log.0 {
                 l.entry.cached_tokens = gate.cached_tokens();
             }
+            if ctx.cached != CachedUsage::Omit {
+                ctx.cached = CachedUsage::Known(gate.cached_tokens());
+            }
         }
         _ => state.metrics.add_generated(u64::from(tokens)),
     }
     let data = match a.api {
-        Api::Completions => render::oai_full(Oai::Completions, ctx),
-        Api::Chat => render::oai_full(Oai::Chat, ctx),
-        Api::TgiStream | Api::Tgi => render::tgi_full(ctx, p.details),
+        Api::Completions => render::oai_full(Oai::Completions, &ctx),
+        Api::Chat => render::oai_full(Oai::Chat, &ctx),
+        Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
     };
     response(
         StatusCode::OK,

@@ -15,7 +15,8 @@ fn words(n: usize, salt: &str) -> String {
     (0..n).map(|i| format!(" {salt}{}", i % 7)).collect()
 }
 
-async fn two_turns(cache_blocks: u32) -> (Vec<RequestLogEntry>, String) {
+/// The request log, the `/metrics` text and the second turn's `usage` object.
+async fn two_turns(cache_blocks: u32) -> (Vec<RequestLogEntry>, String, serde_json::Value) {
     let s = MockServer::start(MockConfig {
         step_base_ms: 2.0,
         step_per_seq_ms: 0.0,
@@ -50,6 +51,7 @@ async fn two_turns(cache_blocks: u32) -> (Vec<RequestLogEntry>, String) {
     )
     .await;
     assert_eq!(r2.status, 200);
+    let usage = r2.json()["usage"].clone();
     let mut log = s.request_log();
     for _ in 0..200 {
         if log.len() >= 2 {
@@ -60,7 +62,7 @@ async fn two_turns(cache_blocks: u32) -> (Vec<RequestLogEntry>, String) {
     }
     let metrics = s.metrics_text();
     s.shutdown().await;
-    (log, metrics)
+    (log, metrics, usage)
 }
 
 fn ttft(e: &RequestLogEntry) -> Duration {
@@ -69,7 +71,7 @@ fn ttft(e: &RequestLogEntry) -> Duration {
 
 #[tokio::test]
 async fn second_turn_hits_the_cache_and_prefills_only_the_rest() {
-    let (log, metrics) = two_turns(10_000).await;
+    let (log, metrics, usage) = two_turns(10_000).await;
     let (t1, t2) = (&log[0], &log[1]);
     assert_eq!(t1.cached_tokens, 0);
     // Turn 2's prompt is turn 1's prompt, the reply (40 tokens) and the new message.
@@ -78,6 +80,12 @@ async fn second_turn_hits_the_cache_and_prefills_only_the_rest() {
     // Cached: whole 16-token blocks of turn 1's prompt and its reply but the last token.
     let cached = 16 * ((t1.prompt_tokens + 40 - 1) / 16);
     assert_eq!(t2.cached_tokens, cached);
+    // The answer says it, as vLLM does with --enable-prompt-tokens-details.
+    assert_eq!(
+        usage["prompt_tokens_details"]["cached_tokens"],
+        json!(cached),
+        "{usage}"
+    );
     // Prefill is 0.5 ms per uncached token: turn 1 pays for all of its prompt, turn 2 for the
     // rest only (generous upper bounds: the machine may be busy).
     let p1 = Duration::from_secs_f64(f64::from(t1.prompt_tokens) * 0.5e-3);
@@ -101,7 +109,9 @@ async fn second_turn_hits_the_cache_and_prefills_only_the_rest() {
 
 #[tokio::test]
 async fn without_the_cache_the_second_turn_pays_for_its_whole_prompt() {
-    let (log, metrics) = two_turns(0).await;
+    let (log, metrics, usage) = two_turns(0).await;
+    // Without a prefix cache the answer says nothing of one.
+    assert!(usage.get("prompt_tokens_details").is_none(), "{usage}");
     let (t1, t2) = (&log[0], &log[1]);
     assert_eq!((t1.cached_tokens, t2.cached_tokens), (0, 0));
     // Turn 2 pays for its whole prompt, which is longer than turn 1's.

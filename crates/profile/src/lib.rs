@@ -109,6 +109,7 @@ impl StrategyExt for Strategy {
             Strategy::Trace {
                 speedup,
                 max_concurrency,
+                ..
             } => {
                 if speedup.is_finite() && *speedup > 0.0 && *speedup <= 1e6 {
                     cap_ok(max_concurrency)

@@ -97,6 +97,12 @@ pub enum OpenLoop {
         /// Seed of the arrival process.
         seed: u64,
     },
+    /// `trace@Nx`: the run's trace replayed at the speed-up `rate / recorded_rate` that
+    /// offers the rate (a sweep over a trace, docs/profiles.md).
+    Trace {
+        /// The trace's recorded mean rate (req/s at speed-up 1).
+        recorded_rate: f64,
+    },
 }
 
 /// A sweep: probes, then `size - 2` open-loop rates derived from what they measured, then
@@ -345,6 +351,7 @@ impl Profile {
                 .map(|&speedup| Strategy::Trace {
                     speedup,
                     max_concurrency: o.max_concurrency,
+                    recorded_rate: None,
                 })
                 .collect(),
             RateType::Sweep => return Ok(Profile::Sweep(sweep_spec(rates, o)?)),

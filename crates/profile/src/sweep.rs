@@ -468,7 +468,7 @@ impl SweepPlanner {
             )
         });
         let scale = evidence(step, best);
-        Some(Capacity {
+        let mut c = Capacity {
             max_requests_per_s: best.requests_per_s * scale,
             max_output_tokens_per_s: best.output_tokens_per_s.map_or(f64::NAN, |t| t * scale),
             max_measured_by: step.strategy.label(),
@@ -477,7 +477,12 @@ impl SweepPlanner {
             slo: self.spec.slo.clone(),
             slo_max_requests_per_s: bracket.and_then(|b| b.low),
             slo_bracket: bracket,
-        })
+            trace: None,
+        };
+        if let OpenLoop::Trace { recorded_rate } = self.spec.open_loop {
+            c.set_trace_multiples(recorded_rate);
+        }
+        Some(c)
     }
 }
 
@@ -518,6 +523,21 @@ impl SweepSpec {
                 seed,
                 max_concurrency: self.max_concurrency,
             },
+            OpenLoop::Trace { recorded_rate } => Strategy::Trace {
+                speedup: rate / recorded_rate,
+                max_concurrency: self.max_concurrency,
+                recorded_rate: Some(recorded_rate),
+            },
+        }
+    }
+
+    /// This sweep over a trace whose recorded mean rate is `recorded_rate` (req/s): its
+    /// open-loop benchmarks replay the trace at the speed-ups that offer the rates the sweep
+    /// picks, so the planner's rules (ladder, rates, extensions, SLO search) apply unchanged.
+    pub fn over_trace(&self, recorded_rate: f64) -> Self {
+        Self {
+            open_loop: OpenLoop::Trace { recorded_rate },
+            ..self.clone()
         }
     }
 

@@ -32,6 +32,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
                 .collect();
             let end = cs.last().map_or(first, |c| c.at) + MS / 2;
             RequestRecord {
+                cached_tokens: None,
                 session: None,
                 reasoning: None,
                 id: i as u64,

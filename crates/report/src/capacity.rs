@@ -107,6 +107,37 @@ fn rate(v: Option<f64>) -> String {
     v.map_or("-".into(), |r| format!("{r:.2} req/s"))
 }
 
+/// The answer of a sweep over a trace in words: "carries at least 2.70x the trace (recorded
+/// 3.00 req/s); knee at 2.10x; its SLO holds up to 2.10x" (`None` for other sweeps).
+pub fn trace_multiples_text(c: &Capacity) -> Option<String> {
+    let t = c.trace.as_ref()?;
+    let (before, _) = lower_bound_words(c);
+    let mut s = format!(
+        "this deployment carries {before}{:.2}x the trace (recorded mean rate {:.3} req/s)",
+        t.max_multiple, t.recorded_requests_per_s
+    );
+    if let Some(k) = t.knee_multiple {
+        let _ = write!(s, "; latency leaves its plateau above {k:.2}x");
+    }
+    if let Some(slo) = &c.slo {
+        match (t.slo_max_multiple, c.slo_bracket.and_then(|b| b.high)) {
+            (Some(m), Some(_)) => {
+                let _ = write!(s, "; its {slo} SLO holds up to {m:.2}x");
+            }
+            (Some(m), None) => {
+                let _ = write!(
+                    s,
+                    "; its {slo} SLO holds at every speed-up swept (up to {m:.2}x and more)"
+                );
+            }
+            (None, _) => {
+                let _ = write!(s, "; its {slo} SLO holds at no speed-up swept");
+            }
+        }
+    }
+    Some(s)
+}
+
 /// The lines of the answer, as (label, text).
 fn lines(c: &Capacity) -> Vec<(String, String)> {
     let (before, after) = lower_bound_words(c);
@@ -138,6 +169,9 @@ fn lines(c: &Capacity) -> Vec<(String, String)> {
             (None, _) => "no rate met it".into(),
         };
         out.push((format!("Max rate meeting {slo}"), text));
+    }
+    if let Some(t) = trace_multiples_text(c) {
+        out.push(("Trace multiple".to_string(), t));
     }
     out
 }
@@ -202,6 +236,23 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
             "Lowest rate failing the SLO (req/s):",
             f(b.high)
         );
+    }
+    if let Some(t) = &c.trace {
+        let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
+        for (k, v) in [
+            (
+                "Trace recorded rate (req/s):",
+                format!("{:.3}", t.recorded_requests_per_s),
+            ),
+            ("Max trace multiple:", x(Some(t.max_multiple))),
+            ("Knee trace multiple:", x(t.knee_multiple)),
+            ("Max trace multiple meeting the SLO:", x(t.slo_max_multiple)),
+        ]
+        .into_iter()
+        .filter(|(k, _)| c.slo.is_some() || !k.contains("SLO"))
+        {
+            let _ = writeln!(s, "{k:<40} {v:<10}");
+        }
     }
     s.push_str(&"=".repeat(50));
     s.push('\n');

@@ -76,7 +76,7 @@ fn num(v: f64) -> String {
 }
 
 /// The run's capacity answer, repeated on every CSV row (empty cells when there is none).
-const CAPACITY_COLUMNS: [&str; 7] = [
+const CAPACITY_COLUMNS: [&str; 11] = [
     "capacity_max_requests_per_s",
     "capacity_max_is_lower_bound",
     "capacity_max_output_tokens_per_s",
@@ -84,6 +84,10 @@ const CAPACITY_COLUMNS: [&str; 7] = [
     "capacity_slo_max_requests_per_s",
     "capacity_slo_bracket_low",
     "capacity_slo_bracket_high",
+    "capacity_trace_recorded_requests_per_s",
+    "capacity_trace_max_multiple",
+    "capacity_trace_knee_multiple",
+    "capacity_trace_slo_max_multiple",
 ];
 
 fn capacity_cells(run: &RunReport) -> Vec<String> {
@@ -92,6 +96,7 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
     };
     let opt = |v: Option<f64>| v.map(num).unwrap_or_default();
     let b = c.slo_bracket.as_ref();
+    let t = c.trace.as_ref();
     vec![
         num(c.max_requests_per_s),
         c.max_is_lower_bound.to_string(),
@@ -100,6 +105,10 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
         opt(c.slo_max_requests_per_s),
         opt(b.and_then(|b| b.low)),
         opt(b.and_then(|b| b.high)),
+        opt(t.map(|t| t.recorded_requests_per_s)),
+        opt(t.map(|t| t.max_multiple)),
+        opt(t.and_then(|t| t.knee_multiple)),
+        opt(t.and_then(|t| t.slo_max_multiple)),
     ]
 }
 

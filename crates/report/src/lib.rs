@@ -30,6 +30,7 @@
 //! # let _ = (text, vllm); Ok(()) }
 //! ```
 
+mod cached;
 mod capacity;
 mod compare;
 mod files;
@@ -51,6 +52,7 @@ mod turns_view;
 mod vllm;
 mod vllm_result;
 
+pub use cached::CachedTokensReport;
 pub use capacity::{
     knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric, KNEE_FACTOR,
     KNEE_SLACK_MS,

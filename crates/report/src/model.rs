@@ -135,6 +135,10 @@ pub struct BenchmarkReport {
     /// per-request metric by turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionReport>,
+    /// The prompt tokens the server said it served from its prefix cache (per-request
+    /// `usage.prompt_tokens_details.cached_tokens`), when any response said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<crate::CachedTokensReport>,
 }
 
 impl BenchmarkReport {

@@ -383,6 +383,8 @@ pub struct Accumulator {
     error_samples: BTreeMap<String, Vec<String>>,
     /// Session durations and whether any session turn was added (sessions only).
     sessions: Option<SessionDurations>,
+    /// The server's per-request cached prompt tokens, summed.
+    cached: crate::cached::CachedTokens,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -398,11 +400,13 @@ impl Accumulator {
             records: Vec::new(),
             error_samples: BTreeMap::new(),
             sessions: None,
+            cached: Default::default(),
         }
     }
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
+        self.cached.add(&record);
         self.requests
             .push(Compact::from_record(&record, &mut self.chunks));
         if let Some(turn) = record.session {
@@ -494,6 +498,7 @@ impl Accumulator {
             records: self.opts.keep_records.then_some(self.records),
             server_metrics: None,
             sessions,
+            cached_tokens: self.cached.report(),
         }
     }
 }
@@ -921,6 +926,7 @@ mod tests {
         outcome: Outcome,
     ) -> RequestRecord {
         RequestRecord {
+            cached_tokens: None,
             session: None,
             reasoning: None,
             id: 0,

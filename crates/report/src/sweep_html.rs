@@ -44,6 +44,9 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
         };
         let _ = write!(h, "<p>With {}: {text}.</p>", esc(&slo.to_string()));
     }
+    if let Some(t) = crate::capacity::trace_multiples_text(c) {
+        let _ = write!(h, "<p id=\"trace-multiple\">Trace: {}.</p>", esc(&t));
+    }
     h.push_str("</div>\n");
 }
 

@@ -171,6 +171,7 @@ mod tests {
             .collect();
         let end = chunks.last().map_or(at_ms * MS, |c| c.at) + MS;
         RequestRecord {
+            cached_tokens: None,
             reasoning: None,
             id: 0,
             scheduled: at_ms * MS,

@@ -136,6 +136,7 @@ fn json_validates_against_the_published_schema() {
             tolerance: 0.05,
             steps: 2,
         }),
+        trace: None,
     });
     // The answer is in JSON, YAML (round trip) and CSV columns.
     let dir = tmpdir("capacity");
@@ -418,6 +419,7 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
             tolerance: 0.05,
             steps: 3,
         }),
+        trace: None,
     });
     let g = render_guidellm(&run, None);
     let tail = &g[g.find("Benchmarks Stats:").expect("stats")..];
@@ -432,4 +434,91 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
     assert!(cap > last, "after the vLLM blocks");
     assert!(v.contains("Max request throughput (req/s):          9.50"));
     assert!(v.contains("Max rate meeting the SLO (req/s):        4.00"));
+}
+
+/// A sweep over a trace: its multiples (docs/metrics.md, "Trace sweep") validate against the
+/// schema, round-trip through JSON and YAML, fill the CSV's trace columns and are said by both
+/// consoles and the HTML.
+#[test]
+fn a_trace_sweeps_multiples_are_in_every_output() {
+    let schema_path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let mut run = common::sample_run(&opts());
+    let mut c = bench_core::Capacity {
+        max_requests_per_s: 9.5,
+        max_output_tokens_per_s: 152.0,
+        max_measured_by: "concurrent@8".into(),
+        max_is_lower_bound: false,
+        knee_requests_per_s: Some(5.0),
+        slo: Some("ttft_p99=200".parse().expect("slo")),
+        slo_max_requests_per_s: Some(4.0),
+        slo_bracket: Some(bench_core::SloBracket {
+            low: Some(4.0),
+            high: Some(4.2),
+            tolerance: 0.05,
+            steps: 2,
+        }),
+        trace: None,
+    };
+    c.set_trace_multiples(2.5);
+    let t = c.trace.expect("multiples");
+    assert_eq!(
+        (t.max_multiple, t.knee_multiple, t.slo_max_multiple),
+        (3.8, Some(2.0), Some(1.6))
+    );
+    run.capacity = Some(c);
+    let value: serde_json::Value =
+        serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(value["capacity"]["trace"]["max_multiple"], 3.8);
+    let dir = tmpdir("trace-capacity");
+    let (json, yaml) = (dir.join("c.json"), dir.join("c.yaml"));
+    write_outputs(&run, &[json.clone(), yaml.clone()]).expect("write");
+    assert_eq!(read_run(&json).expect("json"), run);
+    assert_eq!(read_run(&yaml).expect("yaml"), run);
+    let csv = render_csv(&run);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().expect("header").clone();
+    let row = reader.records().next().expect("row").expect("valid row");
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    assert_eq!(&row[col("capacity_trace_recorded_requests_per_s")], "2.5");
+    assert_eq!(&row[col("capacity_trace_max_multiple")], "3.8");
+    assert_eq!(&row[col("capacity_trace_knee_multiple")], "2");
+    assert_eq!(&row[col("capacity_trace_slo_max_multiple")], "1.6");
+    let said = "this deployment carries 3.80x the trace (recorded mean rate 2.500 req/s); latency leaves its plateau above 2.00x; its ttft_p99=200 SLO holds up to 1.60x";
+    assert!(render_capacity(&run).contains(&format!("Trace multiple: {said}")));
+    assert!(render_html(&run).contains(said));
+    let vllm = render_capacity_vllm(&run);
+    assert!(
+        vllm.contains("Max trace multiple:                      3.80x"),
+        "{vllm}"
+    );
+    assert!(
+        vllm.contains("Max trace multiple meeting the SLO:      1.60x"),
+        "{vllm}"
+    );
+    // Without an SLO there is no SLO multiple to state.
+    let mut no_slo = run.clone();
+    if let Some(c) = no_slo.capacity.as_mut() {
+        (c.slo, c.slo_bracket, c.slo_max_requests_per_s) = (None, None, None);
+        c.refresh_trace_multiples();
+    }
+    assert!(!render_capacity_vllm(&no_slo).contains("meeting the SLO"));
+    assert!(!render_capacity(&no_slo).contains("SLO holds"));
+    // Other sweeps say nothing of a trace.
+    run.capacity.as_mut().expect("capacity").trace = None;
+    assert!(!render_capacity(&run).contains("Trace multiple"));
+    assert!(!render_capacity_vllm(&run).contains("trace"));
+    let csv = render_csv(&run);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let row = reader.records().next().expect("row").expect("valid row");
+    assert_eq!(&row[col("capacity_trace_max_multiple")], "");
 }

@@ -262,6 +262,7 @@ fn sample_capacity() -> bench_core::Capacity {
             tolerance: 0.05,
             steps: 0,
         }),
+        trace: None,
     }
 }
 

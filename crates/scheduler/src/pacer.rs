@@ -139,7 +139,8 @@ impl<B: Backend> Pacer<B> {
             let work: Work = work.into();
             let at = match &work {
                 Work::Request(spec) => spec.at,
-                Work::Session(_) => None,
+                // A trace's session is due at its first turn's recorded offset.
+                Work::Session(conv) => conv.turns.first().and_then(|t| t.at),
             };
             match (self.step(&slots, &mut pending, at).await, work) {
                 (Step::End(e), _) => break e,
@@ -189,6 +190,7 @@ impl<B: Backend> Pacer<B> {
             warm_count: self.warm_count,
             cool_count: self.cool_count,
             think: self.think,
+            speedup: self.speedup,
             stop: self.stop.clone(),
             cancel: self.cancel.clone(),
             hard: self.hard.clone(),
@@ -408,6 +410,7 @@ where
 /// The record of a request that did not return after cancellation within the grace period.
 pub(crate) fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
     RequestRecord {
+        cached_tokens: None,
         session: None,
         reasoning: None,
         id: d.id,

@@ -87,6 +87,8 @@ pub(crate) struct SessionCtx<B> {
     pub(crate) warm_count: Option<u64>,
     pub(crate) cool_count: Option<u64>,
     pub(crate) think: ThinkTime,
+    /// A trace replay's speed-up: it scales the recorded delays of a trace's sessions.
+    pub(crate) speedup: Option<f64>,
     pub(crate) stop: CancellationToken,
     pub(crate) cancel: CancellationToken,
     pub(crate) hard: CancellationToken,
@@ -143,7 +145,7 @@ impl<B: Backend> SessionCtx<B> {
                 scheduled = self
                     .clock
                     .now()
-                    .saturating_add(self.think.pause(number, k as u64).as_nanos() as u64);
+                    .saturating_add(self.pause(&conv, number, k));
                 tokio::select! {
                     biased;
                     _ = self.stop.cancelled() => return SessionEnd::Cut,
@@ -193,6 +195,15 @@ impl<B: Backend> SessionCtx<B> {
             replies.push((Arc::from(reply.unwrap_or_default()), output_tokens));
         }
         SessionEnd::Completed
+    }
+
+    /// The pause (ns) after the answer before turn `k` (from 1): a trace session's recorded
+    /// delay (the turn's `at`), scaled by the replay's speed-up; else the think time.
+    fn pause(&self, conv: &ConversationSpec, number: u64, k: usize) -> Nanos {
+        match conv.turns.get(k).and_then(|t| t.at) {
+            Some(delay) => (delay as f64 / self.speedup.unwrap_or(1.0)).round() as Nanos,
+            None => self.think.pause(number, k as u64).as_nanos() as u64,
+        }
     }
 
     async fn send(

@@ -33,6 +33,7 @@ fn plan(speedup: f64, max_seconds: Option<f64>, max_requests: Option<u64>) -> Be
         strategy: Strategy::Trace {
             speedup,
             max_concurrency: None,
+            recorded_rate: None,
         },
         limits: Limits {
             max_seconds,
@@ -113,6 +114,7 @@ async fn a_concurrency_cap_queues_rows_but_keeps_their_schedule() {
     p.strategy = Strategy::Trace {
         speedup: 1.0,
         max_concurrency: Some(1),
+        recorded_rate: None,
     };
     let sched = Scheduler::new(fake.clone(), Clock::start(), opts);
     let (out, _) = sched

@@ -264,6 +264,7 @@ impl Template {
             || ev.prompt_tokens.is_some()
             || ev.completion_tokens.is_some()
             || ev.reasoning_tokens.is_some()
+            || ev.cached_tokens.is_some()
             || ev.texts.len != 1
         {
             return;
@@ -303,6 +304,8 @@ pub(crate) struct OpenAiEvent<'a> {
     pub(crate) completion_tokens: Option<u64>,
     /// `usage.completion_tokens_details.reasoning_tokens`.
     pub(crate) reasoning_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    pub(crate) cached_tokens: Option<u64>,
 }
 
 /// TGI's `token` object.
@@ -367,7 +370,11 @@ pub(crate) fn openai_into<'a>(data: &'a [u8], ev: &mut OpenAiEvent<'a>) -> Optio
                             }
                             b"completion_tokens_details" => {
                                 seen.first(2)?;
-                                ev.reasoning_tokens = s.completion_details()?;
+                                ev.reasoning_tokens = s.details(b"reasoning_tokens")?;
+                            }
+                            b"prompt_tokens_details" => {
+                                seen.first(3)?;
+                                ev.cached_tokens = s.details(b"cached_tokens")?;
                             }
                             _ => s.unknown_field(key)?,
                         }
@@ -952,9 +959,10 @@ impl<'a> Scanner<'a> {
         Some(())
     }
 
-    /// `usage.completion_tokens_details`: `null` or an object whose `reasoning_tokens` is a
-    /// plain `u64` or `null`, as the serde struct of `stream.rs` reads it.
-    fn completion_details(&mut self) -> Option<Option<u64>> {
+    /// `usage.completion_tokens_details` / `usage.prompt_tokens_details`: `null` or an object
+    /// whose `field` (`reasoning_tokens` / `cached_tokens`) is a plain `u64` or `null`, as the
+    /// serde structs of `stream.rs` read them.
+    fn details(&mut self, field: &[u8]) -> Option<Option<u64>> {
         if self.null()? {
             return Some(None);
         }
@@ -962,12 +970,11 @@ impl<'a> Scanner<'a> {
         let mut out = None;
         let mut seen = Seen::default();
         self.object_body(|s, key| {
-            match key.name {
-                b"reasoning_tokens" => {
-                    seen.first(0)?;
-                    out = s.opt_u64()?;
-                }
-                _ => s.unknown_field(key)?,
+            if key.name == field {
+                seen.first(0)?;
+                out = s.opt_u64()?;
+            } else {
+                s.unknown_field(key)?;
             }
             Some(())
         })?;

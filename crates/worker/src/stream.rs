@@ -46,6 +46,8 @@ pub(crate) struct StreamState {
     pub(crate) usage_completion: Option<u32>,
     /// `usage.completion_tokens_details.reasoning_tokens`.
     pub(crate) usage_reasoning: Option<u32>,
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    pub(crate) usage_cached: Option<u32>,
     /// Events that carried reasoning text (with or without answer text).
     pub(crate) reasoning_events: u32,
     /// `<think>` tags in answer text are read (`--think-tags`).
@@ -113,6 +115,15 @@ struct Usage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens_details: Option<CompletionDetails>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+/// OpenAI's `usage.prompt_tokens_details` (vLLM with `--enable-prompt-tokens-details`).
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 /// OpenAI's `usage.completion_tokens_details`.
@@ -186,6 +197,7 @@ impl StreamState {
             usage_prompt: None,
             usage_completion: None,
             usage_reasoning: None,
+            usage_cached: None,
             reasoning_events: 0,
             think: None,
             event_mark: 0,
@@ -362,6 +374,9 @@ impl StreamState {
                 if let Some(r) = ev.reasoning_tokens {
                     self.usage_reasoning = Some(clamp_u32(r));
                 }
+                if let Some(c) = ev.cached_tokens {
+                    self.usage_cached = Some(clamp_u32(c));
+                }
                 return Ok(Flow::Continue);
             }
         }
@@ -429,6 +444,9 @@ impl StreamState {
             }
             if let Some(r) = u.completion_tokens_details.and_then(|d| d.reasoning_tokens) {
                 self.usage_reasoning = Some(clamp_u32(r));
+            }
+            if let Some(c) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+                self.usage_cached = Some(clamp_u32(c));
             }
         }
         Ok(Flow::Continue)
@@ -658,6 +676,12 @@ impl StreamRecorder {
         self.state.usage_reasoning
     }
 
+    /// Server-reported prompt tokens served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), if any.
+    pub fn usage_cached(&self) -> Option<u32> {
+        self.state.usage_cached
+    }
+
     /// How many events carried reasoning text.
     pub fn reasoning_events(&self) -> u32 {
         self.state.reasoning_events
@@ -754,6 +778,40 @@ data: [DONE]\n\n",
             assert_eq!(st.usage_completion, Some(6));
             assert_eq!(st.text.as_deref(), Some("Hi there"), "the answer only");
             assert_eq!(st.reasoning_text.as_deref(), Some("hmm sook!"));
+        }
+    }
+
+    #[test]
+    fn cached_tokens_are_read_on_both_paths() {
+        // vLLM's usage with --enable-prompt-tokens-details (the simulator's with a prefix
+        // cache pads the value with spaces); `null` details and a missing field say nothing.
+        let cases: [(&[u8], Option<u32>); 4] = [
+            (b"{\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":32}}}", Some(32)),
+            (b"{\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"prompt_tokens_details\":{\"cached_tokens\":16        },\"completion_tokens\":2}}", Some(16)),
+            (b"{\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"prompt_tokens_details\":null}}", None),
+            (b"{\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"prompt_tokens_details\":{\"audio_tokens\":0}}}", None),
+        ];
+        for (event, want) in cases {
+            let fast = fastjson::openai(event).expect("the fast path reads it");
+            assert_eq!(fast.cached_tokens.map(|c| c as u32), want);
+            for path in [true, false] {
+                let mut st = StreamState::new(BackendKind::OpenAiChat, true, 8);
+                st.fast = path;
+                let mut p = SseParser::new();
+                let mut body = b"data: ".to_vec();
+                body.extend_from_slice(event);
+                body.extend_from_slice(b"\n\ndata: [DONE]\n\n");
+                p.feed(Bytes::from(body));
+                let mut t = 0;
+                while let Ok(Some(ev)) = p.next_event() {
+                    t += 10;
+                    if st.on_event(&ev, t) != Ok(Flow::Continue) {
+                        break;
+                    }
+                }
+                assert_eq!(st.usage_cached, want, "fast={path}");
+                assert_eq!(st.usage_prompt, Some(40));
+            }
         }
     }
 

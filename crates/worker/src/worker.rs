@@ -832,6 +832,7 @@ impl Worker {
     ) -> (RequestRecord, Option<String>) {
         let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
         let mut rec = RequestRecord {
+            cached_tokens: None,
             session: None,
             reasoning: None,
             id: dispatch.id,
@@ -883,6 +884,7 @@ impl Worker {
             }
         }
         rec.reasoning = reasoning_tokens(&st, self.inner.counter.as_ref());
+        rec.cached_tokens = st.usage_cached;
         // Not streamed: the whole reply arrived at once, so there is no first token to time.
         if self.inner.stream {
             rec.chunks = st.chunks;

@@ -157,6 +157,32 @@ pub struct TraceConfig {
     pub seed: u64,
     /// Whether `seed=` was given.
     pub seed_given: bool,
+    /// What a row whose `input_length` does not fit its `hash_ids` becomes.
+    pub fit: TraceFit,
+}
+
+/// What a row whose `input_length` does not fit its `hash_ids` (every block but the last
+/// whole, the last with at least one token) becomes: `fit=` in `--data trace=`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TraceFit {
+    /// A one-line error naming the file and the row (the default).
+    #[default]
+    Error,
+    /// The row is sent with the nearest length its hash ids allow (`(k - 1) * block_size + 1`
+    /// when shorter, `k * block_size` when longer), so its prefix sharing is the trace's
+    /// exactly and only its length moves; the rows fitted are counted.
+    Length,
+}
+
+impl TraceFit {
+    /// `error` or `length`.
+    pub fn parse(s: &str) -> Option<TraceFit> {
+        match s {
+            "error" => Some(TraceFit::Error),
+            "length" => Some(TraceFit::Length),
+            _ => None,
+        }
+    }
 }
 
 /// What a row asks to send.
@@ -185,6 +211,12 @@ pub struct TraceRow {
     pub input: TraceInput,
     /// The recorded output length (`None`: not recorded).
     pub output_tokens: Option<u32>,
+    /// Its `input_length` was moved to fit its hash ids (`fit=length`).
+    pub fitted: bool,
+    /// Its `session_id`: rows of one session are the turns of one conversation.
+    pub session: Option<String>,
+    /// A later turn's `delay` after the previous turn's answer (ns, unscaled).
+    pub delay: Option<Nanos>,
 }
 
 /// An error about a trace file, naming its line (0: the file as a whole).

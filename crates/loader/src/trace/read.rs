@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{bad, TraceConfig, TraceFormat, TraceInput, TraceRow};
+use super::{bad, TraceConfig, TraceFit, TraceFormat, TraceInput, TraceRow};
 use crate::Error;
 
 /// The rows of a trace, streamed from its file.
@@ -19,6 +19,9 @@ pub struct TraceReader {
     last: Option<i128>,
     kept: u64,
     skipped: u64,
+    /// Sessions met so far (any row), and those whose first turn was kept.
+    sessions_seen: std::collections::HashSet<String>,
+    sessions_kept: std::collections::HashSet<String>,
 }
 
 enum Rows {
@@ -54,12 +57,19 @@ struct CsvCols {
 /// One row as read, before the checks that need the rows before it.
 struct Raw {
     line: u64,
-    /// Nanoseconds (of the epoch for dates, of the unit's zero otherwise).
-    ts: i128,
+    /// Nanoseconds (of the epoch for dates, of the unit's zero otherwise); `None` for a later
+    /// session turn timed only by its `delay`.
+    ts: Option<i128>,
+    /// The row's `session_id` (JSON formats).
+    session: Option<String>,
+    /// Its `delay` after the previous turn's answer, nanoseconds.
+    delay: Option<u64>,
     input: TraceInput,
     output: Option<u32>,
     /// `false` for a row filtered out (BurstGPT's model / log type, zero lengths).
     keep: bool,
+    /// Its `input_length` was moved to fit its hash ids (`fit=length`).
+    fitted: bool,
 }
 
 /// A JSONL row of any of the JSON formats; fields a format does not use are ignored.
@@ -71,7 +81,8 @@ struct JsonRow {
     hash_ids: Option<Vec<u64>>,
     prompt: Option<String>,
     messages: Option<Vec<Message>>,
-    delay: Option<serde_json::Value>,
+    delay: Option<f64>,
+    session_id: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -97,6 +108,8 @@ impl TraceReader {
             last: None,
             kept: 0,
             skipped: 0,
+            sessions_seen: Default::default(),
+            sessions_kept: Default::default(),
         })
     }
 
@@ -114,38 +127,74 @@ impl TraceReader {
             let Some(raw) = self.next_raw()? else {
                 return Ok(None);
             };
-            if let Some(last) = self.last {
-                if raw.ts < last {
-                    return Err(bad(
-                        &self.config.path,
-                        raw.line,
-                        format!(
-                            "timestamp goes back {} ms before the previous row's (rows must be in time order)",
-                            (last - raw.ts) as f64 / 1e6
-                        ),
-                    ));
-                }
-            }
-            self.last = Some(raw.ts);
-            let first = *self.first.get_or_insert(raw.ts);
-            if !raw.keep {
+            let ts = self.timestamp(&raw)?;
+            self.last = Some(ts);
+            let first = *self.first.get_or_insert(ts);
+            let keep = self.session_kept(&raw)?;
+            if !raw.keep || !keep {
                 self.skipped += 1;
                 continue;
             }
-            let Some(at) = u64::try_from(raw.ts - first)
+            let Some(at) = u64::try_from(ts - first)
                 .ok()
                 .and_then(|at| at.checked_sub(self.config.start))
             else {
                 continue;
             };
+            if let Some(s) = &raw.session {
+                self.sessions_kept.insert(s.clone());
+            }
             self.kept += 1;
             return Ok(Some(TraceRow {
                 line: raw.line,
                 at,
                 input: raw.input,
                 output_tokens: self.config.output_tokens.or(raw.output),
+                fitted: raw.fitted,
+                session: raw.session,
+                delay: raw.delay,
             }));
         }
+    }
+
+    /// The row's time: its timestamp, checked not to go back; a later session turn timed by
+    /// its delay takes the previous row's.
+    fn timestamp(&self, raw: &Raw) -> Result<i128, Error> {
+        let Some(ts) = raw.ts else {
+            return Ok(self.last.unwrap_or(0));
+        };
+        if let Some(last) = self.last {
+            if ts < last {
+                return Err(bad(
+                    &self.config.path,
+                    raw.line,
+                    format!(
+                        "timestamp goes back {} ms before the previous row's (rows must be in time order)",
+                        (last - ts) as f64 / 1e6
+                    ),
+                ));
+            }
+        }
+        Ok(ts)
+    }
+
+    /// Whether a row goes on: `true` for a row outside sessions, a session's first row, or a
+    /// later turn of a session whose first turn was kept; `false` for a later turn of a
+    /// session whose first row `start=` skipped. A row timed only by a delay needs an earlier
+    /// row of its session.
+    fn session_kept(&mut self, raw: &Raw) -> Result<bool, Error> {
+        let Some(s) = &raw.session else {
+            return Ok(true);
+        };
+        let first = self.sessions_seen.insert(s.clone());
+        if first && raw.ts.is_none() {
+            return Err(bad(
+                &self.config.path,
+                raw.line,
+                format!("no timestamp, and no earlier row of session_id {s} (a session's first row needs a timestamp)"),
+            ));
+        }
+        Ok(first || self.sessions_kept.contains(s))
     }
 
     fn next_raw(&mut self) -> Result<Option<Raw>, Error> {
@@ -254,23 +303,59 @@ fn numeric_ts(config: &TraceConfig, line: u64, name: &str, v: f64) -> Result<i12
     Ok((v * config.time_unit.nanos()).round() as i128)
 }
 
+/// When a JSON row is sent, as written.
+struct RowTime {
+    /// Its timestamp, ns (`None` for a later session turn timed by its delay).
+    ts: Option<i128>,
+    session: Option<String>,
+    /// Its `delay`, ns.
+    delay: Option<u64>,
+}
+
+/// A JSON row's time: its timestamp, `session_id` and `delay`, checked together.
+fn row_time(config: &TraceConfig, line: u64, row: &JsonRow) -> Result<RowTime, Error> {
+    let path = &config.path;
+    let session = match &row.session_id {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(bad(
+                path,
+                line,
+                format!("session_id must be a string or a number, got {other}"),
+            ))
+        }
+    };
+    let delay = row
+        .delay
+        .map(|d| numeric_ts(config, line, "delay", d).map(|d| d as u64))
+        .transpose()?;
+    let ts = match (row.timestamp, &session, delay) {
+        (Some(ts), _, _) => Some(numeric_ts(config, line, "timestamp", ts)?),
+        (None, Some(_), Some(_)) => None,
+        (None, None, Some(_)) => {
+            return Err(bad(
+                path,
+                line,
+                "no timestamp, and a delay without a session_id (a delay times a later turn of a session)",
+            ))
+        }
+        (None, _, None) => return Err(bad(path, line, "no timestamp")),
+    };
+    Ok(RowTime { ts, session, delay })
+}
+
 fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
     let path = &config.path;
     let row: JsonRow = serde_json::from_str(text)
         .map_err(|e| bad(path, line, format!("not a JSON record: {e}")))?;
-    let Some(ts) = row.timestamp else {
-        let why = if row.delay.is_some() {
-            "no timestamp (rows timed by a delay after an earlier turn are not replayed yet)"
-        } else {
-            "no timestamp"
-        };
-        return Err(bad(path, line, why));
-    };
-    let ts = numeric_ts(config, line, "timestamp", ts)?;
+    let RowTime { ts, session, delay } = row_time(config, line, &row)?;
     let output = row
         .output_length
         .map(|v| tokens(path, line, "output_length", v))
         .transpose()?;
+    let mut fitted = false;
     let input = if config.format == TraceFormat::Plain && row.input_length.is_none() {
         let text = match (row.prompt, row.messages) {
             (Some(p), _) => p,
@@ -308,9 +393,10 @@ fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
         };
         let n = tokens(path, line, "input_length", n)?;
         let hash_ids = row.hash_ids.unwrap_or_default();
-        check_fit(config, line, n, &hash_ids)?;
+        let fits = check_fit(config, line, n, &hash_ids)?;
+        fitted = fits != n;
         TraceInput::Blocks {
-            tokens: n,
+            tokens: fits,
             hash_ids,
         }
     };
@@ -320,31 +406,45 @@ fn json_row(config: &TraceConfig, line: u64, text: &str) -> Result<Raw, Error> {
         input,
         output,
         keep: true,
+        fitted,
+        session,
+        delay,
     })
 }
 
 /// `input_length` must fill its hash ids: every block but the last whole, the last with at
-/// least one token.
-fn check_fit(config: &TraceConfig, line: u64, n: u32, hash_ids: &[u64]) -> Result<(), Error> {
+/// least one token. Returns the length to send: `n`, or under `fit=length` the nearest length
+/// that fits.
+fn check_fit(config: &TraceConfig, line: u64, n: u32, hash_ids: &[u64]) -> Result<u32, Error> {
     if n == 0 {
         return Err(bad(&config.path, line, "input_length must be at least 1"));
     }
     if hash_ids.is_empty() {
-        return Ok(());
+        return Ok(n);
     }
     let bs = u64::from(config.block_size);
     let k = hash_ids.len() as u64;
     let (lo, hi) = ((k - 1) * bs + 1, k * bs);
     if !(lo..=hi).contains(&u64::from(n)) {
+        if config.fit == TraceFit::Length {
+            let fitted = u64::from(n).clamp(lo, hi);
+            return u32::try_from(fitted).map_err(|_| {
+                bad(
+                    &config.path,
+                    line,
+                    format!("fit=length: {k} hash_ids of {bs} tokens need more than 2^32 tokens"),
+                )
+            });
+        }
         return Err(bad(
             &config.path,
             line,
             format!(
-                "input_length {n} does not fit {k} hash_ids of {bs} tokens (needs {lo}..={hi}; block_size= sets the block size)"
+                "input_length {n} does not fit {k} hash_ids of {bs} tokens (needs {lo}..={hi}; block_size= sets the block size, fit=length sends the nearest length that fits)"
             ),
         ));
     }
-    Ok(())
+    Ok(n)
 }
 
 fn csv_row(
@@ -414,12 +514,15 @@ fn csv_row(
         && matches(cols.log_type, &config.log_type);
     Ok(Raw {
         line,
-        ts,
+        ts: Some(ts),
         input: TraceInput::Blocks {
             tokens: input,
             hash_ids: Vec::new(),
         },
         output: Some(output),
+        fitted: false,
+        session: None,
+        delay: None,
         keep,
     })
 }

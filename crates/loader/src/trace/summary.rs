@@ -16,6 +16,10 @@ pub struct TraceSummary {
     pub rows: u64,
     /// Rows filtered out (BurstGPT's `model` / `log_type`, rows recording 0 tokens).
     pub skipped: u64,
+    /// Rows whose `input_length` was moved to fit their hash ids (`fit=length`).
+    pub fitted: u64,
+    /// Sessions (distinct `session_id`s of the rows replayed); their rows are turns.
+    pub sessions: u64,
     /// Recorded offset of the last row replayed after the first (ns).
     pub duration: Nanos,
     /// Recorded prompt tokens of the rows given as counts (text prompts are counted when sent).
@@ -56,9 +60,14 @@ pub fn scan(config: &TraceConfig, lengths: bool) -> Result<TraceSummary, Error> 
     let mut reader = TraceReader::open(config)?;
     let mut s = TraceSummary::default();
     let mut seen: HashSet<u64> = HashSet::new();
+    let mut sessions: HashSet<String> = HashSet::new();
     let bs = u64::from(config.block_size.max(1));
     while let Some(row) = reader.next_row()? {
         s.rows += 1;
+        s.fitted += u64::from(row.fitted);
+        if let Some(id) = &row.session {
+            s.sessions += u64::from(sessions.insert(id.clone()));
+        }
         s.duration = row.at;
         let out = row.output_tokens.unwrap_or(0);
         s.output_tokens += u64::from(out);

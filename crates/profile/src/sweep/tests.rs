@@ -370,3 +370,38 @@ fn a_top_rate_that_kept_up_extends_the_sweep_and_raises_the_capacity() {
     assert!((a.max_requests_per_s - top).abs() < 1e-9, "{a:?} vs {top}");
     assert!((a.max_output_tokens_per_s - 64.0 * top).abs() < 1e-6);
 }
+
+#[test]
+fn a_sweep_over_a_trace_offers_its_rates_as_speedups_and_states_multiples() {
+    // A trace recorded at 0.5 req/s on the batching server of 8 req/s with an SLO met up to
+    // 6 req/s: the same plan as the rate sweep, each rate a speed-up of the trace.
+    let rate_spec = spec(SweepMode::Adaptive, Some("ttft_p99=500"));
+    let trace_spec = rate_spec.over_trace(0.5);
+    let (rate_steps, rate_plan) = drive(&rate_spec, 16, 6.0);
+    let (trace_steps, trace_plan) = drive(&trace_spec, 16, 6.0);
+    assert_eq!(rate_steps.len(), trace_steps.len());
+    for (r, t) in rate_steps.iter().zip(&trace_steps) {
+        assert_eq!(r.role, t.role);
+        match (r.strategy.target_rate(), &t.strategy) {
+            (Some(rate), Strategy::Trace { speedup, .. }) => {
+                assert!((speedup * 0.5 - rate).abs() < 1e-9 * rate);
+                assert_eq!(t.strategy.target_rate(), Some(speedup * 0.5));
+            }
+            (None, s) => assert_eq!(s, &r.strategy, "the probes are the rate sweep's"),
+            (Some(_), s) => panic!("a rate became {s:?}"),
+        }
+    }
+    let (a, b) = (
+        rate_plan.answer().expect("answer"),
+        trace_plan.answer().expect("answer"),
+    );
+    assert!(a.trace.is_none());
+    let t = b.trace.expect("multiples");
+    assert_eq!(t.recorded_requests_per_s, 0.5);
+    assert_eq!(t.max_multiple, a.max_requests_per_s / 0.5);
+    assert_eq!(
+        t.slo_max_multiple,
+        a.slo_max_requests_per_s.map(|r| r / 0.5)
+    );
+    assert!(t.slo_max_multiple.is_some());
+}

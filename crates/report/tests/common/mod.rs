@@ -58,6 +58,7 @@ pub fn record(
     }
     end += tail;
     RequestRecord {
+        cached_tokens: None,
         session: None,
         reasoning: None,
         id,
@@ -410,6 +411,7 @@ pub fn reasoning_record(id: u64, dispatched: Nanos) -> RequestRecord {
         chunks.push(Chunk::answer(at, 1));
     }
     RequestRecord {
+        cached_tokens: None,
         session: None,
         reasoning: Some(bench_core::ReasoningTokens {
             tokens: R_TOKENS,
