@@ -35,6 +35,7 @@ def run(binary, url, rate, seconds, out):
         "achieved": b["rates"]["achieved_rate"],
         "completed": b["rates"]["requests_per_s"],
         "late_p99": m["queue_ms"]["percentiles"]["p99"],
+        "disp_p50": m["dispatch_delay_ms"]["median"],
         "disp_p99": m["dispatch_delay_ms"]["percentiles"]["p99"],
         "ttft_p50": m["ttft_ms"]["median"],
         "ttft_p99": m["ttft_ms"]["percentiles"]["p99"],
