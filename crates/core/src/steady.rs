@@ -57,15 +57,17 @@ impl Steady {
         if (warmup && window.cooldown) || latencies.is_empty() {
             return None;
         }
-        let fill = if warmup {
-            0
-        } else {
-            nearest_rank(latencies, FILL_QUANTILE)
-        };
+        let fill = if warmup { 0 } else { Self::fill(latencies) };
         Some(Steady {
             from: window.open.saturating_add(fill),
             to: (!window.cooldown).then_some(window.close),
         })
+    }
+
+    /// The fill time of a benchmark whose measured completed requests took `latencies`
+    /// (reordered; not empty): their [`FILL_QUANTILE`] by nearest rank.
+    pub fn fill(latencies: &mut [Nanos]) -> Nanos {
+        nearest_rank(latencies, FILL_QUANTILE)
     }
 
     /// Whether a request sent at `dispatched` that ended at `end` is steady.

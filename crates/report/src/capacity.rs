@@ -138,14 +138,36 @@ pub fn trace_multiples_text(c: &Capacity) -> Option<String> {
     Some(s)
 }
 
+/// The 95% interval of the stated capacity (requests/s): the interval of the throughput of
+/// the benchmark that measured it, scaled as the capacity was (docs/metrics.md, "Intervals");
+/// `None` when that benchmark has none.
+pub fn capacity_interval(run: &RunReport) -> Option<crate::Interval> {
+    let c = run.capacity.as_ref()?;
+    let b = run
+        .benchmarks
+        .iter()
+        .rev()
+        .find(|b| b.label == c.max_measured_by)?;
+    let iv = b.intervals.as_ref()?.requests_per_s;
+    let scale =
+        (b.rates.requests_per_s > 0.0).then(|| c.max_requests_per_s / b.rates.requests_per_s)?;
+    Some(crate::Interval {
+        low: iv.low * scale,
+        high: iv.high * scale,
+    })
+}
+
 /// The lines of the answer, as (label, text).
-fn lines(c: &Capacity) -> Vec<(String, String)> {
+fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
     let (before, after) = lower_bound_words(c);
+    let sure = capacity_interval(run).map_or(String::new(), |iv| {
+        format!(" (95% interval {:.2} to {:.2})", iv.low, iv.high)
+    });
     let mut out = vec![
         (
             "Maximum sustained throughput".to_string(),
             format!(
-                "{before}{:.2} req/s, {:.1} output tok/s (measured by {}){after}",
+                "{before}{:.2} req/s{sure}, {:.1} output tok/s (measured by {}){after}",
                 c.max_requests_per_s, c.max_output_tokens_per_s, c.max_measured_by
             ),
         ),
@@ -182,7 +204,7 @@ pub fn render_capacity(run: &RunReport) -> String {
         return String::new();
     };
     let mut s = String::from("Capacity:\n");
-    for (k, v) in lines(c) {
+    for (k, v) in lines(run, c) {
         let _ = writeln!(s, "  {k}: {v}");
     }
     s
@@ -206,6 +228,14 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
         "Max output token throughput (tok/s):",
         format!("{:.2}", c.max_output_tokens_per_s)
     );
+    if let Some(iv) = capacity_interval(run) {
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Max throughput 95% interval (req/s):",
+            format!("{:.2} to {:.2}", iv.low, iv.high)
+        );
+    }
     let _ = writeln!(s, "{:<40} {:<10}", "Measured by:", c.max_measured_by);
     if c.max_is_lower_bound {
         let _ = writeln!(

@@ -174,6 +174,7 @@ fn csv_header() -> Vec<String> {
             .iter()
             .map(|s| s.to_string()),
     );
+    header.extend(crate::interval::csv_header());
     header
 }
 
@@ -193,6 +194,7 @@ pub fn render_csv(run: &RunReport) -> String {
                 .map(|c| csv_field(c)),
         );
         row.extend(crate::steady_view::csv_cells(b, num));
+        row.extend(crate::interval::csv_cells(b.intervals.as_ref(), num));
         out.push_str(&row.join(","));
         out.push('\n');
     }

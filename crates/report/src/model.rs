@@ -120,6 +120,10 @@ pub struct BenchmarkReport {
     /// state, or every measured request (docs/metrics.md, "Steady state").
     #[serde(default)]
     pub latency_scope: LatencyScope,
+    /// 95% intervals of the headline figures (docs/metrics.md, "Intervals"), when the
+    /// benchmark held at least three batches of one fill time each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<crate::interval::Intervals>,
     /// Latency distributions summaries.
     pub metrics: Metrics,
     /// The histograms behind `metrics`, to merge runs or cut other percentiles.

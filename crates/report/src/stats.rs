@@ -9,6 +9,7 @@ use bench_core::{
 };
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
+use crate::interval::{Batches, Intervals};
 use crate::model::{
     BenchmarkReport, GoodputReport, Histograms, LatencyScope, Metrics, Rates, RequestCounts,
     Timeline, TokenCounts, TokenStat, Tokens,
@@ -446,9 +447,19 @@ impl Accumulator {
             close: meta.window.close.max(meta.window.open),
             ..meta.window
         };
-        let (scope, steady_state) = self.steady_state(&meta, &window);
+        let SteadyState {
+            scope,
+            steady: steady_state,
+            fill,
+        } = self.steady_state(&meta, &window);
         let mut pass = Pass::new(window, &self.chunks, self.opts.goodput.as_ref());
         pass.steady = steady_state;
+        pass.batches = fill.and_then(|f| {
+            let (from, to) = steady_state.map_or((window.open, window.close), |s| {
+                (s.from, s.to.unwrap_or(window.close))
+            });
+            Batches::new(from, to, f)
+        });
         for r in &self.requests {
             pass.add(r);
         }
@@ -457,6 +468,7 @@ impl Accumulator {
         let steady = pass.steady_rates(&meta, first_output);
         let rates = pass.rates(&meta, &steady);
         let goodput = pass.goodput(&steady);
+        let intervals = pass.intervals(&rates);
         let (metrics, histograms) = pass.summaries(&self.opts.percentiles);
         let sessions = crate::turns::session_report(
             meta.sessions,
@@ -493,6 +505,7 @@ impl Accumulator {
             rates,
             goodput,
             latency_scope: scope,
+            intervals,
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(self.records),
@@ -506,25 +519,34 @@ impl Accumulator {
 impl Accumulator {
     /// The steady state of the latency figures ([`Steady::of`], the one rule), with the scope
     /// it gives: `TooShort` (and no steady state) when no completed request lies in it.
-    fn steady_state(
-        &self,
-        meta: &BenchmarkMeta,
-        window: &Window,
-    ) -> (LatencyScope, Option<Steady>) {
+    fn steady_state(&self, meta: &BenchmarkMeta, window: &Window) -> SteadyState {
         let done = || {
             self.requests
                 .iter()
                 .filter(|r| r.status == Status::Completed && r.phase(window) == Phase::Measured)
         };
         let mut latencies: Vec<Nanos> = done().map(Compact::e2el).collect();
-        match Steady::of(&meta.strategy, meta.start, window, &mut latencies) {
+        let fill = (!latencies.is_empty()).then(|| Steady::fill(&mut latencies));
+        let (scope, steady) = match Steady::of(&meta.strategy, meta.start, window, &mut latencies) {
             None => (LatencyScope::Window, None),
             Some(s) if done().any(|r| s.holds(r.dispatched, r.end)) => {
                 (LatencyScope::Steady, Some(s))
             }
             Some(_) => (LatencyScope::TooShort, None),
+        };
+        SteadyState {
+            scope,
+            steady,
+            fill,
         }
     }
+}
+
+/// Which requests the latency figures take, and the fill time (the batches' least length).
+struct SteadyState {
+    scope: LatencyScope,
+    steady: Option<Steady>,
+    fill: Option<Nanos>,
 }
 
 /// One pass over a benchmark's compact requests: counts, tokens, latency distributions,
@@ -557,6 +579,8 @@ struct Pass<'a> {
     tokens_all_in_window: f64,
     /// The steady state the latency distributions take, when they take one.
     steady: Option<Steady>,
+    /// The batches of the intervals, when the span holds enough of them.
+    batches: Option<Batches>,
 }
 
 impl<'a> Pass<'a> {
@@ -588,12 +612,21 @@ impl<'a> Pass<'a> {
             failed: Vec::new(),
             tokens_all_in_window: 0.0,
             steady: None,
+            batches: None,
         }
     }
 
     fn rec(&mut self, m: Metric, us: f64, w: u64) {
         if let Some(d) = self.dists.get_mut(m as usize) {
             d.record_n(us, w);
+        }
+    }
+
+    /// [`Self::rec`] of one value of a request sent at `sent`, into its interval batch too.
+    fn rec_batched(&mut self, sent: Nanos, m: Metric, us: f64) {
+        self.rec(m, us, 1);
+        if let Some(b) = self.batches.as_mut() {
+            b.value(sent, m, us);
         }
     }
 
@@ -690,6 +723,9 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        if let Some(b) = self.batches.as_mut() {
+            b.ended(r.end, r.output_tokens);
+        }
         if self.steady.is_some_and(|s| !s.holds(r.dispatched, r.end)) {
             self.counts.excluded_unsteady += 1;
             return;
@@ -702,7 +738,7 @@ impl<'a> Pass<'a> {
     fn latencies(&mut self, r: &Compact) {
         let n = r.output_tokens;
         let e2el = r.e2el();
-        self.rec(Metric::E2el, us(e2el), 1);
+        self.rec_batched(r.dispatched, Metric::E2el, us(e2el));
         self.rec(
             Metric::E2elFromScheduled,
             us(r.end.saturating_sub(r.scheduled)),
@@ -715,7 +751,7 @@ impl<'a> Pass<'a> {
         let mut tpot_ms = 0.0;
         if let (Some(ttft), Some(f)) = (r.ttft(), r.first) {
             ttft_ms = ttft as f64 / 1e6;
-            self.rec(Metric::Ttft, us(ttft), 1);
+            self.rec_batched(r.dispatched, Metric::Ttft, us(ttft));
             self.rec(
                 Metric::TtftFromScheduled,
                 us(f.saturating_sub(r.scheduled)),
@@ -724,12 +760,12 @@ impl<'a> Pass<'a> {
         }
         let store = self.store;
         for gap in r.itl_us(store) {
-            self.rec(Metric::Itl, gap, 1);
+            self.rec_batched(r.dispatched, Metric::Itl, gap);
         }
         self.reasoning_figures(r);
         if let Some(t) = r.tpot_us() {
             tpot_ms = t / 1000.0;
-            self.rec(Metric::Tpot, t, 1);
+            self.rec_batched(r.dispatched, Metric::Tpot, t);
             self.rec(Metric::ItlPerRequest, t, (n - 1) as u64);
         }
         if self
@@ -859,6 +895,17 @@ impl<'a> Pass<'a> {
             achieved_rate: self.window.per_s(self.sent_in_window as f64),
             target_rate: meta.strategy.target_rate(),
         }
+    }
+
+    /// The 95% intervals of the headline figures, when the span held enough batches.
+    fn intervals(&self, rates: &Rates) -> Option<Intervals> {
+        let pooled = |m: Metric, p: f64| {
+            let d = self.dists.get(m as usize)?;
+            d.percentile_us(p).map(|v| v / 1e3)
+        };
+        self.batches
+            .as_ref()
+            .map(|b| b.finish((rates.requests_per_s, rates.output_tokens_per_s), pooled))
     }
 
     fn goodput(&self, steady: &WindowRates) -> Option<GoodputReport> {
