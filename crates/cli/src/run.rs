@@ -339,6 +339,7 @@ async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
     })?;
     if s.request.vllm_extensions != VllmExtensions::Auto
         || s.target.backend == bench_worker::BackendKind::Tgi
+        || s.target.backend.pooling()
     {
         return Ok(worker);
     }

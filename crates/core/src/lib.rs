@@ -98,6 +98,19 @@ pub struct RequestSpec {
     /// speed-up (`None` for data without a schedule). Only `Strategy::Trace` reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Nanos>,
+    /// The further inputs of a batched request (data key `batch_size`): an embeddings request
+    /// sends `prompt` followed by these as its `input` list; a rerank request sends `prompt` as
+    /// its query and these as its documents. `prompt_tokens` counts every input. Empty for
+    /// generative requests (an empty `Vec` costs no allocation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<Arc<str>>,
+}
+
+impl RequestSpec {
+    /// Inputs the request carries: `prompt` and the [`RequestSpec::batch`].
+    pub fn inputs(&self) -> usize {
+        1 + self.batch.len()
+    }
 }
 
 /// Where a token count came from. Reports say it, so a requested count is never passed off
@@ -215,6 +228,13 @@ pub enum Outcome {
         /// What was wrong.
         message: String,
     },
+    /// The reply was well-formed JSON but not the answer asked for: an embeddings reply
+    /// without vectors or with a vector count other than the inputs sent, a rerank reply
+    /// without results or with more results than documents.
+    BadReply {
+        /// What was wrong, with the counts.
+        message: String,
+    },
 }
 
 /// The three statuses reports split counts by (guidellm's names).
@@ -247,7 +267,8 @@ impl Outcome {
             Outcome::Http { body, .. } => Some(body),
             Outcome::Connect { message }
             | Outcome::StreamError { message }
-            | Outcome::Protocol { message } => Some(message),
+            | Outcome::Protocol { message }
+            | Outcome::BadReply { message } => Some(message),
             Outcome::Completed | Outcome::Cancelled | Outcome::Timeout { .. } => None,
         }
     }
@@ -269,6 +290,7 @@ impl Outcome {
             },
             Outcome::StreamError { .. } => "stream_error".into(),
             Outcome::Protocol { .. } => "protocol".into(),
+            Outcome::BadReply { .. } => "bad_reply".into(),
         }
     }
 

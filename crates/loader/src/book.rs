@@ -200,6 +200,7 @@ impl BookSource {
                     prompt_tokens: target as u32,
                     output_tokens: self.config.output_tokens,
                     at: None,
+                    batch: Vec::new(),
                 }));
             }
             k = if c > target {

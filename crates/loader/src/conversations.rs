@@ -124,6 +124,7 @@ impl ConversationSource {
                 prompt_tokens: self.count(user)?,
                 output_tokens: Some(output),
                 at: None,
+                batch: Vec::new(),
             });
             i += 1;
         }

@@ -364,6 +364,7 @@ impl FileSource {
                 prompt: prompt.into(),
                 output_tokens: self.config.output_tokens.or(output),
                 at: None,
+                batch: Vec::new(),
             }));
         }
     }
@@ -500,6 +501,7 @@ impl ShareGptSource {
                 prompt_tokens: prompt_len as u32,
                 output_tokens: Some(output_len as u32),
                 at: None,
+                batch: Vec::new(),
             }));
         }
     }

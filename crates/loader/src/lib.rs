@@ -125,6 +125,8 @@ pub struct Loader {
     in_pass: u64,
     warned_cycle: bool,
     failure: DataFailure,
+    /// Inputs per request (`batch_size`): each request gathers this many items.
+    batch_size: u32,
 }
 
 /// Where the [`Iterator`] side of a [`Loader`] leaves the error that ended its stream (a file
@@ -154,6 +156,7 @@ impl Loader {
     }
 
     fn build(spec: DataSpec, tokenizer: Tokenizer, verify: bool) -> Result<Loader, Error> {
+        let batch_size = spec.batch_size();
         let mut source = match spec {
             DataSpec::Synthetic(c) => {
                 let mut composer = Composer::new(&tokenizer)?;
@@ -210,6 +213,7 @@ impl Loader {
             in_pass: 0,
             warned_cycle: false,
             failure: DataFailure::default(),
+            batch_size,
         })
     }
 
@@ -270,10 +274,30 @@ impl Loader {
         if self.sessions() {
             return Ok(None);
         }
-        match self.next_item()? {
-            Some(Item::Request(r)) => Ok(Some(r)),
-            _ => Ok(None),
+        let mut first = match self.next_item()? {
+            Some(Item::Request(r)) => r,
+            _ => return Ok(None),
+        };
+        self.gather(&mut first)?;
+        Ok(Some(first))
+    }
+
+    /// A batched request (`batch_size` > 1): the next items join `first` as its further
+    /// inputs, their tokens added to its count. A finite dataset that ends (cycling off)
+    /// leaves the last request short rather than dropping it.
+    fn gather(&mut self, first: &mut RequestSpec) -> Result<(), Error> {
+        if self.batch_size <= 1 {
+            return Ok(());
         }
+        first.batch.reserve_exact(self.batch_size as usize - 1);
+        while first.inputs() < self.batch_size as usize {
+            let Some(Item::Request(r)) = self.next_item()? else {
+                break;
+            };
+            first.prompt_tokens = first.prompt_tokens.saturating_add(r.prompt_tokens);
+            first.batch.push(r.prompt);
+        }
+        Ok(())
     }
 
     /// The next conversation: a session's turns (one-turn conversations for single-request

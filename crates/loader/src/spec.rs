@@ -78,6 +78,9 @@ pub struct DataArgs {
     pub model: Option<String>,
     /// BurstGPT traces: keep only the rows of this `Log Type`.
     pub log_type: Option<String>,
+    /// Inputs per request, for the embeddings and rerank backends (a rerank request's first
+    /// input is its query, the others its documents). Default 1.
+    pub batch_size: Option<i64>,
 }
 
 /// How many user turns a conversation has: `all` of a file's, or a number.
@@ -241,6 +244,8 @@ pub struct SyntheticConfig {
     /// ([`DataSpec::salt`]), so a repeated run does not send the prompts of the previous one
     /// again (and meet the server's prefix cache).
     pub seed_given: bool,
+    /// Inputs per request (`batch_size`, default 1).
+    pub batch_size: u32,
 }
 
 /// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
@@ -258,6 +263,8 @@ pub struct FileConfig {
     pub output_tokens: Option<u32>,
     /// Use at most this many records.
     pub samples: Option<u64>,
+    /// Inputs per request (`batch_size`, default 1).
+    pub batch_size: u32,
 }
 
 /// ShareGPT conversations, filtered like vLLM's benchmark.
@@ -298,6 +305,8 @@ pub struct BookConfig {
     pub output_tokens: Option<u32>,
     /// Number of slices (then starting over at a shifted place); `None`: endless.
     pub samples: Option<u64>,
+    /// Inputs per request (`batch_size`, default 1).
+    pub batch_size: u32,
 }
 
 /// What the loader produces, validated.
@@ -324,6 +333,16 @@ impl DataSpec {
             DataSpec::Synthetic(c) => c.turns.is_some(),
             DataSpec::Conversations(_) => true,
             _ => false,
+        }
+    }
+
+    /// Inputs per request (`batch_size`): 1 unless the data say more.
+    pub fn batch_size(&self) -> u32 {
+        match self {
+            DataSpec::Synthetic(c) => c.batch_size,
+            DataSpec::File(c) => c.batch_size,
+            DataSpec::Book(c) => c.batch_size,
+            DataSpec::ShareGpt(_) | DataSpec::Conversations(_) | DataSpec::Trace(_) => 1,
         }
     }
 }
@@ -435,15 +454,30 @@ impl DataArgs {
             .map(|v| count("samples", v, 1).map(u64::from))
             .transpose()?;
         if self.trace.is_some() || self.format.and_then(FileFormat::trace).is_some() {
+            if self.batch_size.is_some() {
+                return Err(Error::Spec(
+                    "batch_size does not apply to a trace (its rows are single requests)".into(),
+                ));
+            }
             return self.trace_spec(samples);
         }
+        let batch_size = self
+            .batch_size
+            .map(|v| count("batch_size", v, 1))
+            .transpose()?
+            .unwrap_or(1);
         self.reject_trace_keys()?;
         if let Some(path) = self.path.clone() {
-            return self.file_spec(path, samples);
+            return self.file_spec(path, samples, batch_size);
         }
         self.check_synthetic_keys()?;
         let (prompt, output, prefix_tokens) = self.synthetic_lengths()?;
         let (turns, system_prompt_tokens) = self.session_keys(prefix_tokens)?;
+        if turns.is_some() && batch_size > 1 {
+            return Err(Error::Spec(
+                "batch_size does not apply to sessions (each turn is one request)".into(),
+            ));
+        }
         Ok(DataSpec::Synthetic(SyntheticConfig {
             prompt,
             output,
@@ -453,6 +487,7 @@ impl DataArgs {
             turns,
             system_prompt_tokens,
             seed_given: self.seed.is_some(),
+            batch_size,
         }))
     }
 
@@ -554,7 +589,12 @@ impl DataArgs {
         Ok((turns, system_prompt_tokens))
     }
 
-    fn file_spec(self, path: PathBuf, samples: Option<u64>) -> Result<DataSpec, Error> {
+    fn file_spec(
+        self,
+        path: PathBuf,
+        samples: Option<u64>,
+        batch_size: u32,
+    ) -> Result<DataSpec, Error> {
         self.reject_synthetic_keys(&path)?;
         if path.is_dir() {
             return Err(Error::Read {
@@ -575,7 +615,13 @@ impl DataArgs {
         )?
         .map(|(k, v)| count(k, v, 1))
         .transpose()?;
-        self.file_data(path, format, output_tokens, samples)
+        if batch_size > 1 && (format == FileFormat::Sharegpt || self.turns.is_some()) {
+            return Err(Error::Spec(format!(
+                "batch_size does not apply to conversations ({})",
+                path.display()
+            )));
+        }
+        self.file_data(path, format, output_tokens, (samples, batch_size))
     }
 
     /// The data spec of a file of a known format; keys that do not apply to it are errors.
@@ -584,7 +630,7 @@ impl DataArgs {
         path: PathBuf,
         format: FileFormat,
         output_tokens: Option<u32>,
-        samples: Option<u64>,
+        (samples, batch_size): (Option<u64>, u32),
     ) -> Result<DataSpec, Error> {
         let not_for = |key: &'static str, given: bool| -> Result<(), Error> {
             if given {
@@ -622,6 +668,7 @@ impl DataArgs {
                 path,
                 output_tokens,
                 samples,
+                batch_size,
             })),
             _ if self.turns.is_some() => {
                 if !matches!(
@@ -654,6 +701,7 @@ impl DataArgs {
                 output_column: self.output_column,
                 output_tokens,
                 samples,
+                batch_size,
             })),
         }
     }

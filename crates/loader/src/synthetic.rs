@@ -409,6 +409,7 @@ impl SyntheticSource {
             prompt_tokens: self.prefix.1 + tokens,
             output_tokens: output,
             at: None,
+            batch: Vec::new(),
         }))
     }
 }

@@ -266,3 +266,53 @@ fn a_read_error_mid_stream_is_kept_not_taken_for_the_end() {
     let msg = failure.get().expect("the error is kept");
     assert!(msg.contains("broken.json"), "{msg}");
 }
+
+/// `batch_size`: each request gathers the next inputs, its prompt count their sum; a finite
+/// file that ends leaves the last request short; keys that cannot batch say so.
+#[test]
+fn batch_size_gathers_inputs() {
+    let dir = common::temp_dir("batch");
+    let tk = Tokenizer::builtin();
+    let lines = [
+        "alpha beta",
+        "gamma",
+        "delta epsilon zeta",
+        "eta",
+        "theta iota",
+    ];
+    let txt = write(&dir, "a.txt", &lines.join("\n"));
+    let got = load(&format!("path={txt},batch_size=2"), None).expect("txt");
+    assert_eq!(got.len(), 3);
+    let sent: Vec<Vec<&str>> = got
+        .iter()
+        .map(|s| {
+            std::iter::once(&*s.prompt)
+                .chain(s.batch.iter().map(|b| &**b))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            vec!["alpha beta", "gamma"],
+            vec!["delta epsilon zeta", "eta"],
+            vec!["theta iota"]
+        ]
+    );
+    for (s, inputs) in got.iter().zip(&sent) {
+        let want: usize = inputs.iter().map(|t| tk.count(t)).sum();
+        assert_eq!(s.prompt_tokens as usize, want);
+    }
+    let synth = load("prompt_tokens=8,batch_size=3,samples=6", None).expect("synthetic");
+    assert_eq!(synth.len(), 2);
+    assert!(synth
+        .iter()
+        .all(|s| s.inputs() == 3 && s.prompt_tokens == 24));
+    for bad in [
+        "prompt_tokens=8,batch_size=0",
+        "prompt_tokens=8,turns=2,batch_size=2",
+    ] {
+        let e = DataSpec::parse(bad, None).expect_err(bad).to_string();
+        assert!(e.contains("batch_size"), "{bad}: {e}");
+    }
+}

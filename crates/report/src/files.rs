@@ -105,7 +105,7 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
 
 /// The CSV's first columns: the row's provenance (run, target, model, backend, data, load
 /// kind, benchmark), its timing, counts and rates.
-const BASE_COLUMNS: [&str; 35] = [
+const BASE_COLUMNS: [&str; 36] = [
     "run_id",
     "created",
     "target",
@@ -134,6 +134,7 @@ const BASE_COLUMNS: [&str; 35] = [
     "output_tokens_errored",
     "requests_per_s",
     "output_tokens_per_s",
+    "input_tokens_per_s",
     "total_tokens_per_s",
     "concurrency",
     "peak_concurrency",
@@ -233,6 +234,7 @@ fn base_cells(run: &RunReport, b: &BenchmarkReport) -> Vec<String> {
         b.tokens.output.errored.total.to_string(),
         num(b.rates.requests_per_s),
         num(b.rates.output_tokens_per_s),
+        num(b.rates.input_tokens_per_s),
         num(b.rates.total_tokens_per_s),
         num(b.rates.concurrency),
         b.rates.peak_concurrency.to_string(),

@@ -254,6 +254,10 @@ pub struct Rates {
     pub requests_per_s: f64,
     /// Output tokens per second.
     pub output_tokens_per_s: f64,
+    /// Prompt (input) tokens per second, `requests_per_s` times the mean prompt tokens: the
+    /// throughput of embeddings and rerank runs, which generate nothing.
+    #[serde(default)]
+    pub input_tokens_per_s: f64,
     /// Prompt plus output tokens per second (a prompt counts when its first token arrived).
     pub total_tokens_per_s: f64,
     /// Time-weighted mean of requests in flight (sent, not yet ended), any status.

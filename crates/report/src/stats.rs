@@ -801,6 +801,7 @@ impl<'a> Pass<'a> {
         Rates {
             requests_per_s: steady.requests_per_s,
             output_tokens_per_s: steady.output_tokens_per_s,
+            input_tokens_per_s: steady.input_tokens_per_s,
             total_tokens_per_s: steady.total_tokens_per_s,
             concurrency: if window_ns > 0 {
                 self.busy_ns as f64 / window_ns as f64

@@ -24,6 +24,7 @@ fn rows() -> Vec<RequestSpec> {
             prompt_tokens: 5,
             output_tokens: Some(2),
             at: Some(ms * MS),
+            batch: Vec::new(),
         })
         .collect()
 }

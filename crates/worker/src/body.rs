@@ -97,10 +97,13 @@ impl Urls {
                 }
             }
             None => match cfg.backend {
-                BackendKind::OpenAiCompletions | BackendKind::OpenAiChat => {
-                    format!("{api}{}", cfg.backend.default_path())
+                BackendKind::OpenAiCompletions
+                | BackendKind::OpenAiChat
+                | BackendKind::OpenAiEmbeddings
+                | BackendKind::Rerank => format!("{api}{}", cfg.backend.default_path()),
+                BackendKind::Tgi | BackendKind::CohereRerank => {
+                    format!("{root}{}", cfg.backend.default_path())
                 }
-                BackendKind::Tgi => format!("{root}{}", cfg.backend.default_path()),
             },
         };
         let mk = |path: &str| join(scheme, &authority, path, query).map_err(|e| bad(&e));
@@ -171,6 +174,23 @@ struct TgiParameters {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_new_tokens: Option<u32>,
     details: bool,
+}
+
+/// `/v1/embeddings`: every input of the request, in order.
+#[derive(Serialize)]
+struct EmbeddingsBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    input: Vec<&'a str>,
+}
+
+/// `/v1/rerank` and `/v2/rerank`: the first input is the query, the others the documents.
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    query: &'a str,
+    documents: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -272,6 +292,9 @@ impl BodyBuilder {
 
     /// The body for `spec`, `model` included when known.
     pub(crate) fn build(&self, model: Option<&str>, spec: &RequestSpec) -> Bytes {
+        if self.backend.pooling() {
+            return self.build_pooling(model, spec);
+        }
         let messages = [Message {
             role: "user",
             content: &spec.prompt,
@@ -293,6 +316,22 @@ impl BodyBuilder {
             _ => Vec::new(),
         };
         self.build_with(model, &flat, &messages)
+    }
+
+    /// An embeddings or rerank body: no stream, no output length.
+    fn build_pooling(&self, model: Option<&str>, spec: &RequestSpec) -> Bytes {
+        let batch = spec.batch.iter().map(|s| &**s);
+        match self.backend {
+            BackendKind::Rerank | BackendKind::CohereRerank => self.finish(&RerankBody {
+                model,
+                query: &spec.prompt,
+                documents: batch.collect(),
+            }),
+            _ => self.finish(&EmbeddingsBody {
+                model,
+                input: std::iter::once(&*spec.prompt).chain(batch).collect(),
+            }),
+        }
     }
 
     fn build_with(
@@ -336,6 +375,9 @@ impl BodyBuilder {
                 },
                 stream: true,
             }),
+            BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
+                self.build_pooling(model, spec)
+            }
         }
     }
 
@@ -373,6 +415,7 @@ mod tests {
             prompt_tokens: 4,
             output_tokens: out,
             at: None,
+            batch: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@ mod body;
 mod client;
 mod fastjson;
 mod h1;
+mod pooling;
 mod silence;
 pub mod sse;
 mod stream;
@@ -43,11 +44,33 @@ pub enum BackendKind {
     /// Hugging Face TGI's native `POST /generate_stream`.
     #[serde(rename = "tgi")]
     Tgi,
+    /// OpenAI `POST /v1/embeddings`: the request's inputs as the `input` list, one JSON reply
+    /// holding a vector per input.
+    #[serde(rename = "openai-embeddings")]
+    OpenAiEmbeddings,
+    /// vLLM's (and llama.cpp's, Jina's) `POST /v1/rerank`: `query` and `documents`, one JSON
+    /// reply with a scored result per document.
+    #[serde(rename = "rerank")]
+    Rerank,
+    /// Cohere's `POST /v2/rerank` (at the server's root, not under `/v1`); the body is the
+    /// same as [`BackendKind::Rerank`]'s, the reply's token count is in `meta`.
+    #[serde(rename = "cohere-rerank")]
+    CohereRerank,
 }
 
 impl BackendKind {
     /// Every backend, in the order `--help` lists them.
-    pub const ALL: [BackendKind; 3] = [
+    pub const ALL: [BackendKind; 6] = [
+        BackendKind::OpenAiCompletions,
+        BackendKind::OpenAiChat,
+        BackendKind::Tgi,
+        BackendKind::OpenAiEmbeddings,
+        BackendKind::Rerank,
+        BackendKind::CohereRerank,
+    ];
+
+    /// The generative backends, whose replies are streamed token by token.
+    pub const GENERATIVE: [BackendKind; 3] = [
         BackendKind::OpenAiCompletions,
         BackendKind::OpenAiChat,
         BackendKind::Tgi,
@@ -59,6 +82,26 @@ impl BackendKind {
             BackendKind::OpenAiCompletions => "openai-completions",
             BackendKind::OpenAiChat => "openai-chat",
             BackendKind::Tgi => "tgi",
+            BackendKind::OpenAiEmbeddings => "openai-embeddings",
+            BackendKind::Rerank => "rerank",
+            BackendKind::CohereRerank => "cohere-rerank",
+        }
+    }
+
+    /// A pooling API (embeddings, rerank): nothing is generated, the reply is one JSON
+    /// document, and a request may carry several inputs ([`bench_core::RequestSpec::batch`]).
+    pub fn pooling(self) -> bool {
+        matches!(
+            self,
+            BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank
+        )
+    }
+
+    /// Least inputs per request: a rerank request needs its query and at least one document.
+    pub fn min_inputs(self) -> u32 {
+        match self {
+            BackendKind::Rerank | BackendKind::CohereRerank => 2,
+            _ => 1,
         }
     }
 
@@ -69,6 +112,9 @@ impl BackendKind {
             BackendKind::OpenAiCompletions => "/completions",
             BackendKind::OpenAiChat => "/chat/completions",
             BackendKind::Tgi => "/generate_stream",
+            BackendKind::OpenAiEmbeddings => "/embeddings",
+            BackendKind::Rerank => "/rerank",
+            BackendKind::CohereRerank => "/v2/rerank",
         }
     }
 }
@@ -262,7 +308,7 @@ pub enum Error {
         backend: BackendKind,
     },
     /// `--backend` named no known backend.
-    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi")]
+    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi, openai-embeddings, rerank, cohere-rerank")]
     UnknownBackend {
         /// What was given.
         name: String,

@@ -61,6 +61,10 @@ pub(crate) struct StreamState {
     /// Of those, events read through the template of the previous ones.
     templated: u64,
     template: fastjson::Template,
+    /// Inputs of the request (pooling backends check the reply's vector or result count).
+    pub(crate) inputs: usize,
+    /// A pooling reply's vectors or results.
+    pub(crate) pooled: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -194,6 +198,8 @@ impl StreamState {
             scanned: 0,
             templated: 0,
             template: fastjson::Template::default(),
+            inputs: 1,
+            pooled: None,
         }
     }
 
@@ -324,6 +330,13 @@ impl StreamState {
                 self.on_openai(data, at)
             }
             BackendKind::Tgi => self.on_tgi(data, at),
+            BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
+                let reply = crate::pooling::read(self.backend, data, self.inputs)?;
+                self.pooled = Some(reply.items);
+                self.usage_prompt = reply.prompt_tokens;
+                self.finished = true;
+                Ok(Flow::Done)
+            }
         }
     }
 
@@ -573,6 +586,12 @@ impl StreamRecorder {
     /// `<think>` to `</think>` is reasoning. Off by default.
     pub fn with_think_tags(mut self, enabled: bool) -> Self {
         self.state.think = enabled.then(Box::default);
+        self
+    }
+
+    /// The request carried `inputs` inputs (pooling backends: the reply must answer each).
+    pub fn with_inputs(mut self, inputs: usize) -> Self {
+        self.state.inputs = inputs;
         self
     }
 

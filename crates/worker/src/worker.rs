@@ -106,7 +106,12 @@ fn deadline(from: Instant, d: Duration) -> Instant {
 fn header_map(cfg: &WorkerConfig) -> Result<HeaderMap, Error> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    let accept = if cfg.backend.pooling() {
+        "application/json"
+    } else {
+        "text/event-stream"
+    };
+    h.insert(ACCEPT, HeaderValue::from_static(accept));
     if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.trim().is_empty()) {
         let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
             Error::InvalidHeader {
@@ -168,7 +173,8 @@ impl Worker {
                 timeouts: config.timeouts,
                 model,
                 counter: None,
-                stream: config.stream,
+                // Embeddings and rerank replies are never streamed.
+                stream: config.stream && !config.backend.pooling(),
                 think_tags: config.think_tags,
                 resent: Arc::new(AtomicU64::new(0)),
                 h1,
@@ -471,12 +477,14 @@ impl Worker {
         if !status.is_success() {
             return error_reply(&mut body, status, retry_after, cancel, &timers).await;
         }
+        let inputs = st.state.inputs;
         *st = StreamRecorder::new(
             inner.backend,
             inner.counter.is_some() || keep_reply,
             json_reply || !inner.stream,
         )
-        .with_think_tags(inner.think_tags);
+        .with_think_tags(inner.think_tags)
+        .with_inputs(inputs);
         let expected = output_tokens
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
@@ -759,6 +767,7 @@ impl Backend for Worker {
             prompt_tokens: spec.prompt_tokens,
             output_tokens: spec.output_tokens,
             keep_reply: false,
+            inputs: spec.inputs(),
         };
         self.exchange(sent, dispatch, cancel).await.0
     }
@@ -775,6 +784,7 @@ impl Backend for Worker {
             prompt_tokens: turn.prompt_tokens(),
             output_tokens: turn.current().and_then(|t| t.output_tokens),
             keep_reply: true,
+            inputs: 1,
         };
         self.exchange(sent, dispatch, cancel).await
     }
@@ -819,6 +829,8 @@ struct Sent {
     output_tokens: Option<u32>,
     /// Keep the streamed text and hand it back (sessions only: it costs a copy per chunk).
     keep_reply: bool,
+    /// Inputs of the request (more than 1 for batched embeddings and rerank requests).
+    inputs: usize,
 }
 
 impl Worker {
@@ -830,7 +842,8 @@ impl Worker {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> (RequestRecord, Option<String>) {
-        let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
+        let mut rec_stream =
+            StreamRecorder::new(self.inner.backend, false, false).with_inputs(sent.inputs);
         let mut rec = RequestRecord {
             session: None,
             reasoning: None,
@@ -883,6 +896,11 @@ impl Worker {
             }
         }
         rec.reasoning = reasoning_tokens(&st, self.inner.counter.as_ref());
+        if self.inner.backend.pooling() {
+            // Nothing is generated: no output token, and the server says so by its API.
+            rec.output_tokens = 0;
+            rec.output_tokens_source = TokenSource::Usage;
+        }
         // Not streamed: the whole reply arrived at once, so there is no first token to time.
         if self.inner.stream {
             rec.chunks = st.chunks;

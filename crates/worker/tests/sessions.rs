@@ -32,6 +32,7 @@ fn conversation() -> Arc<ConversationSpec> {
         prompt_tokens: tk.count(text) as u32,
         output_tokens: Some(out),
         at: None,
+        batch: Vec::new(),
     };
     Arc::new(ConversationSpec {
         system: " you answer briefly".into(),

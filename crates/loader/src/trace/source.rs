@@ -77,6 +77,7 @@ impl TraceSource {
             prompt_tokens,
             output_tokens: row.output_tokens,
             at: Some(row.at),
+            batch: Vec::new(),
         }))
     }
 }

@@ -147,5 +147,6 @@ pub fn specs() -> impl Iterator<Item = RequestSpec> + Send + 'static {
         prompt_tokens: 5,
         output_tokens: Some(4),
         at: None,
+        batch: Vec::new(),
     })
 }
