@@ -17,6 +17,7 @@ pub(crate) enum Api {
     Chat,
     TgiStream,
     Tgi,
+    Responses,
 }
 
 impl Api {
@@ -26,7 +27,13 @@ impl Api {
             Api::Chat => "/v1/chat/completions",
             Api::TgiStream => "/generate_stream",
             Api::Tgi => "/generate",
+            Api::Responses => "/v1/responses",
         }
+    }
+
+    /// Whether its responses carry the configured reasoning phase (chat and Responses).
+    pub(crate) fn reasons(self) -> bool {
+        matches!(self, Api::Chat | Api::Responses)
     }
 
     pub(crate) fn is_tgi(self) -> bool {
@@ -105,6 +112,23 @@ struct ChatRequest<'a> {
     ignore_eos: Option<bool>,
     stream: Option<bool>,
     stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ResponsesInput<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Messages(#[serde(borrow)] Vec<Message<'a>>),
+}
+
+#[derive(Deserialize)]
+struct ResponsesRequest<'a> {
+    #[serde(borrow)]
+    input: ResponsesInput<'a>,
+    max_output_tokens: Option<u32>,
+    min_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -190,7 +214,7 @@ fn unknown_field(api: Api, body: &[u8]) -> Result<(), String> {
     let known = match api {
         Api::Completions => OPENAI_COMPLETIONS_FIELDS,
         Api::Chat => OPENAI_CHAT_FIELDS,
-        Api::TgiStream | Api::Tgi => return Ok(()),
+        Api::TgiStream | Api::Tgi | Api::Responses => return Ok(()),
     };
     let v: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
@@ -296,6 +320,7 @@ pub(crate) fn parse(
             completion(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?
         }
         Api::Chat => chat(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
+        Api::Responses => responses(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
         Api::TgiStream | Api::Tgi => tgi(
             api,
             serde_json::from_slice(body).map_err(json)?,
@@ -374,13 +399,11 @@ fn completion(
     Ok(shared.parsed(prompt_tokens, r.max_tokens, limits))
 }
 
-fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parsed, String> {
-    if r.messages.is_empty() {
-        return Err("`messages` must not be empty".into());
-    }
-    // Counted as the loader counts: the message contents, without a chat template.
+/// The prompt tokens of a list of messages, counted as the loader counts: the message
+/// contents, without a chat template.
+fn message_tokens(messages: &[Message<'_>], m: &mut Measure<'_>) -> u32 {
     let mut prompt_tokens = 0u32;
-    for msg in &r.messages {
+    for msg in messages {
         match &msg.content {
             None => {}
             Some(Content::Text(t)) => prompt_tokens = prompt_tokens.saturating_add(m.text(t)),
@@ -393,6 +416,14 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
             }
         }
     }
+    prompt_tokens
+}
+
+fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parsed, String> {
+    if r.messages.is_empty() {
+        return Err("`messages` must not be empty".into());
+    }
+    let prompt_tokens = message_tokens(&r.messages, m);
     let shared = OpenAiShared {
         stream: r.stream,
         stream_options: r.stream_options,
@@ -401,6 +432,31 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
     };
     let limit = r.max_completion_tokens.or(r.max_tokens);
     Ok(shared.parsed(prompt_tokens, limit, limits))
+}
+
+/// `/v1/responses`: `input` a string or a list of messages; the usage always comes with the
+/// final event (no `stream_options`).
+fn responses(
+    r: ResponsesRequest<'_>,
+    m: &mut Measure<'_>,
+    limits: Limits,
+) -> Result<Parsed, String> {
+    let prompt_tokens = match &r.input {
+        ResponsesInput::Text(t) => m.text(t),
+        ResponsesInput::Messages(v) if v.is_empty() => {
+            return Err("`input` must not be empty".into())
+        }
+        ResponsesInput::Messages(v) => message_tokens(v, m),
+    };
+    let shared = OpenAiShared {
+        stream: r.stream,
+        stream_options: None,
+        min_tokens: r.min_tokens,
+        ignore_eos: r.ignore_eos,
+    };
+    let mut p = shared.parsed(prompt_tokens, r.max_output_tokens, limits);
+    p.include_usage = true;
+    Ok(p)
 }
 
 fn tgi(api: Api, r: TgiRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Parsed {

@@ -412,6 +412,7 @@ async fn handle(
     let api = match req.uri().path() {
         "/v1/completions" => Some(Api::Completions),
         "/v1/chat/completions" => Some(Api::Chat),
+        "/v1/responses" => Some(Api::Responses),
         "/generate_stream" => Some(Api::TgiStream),
         "/generate" => Some(Api::Tgi),
         _ => None,
@@ -541,7 +542,7 @@ async fn generate(
         l.entry.stream = p.stream;
         l.entry.prompt_tokens = p.prompt_tokens;
         l.entry.planned_tokens = tokens;
-        if api == Api::Chat {
+        if api.reasons() {
             l.entry.reasoning_tokens = cfg.reasoning_tokens.min(tokens);
         }
         l.entry.faults = plan.records(p.stream);
@@ -564,7 +565,7 @@ async fn generate(
         tokens,
         finish_length: tokens == p.limit,
         prompt_tokens: p.prompt_tokens,
-        reasoning: if api == Api::Chat {
+        reasoning: if api.reasons() {
             cfg.reasoning_tokens.min(tokens)
         } else {
             0
@@ -721,6 +722,7 @@ fn stream_response(
             Some(&state.chat_cycle),
         ),
         Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
+        Api::Responses => render::responses_stream(ctx, plan, timed),
     };
     let gate = match &state.engine {
         Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens, a.blocks)),
@@ -763,6 +765,7 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
         Api::Completions => render::oai_full(Oai::Completions, ctx),
         Api::Chat => render::oai_full(Oai::Chat, ctx),
         Api::TgiStream | Api::Tgi => render::tgi_full(ctx, p.details),
+        Api::Responses => render::responses_full(ctx),
     };
     response(
         StatusCode::OK,

@@ -99,6 +99,7 @@ impl Urls {
             None => match cfg.backend {
                 BackendKind::OpenAiCompletions
                 | BackendKind::OpenAiChat
+                | BackendKind::OpenAiResponses
                 | BackendKind::OpenAiEmbeddings
                 | BackendKind::Rerank => format!("{api}{}", cfg.backend.default_path()),
                 BackendKind::Tgi | BackendKind::CohereRerank => {
@@ -174,6 +175,23 @@ struct TgiParameters {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_new_tokens: Option<u32>,
     details: bool,
+}
+
+/// `/v1/responses`: the conversation as an `input` list of messages (one user message for a
+/// single request), the output limit as `max_output_tokens`. No `stream_options`: the final
+/// `response.completed` event always carries the usage.
+#[derive(Serialize)]
+struct ResponsesBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    input: &'a [Message<'a>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u32>,
 }
 
 /// `/v1/embeddings`: every input of the request, in order.
@@ -308,7 +326,7 @@ impl BodyBuilder {
     pub(crate) fn build_turn(&self, model: Option<&str>, turn: &TurnRequest) -> Bytes {
         let flat = turn.flattened();
         let messages: Vec<Message<'_>> = match self.backend {
-            BackendKind::OpenAiChat => turn
+            BackendKind::OpenAiChat | BackendKind::OpenAiResponses => turn
                 .messages()
                 .into_iter()
                 .map(|(role, content)| Message { role, content })
@@ -364,6 +382,14 @@ impl BodyBuilder {
                 max_completion_tokens: out,
                 stream,
                 stream_options,
+                ignore_eos,
+                min_tokens,
+            }),
+            BackendKind::OpenAiResponses => self.finish(&ResponsesBody {
+                model,
+                input: messages,
+                max_output_tokens: out,
+                stream,
                 ignore_eos,
                 min_tokens,
             }),

@@ -44,6 +44,10 @@ pub enum BackendKind {
     /// Hugging Face TGI's native `POST /generate_stream`.
     #[serde(rename = "tgi")]
     Tgi,
+    /// OpenAI `POST /v1/responses`: the prompt as `input`, a session's history as an `input`
+    /// list of messages; streamed as typed events (`response.output_text.delta`, ...).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// OpenAI `POST /v1/embeddings`: the request's inputs as the `input` list, one JSON reply
     /// holding a vector per input.
     #[serde(rename = "openai-embeddings")]
@@ -60,20 +64,22 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in the order `--help` lists them.
-    pub const ALL: [BackendKind; 6] = [
+    pub const ALL: [BackendKind; 7] = [
         BackendKind::OpenAiCompletions,
         BackendKind::OpenAiChat,
         BackendKind::Tgi,
+        BackendKind::OpenAiResponses,
         BackendKind::OpenAiEmbeddings,
         BackendKind::Rerank,
         BackendKind::CohereRerank,
     ];
 
     /// The generative backends, whose replies are streamed token by token.
-    pub const GENERATIVE: [BackendKind; 3] = [
+    pub const GENERATIVE: [BackendKind; 4] = [
         BackendKind::OpenAiCompletions,
         BackendKind::OpenAiChat,
         BackendKind::Tgi,
+        BackendKind::OpenAiResponses,
     ];
 
     /// The command-line name (`openai-completions`, `openai-chat`, `tgi`).
@@ -82,6 +88,7 @@ impl BackendKind {
             BackendKind::OpenAiCompletions => "openai-completions",
             BackendKind::OpenAiChat => "openai-chat",
             BackendKind::Tgi => "tgi",
+            BackendKind::OpenAiResponses => "openai-responses",
             BackendKind::OpenAiEmbeddings => "openai-embeddings",
             BackendKind::Rerank => "rerank",
             BackendKind::CohereRerank => "cohere-rerank",
@@ -112,6 +119,7 @@ impl BackendKind {
             BackendKind::OpenAiCompletions => "/completions",
             BackendKind::OpenAiChat => "/chat/completions",
             BackendKind::Tgi => "/generate_stream",
+            BackendKind::OpenAiResponses => "/responses",
             BackendKind::OpenAiEmbeddings => "/embeddings",
             BackendKind::Rerank => "/rerank",
             BackendKind::CohereRerank => "/v2/rerank",
@@ -301,14 +309,14 @@ pub fn is_open_file_limit(message: &str) -> bool {
 pub enum Error {
     /// Non-streaming mode asked of a backend that has none here (TGI).
     #[error(
-        "--no-stream works with the openai-completions and openai-chat backends, not {backend}"
+        "--no-stream works with the openai-completions, openai-chat and openai-responses backends, not {backend}"
     )]
     NoStream {
         /// The backend.
         backend: BackendKind,
     },
     /// `--backend` named no known backend.
-    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi, openai-embeddings, rerank, cohere-rerank")]
+    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi, openai-responses, openai-embeddings, rerank, cohere-rerank")]
     UnknownBackend {
         /// What was given.
         name: String,

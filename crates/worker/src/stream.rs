@@ -19,6 +19,8 @@ use crate::sse::{SseEvent, SseParser};
 use crate::think::ThinkTags;
 use crate::BackendKind;
 
+mod responses;
+
 /// Longest server-provided message kept in an outcome.
 pub(crate) const EXCERPT_BYTES: usize = 512;
 
@@ -65,6 +67,8 @@ pub(crate) struct StreamState {
     pub(crate) inputs: usize,
     /// A pooling reply's vectors or results.
     pub(crate) pooled: Option<u32>,
+    /// `/v1/responses` events of unknown types, ignored.
+    pub(crate) ignored_events: u32,
 }
 
 #[derive(Deserialize)]
@@ -200,6 +204,7 @@ impl StreamState {
             template: fastjson::Template::default(),
             inputs: 1,
             pooled: None,
+            ignored_events: 0,
         }
     }
 
@@ -330,6 +335,7 @@ impl StreamState {
                 self.on_openai(data, at)
             }
             BackendKind::Tgi => self.on_tgi(data, at),
+            BackendKind::OpenAiResponses => self.on_responses(data, at),
             BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
                 let reply = crate::pooling::read(self.backend, data, self.inputs)?;
                 self.pooled = Some(reply.items);

@@ -50,6 +50,8 @@ struct Inner {
     /// Requests resent because the server closed their connection unanswered (shared by
     /// clones, like the connections).
     resent: Arc<AtomicU64>,
+    /// `/v1/responses` events of unknown types, ignored (shared by clones).
+    ignored: Arc<AtomicU64>,
     /// Cleartext HTTP/1.1 targets: connections driven by the requests themselves.
     h1: Option<Arc<h1::H1Pool>>,
     /// Connection failures since the last request that got an answer (all requests).
@@ -177,6 +179,7 @@ impl Worker {
                 stream: config.stream && !config.backend.pooling(),
                 think_tags: config.think_tags,
                 resent: Arc::new(AtomicU64::new(0)),
+                ignored: Arc::new(AtomicU64::new(0)),
                 h1,
                 connect_failures: AtomicU64::new(0),
                 silent: Arc::default(),
@@ -189,6 +192,12 @@ impl Worker {
     /// answering (a kept-alive connection it had already decided to close). Shared by clones.
     pub fn resent_requests(&self) -> u64 {
         self.inner.resent.load(Ordering::Relaxed)
+    }
+
+    /// How many `/v1/responses` events of types bench does not know were ignored so far
+    /// (docs/backends.md, "Responses"). Shared by clones.
+    pub fn ignored_events(&self) -> u64 {
+        self.inner.ignored.load(Ordering::Relaxed)
     }
 
     /// Sets the tokenizer fallback used to count output tokens when the server sends no usage.
@@ -207,6 +216,7 @@ impl Worker {
                 stream: shared.stream,
                 think_tags: shared.think_tags,
                 resent: shared.resent.clone(),
+                ignored: shared.ignored.clone(),
                 connect_failures: AtomicU64::new(0),
                 h1: shared.h1.clone(),
                 silent: shared.silent.clone(),
@@ -873,6 +883,10 @@ impl Worker {
             )
             .await;
         let st = rec_stream.state;
+        if st.ignored_events > 0 {
+            let n = u64::from(st.ignored_events);
+            self.inner.ignored.fetch_add(n, Ordering::Relaxed);
+        }
         rec.end = dispatch.clock.since(ending.end).max(rec.dispatched);
         rec.outcome = ending.outcome;
         if let Some(p) = st.usage_prompt {

@@ -154,7 +154,7 @@ pub fn resolve(
     let request = request::resolve(&src)?;
     if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
         return Err(usage(format!(
-            "{}: only the openai-completions and openai-chat backends can answer unstreamed, not tgi",
+            "{}: only the openai-completions, openai-chat and openai-responses backends can answer unstreamed, not tgi",
             if t.cli.request.no_stream {
                 "--no-stream".to_string()
             } else {
