@@ -163,6 +163,7 @@ mod tests {
             outcome,
             session: None,
             reasoning: None,
+            images: None,
         }
     }
 

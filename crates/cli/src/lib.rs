@@ -129,8 +129,9 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 24] = [
+    const NOT_OURS: [&str; 25] = [
         "--reasoning-parser",            // vllm serve
+        "--embedding",                   // llama.cpp server (tests/llamacpp/serve.py)
         "--bench",                       // cargo bench
         "--example",                     // cargo run --example
         "--release",                     // cargo

@@ -10,10 +10,12 @@
 //! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
+mod image;
 mod session;
 mod strategy;
 mod window;
 
+pub use image::{image_size, ImageCounts, ImageInput};
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };
@@ -104,6 +106,10 @@ pub struct RequestSpec {
     /// generative requests (an empty `Vec` costs no allocation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<Arc<str>>,
+    /// Images sent with the prompt (chat backend), each as an `image_url` content part after
+    /// the text. Empty without images (no allocation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageInput>,
 }
 
 impl RequestSpec {
@@ -365,6 +371,9 @@ pub struct RequestRecord {
     /// non-zero `reasoning_tokens` in its usage); `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningTokens>,
+    /// The images the request sent, when it sent any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImageCounts>,
 }
 
 impl RequestRecord {
@@ -536,6 +545,11 @@ mod tests {
             reasoning: Some(ReasoningTokens {
                 tokens: 1,
                 source: TokenSource::Chunks,
+            }),
+            images: Some(ImageCounts {
+                count: 2,
+                pixels: 640 * 480,
+                bytes: 1234,
             }),
             id: 7,
             scheduled: 1,

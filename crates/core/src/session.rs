@@ -98,6 +98,7 @@ impl TurnRequest {
             output_tokens: self.current().and_then(|t| t.output_tokens),
             at: None,
             batch: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

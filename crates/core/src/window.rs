@@ -631,6 +631,7 @@ mod tests {
         let r = RequestRecord {
             session: None,
             reasoning: None,
+            images: None,
             id: 0,
             scheduled: 0,
             slot: 0,

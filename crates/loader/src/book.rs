@@ -201,6 +201,7 @@ impl BookSource {
                     output_tokens: self.config.output_tokens,
                     at: None,
                     batch: Vec::new(),
+                    images: Vec::new(),
                 }));
             }
             k = if c > target {

@@ -125,6 +125,7 @@ impl ConversationSource {
                 output_tokens: Some(output),
                 at: None,
                 batch: Vec::new(),
+                images: Vec::new(),
             });
             i += 1;
         }

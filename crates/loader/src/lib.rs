@@ -40,6 +40,7 @@ mod book;
 mod conversations;
 mod error;
 pub mod files;
+pub mod images;
 pub mod spec;
 pub mod synthetic;
 pub mod trace;
@@ -127,6 +128,8 @@ pub struct Loader {
     failure: DataFailure,
     /// Inputs per request (`batch_size`): each request gathers this many items.
     batch_size: u32,
+    /// Synthetic images of each request, encoded ahead on their own thread.
+    images: Option<images::ImageStream>,
 }
 
 /// Where the [`Iterator`] side of a [`Loader`] leaves the error that ended its stream (a file
@@ -157,6 +160,11 @@ impl Loader {
 
     fn build(spec: DataSpec, tokenizer: Tokenizer, verify: bool) -> Result<Loader, Error> {
         let batch_size = spec.batch_size();
+        let images = match (spec.synthetic_images(), &spec) {
+            (Some(i), DataSpec::Synthetic(c)) => Some(images::ImageStream::new(i, c.seed)?),
+            (Some(i), _) => Some(images::ImageStream::new(i, spec::DEFAULT_SEED)?),
+            (None, _) => None,
+        };
         let mut source = match spec {
             DataSpec::Synthetic(c) => {
                 let mut composer = Composer::new(&tokenizer)?;
@@ -214,6 +222,7 @@ impl Loader {
             warned_cycle: false,
             failure: DataFailure::default(),
             batch_size,
+            images,
         })
     }
 
@@ -279,6 +288,9 @@ impl Loader {
             _ => return Ok(None),
         };
         self.gather(&mut first)?;
+        if let Some(s) = &mut self.images {
+            first.images.extend(s.next()?);
+        }
         Ok(Some(first))
     }
 

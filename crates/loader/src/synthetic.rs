@@ -410,6 +410,7 @@ impl SyntheticSource {
             output_tokens: output,
             at: None,
             batch: Vec::new(),
+            images: Vec::new(),
         }))
     }
 }

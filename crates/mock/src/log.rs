@@ -78,6 +78,12 @@ pub struct RequestLogEntry {
     /// closed-form service time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_unix_ns: Option<u64>,
+    /// Chat requests with images: the images (`image_url` parts) in the prompt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: u32,
+    /// Their prompt tokens (part of `prompt_tokens`): `ceil(w / 28) * ceil(h / 28) + 2` each.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub image_tokens: u32,
     /// In-process only: arrival.
     #[serde(skip)]
     pub arrival: Option<Instant>,

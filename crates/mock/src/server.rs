@@ -542,6 +542,8 @@ async fn generate(
         l.entry.stream = p.stream;
         l.entry.prompt_tokens = p.prompt_tokens;
         l.entry.planned_tokens = tokens;
+        l.entry.images = p.images;
+        l.entry.image_tokens = p.image_tokens;
         if api.reasons() {
             l.entry.reasoning_tokens = cfg.reasoning_tokens.min(tokens);
         }
@@ -620,6 +622,8 @@ fn pending_log(state: &State, id: u64, endpoint: &str, arrival: Instant) -> Pend
                 last_token: None,
                 inputs: 0,
                 reply_unix_ns: None,
+                images: 0,
+                image_tokens: 0,
             },
             sink: sink.clone(),
         })

@@ -34,6 +34,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
             RequestRecord {
                 session: None,
                 reasoning: None,
+                images: None,
                 id: i as u64,
                 scheduled: t0,
                 slot: t0,

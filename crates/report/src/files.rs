@@ -161,6 +161,7 @@ fn csv_header() -> Vec<String> {
             .iter()
             .map(|s| s.to_string()),
     );
+    header.extend(crate::images::CSV_COLUMNS.iter().map(|s| s.to_string()));
     header
 }
 
@@ -179,6 +180,7 @@ pub fn render_csv(run: &RunReport) -> String {
                 .iter()
                 .map(|c| csv_field(c)),
         );
+        row.extend(crate::images::csv_cells(b));
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -37,6 +37,7 @@ mod guidellm;
 mod hist;
 mod html;
 mod html_server;
+mod images;
 mod model;
 mod options;
 mod reasoning_view;
@@ -61,6 +62,7 @@ pub use files::{
 pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
+pub use images::ImageReport;
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, Metrics, Rates, RequestCounts,
     RunReport, SessionReport, Timeline, TokenCounts, TokenStat, TokenSummary, Tokens, TurnReport,

@@ -131,6 +131,10 @@ pub struct BenchmarkReport {
     /// per-request metric by turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionReport>,
+    /// The images the benchmark's chat requests sent (docs/metrics.md, "Images"); absent
+    /// without images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::images::ImageReport>,
 }
 
 impl BenchmarkReport {

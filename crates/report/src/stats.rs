@@ -72,13 +72,13 @@ impl BenchmarkMeta {
 pub(crate) struct Compact {
     scheduled: Nanos,
     slot: Nanos,
-    dispatched: Nanos,
-    end: Nanos,
+    pub(crate) dispatched: Nanos,
+    pub(crate) end: Nanos,
     first: Option<Nanos>,
     last: Option<Nanos>,
     prompt_tokens: u32,
     output_tokens: u32,
-    prompt_source: TokenSource,
+    pub(crate) prompt_source: TokenSource,
     output_source: TokenSource,
     pub(crate) status: Status,
     /// The session turn, from 1; 0 for a single request (it fits in the padding).
@@ -383,6 +383,8 @@ pub struct Accumulator {
     error_samples: BTreeMap<String, Vec<String>>,
     /// Session durations and whether any session turn was added (sessions only).
     sessions: Option<SessionDurations>,
+    /// The requests that sent images.
+    images: crate::images::ImageLedger,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -398,11 +400,15 @@ impl Accumulator {
             records: Vec::new(),
             error_samples: BTreeMap::new(),
             sessions: None,
+            images: Default::default(),
         }
     }
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
+        if let Some(c) = record.images {
+            self.images.add(self.requests.len(), c);
+        }
         self.requests
             .push(Compact::from_record(&record, &mut self.chunks));
         if let Some(turn) = record.session {
@@ -460,6 +466,7 @@ impl Accumulator {
             &window,
             &self.opts.percentiles,
         );
+        let images = self.images.report(&self.requests, &window);
         let (ws, we) = (window.open, window.close);
         let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
         BenchmarkReport {
@@ -489,6 +496,7 @@ impl Accumulator {
             records: self.opts.keep_records.then_some(self.records),
             server_metrics: None,
             sessions,
+            images,
         }
     }
 }
@@ -884,6 +892,7 @@ mod tests {
         RequestRecord {
             session: None,
             reasoning: None,
+            images: None,
             id: 0,
             scheduled: dispatched_ms * MS,
             slot: dispatched_ms * MS,

@@ -172,6 +172,7 @@ mod tests {
         let end = chunks.last().map_or(at_ms * MS, |c| c.at) + MS;
         RequestRecord {
             reasoning: None,
+            images: None,
             id: 0,
             scheduled: at_ms * MS,
             slot: at_ms * MS,

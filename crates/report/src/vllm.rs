@@ -87,6 +87,7 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
         centered(t, '-')
     }));
     out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
+    out.push_str(&crate::images::vllm_section(b, |t| centered(t, '-')));
     out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
     let _ = writeln!(out, "{}", "=".repeat(50));
     out

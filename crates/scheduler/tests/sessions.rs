@@ -25,6 +25,7 @@ fn sessions() -> impl Iterator<Item = Work> + Send + 'static {
         output_tokens: Some(4),
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
     };
     let conv = Arc::new(ConversationSpec {
         system: "sys".into(),

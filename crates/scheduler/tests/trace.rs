@@ -25,6 +25,7 @@ fn rows() -> Vec<RequestSpec> {
             output_tokens: Some(2),
             at: Some(ms * MS),
             batch: Vec::new(),
+            images: Vec::new(),
         })
         .collect()
 }

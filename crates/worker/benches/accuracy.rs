@@ -73,6 +73,7 @@ async fn run(http2: bool) {
             output_tokens: Some(CHUNKS as u32),
             at: None,
             batch: Vec::new(),
+            images: Vec::new(),
         };
         let r = w.send(spec, d, CancellationToken::new()).await;
         assert_eq!(r.outcome, Outcome::Completed);

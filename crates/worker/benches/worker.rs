@@ -122,6 +122,7 @@ fn request(c: &mut Criterion) {
                 output_tokens: Some(chunks as u32),
                 at: None,
                 batch: Vec::new(),
+                images: Vec::new(),
             };
             let proto = if http2 { "h2" } else { "h1" };
             g.bench_function(BenchmarkId::new(format!("chat_{proto}"), chunks), |b| {

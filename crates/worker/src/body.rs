@@ -151,7 +151,28 @@ struct CompletionsBody<'a> {
 #[derive(Serialize)]
 struct Message<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+/// A message's content: its text, or (a chat prompt with images) a list of parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+/// A content part: the text, then one `image_url` part per image.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: &'a str,
 }
 
 #[derive(Serialize)]
@@ -313,9 +334,21 @@ impl BodyBuilder {
         if self.backend.pooling() {
             return self.build_pooling(model, spec);
         }
+        if !spec.images.is_empty() && self.backend == BackendKind::OpenAiChat {
+            let parts = std::iter::once(Part::Text { text: &spec.prompt })
+                .chain(spec.images.iter().map(|i| Part::ImageUrl {
+                    image_url: ImageUrl { url: &i.url },
+                }))
+                .collect();
+            let messages = [Message {
+                role: "user",
+                content: Content::Parts(parts),
+            }];
+            return self.build_with(model, spec, &messages);
+        }
         let messages = [Message {
             role: "user",
-            content: &spec.prompt,
+            content: Content::Text(&spec.prompt),
         }];
         self.build_with(model, spec, &messages)
     }
@@ -329,7 +362,10 @@ impl BodyBuilder {
             BackendKind::OpenAiChat | BackendKind::OpenAiResponses => turn
                 .messages()
                 .into_iter()
-                .map(|(role, content)| Message { role, content })
+                .map(|(role, content)| Message {
+                    role,
+                    content: Content::Text(content),
+                })
                 .collect(),
             _ => Vec::new(),
         };
@@ -442,6 +478,7 @@ mod tests {
             output_tokens: out,
             at: None,
             batch: Vec::new(),
+            images: Vec::new(),
         }
     }
 

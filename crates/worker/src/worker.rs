@@ -778,6 +778,10 @@ impl Backend for Worker {
             output_tokens: spec.output_tokens,
             keep_reply: false,
             inputs: spec.inputs(),
+            // Only chat sends them (the CLI refuses images with other backends).
+            images: (self.inner.backend == BackendKind::OpenAiChat)
+                .then(|| bench_core::ImageCounts::of(&spec.images))
+                .flatten(),
         };
         self.exchange(sent, dispatch, cancel).await.0
     }
@@ -795,6 +799,7 @@ impl Backend for Worker {
             output_tokens: turn.current().and_then(|t| t.output_tokens),
             keep_reply: true,
             inputs: 1,
+            images: None,
         };
         self.exchange(sent, dispatch, cancel).await
     }
@@ -841,6 +846,8 @@ struct Sent {
     keep_reply: bool,
     /// Inputs of the request (more than 1 for batched embeddings and rerank requests).
     inputs: usize,
+    /// The images the request sent.
+    images: Option<bench_core::ImageCounts>,
 }
 
 impl Worker {
@@ -857,6 +864,7 @@ impl Worker {
         let mut rec = RequestRecord {
             session: None,
             reasoning: None,
+            images: sent.images,
             id: dispatch.id,
             scheduled: dispatch.scheduled,
             slot: dispatch.slot,

@@ -31,6 +31,7 @@ fn spec(out: Option<u32>) -> RequestSpec {
         output_tokens: out,
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -574,6 +575,7 @@ async fn long_prompt_and_multi_megabyte_response() {
                 output_tokens: Some(65),
                 at: None,
                 batch: Vec::new(),
+                images: Vec::new(),
             },
             dispatch(1),
             CancellationToken::new(),

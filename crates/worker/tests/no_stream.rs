@@ -20,6 +20,7 @@ fn spec(out: u32) -> RequestSpec {
         prompt_tokens: 2,
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
         output_tokens: Some(out),
     }
 }

@@ -23,6 +23,7 @@ fn spec(inputs: &[&str], tokens: u32) -> RequestSpec {
         output_tokens: Some(7),
         at: None,
         batch: inputs[1..].iter().map(|s| Arc::from(*s)).collect(),
+        images: Vec::new(),
     }
 }
 

@@ -24,6 +24,7 @@ fn spec(prompt: &str, out: u32) -> RequestSpec {
         output_tokens: Some(out),
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -33,6 +33,7 @@ fn conversation() -> Arc<ConversationSpec> {
         output_tokens: Some(out),
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
     };
     Arc::new(ConversationSpec {
         system: " you answer briefly".into(),

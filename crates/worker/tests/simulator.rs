@@ -50,6 +50,7 @@ fn spec(out: u32) -> RequestSpec {
         output_tokens: Some(out),
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
     }
 }
 

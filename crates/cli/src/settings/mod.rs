@@ -141,7 +141,7 @@ pub fn resolve(
     };
     let target = target::resolve(&src, |k| std::env::var(k).ok())?;
     let (data, spec) = resolve_data(&src)?;
-    check_batch(target.backend, &spec, &src)?;
+    check_data_for_backend(target.backend, &spec, &src)?;
     let trace = matches!(spec, bench_loader::DataSpec::Trace(_));
     let load = load::resolve(
         &src,
@@ -216,9 +216,10 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bench_loader
     Ok((settings, spec))
 }
 
-/// The data's `batch_size` fits the backend: more than 1 only for the pooling backends, at
-/// least 2 for rerank (a query and a document), and no sessions for the pooling backends.
-fn check_batch(
+/// The data fit the backend: `batch_size` more than 1 only for the pooling backends, at least
+/// 2 for rerank (a query and a document), no sessions for the pooling backends, images only
+/// for chat.
+fn check_data_for_backend(
     backend: bench_worker::BackendKind,
     spec: &bench_loader::DataSpec,
     src: &Sources<'_>,
@@ -233,6 +234,13 @@ fn check_batch(
     if backend.pooling() && spec.sessions() {
         return Err(usage(format!(
             "{data}: sessions (turns=, conversation files) do not apply to the {backend} backend"
+        )));
+    }
+    let images = spec.synthetic_images().is_some()
+        || matches!(spec, bench_loader::DataSpec::File(f) if f.image_column.is_some());
+    if images && backend != bench_worker::BackendKind::OpenAiChat {
+        return Err(usage(format!(
+            "{data}: images apply to the openai-chat backend, not {backend}"
         )));
     }
     if batch < backend.min_inputs() {

@@ -78,6 +78,7 @@ impl TraceSource {
             output_tokens: row.output_tokens,
             at: Some(row.at),
             batch: Vec::new(),
+            images: Vec::new(),
         }))
     }
 }

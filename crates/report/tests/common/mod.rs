@@ -60,6 +60,7 @@ pub fn record(
     RequestRecord {
         session: None,
         reasoning: None,
+        images: None,
         id,
         scheduled,
         slot,
@@ -415,6 +416,7 @@ pub fn reasoning_record(id: u64, dispatched: Nanos) -> RequestRecord {
             tokens: R_TOKENS,
             source: TokenSource::Usage,
         }),
+        images: None,
         id,
         scheduled: dispatched,
         slot: dispatched,

@@ -123,6 +123,7 @@ impl Backend for Fake {
         RequestRecord {
             session: None,
             reasoning: None,
+            images: None,
             id: d.id,
             scheduled: d.scheduled,
             slot: d.slot,
@@ -148,5 +149,6 @@ pub fn specs() -> impl Iterator<Item = RequestSpec> + Send + 'static {
         output_tokens: Some(4),
         at: None,
         batch: Vec::new(),
+        images: Vec::new(),
     })
 }
