@@ -90,7 +90,7 @@ proptest! {
     #[test]
     fn stream_recorder_never_panics(
         events in proptest::collection::vec(sse_bytes(), 0..8),
-        backend in 0usize..3,
+        backend in 0usize..BackendKind::ALL.len(),
         fast in any::<bool>(),
         json_reply in any::<bool>(),
     ) {

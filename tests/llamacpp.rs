@@ -337,3 +337,149 @@ fn two_turn_sessions_against_llama_cpp() {
         assert_eq!(row["requests"]["completed"].as_u64(), Some(2));
     }
 }
+
+/// The report of one `bench run` against llama.cpp: its first benchmark.
+fn first_benchmark(json: &std::path::Path, stdout: &str) -> serde_json::Value {
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("report")).expect("json");
+    let b = run["benchmarks"][0].clone();
+    assert_eq!(
+        b["requests"]["completed"].as_u64(),
+        Some(4),
+        "errors: {} {}\n{stdout}",
+        b["errors"],
+        b["error_samples"]
+    );
+    assert_eq!(b["requests"]["errored"].as_u64(), Some(0));
+    b
+}
+
+/// Embeddings (#23): llama.cpp with `--embedding` serves `/v1/embeddings`; bench sends batches
+/// of 3 lines of a text file and reads one vector per input, the input tokens from the
+/// server's usage (equal to the server's own `/tokenize` count of the 12 lines), the request
+/// latency and the input tokens per second; nothing is streamed, so there is no TTFT.
+#[test]
+fn embeddings_against_llama_cpp() {
+    let _one = common::serial();
+    let dir = std::env::temp_dir().join(format!("bench-llamacpp-emb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let json = dir.join("run.json");
+    let lines: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                "line {i}: the quick brown fox jumps over {} lazy dogs",
+                i * 7
+            )
+        })
+        .collect();
+    let data = dir.join("inputs.txt");
+    std::fs::write(&data, lines.join("\n")).expect("data");
+    let spec = format!("path={},batch_size=3", data.display());
+    let Ran { server, out, .. } = Llama::start_embedding("embeddings").run("embeddings", |addr| {
+        let mut a = args(&[
+            "run",
+            "--target",
+            addr,
+            "--backend",
+            "openai-embeddings",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--data",
+            &spec,
+            "--console",
+            "vllm",
+            "--quiet",
+            "--output",
+        ]);
+        a.push(json.display().to_string());
+        a
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let b = first_benchmark(&json, &stdout);
+    assert_eq!(b["tokens"]["prompt"]["sources"]["usage"].as_u64(), Some(4));
+    assert_eq!(
+        b["tokens"]["output"]["completed"]["total"].as_u64(),
+        Some(0)
+    );
+    let prompt = b["tokens"]["prompt"]["completed"]["total"]
+        .as_f64()
+        .expect("prompt");
+    let tokenized: usize = lines
+        .iter()
+        .map(|l| {
+            let body = serde_json::json!({ "content": l }).to_string();
+            let r: serde_json::Value =
+                serde_json::from_str(&server.post("/tokenize", &body).expect("tokenize"))
+                    .expect("json");
+            r["tokens"].as_array().expect("tokens").len()
+        })
+        .sum();
+    assert_eq!(prompt, tokenized as f64, "usage vs the server's /tokenize");
+    assert_eq!(b["metrics"]["e2el_ms"]["count"].as_u64(), Some(4));
+    assert_eq!(b["metrics"]["ttft_ms"]["count"].as_u64(), Some(0));
+    let rps = b["rates"]["requests_per_s"].as_f64().expect("rps");
+    let itps = b["rates"]["input_tokens_per_s"].as_f64().expect("itps");
+    assert!(
+        rps > 0.0 && (itps - rps * prompt / 4.0).abs() <= 1e-6 * itps,
+        "{itps} {rps}"
+    );
+    assert!(
+        stdout.contains("Input token throughput (tok/s):") && stdout.contains("Mean E2EL (ms):"),
+        "{stdout}"
+    );
+}
+
+/// A non-streamed chat request (`--no-stream`) against llama.cpp: one JSON reply, tokens from
+/// its usage (equal to the server's own counter), no TTFT.
+#[test]
+fn non_streamed_chat_against_llama_cpp() {
+    let _one = common::serial();
+    let dir = std::env::temp_dir().join(format!("bench-llamacpp-nostream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let json = dir.join("run.json");
+    let Ran {
+        server,
+        out,
+        before,
+    } = Llama::start("nostream").run("nostream", |addr| {
+        let mut a = args(&[
+            "run",
+            "--target",
+            addr,
+            "--backend",
+            "openai-chat",
+            "--no-stream",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--console",
+            "vllm",
+            "--quiet",
+            "--output",
+        ]);
+        a.push(json.display().to_string());
+        a
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let after = server.metrics();
+    let delta =
+        |k: &str| after.get(k).copied().unwrap_or(0.0) - before.get(k).copied().unwrap_or(0.0);
+    let b = first_benchmark(&json, &stdout);
+    let out_tokens = b["tokens"]["output"]["completed"]["total"]
+        .as_f64()
+        .expect("output");
+    assert_eq!(b["tokens"]["output"]["sources"]["usage"].as_u64(), Some(4));
+    assert_eq!(out_tokens, 32.0, "ignore_eos: 8 tokens each");
+    assert_eq!(out_tokens, delta("tokens_predicted_total"));
+    assert_eq!(b["metrics"]["ttft_ms"]["count"].as_u64(), Some(0));
+    assert_eq!(b["metrics"]["e2el_ms"]["count"].as_u64(), Some(4));
+}

@@ -2,6 +2,10 @@
 
 Prints the listening address on its first stdout line, then serves until stdin closes (the
 test holds the pipe, so the server never outlives it). Used by tests/llamacpp.rs.
+
+Arguments: an optional port, and `--embedding` to serve /v1/embeddings too (llama.cpp's
+`--embedding` with mean pooling: the model's own pooling type, none, is refused by the
+OpenAI-compatible endpoint).
 """
 import importlib.util
 import json
@@ -24,7 +28,11 @@ params.n_parallel = 4
 # reads must never wait for a thread.
 params.n_threads_http = 16
 params.hostnames = ["127.0.0.1"]
-params.port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+ports = [a for a in sys.argv[1:] if not a.startswith("--")]
+params.port = int(ports[0]) if ports else 0
+if "--embedding" in sys.argv[1:]:
+    params.embedding = True
+    params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
 params.endpoint_metrics = True
 params.cpuparams.n_threads = 2
 params.warmup = True

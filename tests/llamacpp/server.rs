@@ -47,6 +47,8 @@ pub struct Llama {
     log: PathBuf,
     /// The first-byte and idle timeouts of runs against it, in seconds.
     timeout_s: u64,
+    /// Serves `/v1/embeddings` too (serve.py's `--embedding`).
+    embedding: bool,
 }
 
 impl Drop for Llama {
@@ -59,6 +61,15 @@ impl Drop for Llama {
 impl Llama {
     /// Starts the server (serve.py prints its address once it has answered one request).
     pub fn start(name: &str) -> Llama {
+        Self::launch(name, false)
+    }
+
+    /// [`Llama::start`] with `/v1/embeddings` served too (llama.cpp's `--embedding`).
+    pub fn start_embedding(name: &str) -> Llama {
+        Self::launch(name, true)
+    }
+
+    fn launch(name: &str, embedding: bool) -> Llama {
         let py = python();
         assert!(
             py.exists(),
@@ -73,6 +84,7 @@ impl Llama {
         let log_file = std::fs::File::create(&log).expect("server log");
         let mut child = Command::new(py)
             .arg(script)
+            .args(embedding.then_some("--embedding"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -84,6 +96,7 @@ impl Llama {
             addr: String::new(),
             log,
             timeout_s: TIMEOUT_S,
+            embedding,
         };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -125,13 +138,23 @@ impl Llama {
 
     /// `GET path` over a plain socket (a connection of its own); the body, or why not.
     pub fn get(&self, path: &str) -> Result<String, String> {
+        self.request("GET", path, "")
+    }
+
+    /// `POST path` with a JSON `body`; the response body.
+    pub fn post(&self, path: &str, body: &str) -> Result<String, String> {
+        self.request("POST", path, body)
+    }
+
+    fn request(&self, method: &str, path: &str, body: &str) -> Result<String, String> {
         let host = self.addr.trim_start_matches("http://");
         let mut s = TcpStream::connect(host).map_err(|e| e.to_string())?;
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
         )
         .map_err(|e| e.to_string())?;
         let mut text = String::new();
@@ -228,7 +251,7 @@ impl Llama {
     /// once on a fresh server when this one was at fault. Returns the server that answered,
     /// with its counters from just before the run.
     pub fn run(self, name: &str, args: impl Fn(&str) -> Vec<String>) -> Ran {
-        let timeout_s = self.timeout_s;
+        let (timeout_s, embedding) = (self.timeout_s, self.embedding);
         let try_on = |server: Llama| {
             let before = server.metrics();
             let a = args(&server.addr);
@@ -247,7 +270,8 @@ impl Llama {
                     "llama.cpp sat on a request it had received, with no slot processing (the \
                      server's fault, docs/backends.md); retrying once on a fresh server\n{state}"
                 );
-                let fresh = Llama::start(&format!("{name}-retry")).with_timeout(timeout_s);
+                let fresh =
+                    Llama::launch(&format!("{name}-retry"), embedding).with_timeout(timeout_s);
                 try_on(fresh).unwrap_or_else(|state| {
                     panic!("the server was at fault twice in a row\n{state}")
                 })

@@ -35,6 +35,8 @@ fn per_request(url: &str, http2: bool, tokens: u32, n: u64) -> f64 {
         prompt_tokens: 128,
         output_tokens: Some(tokens),
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
     };
     // One request driven to its end on this thread (the runtime's tasks run inside block_on).
     let send = |id: u64| {

@@ -164,6 +164,7 @@ mod tests {
             outcome,
             session: None,
             reasoning: None,
+            images: None,
         }
     }
 

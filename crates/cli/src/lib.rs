@@ -131,9 +131,10 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 25] = [
+    const NOT_OURS: [&str; 26] = [
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve
+        "--embedding",                    // llama.cpp server (tests/llamacpp/serve.py)
         "--bench",                        // cargo bench
         "--example",                      // cargo run --example
         "--release",                      // cargo

@@ -45,9 +45,12 @@ pub fn add(config: &mut Value, s: &Settings, target: &str, model: &str) {
         BackendKind::OpenAiCompletions => "text_completions_path",
         BackendKind::OpenAiChat => "chat_completions_path",
         BackendKind::Tgi => "generate_stream_path",
+        BackendKind::OpenAiResponses => "responses_path",
+        BackendKind::OpenAiEmbeddings => "embeddings_path",
+        BackendKind::Rerank | BackendKind::CohereRerank => "rerank_path",
     };
     let path = t.endpoint.clone().unwrap_or_else(|| match t.backend {
-        BackendKind::Tgi => t.backend.default_path().to_string(),
+        BackendKind::Tgi | BackendKind::CohereRerank => t.backend.default_path().to_string(),
         _ => format!("/v1{}", t.backend.default_path()),
     });
     let worker = json!({

@@ -75,6 +75,18 @@ pub struct MockServerArgs {
     /// Chat responses reason for their first N output tokens (`reasoning_content`) [default: 0].
     #[arg(long, value_name = "N")]
     pub reasoning_tokens: Option<u32>,
+    /// Embeddings and rerank: fixed part of a request's service time, ms [default: 1].
+    #[arg(long, value_name = "MS")]
+    pub pool_base_ms: Option<f64>,
+    /// Embeddings and rerank: service time per input (or document), ms [default: 0.2].
+    #[arg(long, value_name = "MS")]
+    pub pool_per_input_ms: Option<f64>,
+    /// Embeddings and rerank: input tokens encoded per second; 0 = free [default: 100000].
+    #[arg(long, value_name = "TOKENS")]
+    pub pool_token_rate: Option<f64>,
+    /// Length of every embedding vector returned [default: 16].
+    #[arg(long, value_name = "N")]
+    pub embedding_dim: Option<u32>,
     /// Seed of EOS lengths, faults and output words [default: 0].
     #[arg(long)]
     pub seed: Option<u64>,
@@ -163,6 +175,10 @@ impl MockServerArgs {
             kv_cache_tokens => kv_cache_tokens,
             seed => seed,
             reasoning_tokens => reasoning_tokens,
+            pool_base_ms => pool_base_ms,
+            pool_per_input_ms => pool_per_input_ms,
+            pool_token_rate => pool_token_rate,
+            embedding_dim => embedding_dim,
             fail_429 => faults.http_429,
             fail_500 => faults.http_500,
             fail_503 => faults.http_503,
@@ -179,6 +195,9 @@ impl MockServerArgs {
             c.step_per_seq_ms = 0.0;
             c.prefill_overhead_ms = 0.0;
             c.prefill_rate = 0.0;
+            c.pool_base_ms = 0.0;
+            c.pool_per_input_ms = 0.0;
+            c.pool_token_rate = 0.0;
         }
         if let Some(t) = &self.tokenizer {
             c.tokenizer = Some(t.clone());

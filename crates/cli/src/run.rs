@@ -342,6 +342,7 @@ async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
     })?;
     if s.request.vllm_extensions != VllmExtensions::Auto
         || s.target.backend == bench_worker::BackendKind::Tgi
+        || s.target.backend.pooling()
     {
         return Ok(worker);
     }
@@ -463,7 +464,7 @@ fn new_run_report(
 
 /// Warnings printed after the consoles: requests ended by a timeout or rate limited (see
 /// [`crate::endings`]), resent requests.
-fn warn_after(ending_notes: &[String], resent: u64) {
+fn warn_after(ending_notes: &[String], resent: u64, ignored: u64) {
     for note in ending_notes {
         eprintln!("warning: {note}");
     }
@@ -471,6 +472,12 @@ fn warn_after(ending_notes: &[String], resent: u64) {
         eprintln!(
             "warning: {resent} request(s) were resent because the server closed a kept-alive \
              connection before answering them; their latencies include the failed attempt"
+        );
+    }
+    if ignored > 0 {
+        eprintln!(
+            "warning: {ignored} /v1/responses event(s) of unknown types were ignored \
+             (docs/backends.md, \"Responses\")"
         );
     }
 }
@@ -590,7 +597,11 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         }
     }
     print_console(&s, &observer.run)?;
-    warn_after(&observer.ending_notes, resent.resent_requests());
+    warn_after(
+        &observer.ending_notes,
+        resent.resent_requests(),
+        resent.ignored_events(),
+    );
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
 }

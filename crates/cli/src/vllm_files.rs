@@ -25,6 +25,10 @@ fn vllm_backend(b: BackendKind) -> &'static str {
         BackendKind::OpenAiCompletions => "openai",
         BackendKind::OpenAiChat => "openai-chat",
         BackendKind::Tgi => "tgi",
+        BackendKind::OpenAiResponses => "openai-responses",
+        BackendKind::OpenAiEmbeddings => "openai-embeddings",
+        BackendKind::Rerank => "vllm-rerank",
+        BackendKind::CohereRerank => "cohere-rerank",
     }
 }
 

@@ -10,11 +10,13 @@
 //! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
+mod image;
 mod session;
 mod steady;
 mod strategy;
 mod window;
 
+pub use image::{image_size, ImageCounts, ImageInput};
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };
@@ -104,6 +106,23 @@ pub struct RequestSpec {
     /// pause (scaled by a replay's speed-up) in place of the think time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Nanos>,
+    /// The further inputs of a batched request (data key `batch_size`): an embeddings request
+    /// sends `prompt` followed by these as its `input` list; a rerank request sends `prompt` as
+    /// its query and these as its documents. `prompt_tokens` counts every input. Empty for
+    /// generative requests (an empty `Vec` costs no allocation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<Arc<str>>,
+    /// Images sent with the prompt (chat backend), each as an `image_url` content part after
+    /// the text. Empty without images (no allocation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageInput>,
+}
+
+impl RequestSpec {
+    /// Inputs the request carries: `prompt` and the [`RequestSpec::batch`].
+    pub fn inputs(&self) -> usize {
+        1 + self.batch.len()
+    }
 }
 
 /// Where a token count came from. Reports say it, so a requested count is never passed off
@@ -221,6 +240,13 @@ pub enum Outcome {
         /// What was wrong.
         message: String,
     },
+    /// The reply was well-formed JSON but not the answer asked for: an embeddings reply
+    /// without vectors or with a vector count other than the inputs sent, a rerank reply
+    /// without results or with more results than documents.
+    BadReply {
+        /// What was wrong, with the counts.
+        message: String,
+    },
 }
 
 /// The three statuses reports split counts by (guidellm's names).
@@ -253,7 +279,8 @@ impl Outcome {
             Outcome::Http { body, .. } => Some(body),
             Outcome::Connect { message }
             | Outcome::StreamError { message }
-            | Outcome::Protocol { message } => Some(message),
+            | Outcome::Protocol { message }
+            | Outcome::BadReply { message } => Some(message),
             Outcome::Completed | Outcome::Cancelled | Outcome::Timeout { .. } => None,
         }
     }
@@ -275,6 +302,7 @@ impl Outcome {
             },
             Outcome::StreamError { .. } => "stream_error".into(),
             Outcome::Protocol { .. } => "protocol".into(),
+            Outcome::BadReply { .. } => "bad_reply".into(),
         }
     }
 
@@ -353,6 +381,9 @@ pub struct RequestRecord {
     /// (`usage.prompt_tokens_details.cached_tokens`); `None` when it did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u32>,
+    /// The images the request sent, when it sent any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImageCounts>,
 }
 
 impl RequestRecord {
@@ -525,6 +556,11 @@ mod tests {
             reasoning: Some(ReasoningTokens {
                 tokens: 1,
                 source: TokenSource::Chunks,
+            }),
+            images: Some(ImageCounts {
+                count: 2,
+                pixels: 640 * 480,
+                bytes: 1234,
             }),
             id: 7,
             scheduled: 1,

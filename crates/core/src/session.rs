@@ -97,6 +97,8 @@ impl TurnRequest {
             prompt_tokens: self.prompt_tokens(),
             output_tokens: self.current().and_then(|t| t.output_tokens),
             at: None,
+            batch: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

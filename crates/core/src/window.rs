@@ -182,6 +182,7 @@ impl Window {
         WindowRates {
             requests_per_s,
             output_tokens_per_s,
+            input_tokens_per_s: requests_per_s * mean_prompt,
             total_tokens_per_s: output_tokens_per_s + requests_per_s * mean_prompt,
         }
     }
@@ -292,6 +293,9 @@ pub struct WindowRates {
     pub requests_per_s: f64,
     /// Output tokens per second.
     pub output_tokens_per_s: f64,
+    /// Prompt (input) tokens per second: the figure of embeddings and rerank runs.
+    #[serde(default)]
+    pub input_tokens_per_s: f64,
     /// Prompt plus output tokens per second.
     pub total_tokens_per_s: f64,
 }
@@ -616,6 +620,10 @@ mod tests {
         assert_eq!(rates.output_tokens_per_s, 200.0);
         assert_eq!(rates.requests_per_s, 20.0);
         assert_eq!(rates.total_tokens_per_s, 280.0);
+        assert_eq!(
+            rates.input_tokens_per_s,
+            rates.total_tokens_per_s - rates.output_tokens_per_s
+        );
     }
 
     #[test]
@@ -624,6 +632,7 @@ mod tests {
             cached_tokens: None,
             session: None,
             reasoning: None,
+            images: None,
             id: 0,
             scheduled: 0,
             slot: 0,

@@ -200,6 +200,8 @@ impl BookSource {
                     prompt_tokens: target as u32,
                     output_tokens: self.config.output_tokens,
                     at: None,
+                    batch: Vec::new(),
+                    images: Vec::new(),
                 }));
             }
             k = if c > target {

@@ -124,6 +124,8 @@ impl ConversationSource {
                 prompt_tokens: self.count(user)?,
                 output_tokens: Some(output),
                 at: None,
+                batch: Vec::new(),
+                images: Vec::new(),
             });
             i += 1;
         }

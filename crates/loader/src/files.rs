@@ -338,6 +338,7 @@ impl FileSource {
             let Some(row) = self.records.next()? else {
                 return Ok(None);
             };
+            let mut images = Vec::new();
             let (prompt, output) = match row {
                 Row::Text(t) | Row::Str(t) => {
                     if let Some(c) = &self.config.output_column {
@@ -350,7 +351,10 @@ impl FileSource {
                     (t, None)
                 }
                 Row::Object(m) => match self.fields(&m)? {
-                    Some(fields) => fields,
+                    Some(fields) => {
+                        images = self.row_images(&m)?;
+                        fields
+                    }
                     None => continue,
                 },
             };
@@ -364,8 +368,35 @@ impl FileSource {
                 prompt: prompt.into(),
                 output_tokens: self.config.output_tokens.or(output),
                 at: None,
+                batch: Vec::new(),
+                images,
             }));
         }
+    }
+
+    /// The images `image_column` names in a record (none without the option, or when the
+    /// record has no such value): a string or a list of strings, each read by
+    /// [`crate::images::from_reference`].
+    fn row_images(&self, m: &Map<String, Value>) -> Result<Vec<bench_core::ImageInput>, Error> {
+        let Some(col) = &self.config.image_column else {
+            return Ok(Vec::new());
+        };
+        let base = self.path().parent().unwrap_or(Path::new("."));
+        let refs: Vec<&str> = match m.get(col) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+            Some(other) => {
+                return Err(Error::Spec(format!(
+                "{}: column {col:?} must hold an image path or URL, or a list of them, got {other}",
+                self.path().display()
+            )))
+            }
+        };
+        refs.into_iter()
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| crate::images::from_reference(r, base))
+            .collect()
     }
 
     /// The prompt and output length of a record; `None` skips it (with a warning). A column
@@ -500,6 +531,8 @@ impl ShareGptSource {
                 prompt_tokens: prompt_len as u32,
                 output_tokens: Some(output_len as u32),
                 at: None,
+                batch: Vec::new(),
+                images: Vec::new(),
             }));
         }
     }

@@ -40,6 +40,7 @@ mod book;
 mod conversations;
 mod error;
 pub mod files;
+pub mod images;
 pub mod spec;
 pub mod synthetic;
 pub mod trace;
@@ -127,6 +128,10 @@ pub struct Loader {
     in_pass: u64,
     warned_cycle: bool,
     failure: DataFailure,
+    /// Inputs per request (`batch_size`): each request gathers this many items.
+    batch_size: u32,
+    /// Synthetic images of each request, encoded ahead on their own thread.
+    images: Option<images::ImageStream>,
 }
 
 /// Where the [`Iterator`] side of a [`Loader`] leaves the error that ended its stream (a file
@@ -156,6 +161,12 @@ impl Loader {
     }
 
     fn build(spec: DataSpec, tokenizer: Tokenizer, verify: bool) -> Result<Loader, Error> {
+        let batch_size = spec.batch_size();
+        let images = match (spec.synthetic_images(), &spec) {
+            (Some(i), DataSpec::Synthetic(c)) => Some(images::ImageStream::new(i, c.seed)?),
+            (Some(i), _) => Some(images::ImageStream::new(i, spec::DEFAULT_SEED)?),
+            (None, _) => None,
+        };
         let mut source = match spec {
             DataSpec::Synthetic(c) => {
                 let mut composer = Composer::new(&tokenizer)?;
@@ -212,6 +223,8 @@ impl Loader {
             in_pass: 0,
             warned_cycle: false,
             failure: DataFailure::default(),
+            batch_size,
+            images,
         })
     }
 
@@ -272,10 +285,33 @@ impl Loader {
         if self.sessions() {
             return Ok(None);
         }
-        match self.next_item()? {
-            Some(Item::Request(r)) => Ok(Some(r)),
-            _ => Ok(None),
+        let mut first = match self.next_item()? {
+            Some(Item::Request(r)) => r,
+            _ => return Ok(None),
+        };
+        self.gather(&mut first)?;
+        if let Some(s) = &mut self.images {
+            first.images.extend(s.next()?);
         }
+        Ok(Some(first))
+    }
+
+    /// A batched request (`batch_size` > 1): the next items join `first` as its further
+    /// inputs, their tokens added to its count. A finite dataset that ends (cycling off)
+    /// leaves the last request short rather than dropping it.
+    fn gather(&mut self, first: &mut RequestSpec) -> Result<(), Error> {
+        if self.batch_size <= 1 {
+            return Ok(());
+        }
+        first.batch.reserve_exact(self.batch_size as usize - 1);
+        while first.inputs() < self.batch_size as usize {
+            let Some(Item::Request(r)) = self.next_item()? else {
+                break;
+            };
+            first.prompt_tokens = first.prompt_tokens.saturating_add(r.prompt_tokens);
+            first.batch.push(r.prompt);
+        }
+        Ok(())
     }
 
     /// The next conversation: a session's turns (one-turn conversations for single-request

@@ -81,6 +81,25 @@ pub struct DataArgs {
     /// Traces: what to do with a row whose `input_length` does not fit its `hash_ids`:
     /// `error` (the default) or `length` (the nearest length that fits).
     pub fit: Option<String>,
+    /// Inputs per request, for the embeddings and rerank backends (a rerank request's first
+    /// input is its query, the others its documents). Default 1.
+    pub batch_size: Option<i64>,
+    /// Synthetic images per request, sent with the prompt (chat backend), 1 to 16.
+    pub images: Option<i64>,
+    /// Synthetic images: width in pixels (16 to 4096, default 512).
+    pub image_width: Option<i64>,
+    /// Synthetic images: height in pixels (16 to 4096, default 512).
+    pub image_height: Option<i64>,
+    /// Synthetic images: `png` (default) or `jpeg`.
+    pub image_format: Option<String>,
+    /// Synthetic JPEG images: quality 1 to 100 (default 90).
+    pub image_quality: Option<i64>,
+    /// Synthetic images: the same images in every request (`true`), so that a server's
+    /// multimodal cache can hit; default new random pixels per request.
+    pub image_repeat: Option<bool>,
+    /// Data files: a column holding each record's image(s): a path (relative to the file's
+    /// folder), an `http(s)://` or `data:` URL, or a list of them.
+    pub image_column: Option<String>,
 }
 
 /// How many user turns a conversation has: `all` of a file's, or a number.
@@ -244,6 +263,10 @@ pub struct SyntheticConfig {
     /// ([`DataSpec::salt`]), so a repeated run does not send the prompts of the previous one
     /// again (and meet the server's prefix cache).
     pub seed_given: bool,
+    /// Inputs per request (`batch_size`, default 1).
+    pub batch_size: u32,
+    /// Synthetic images sent with every prompt.
+    pub images: Option<crate::images::SyntheticImages>,
 }
 
 /// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
@@ -261,6 +284,12 @@ pub struct FileConfig {
     pub output_tokens: Option<u32>,
     /// Use at most this many records.
     pub samples: Option<u64>,
+    /// Inputs per request (`batch_size`, default 1).
+    pub batch_size: u32,
+    /// The column naming each record's images.
+    pub image_column: Option<String>,
+    /// Synthetic images sent with every prompt.
+    pub images: Option<crate::images::SyntheticImages>,
 }
 
 /// ShareGPT conversations, filtered like vLLM's benchmark.
@@ -301,6 +330,8 @@ pub struct BookConfig {
     pub output_tokens: Option<u32>,
     /// Number of slices (then starting over at a shifted place); `None`: endless.
     pub samples: Option<u64>,
+    /// Inputs per request (`batch_size`, default 1).
+    pub batch_size: u32,
 }
 
 /// What the loader produces, validated.
@@ -327,6 +358,25 @@ impl DataSpec {
             DataSpec::Synthetic(c) => c.turns.is_some(),
             DataSpec::Conversations(_) => true,
             _ => false,
+        }
+    }
+
+    /// Synthetic images of every request, when the data ask for them.
+    pub fn synthetic_images(&self) -> Option<crate::images::SyntheticImages> {
+        match self {
+            DataSpec::Synthetic(c) => c.images,
+            DataSpec::File(c) => c.images,
+            _ => None,
+        }
+    }
+
+    /// Inputs per request (`batch_size`): 1 unless the data say more.
+    pub fn batch_size(&self) -> u32 {
+        match self {
+            DataSpec::Synthetic(c) => c.batch_size,
+            DataSpec::File(c) => c.batch_size,
+            DataSpec::Book(c) => c.batch_size,
+            DataSpec::ShareGpt(_) | DataSpec::Conversations(_) | DataSpec::Trace(_) => 1,
         }
     }
 }
@@ -438,15 +488,36 @@ impl DataArgs {
             .map(|v| count("samples", v, 1).map(u64::from))
             .transpose()?;
         if self.trace.is_some() || self.format.and_then(FileFormat::trace).is_some() {
+            if self.batch_size.is_some() {
+                return Err(Error::Spec(
+                    "batch_size does not apply to a trace (its rows are single requests)".into(),
+                ));
+            }
             return self.trace_spec(samples);
+        }
+        let batch_size = self
+            .batch_size
+            .map(|v| count("batch_size", v, 1))
+            .transpose()?
+            .unwrap_or(1);
+        let images = self.image_keys()?;
+        if images.is_some() && (batch_size > 1 || self.turns.is_some()) {
+            return Err(Error::Spec(
+                "images apply to single chat requests, not with batch_size or turns".into(),
+            ));
         }
         self.reject_trace_keys()?;
         if let Some(path) = self.path.clone() {
-            return self.file_spec(path, samples);
+            return self.file_spec(path, samples, batch_size, images);
         }
         self.check_synthetic_keys()?;
         let (prompt, output, prefix_tokens) = self.synthetic_lengths()?;
         let (turns, system_prompt_tokens) = self.session_keys(prefix_tokens)?;
+        if turns.is_some() && batch_size > 1 {
+            return Err(Error::Spec(
+                "batch_size does not apply to sessions (each turn is one request)".into(),
+            ));
+        }
         Ok(DataSpec::Synthetic(SyntheticConfig {
             prompt,
             output,
@@ -456,6 +527,8 @@ impl DataArgs {
             turns,
             system_prompt_tokens,
             seed_given: self.seed.is_some(),
+            batch_size,
+            images,
         }))
     }
 
@@ -557,7 +630,13 @@ impl DataArgs {
         Ok((turns, system_prompt_tokens))
     }
 
-    fn file_spec(self, path: PathBuf, samples: Option<u64>) -> Result<DataSpec, Error> {
+    fn file_spec(
+        self,
+        path: PathBuf,
+        samples: Option<u64>,
+        batch_size: u32,
+        images: Option<crate::images::SyntheticImages>,
+    ) -> Result<DataSpec, Error> {
         self.reject_synthetic_keys(&path)?;
         if path.is_dir() {
             return Err(Error::Read {
@@ -578,7 +657,30 @@ impl DataArgs {
         )?
         .map(|(k, v)| count(k, v, 1))
         .transpose()?;
-        self.file_data(path, format, output_tokens, samples)
+        if batch_size > 1 && (format == FileFormat::Sharegpt || self.turns.is_some()) {
+            return Err(Error::Spec(format!(
+                "batch_size does not apply to conversations ({})",
+                path.display()
+            )));
+        }
+        if (images.is_some() || self.image_column.is_some())
+            && !matches!(
+                format,
+                FileFormat::Jsonl | FileFormat::Json | FileFormat::Csv | FileFormat::Txt
+            )
+        {
+            return Err(Error::Spec(format!(
+                "images and image_column apply to .jsonl, .json, .csv and .txt files, not {}",
+                path.display()
+            )));
+        }
+        if self.image_column.is_some() && format == FileFormat::Txt {
+            return Err(Error::Spec(format!(
+                "image_column needs records with columns, not the lines of {}",
+                path.display()
+            )));
+        }
+        self.file_data(path, format, output_tokens, (samples, batch_size, images))
     }
 
     /// The data spec of a file of a known format; keys that do not apply to it are errors.
@@ -587,7 +689,7 @@ impl DataArgs {
         path: PathBuf,
         format: FileFormat,
         output_tokens: Option<u32>,
-        samples: Option<u64>,
+        (samples, batch_size, images): (Option<u64>, u32, Option<crate::images::SyntheticImages>),
     ) -> Result<DataSpec, Error> {
         let not_for = |key: &'static str, given: bool| -> Result<(), Error> {
             if given {
@@ -625,6 +727,7 @@ impl DataArgs {
                 path,
                 output_tokens,
                 samples,
+                batch_size,
             })),
             _ if self.turns.is_some() => {
                 if !matches!(
@@ -657,8 +760,67 @@ impl DataArgs {
                 output_column: self.output_column,
                 output_tokens,
                 samples,
+                batch_size,
+                image_column: self.image_column,
+                images,
             })),
         }
+    }
+
+    /// The synthetic image keys: `images` and the keys that need it, each in range.
+    fn image_keys(&self) -> Result<Option<crate::images::SyntheticImages>, Error> {
+        use crate::images::{ImageFormat, SyntheticImages, MAX_IMAGES, SIDE};
+        let Some(n) = self.images else {
+            for (key, given) in [
+                ("image_width", self.image_width.is_some()),
+                ("image_height", self.image_height.is_some()),
+                ("image_format", self.image_format.is_some()),
+                ("image_quality", self.image_quality.is_some()),
+                ("image_repeat", self.image_repeat.is_some()),
+            ] {
+                if given {
+                    return Err(Error::Orphan {
+                        key,
+                        needs: "images",
+                    });
+                }
+            }
+            return Ok(None);
+        };
+        let within = |key: &str, v: i64, (lo, hi): (u32, u32)| -> Result<u32, Error> {
+            if v < i64::from(lo) || v > i64::from(hi) {
+                return Err(Error::Spec(format!(
+                    "{key} must be in {lo}..={hi}, got {v}"
+                )));
+            }
+            Ok(v as u32)
+        };
+        let count = within("images", n, (1, MAX_IMAGES))?;
+        let width = within("image_width", self.image_width.unwrap_or(512), SIDE)?;
+        let height = within("image_height", self.image_height.unwrap_or(512), SIDE)?;
+        let format = match self.image_format.as_deref().unwrap_or("png") {
+            "png" if self.image_quality.is_some() => {
+                return Err(Error::Spec(
+                    "image_quality applies to image_format=jpeg".into(),
+                ))
+            }
+            "png" => ImageFormat::Png,
+            "jpeg" | "jpg" => ImageFormat::Jpeg {
+                quality: within("image_quality", self.image_quality.unwrap_or(90), (1, 100))? as u8,
+            },
+            other => {
+                return Err(Error::Spec(format!(
+                    "image_format must be png or jpeg, got {other:?}"
+                )))
+            }
+        };
+        Ok(Some(SyntheticImages {
+            count,
+            width,
+            height,
+            format,
+            repeat: self.image_repeat.unwrap_or(false),
+        }))
     }
 
     /// Keys of traces only, given without a trace.
@@ -929,8 +1091,12 @@ impl DataSpec {
                         | "model"
                         | "log_type"
                         | "fit"
+                        | "image_format"
+                        | "image_column"
                 ) {
                     serde_json::Value::String(v.to_string())
+                } else if k == "image_repeat" && matches!(v, "true" | "false") {
+                    serde_json::Value::Bool(v == "true")
                 } else {
                     value(v)
                 };

@@ -409,6 +409,8 @@ impl SyntheticSource {
             prompt_tokens: self.prefix.1 + tokens,
             output_tokens: output,
             at: None,
+            batch: Vec::new(),
+            images: Vec::new(),
         }))
     }
 }

@@ -266,3 +266,153 @@ fn a_read_error_mid_stream_is_kept_not_taken_for_the_end() {
     let msg = failure.get().expect("the error is kept");
     assert!(msg.contains("broken.json"), "{msg}");
 }
+
+/// `batch_size`: each request gathers the next inputs, its prompt count their sum; a finite
+/// file that ends leaves the last request short; keys that cannot batch say so.
+#[test]
+fn batch_size_gathers_inputs() {
+    let dir = common::temp_dir("batch");
+    let tk = Tokenizer::builtin();
+    let lines = [
+        "alpha beta",
+        "gamma",
+        "delta epsilon zeta",
+        "eta",
+        "theta iota",
+    ];
+    let txt = write(&dir, "a.txt", &lines.join("\n"));
+    let got = load(&format!("path={txt},batch_size=2"), None).expect("txt");
+    assert_eq!(got.len(), 3);
+    let sent: Vec<Vec<&str>> = got
+        .iter()
+        .map(|s| {
+            std::iter::once(&*s.prompt)
+                .chain(s.batch.iter().map(|b| &**b))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            vec!["alpha beta", "gamma"],
+            vec!["delta epsilon zeta", "eta"],
+            vec!["theta iota"]
+        ]
+    );
+    for (s, inputs) in got.iter().zip(&sent) {
+        let want: usize = inputs.iter().map(|t| tk.count(t)).sum();
+        assert_eq!(s.prompt_tokens as usize, want);
+    }
+    let synth = load("prompt_tokens=8,batch_size=3,samples=6", None).expect("synthetic");
+    assert_eq!(synth.len(), 2);
+    assert!(synth
+        .iter()
+        .all(|s| s.inputs() == 3 && s.prompt_tokens == 24));
+    for bad in [
+        "prompt_tokens=8,batch_size=0",
+        "prompt_tokens=8,turns=2,batch_size=2",
+    ] {
+        let e = DataSpec::parse(bad, None).expect_err(bad).to_string();
+        assert!(e.contains("batch_size"), "{bad}: {e}");
+    }
+}
+
+/// Images: synthetic ones are new random pixels per request unless `image_repeat=true`;
+/// a file's `image_column` takes paths (read and sent as data: URLs, their size read),
+/// URLs (sent as given) and data: URLs; options out of range name the key.
+#[test]
+fn images_synthetic_and_from_files() {
+    let dir = common::temp_dir("images");
+    let fresh = load(
+        "prompt_tokens=8,images=2,image_width=40,image_height=20,samples=3",
+        None,
+    )
+    .expect("synthetic");
+    let urls: Vec<&str> = fresh
+        .iter()
+        .flat_map(|s| s.images.iter().map(|i| &*i.url))
+        .collect();
+    assert_eq!(urls.len(), 6);
+    let distinct: std::collections::BTreeSet<&str> = urls.iter().copied().collect();
+    assert_eq!(distinct.len(), 6, "every image new");
+    assert!(urls.iter().all(|u| u.starts_with("data:image/png;base64,")));
+    assert!(fresh
+        .iter()
+        .flat_map(|s| &s.images)
+        .all(|i| i.size == Some((40, 20)) && i.bytes > 0));
+    let same = load(
+        "prompt_tokens=8,images=1,image_format=jpeg,image_quality=70,image_repeat=true,samples=3",
+        None,
+    )
+    .expect("repeat");
+    assert!(same.iter().all(|s| s.images == same[0].images));
+    assert!(same[0].images[0].url.starts_with("data:image/jpeg;base64,"));
+    // A file naming a PNG it holds next to it, a URL, and a data: URL.
+    let png = bench_loader::images::synthetic(
+        &bench_loader::images::SyntheticImages {
+            count: 1,
+            width: 30,
+            height: 17,
+            format: bench_loader::images::ImageFormat::Png,
+            repeat: false,
+        },
+        5,
+    )
+    .expect("png");
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(png.url.split_once(",").expect("data url").1)
+        .expect("b64");
+    std::fs::write(dir.join("cat.png"), &bytes).expect("png file");
+    let jsonl = write(
+        &dir,
+        "mm.jsonl",
+        &format!(
+            "{{\"prompt\": \"describe\", \"image\": \"cat.png\"}}\n{{\"prompt\": \"and these\", \"image\": [\"https://example.com/a.jpg\", \"{}\"]}}\n{{\"prompt\": \"no image\"}}\n",
+            png.url
+        ),
+    );
+    let got = load(&format!("path={jsonl},image_column=image"), None).expect("file");
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].images.len(), 1);
+    assert_eq!(got[0].images[0].size, Some((30, 17)));
+    assert_eq!(got[0].images[0].bytes, bytes.len() as u64);
+    assert_eq!(&*got[0].images[0].url, &*png.url);
+    assert_eq!(got[1].images[0].url.as_ref(), "https://example.com/a.jpg");
+    assert_eq!(got[1].images[0].size, None);
+    assert_eq!(got[1].images[1].size, Some((30, 17)));
+    assert!(got[2].images.is_empty());
+    let missing = write(
+        &dir,
+        "bad.jsonl",
+        "{\"prompt\": \"x\", \"image\": \"nope.png\"}\n",
+    );
+    let e = load(&format!("path={missing},image_column=image"), None).expect_err("missing");
+    assert!(e.to_string().contains("nope.png"), "{e}");
+    for (bad, says) in [
+        (
+            "prompt_tokens=8,images=17",
+            "images must be in 1..=16, got 17",
+        ),
+        (
+            "prompt_tokens=8,images=1,image_width=8",
+            "image_width must be in 16..=4096, got 8",
+        ),
+        (
+            "prompt_tokens=8,images=1,image_format=gif",
+            "image_format must be png or jpeg",
+        ),
+        (
+            "prompt_tokens=8,images=1,image_quality=50",
+            "image_quality applies to image_format=jpeg",
+        ),
+        (
+            "prompt_tokens=8,images=1,image_format=jpeg,image_quality=0",
+            "image_quality must be in 1..=100, got 0",
+        ),
+        ("prompt_tokens=8,image_width=64", "image_width"),
+    ] {
+        let e = DataSpec::parse(bad, None).expect_err(bad).to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}

@@ -85,6 +85,17 @@ pub struct MockConfig {
     /// not streamed), the rest in `content`, and `usage.completion_tokens_details.
     /// reasoning_tokens` says how many. Completions and TGI responses never reason. Default 0.
     pub reasoning_tokens: u32,
+    /// Pooling requests (`/v1/embeddings`, `/v1/rerank`, `/rerank`, `/v2/rerank`): fixed part
+    /// of a request's service time, in milliseconds. Default 1.
+    pub pool_base_ms: f64,
+    /// Pooling requests: service time added per input (embeddings input, rerank document), in
+    /// milliseconds. Default 0.2.
+    pub pool_per_input_ms: f64,
+    /// Pooling requests: input tokens encoded per second; 0 means input length costs nothing.
+    /// Default 100000.
+    pub pool_token_rate: f64,
+    /// Length of every embedding vector returned. Default 16.
+    pub embedding_dim: u32,
     /// Fault injection. Default: none.
     pub faults: Faults,
 }
@@ -149,6 +160,10 @@ impl Default for MockConfig {
             record_requests: false,
             strict: false,
             reasoning_tokens: 0,
+            pool_base_ms: 1.0,
+            pool_per_input_ms: 0.2,
+            pool_token_rate: 100_000.0,
+            embedding_dim: 16,
             faults: Faults::default(),
         }
     }
@@ -177,8 +192,24 @@ impl MockConfig {
             step_per_seq_ms: 0.0,
             prefill_overhead_ms: 0.0,
             prefill_rate: 0.0,
+            pool_base_ms: 0.0,
+            pool_per_input_ms: 0.0,
+            pool_token_rate: 0.0,
             ..Self::default()
         }
+    }
+
+    /// The closed-form service time of a pooling request of `inputs` inputs and `tokens` input
+    /// tokens (docs/simulator.md): `pool_base_ms + pool_per_input_ms * inputs + 1000 * tokens /
+    /// pool_token_rate` milliseconds (the last term 0 when the rate is 0).
+    pub fn pool_service(&self, inputs: u32, tokens: u32) -> std::time::Duration {
+        let per_token = if self.pool_token_rate > 0.0 {
+            1000.0 * f64::from(tokens) / self.pool_token_rate
+        } else {
+            0.0
+        };
+        let ms = self.pool_base_ms + self.pool_per_input_ms * f64::from(inputs) + per_token;
+        std::time::Duration::from_secs_f64((ms / 1000.0).max(0.0))
     }
 
     /// Reads a YAML or JSON config file (JSON when the name ends in `.json`, YAML otherwise).
@@ -242,11 +273,17 @@ impl MockConfig {
                 ),
             ));
         }
+        if self.embedding_dim == 0 {
+            return Err(invalid("embedding_dim", "must be at least 1"));
+        }
         for (field, v) in [
             ("step_base_ms", self.step_base_ms),
             ("step_per_seq_ms", self.step_per_seq_ms),
             ("prefill_overhead_ms", self.prefill_overhead_ms),
             ("prefill_rate", self.prefill_rate),
+            ("pool_base_ms", self.pool_base_ms),
+            ("pool_per_input_ms", self.pool_per_input_ms),
+            ("pool_token_rate", self.pool_token_rate),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(invalid(
@@ -260,6 +297,8 @@ impl MockConfig {
             ("step_base_ms", self.step_base_ms),
             ("step_per_seq_ms", self.step_per_seq_ms),
             ("prefill_overhead_ms", self.prefill_overhead_ms),
+            ("pool_base_ms", self.pool_base_ms),
+            ("pool_per_input_ms", self.pool_per_input_ms),
         ] {
             if v > 3_600_000.0 {
                 return Err(invalid(field, format!("{v} ms is more than an hour")));

@@ -38,6 +38,7 @@ use std::path::PathBuf;
 pub use config::{Faults, MockConfig};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
+pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};
 pub use server::MockServer;
 
 /// Everything that can go wrong starting the simulator.

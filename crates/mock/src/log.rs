@@ -70,6 +70,20 @@ pub struct RequestLogEntry {
     pub faults: Vec<FaultRecord>,
     /// How the response ended.
     pub end: EndKind,
+    /// Pooling requests: the inputs (embeddings inputs, rerank documents) the request carried;
+    /// 0 for generation requests.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inputs: u32,
+    /// Pooling requests: the reply was handed to the connection (Unix ns), after the request's
+    /// closed-form service time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_unix_ns: Option<u64>,
+    /// Chat requests with images: the images (`image_url` parts) in the prompt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: u32,
+    /// Their prompt tokens (part of `prompt_tokens`): `ceil(w / 28) * ceil(h / 28) + 2` each.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub image_tokens: u32,
     /// In-process only: arrival.
     #[serde(skip)]
     pub arrival: Option<Instant>,
@@ -79,6 +93,10 @@ pub struct RequestLogEntry {
     /// In-process only: last token written.
     #[serde(skip)]
     pub last_token: Option<Instant>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Maps instants to Unix nanoseconds through one anchor.

@@ -10,6 +10,9 @@ use bytes::Bytes;
 
 use crate::faults::{FaultPlan, Terminal};
 
+mod responses;
+pub(crate) use responses::{responses_full, responses_stream};
+
 /// One output word: a single token of the tokenizer, JSON-escaped, with its token id.
 #[derive(Debug, Clone)]
 pub(crate) struct Word {

@@ -17,6 +17,7 @@ pub(crate) enum Api {
     Chat,
     TgiStream,
     Tgi,
+    Responses,
 }
 
 impl Api {
@@ -26,7 +27,13 @@ impl Api {
             Api::Chat => "/v1/chat/completions",
             Api::TgiStream => "/generate_stream",
             Api::Tgi => "/generate",
+            Api::Responses => "/v1/responses",
         }
+    }
+
+    /// Whether its responses carry the configured reasoning phase (chat and Responses).
+    pub(crate) fn reasons(self) -> bool {
+        matches!(self, Api::Chat | Api::Responses)
     }
 
     pub(crate) fn is_tgi(self) -> bool {
@@ -48,6 +55,18 @@ pub(crate) struct Parsed {
     pub details: bool,
     /// The prompt's token ids (message contents in order), when [`Limits::prompt_ids`] asks.
     pub ids: Vec<u32>,
+    /// Images in the prompt (chat `image_url` parts).
+    pub images: u32,
+    /// Their prompt tokens ([`image_tokens`]), part of `prompt_tokens`.
+    pub image_tokens: u32,
+}
+
+/// What a list of messages holds: all prompt tokens (text and images), images, image tokens.
+#[derive(Debug, Default, Clone, Copy)]
+struct MessageTokens {
+    tokens: u32,
+    images: u32,
+    image_tokens: u32,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +106,41 @@ enum Content<'a> {
 struct Part<'a> {
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
+    /// Chat: `{"type": "image_url", "image_url": {"url": ...}}`.
+    #[serde(borrow, default)]
+    image_url: Option<ImageRef<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ImageRef<'a> {
+    #[serde(borrow)]
+    url: Cow<'a, str>,
+}
+
+/// Side of the square patch one image token covers, in pixels.
+pub const IMAGE_PATCH: u32 = 28;
+/// Prompt tokens every image costs on top of its patches (its start and end markers).
+pub const IMAGE_EXTRA_TOKENS: u32 = 2;
+
+/// The prompt tokens of a `width` x `height` image: `ceil(width / 28) * ceil(height / 28) + 2`
+/// (docs/simulator.md, "Images").
+pub fn image_tokens(width: u32, height: u32) -> u32 {
+    width.div_ceil(IMAGE_PATCH) * height.div_ceil(IMAGE_PATCH) + IMAGE_EXTRA_TOKENS
+}
+
+/// The size of the image of a `data:` URL; other URLs are refused (the simulator fetches
+/// nothing).
+fn data_url_size(url: &str) -> Result<(u32, u32), String> {
+    use base64::Engine as _;
+    let payload = url
+        .strip_prefix("data:")
+        .and_then(|r| r.split_once(";base64,"))
+        .map(|(_, p)| p)
+        .ok_or("the simulator takes images as data: URLs (base64) only")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(payload)
+        .map_err(|e| format!("an image data: URL is not base64: {e}"))?;
+    bench_core::image_size(&bytes).ok_or_else(|| "an image is not a PNG or JPEG".to_string())
 }
 
 #[derive(Deserialize)]
@@ -105,6 +159,23 @@ struct ChatRequest<'a> {
     ignore_eos: Option<bool>,
     stream: Option<bool>,
     stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ResponsesInput<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Messages(#[serde(borrow)] Vec<Message<'a>>),
+}
+
+#[derive(Deserialize)]
+struct ResponsesRequest<'a> {
+    #[serde(borrow)]
+    input: ResponsesInput<'a>,
+    max_output_tokens: Option<u32>,
+    min_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -190,7 +261,7 @@ fn unknown_field(api: Api, body: &[u8]) -> Result<(), String> {
     let known = match api {
         Api::Completions => OPENAI_COMPLETIONS_FIELDS,
         Api::Chat => OPENAI_CHAT_FIELDS,
-        Api::TgiStream | Api::Tgi => return Ok(()),
+        Api::TgiStream | Api::Tgi | Api::Responses => return Ok(()),
     };
     let v: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
@@ -296,6 +367,7 @@ pub(crate) fn parse(
             completion(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?
         }
         Api::Chat => chat(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
+        Api::Responses => responses(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
         Api::TgiStream | Api::Tgi => tgi(
             api,
             serde_json::from_slice(body).map_err(json)?,
@@ -341,6 +413,8 @@ impl OpenAiShared {
             ignore_eos: self.ignore_eos.unwrap_or(false),
             details: false,
             ids: Vec::new(),
+            images: 0,
+            image_tokens: 0,
         }
     }
 }
@@ -374,25 +448,38 @@ fn completion(
     Ok(shared.parsed(prompt_tokens, r.max_tokens, limits))
 }
 
-fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parsed, String> {
-    if r.messages.is_empty() {
-        return Err("`messages` must not be empty".into());
-    }
-    // Counted as the loader counts: the message contents, without a chat template.
-    let mut prompt_tokens = 0u32;
-    for msg in &r.messages {
+/// The prompt tokens of a list of messages, counted as the loader counts: the message
+/// contents, without a chat template.
+fn message_tokens(messages: &[Message<'_>], m: &mut Measure<'_>) -> Result<MessageTokens, String> {
+    let mut c = MessageTokens::default();
+    for msg in messages {
         match &msg.content {
             None => {}
-            Some(Content::Text(t)) => prompt_tokens = prompt_tokens.saturating_add(m.text(t)),
+            Some(Content::Text(t)) => c.tokens = c.tokens.saturating_add(m.text(t)),
             Some(Content::Parts(parts)) => {
                 for p in parts {
                     if let Some(t) = &p.text {
-                        prompt_tokens = prompt_tokens.saturating_add(m.text(t));
+                        c.tokens = c.tokens.saturating_add(m.text(t));
+                    }
+                    if let Some(img) = &p.image_url {
+                        let (w, h) = data_url_size(&img.url)?;
+                        let n = image_tokens(w, h);
+                        c.images += 1;
+                        c.image_tokens = c.image_tokens.saturating_add(n);
+                        c.tokens = c.tokens.saturating_add(n);
                     }
                 }
             }
         }
     }
+    Ok(c)
+}
+
+fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parsed, String> {
+    if r.messages.is_empty() {
+        return Err("`messages` must not be empty".into());
+    }
+    let c = message_tokens(&r.messages, m)?;
     let shared = OpenAiShared {
         stream: r.stream,
         stream_options: r.stream_options,
@@ -400,7 +487,34 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
         ignore_eos: r.ignore_eos,
     };
     let limit = r.max_completion_tokens.or(r.max_tokens);
-    Ok(shared.parsed(prompt_tokens, limit, limits))
+    let mut p = shared.parsed(c.tokens, limit, limits);
+    (p.images, p.image_tokens) = (c.images, c.image_tokens);
+    Ok(p)
+}
+
+/// `/v1/responses`: `input` a string or a list of messages; the usage always comes with the
+/// final event (no `stream_options`).
+fn responses(
+    r: ResponsesRequest<'_>,
+    m: &mut Measure<'_>,
+    limits: Limits,
+) -> Result<Parsed, String> {
+    let prompt_tokens = match &r.input {
+        ResponsesInput::Text(t) => m.text(t),
+        ResponsesInput::Messages(v) if v.is_empty() => {
+            return Err("`input` must not be empty".into())
+        }
+        ResponsesInput::Messages(v) => message_tokens(v, m)?.tokens,
+    };
+    let shared = OpenAiShared {
+        stream: r.stream,
+        stream_options: None,
+        min_tokens: r.min_tokens,
+        ignore_eos: r.ignore_eos,
+    };
+    let mut p = shared.parsed(prompt_tokens, r.max_output_tokens, limits);
+    p.include_usage = true;
+    Ok(p)
 }
 
 fn tgi(api: Api, r: TgiRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Parsed {
@@ -414,6 +528,8 @@ fn tgi(api: Api, r: TgiRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Pars
         ignore_eos: params.ignore_eos.unwrap_or(false),
         details: params.details.unwrap_or(false),
         ids: Vec::new(),
+        images: 0,
+        image_tokens: 0,
     }
 }
 
@@ -528,5 +644,16 @@ mod tests {
         let p = parse(Api::Tgi, br#"{"inputs":"x"}"#, tok, L).expect("ok");
         assert!(!p.stream && !p.details);
         assert_eq!(p.limit, 16);
+    }
+
+    #[test]
+    fn images_cost_their_closed_form_and_only_data_urls_are_taken() {
+        assert_eq!(image_tokens(28, 28), 1 + IMAGE_EXTRA_TOKENS);
+        assert_eq!(image_tokens(29, 1), 2 + IMAGE_EXTRA_TOKENS);
+        assert_eq!(image_tokens(512, 512), 19 * 19 + IMAGE_EXTRA_TOKENS);
+        let body = br#"{"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]}"#;
+        let tok = PromptCounter::new(bench_tokenizer::Tokenizer::builtin());
+        let e = parse(Api::Chat, body, &tok, L).expect_err("a remote URL");
+        assert!(e.contains("data: URLs"), "{e}");
     }
 }

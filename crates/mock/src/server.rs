@@ -33,6 +33,8 @@ use crate::render::{self, CachedUsage, Ctx, EventCycle, Oai, Words};
 use crate::request::{self, Api, Limits};
 use crate::{tls, Error, MockConfig};
 
+mod pooling;
+
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 << 20;
 
@@ -66,6 +68,8 @@ pub(crate) struct State {
     log: Option<Arc<RequestLog>>,
     next_id: AtomicU64,
     limits: Limits,
+    /// Pooling requests in service at once (`max_batch`); the rest wait, first come first served.
+    pool_slots: tokio::sync::Semaphore,
 }
 
 impl MockServer {
@@ -122,6 +126,7 @@ impl MockServer {
         let scheme = if config.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let model = config.model.clone();
+        let max_batch = config.max_batch as usize;
         let limits = Limits {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
@@ -143,6 +148,7 @@ impl MockServer {
             log,
             next_id: AtomicU64::new(0),
             limits,
+            pool_slots: tokio::sync::Semaphore::new(max_batch),
         });
         let stop = CancellationToken::new();
         let accept = tokio::spawn(accept_loop(
@@ -406,6 +412,7 @@ async fn handle(
     let api = match req.uri().path() {
         "/v1/completions" => Some(Api::Completions),
         "/v1/chat/completions" => Some(Api::Chat),
+        "/v1/responses" => Some(Api::Responses),
         "/generate_stream" => Some(Api::TgiStream),
         "/generate" => Some(Api::Tgi),
         _ => None,
@@ -419,6 +426,16 @@ async fn handle(
             );
         }
         return generate(state, conn, req, api).await;
+    }
+    if let Some(api) = pooling::route(req.uri().path()) {
+        if req.method() != Method::POST {
+            return error_response(
+                None,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed: use POST",
+            );
+        }
+        return pooling::serve(state, req, api).await;
     }
     let path = req.uri().path();
     let get = req.method() == Method::GET;
@@ -493,7 +510,10 @@ async fn generate(
     let arrival = Instant::now();
     let http1 = req.version() <= Version::HTTP_11;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let mut log = pending_log(state, id, api, arrival);
+    let mut log = pending_log(state, id, api.path(), arrival);
+    if let Some(l) = &mut log.0 {
+        l.entry.stream = api == Api::TgiStream;
+    }
     let body = match read_body(req).await {
         Ok(b) => b,
         Err((status, msg)) => return fail(state, api, log.take(), status, &msg),
@@ -522,7 +542,9 @@ async fn generate(
         l.entry.stream = p.stream;
         l.entry.prompt_tokens = p.prompt_tokens;
         l.entry.planned_tokens = tokens;
-        if api == Api::Chat {
+        l.entry.images = p.images;
+        l.entry.image_tokens = p.image_tokens;
+        if api.reasons() {
             l.entry.reasoning_tokens = cfg.reasoning_tokens.min(tokens);
         }
         l.entry.faults = plan.records(p.stream);
@@ -545,7 +567,7 @@ async fn generate(
         tokens,
         finish_length: tokens == p.limit,
         prompt_tokens: p.prompt_tokens,
-        reasoning: if api == Api::Chat {
+        reasoning: if api.reasons() {
             cfg.reasoning_tokens.min(tokens)
         } else {
             0
@@ -583,13 +605,13 @@ struct Answer<'a> {
 }
 
 /// The request log entry of a request arriving now (nothing without `--log-requests`).
-fn pending_log(state: &State, id: u64, api: Api, arrival: Instant) -> PendingLog {
+fn pending_log(state: &State, id: u64, endpoint: &str, arrival: Instant) -> PendingLog {
     PendingLog(state.log.as_ref().map(|sink| {
         Box::new(LogState {
             entry: RequestLogEntry {
                 id,
-                endpoint: api.path().to_string(),
-                stream: api == Api::TgiStream,
+                endpoint: endpoint.to_string(),
+                stream: false,
                 status: 200,
                 prompt_tokens: 0,
                 planned_tokens: 0,
@@ -605,6 +627,10 @@ fn pending_log(state: &State, id: u64, api: Api, arrival: Instant) -> PendingLog
                 arrival: Some(arrival),
                 first_token: None,
                 last_token: None,
+                inputs: 0,
+                reply_unix_ns: None,
+                images: 0,
+                image_tokens: 0,
             },
             sink: sink.clone(),
         })
@@ -632,19 +658,38 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, (StatusCode, String)
 fn fail(
     state: &State,
     api: Api,
-    mut log: Option<Box<LogState>>,
+    log: Option<Box<LogState>>,
     status: StatusCode,
     msg: &str,
+) -> Response<MockBody> {
+    if api.is_tgi() {
+        let body = render::tgi_error(status.as_u16(), msg);
+        fail_with(state, log, status, body)
+    } else {
+        fail_plain(state, log, status, msg)
+    }
+}
+
+/// An error answer in OpenAI's format, counted and logged with its status.
+fn fail_plain(
+    state: &State,
+    log: Option<Box<LogState>>,
+    status: StatusCode,
+    msg: &str,
+) -> Response<MockBody> {
+    fail_with(state, log, status, render::oai_error(status.as_u16(), msg))
+}
+
+fn fail_with(
+    state: &State,
+    mut log: Option<Box<LogState>>,
+    status: StatusCode,
+    body: Bytes,
 ) -> Response<MockBody> {
     state.metrics.count_status(status.as_u16());
     if let Some(l) = &mut log {
         l.entry.status = status.as_u16();
     }
-    let body = if api.is_tgi() {
-        render::tgi_error(status.as_u16(), msg)
-    } else {
-        render::oai_error(status.as_u16(), msg)
-    };
     response(status, "application/json", MockBody::full(body, 0, log))
 }
 
@@ -688,6 +733,7 @@ fn stream_response(
             Some(&state.chat_cycle),
         ),
         Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
+        Api::Responses => render::responses_stream(ctx, plan, timed),
     };
     let gate = match &state.engine {
         Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens, a.blocks)),
@@ -733,6 +779,7 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
         Api::Completions => render::oai_full(Oai::Completions, &ctx),
         Api::Chat => render::oai_full(Oai::Chat, &ctx),
         Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
+        Api::Responses => render::responses_full(&ctx),
     };
     response(
         StatusCode::OK,

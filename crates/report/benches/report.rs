@@ -35,6 +35,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
                 cached_tokens: None,
                 session: None,
                 reasoning: None,
+                images: None,
                 id: i as u64,
                 scheduled: t0,
                 slot: t0,

@@ -103,6 +103,16 @@ pub fn lower_bound_words(c: &Capacity) -> (&'static str, &'static str) {
     }
 }
 
+/// `, N <unit>` for the capacity's output tokens/s; nothing when the sweep measured none
+/// (embeddings and rerank runs generate no token, so their capacity is in requests/s only).
+pub(crate) fn output_tokens_words(c: &Capacity, unit: &str) -> String {
+    if c.max_output_tokens_per_s.is_finite() {
+        format!(", {:.1} {unit}", c.max_output_tokens_per_s)
+    } else {
+        String::new()
+    }
+}
+
 fn rate(v: Option<f64>) -> String {
     v.map_or("-".into(), |r| format!("{r:.2} req/s"))
 }
@@ -167,8 +177,10 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
         (
             "Maximum sustained throughput".to_string(),
             format!(
-                "{before}{:.2} req/s{sure}, {:.1} output tok/s (measured by {}){after}",
-                c.max_requests_per_s, c.max_output_tokens_per_s, c.max_measured_by
+                "{before}{:.2} req/s{sure}{} (measured by {}){after}",
+                c.max_requests_per_s,
+                output_tokens_words(c, "output tok/s"),
+                c.max_measured_by
             ),
         ),
         (

@@ -114,7 +114,7 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
 
 /// The CSV's first columns: the row's provenance (run, target, model, backend, data, load
 /// kind, benchmark), its timing, counts and rates.
-const BASE_COLUMNS: [&str; 35] = [
+const BASE_COLUMNS: [&str; 36] = [
     "run_id",
     "created",
     "target",
@@ -143,6 +143,7 @@ const BASE_COLUMNS: [&str; 35] = [
     "output_tokens_errored",
     "requests_per_s",
     "output_tokens_per_s",
+    "input_tokens_per_s",
     "total_tokens_per_s",
     "concurrency",
     "peak_concurrency",
@@ -175,6 +176,7 @@ fn csv_header() -> Vec<String> {
             .map(|s| s.to_string()),
     );
     header.extend(crate::interval::csv_header());
+    header.extend(crate::images::CSV_COLUMNS.iter().map(|s| s.to_string()));
     header
 }
 
@@ -195,6 +197,7 @@ pub fn render_csv(run: &RunReport) -> String {
         );
         row.extend(crate::steady_view::csv_cells(b, num));
         row.extend(crate::interval::csv_cells(b.intervals.as_ref(), num));
+        row.extend(crate::images::csv_cells(b));
         out.push_str(&row.join(","));
         out.push('\n');
     }
@@ -250,6 +253,7 @@ fn base_cells(run: &RunReport, b: &BenchmarkReport) -> Vec<String> {
         b.tokens.output.errored.total.to_string(),
         num(b.rates.requests_per_s),
         num(b.rates.output_tokens_per_s),
+        num(b.rates.input_tokens_per_s),
         num(b.rates.total_tokens_per_s),
         num(b.rates.concurrency),
         b.rates.peak_concurrency.to_string(),

@@ -38,6 +38,7 @@ mod guidellm;
 mod hist;
 mod html;
 mod html_server;
+mod images;
 mod interval;
 mod model;
 mod options;
@@ -65,6 +66,7 @@ pub use files::{
 pub use guidellm::render_guidellm;
 pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
+pub use images::ImageReport;
 pub use interval::{Interval, Intervals, MetricIntervals};
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, Metrics, Rates,

@@ -143,6 +143,10 @@ pub struct BenchmarkReport {
     /// `usage.prompt_tokens_details.cached_tokens`), when any response said so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<crate::CachedTokensReport>,
+    /// The images the benchmark's chat requests sent (docs/metrics.md, "Images"); absent
+    /// without images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::images::ImageReport>,
 }
 
 impl BenchmarkReport {
@@ -295,6 +299,10 @@ pub struct Rates {
     pub requests_per_s: f64,
     /// Output tokens per second.
     pub output_tokens_per_s: f64,
+    /// Prompt (input) tokens per second, `requests_per_s` times the mean prompt tokens: the
+    /// throughput of embeddings and rerank runs, which generate nothing.
+    #[serde(default)]
+    pub input_tokens_per_s: f64,
     /// Prompt plus output tokens per second (a prompt counts when its first token arrived).
     pub total_tokens_per_s: f64,
     /// Time-weighted mean of requests in flight (sent, not yet ended), any status.

@@ -73,13 +73,13 @@ impl BenchmarkMeta {
 pub(crate) struct Compact {
     scheduled: Nanos,
     slot: Nanos,
-    dispatched: Nanos,
-    end: Nanos,
+    pub(crate) dispatched: Nanos,
+    pub(crate) end: Nanos,
     first: Option<Nanos>,
     last: Option<Nanos>,
     prompt_tokens: u32,
     output_tokens: u32,
-    prompt_source: TokenSource,
+    pub(crate) prompt_source: TokenSource,
     output_source: TokenSource,
     pub(crate) status: Status,
     /// The session turn, from 1; 0 for a single request (it fits in the padding).
@@ -386,6 +386,8 @@ pub struct Accumulator {
     sessions: Option<SessionDurations>,
     /// The server's per-request cached prompt tokens, summed.
     cached: crate::cached::CachedTokens,
+    /// The requests that sent images.
+    images: crate::images::ImageLedger,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -402,12 +404,16 @@ impl Accumulator {
             error_samples: BTreeMap::new(),
             sessions: None,
             cached: Default::default(),
+            images: Default::default(),
         }
     }
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
         self.cached.add(&record);
+        if let Some(c) = record.images {
+            self.images.add(self.requests.len(), c);
+        }
         self.requests
             .push(Compact::from_record(&record, &mut self.chunks));
         if let Some(turn) = record.session {
@@ -478,6 +484,7 @@ impl Accumulator {
             &window,
             &self.opts.percentiles,
         );
+        let images = self.images.report(&self.requests, &window);
         let (ws, we) = (window.open, window.close);
         let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
         BenchmarkReport {
@@ -512,6 +519,7 @@ impl Accumulator {
             server_metrics: None,
             sessions,
             cached_tokens: self.cached.report(),
+            images,
         }
     }
 }
@@ -884,6 +892,7 @@ impl<'a> Pass<'a> {
         Rates {
             requests_per_s: steady.requests_per_s,
             output_tokens_per_s: steady.output_tokens_per_s,
+            input_tokens_per_s: steady.input_tokens_per_s,
             total_tokens_per_s: steady.total_tokens_per_s,
             concurrency: if window_ns > 0 {
                 self.busy_ns as f64 / window_ns as f64
@@ -976,6 +985,7 @@ mod tests {
             cached_tokens: None,
             session: None,
             reasoning: None,
+            images: None,
             id: 0,
             scheduled: dispatched_ms * MS,
             slot: dispatched_ms * MS,

@@ -173,6 +173,7 @@ mod tests {
         RequestRecord {
             cached_tokens: None,
             reasoning: None,
+            images: None,
             id: 0,
             scheduled: at_ms * MS,
             slot: at_ms * MS,

@@ -87,6 +87,7 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
         centered(t, '-')
     }));
     out.push_str(&crate::turns_view::vllm_section(b, |t| centered(t, '-')));
+    out.push_str(&crate::images::vllm_section(b, |t| centered(t, '-')));
     out.push_str(&crate::server::vllm_section(b, |t| centered(t, '-')));
     let _ = writeln!(out, "{}", "=".repeat(50));
     if let Some(line) = crate::steady_view::vllm_line(b) {
@@ -121,6 +122,14 @@ fn totals_lines(out: &mut String, b: &BenchmarkReport, current: bool) {
         b.tokens.output.completed.total,
     );
     line_f(out, "Request throughput (req/s):", b.rates.requests_per_s);
+    if generated_nothing(b) {
+        // Embeddings and rerank: the input is the work.
+        line_f(
+            out,
+            "Input token throughput (tok/s):",
+            b.rates.input_tokens_per_s,
+        );
+    }
     if let Some(g) = &b.goodput {
         line_f(out, "Request goodput (req/s):", g.per_s);
     }
@@ -146,6 +155,12 @@ fn totals_lines(out: &mut String, b: &BenchmarkReport, current: bool) {
         "Total Token throughput (tok/s):",
         b.rates.total_tokens_per_s,
     );
+}
+
+/// A benchmark that completed requests with input but generated no token (embeddings,
+/// rerank): its console shows the input token throughput.
+fn generated_nothing(b: &BenchmarkReport) -> bool {
+    b.tokens.output.completed.total == 0 && b.tokens.prompt.completed.total > 0
 }
 
 /// A section per metric of `--percentile-metrics`: its mean, median and each percentile.

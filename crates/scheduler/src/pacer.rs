@@ -413,6 +413,7 @@ pub(crate) fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>
         cached_tokens: None,
         session: None,
         reasoning: None,
+        images: None,
         id: d.id,
         scheduled: d.scheduled,
         slot: d.slot,

@@ -161,7 +161,10 @@ impl<B: Backend> Scheduler<B> {
             // the latency figures.
             let reading = Reading {
                 requests_per_s: outcome.rates.requests_per_s,
-                output_tokens_per_s: Some(outcome.rates.output_tokens_per_s),
+                // A benchmark that generated nothing (embeddings, rerank) is compared by
+                // its requests/s.
+                output_tokens_per_s: Some(outcome.rates.output_tokens_per_s)
+                    .filter(|&t| t > 0.0 || outcome.rates.requests_per_s == 0.0),
                 slo_met: observer.slo_met(index),
             };
             tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");

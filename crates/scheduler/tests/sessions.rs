@@ -24,6 +24,8 @@ fn sessions() -> impl Iterator<Item = Work> + Send + 'static {
         prompt_tokens: 5,
         output_tokens: Some(4),
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
     };
     let conv = Arc::new(ConversationSpec {
         system: "sys".into(),

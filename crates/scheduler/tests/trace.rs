@@ -24,6 +24,8 @@ fn rows() -> Vec<RequestSpec> {
             prompt_tokens: 5,
             output_tokens: Some(2),
             at: Some(ms * MS),
+            batch: Vec::new(),
+            images: Vec::new(),
         })
         .collect()
 }

@@ -72,6 +72,8 @@ async fn run(http2: bool) {
             prompt_tokens: 1,
             output_tokens: Some(CHUNKS as u32),
             at: None,
+            batch: Vec::new(),
+            images: Vec::new(),
         };
         let r = w.send(spec, d, CancellationToken::new()).await;
         assert_eq!(r.outcome, Outcome::Completed);

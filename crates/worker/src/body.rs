@@ -97,10 +97,14 @@ impl Urls {
                 }
             }
             None => match cfg.backend {
-                BackendKind::OpenAiCompletions | BackendKind::OpenAiChat => {
-                    format!("{api}{}", cfg.backend.default_path())
+                BackendKind::OpenAiCompletions
+                | BackendKind::OpenAiChat
+                | BackendKind::OpenAiResponses
+                | BackendKind::OpenAiEmbeddings
+                | BackendKind::Rerank => format!("{api}{}", cfg.backend.default_path()),
+                BackendKind::Tgi | BackendKind::CohereRerank => {
+                    format!("{root}{}", cfg.backend.default_path())
                 }
-                BackendKind::Tgi => format!("{root}{}", cfg.backend.default_path()),
             },
         };
         let mk = |path: &str| join(scheme, &authority, path, query).map_err(|e| bad(&e));
@@ -147,7 +151,28 @@ struct CompletionsBody<'a> {
 #[derive(Serialize)]
 struct Message<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+/// A message's content: its text, or (a chat prompt with images) a list of parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+/// A content part: the text, then one `image_url` part per image.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: &'a str,
 }
 
 #[derive(Serialize)]
@@ -171,6 +196,40 @@ struct TgiParameters {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_new_tokens: Option<u32>,
     details: bool,
+}
+
+/// `/v1/responses`: the conversation as an `input` list of messages (one user message for a
+/// single request), the output limit as `max_output_tokens`. No `stream_options`: the final
+/// `response.completed` event always carries the usage.
+#[derive(Serialize)]
+struct ResponsesBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    input: &'a [Message<'a>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u32>,
+}
+
+/// `/v1/embeddings`: every input of the request, in order.
+#[derive(Serialize)]
+struct EmbeddingsBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    input: Vec<&'a str>,
+}
+
+/// `/v1/rerank` and `/v2/rerank`: the first input is the query, the others the documents.
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    query: &'a str,
+    documents: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -272,9 +331,24 @@ impl BodyBuilder {
 
     /// The body for `spec`, `model` included when known.
     pub(crate) fn build(&self, model: Option<&str>, spec: &RequestSpec) -> Bytes {
+        if self.backend.pooling() {
+            return self.build_pooling(model, spec);
+        }
+        if !spec.images.is_empty() && self.backend == BackendKind::OpenAiChat {
+            let parts = std::iter::once(Part::Text { text: &spec.prompt })
+                .chain(spec.images.iter().map(|i| Part::ImageUrl {
+                    image_url: ImageUrl { url: &i.url },
+                }))
+                .collect();
+            let messages = [Message {
+                role: "user",
+                content: Content::Parts(parts),
+            }];
+            return self.build_with(model, spec, &messages);
+        }
         let messages = [Message {
             role: "user",
-            content: &spec.prompt,
+            content: Content::Text(&spec.prompt),
         }];
         self.build_with(model, spec, &messages)
     }
@@ -285,14 +359,33 @@ impl BodyBuilder {
     pub(crate) fn build_turn(&self, model: Option<&str>, turn: &TurnRequest) -> Bytes {
         let flat = turn.flattened();
         let messages: Vec<Message<'_>> = match self.backend {
-            BackendKind::OpenAiChat => turn
+            BackendKind::OpenAiChat | BackendKind::OpenAiResponses => turn
                 .messages()
                 .into_iter()
-                .map(|(role, content)| Message { role, content })
+                .map(|(role, content)| Message {
+                    role,
+                    content: Content::Text(content),
+                })
                 .collect(),
             _ => Vec::new(),
         };
         self.build_with(model, &flat, &messages)
+    }
+
+    /// An embeddings or rerank body: no stream, no output length.
+    fn build_pooling(&self, model: Option<&str>, spec: &RequestSpec) -> Bytes {
+        let batch = spec.batch.iter().map(|s| &**s);
+        match self.backend {
+            BackendKind::Rerank | BackendKind::CohereRerank => self.finish(&RerankBody {
+                model,
+                query: &spec.prompt,
+                documents: batch.collect(),
+            }),
+            _ => self.finish(&EmbeddingsBody {
+                model,
+                input: std::iter::once(&*spec.prompt).chain(batch).collect(),
+            }),
+        }
     }
 
     fn build_with(
@@ -328,6 +421,14 @@ impl BodyBuilder {
                 ignore_eos,
                 min_tokens,
             }),
+            BackendKind::OpenAiResponses => self.finish(&ResponsesBody {
+                model,
+                input: messages,
+                max_output_tokens: out,
+                stream,
+                ignore_eos,
+                min_tokens,
+            }),
             BackendKind::Tgi => self.finish(&TgiBody {
                 inputs: &spec.prompt,
                 parameters: TgiParameters {
@@ -336,6 +437,9 @@ impl BodyBuilder {
                 },
                 stream: true,
             }),
+            BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
+                self.build_pooling(model, spec)
+            }
         }
     }
 
@@ -373,6 +477,8 @@ mod tests {
             prompt_tokens: 4,
             output_tokens: out,
             at: None,
+            batch: Vec::new(),
+            images: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@ mod body;
 mod client;
 mod fastjson;
 mod h1;
+mod pooling;
 mod silence;
 pub mod sse;
 mod stream;
@@ -43,14 +44,42 @@ pub enum BackendKind {
     /// Hugging Face TGI's native `POST /generate_stream`.
     #[serde(rename = "tgi")]
     Tgi,
+    /// OpenAI `POST /v1/responses`: the prompt as `input`, a session's history as an `input`
+    /// list of messages; streamed as typed events (`response.output_text.delta`, ...).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// OpenAI `POST /v1/embeddings`: the request's inputs as the `input` list, one JSON reply
+    /// holding a vector per input.
+    #[serde(rename = "openai-embeddings")]
+    OpenAiEmbeddings,
+    /// vLLM's (and llama.cpp's, Jina's) `POST /v1/rerank`: `query` and `documents`, one JSON
+    /// reply with a scored result per document.
+    #[serde(rename = "rerank")]
+    Rerank,
+    /// Cohere's `POST /v2/rerank` (at the server's root, not under `/v1`); the body is the
+    /// same as [`BackendKind::Rerank`]'s, the reply's token count is in `meta`.
+    #[serde(rename = "cohere-rerank")]
+    CohereRerank,
 }
 
 impl BackendKind {
     /// Every backend, in the order `--help` lists them.
-    pub const ALL: [BackendKind; 3] = [
+    pub const ALL: [BackendKind; 7] = [
         BackendKind::OpenAiCompletions,
         BackendKind::OpenAiChat,
         BackendKind::Tgi,
+        BackendKind::OpenAiResponses,
+        BackendKind::OpenAiEmbeddings,
+        BackendKind::Rerank,
+        BackendKind::CohereRerank,
+    ];
+
+    /// The generative backends, whose replies are streamed token by token.
+    pub const GENERATIVE: [BackendKind; 4] = [
+        BackendKind::OpenAiCompletions,
+        BackendKind::OpenAiChat,
+        BackendKind::Tgi,
+        BackendKind::OpenAiResponses,
     ];
 
     /// The command-line name (`openai-completions`, `openai-chat`, `tgi`).
@@ -59,6 +88,27 @@ impl BackendKind {
             BackendKind::OpenAiCompletions => "openai-completions",
             BackendKind::OpenAiChat => "openai-chat",
             BackendKind::Tgi => "tgi",
+            BackendKind::OpenAiResponses => "openai-responses",
+            BackendKind::OpenAiEmbeddings => "openai-embeddings",
+            BackendKind::Rerank => "rerank",
+            BackendKind::CohereRerank => "cohere-rerank",
+        }
+    }
+
+    /// A pooling API (embeddings, rerank): nothing is generated, the reply is one JSON
+    /// document, and a request may carry several inputs ([`bench_core::RequestSpec::batch`]).
+    pub fn pooling(self) -> bool {
+        matches!(
+            self,
+            BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank
+        )
+    }
+
+    /// Least inputs per request: a rerank request needs its query and at least one document.
+    pub fn min_inputs(self) -> u32 {
+        match self {
+            BackendKind::Rerank | BackendKind::CohereRerank => 2,
+            _ => 1,
         }
     }
 
@@ -69,6 +119,10 @@ impl BackendKind {
             BackendKind::OpenAiCompletions => "/completions",
             BackendKind::OpenAiChat => "/chat/completions",
             BackendKind::Tgi => "/generate_stream",
+            BackendKind::OpenAiResponses => "/responses",
+            BackendKind::OpenAiEmbeddings => "/embeddings",
+            BackendKind::Rerank => "/rerank",
+            BackendKind::CohereRerank => "/v2/rerank",
         }
     }
 }
@@ -255,14 +309,14 @@ pub fn is_open_file_limit(message: &str) -> bool {
 pub enum Error {
     /// Non-streaming mode asked of a backend that has none here (TGI).
     #[error(
-        "--no-stream works with the openai-completions and openai-chat backends, not {backend}"
+        "--no-stream works with the openai-completions, openai-chat and openai-responses backends, not {backend}"
     )]
     NoStream {
         /// The backend.
         backend: BackendKind,
     },
     /// `--backend` named no known backend.
-    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi")]
+    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi, openai-responses, openai-embeddings, rerank, cohere-rerank")]
     UnknownBackend {
         /// What was given.
         name: String,

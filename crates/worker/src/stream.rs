@@ -19,6 +19,8 @@ use crate::sse::{SseEvent, SseParser};
 use crate::think::ThinkTags;
 use crate::BackendKind;
 
+mod responses;
+
 /// Longest server-provided message kept in an outcome.
 pub(crate) const EXCERPT_BYTES: usize = 512;
 
@@ -63,6 +65,12 @@ pub(crate) struct StreamState {
     /// Of those, events read through the template of the previous ones.
     templated: u64,
     template: fastjson::Template,
+    /// Inputs of the request (pooling backends check the reply's vector or result count).
+    pub(crate) inputs: usize,
+    /// A pooling reply's vectors or results.
+    pub(crate) pooled: Option<u32>,
+    /// `/v1/responses` events of unknown types, ignored.
+    pub(crate) ignored_events: u32,
 }
 
 #[derive(Deserialize)]
@@ -206,6 +214,9 @@ impl StreamState {
             scanned: 0,
             templated: 0,
             template: fastjson::Template::default(),
+            inputs: 1,
+            pooled: None,
+            ignored_events: 0,
         }
     }
 
@@ -336,6 +347,14 @@ impl StreamState {
                 self.on_openai(data, at)
             }
             BackendKind::Tgi => self.on_tgi(data, at),
+            BackendKind::OpenAiResponses => self.on_responses(data, at),
+            BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
+                let reply = crate::pooling::read(self.backend, data, self.inputs)?;
+                self.pooled = Some(reply.items);
+                self.usage_prompt = reply.prompt_tokens;
+                self.finished = true;
+                Ok(Flow::Done)
+            }
         }
     }
 
@@ -591,6 +610,12 @@ impl StreamRecorder {
     /// `<think>` to `</think>` is reasoning. Off by default.
     pub fn with_think_tags(mut self, enabled: bool) -> Self {
         self.state.think = enabled.then(Box::default);
+        self
+    }
+
+    /// The request carried `inputs` inputs (pooling backends: the reply must answer each).
+    pub fn with_inputs(mut self, inputs: usize) -> Self {
+        self.state.inputs = inputs;
         self
     }
 

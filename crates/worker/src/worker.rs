@@ -50,6 +50,8 @@ struct Inner {
     /// Requests resent because the server closed their connection unanswered (shared by
     /// clones, like the connections).
     resent: Arc<AtomicU64>,
+    /// `/v1/responses` events of unknown types, ignored (shared by clones).
+    ignored: Arc<AtomicU64>,
     /// Cleartext HTTP/1.1 targets: connections driven by the requests themselves.
     h1: Option<Arc<h1::H1Pool>>,
     /// Connection failures since the last request that got an answer (all requests).
@@ -106,7 +108,12 @@ fn deadline(from: Instant, d: Duration) -> Instant {
 fn header_map(cfg: &WorkerConfig) -> Result<HeaderMap, Error> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    let accept = if cfg.backend.pooling() {
+        "application/json"
+    } else {
+        "text/event-stream"
+    };
+    h.insert(ACCEPT, HeaderValue::from_static(accept));
     if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.trim().is_empty()) {
         let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
             Error::InvalidHeader {
@@ -168,9 +175,11 @@ impl Worker {
                 timeouts: config.timeouts,
                 model,
                 counter: None,
-                stream: config.stream,
+                // Embeddings and rerank replies are never streamed.
+                stream: config.stream && !config.backend.pooling(),
                 think_tags: config.think_tags,
                 resent: Arc::new(AtomicU64::new(0)),
+                ignored: Arc::new(AtomicU64::new(0)),
                 h1,
                 connect_failures: AtomicU64::new(0),
                 silent: Arc::default(),
@@ -183,6 +192,12 @@ impl Worker {
     /// answering (a kept-alive connection it had already decided to close). Shared by clones.
     pub fn resent_requests(&self) -> u64 {
         self.inner.resent.load(Ordering::Relaxed)
+    }
+
+    /// How many `/v1/responses` events of types bench does not know were ignored so far
+    /// (docs/backends.md, "Responses"). Shared by clones.
+    pub fn ignored_events(&self) -> u64 {
+        self.inner.ignored.load(Ordering::Relaxed)
     }
 
     /// Sets the tokenizer fallback used to count output tokens when the server sends no usage.
@@ -201,6 +216,7 @@ impl Worker {
                 stream: shared.stream,
                 think_tags: shared.think_tags,
                 resent: shared.resent.clone(),
+                ignored: shared.ignored.clone(),
                 connect_failures: AtomicU64::new(0),
                 h1: shared.h1.clone(),
                 silent: shared.silent.clone(),
@@ -471,12 +487,14 @@ impl Worker {
         if !status.is_success() {
             return error_reply(&mut body, status, retry_after, cancel, &timers).await;
         }
+        let inputs = st.state.inputs;
         *st = StreamRecorder::new(
             inner.backend,
             inner.counter.is_some() || keep_reply,
             json_reply || !inner.stream,
         )
-        .with_think_tags(inner.think_tags);
+        .with_think_tags(inner.think_tags)
+        .with_inputs(inputs);
         let expected = output_tokens
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
@@ -759,6 +777,11 @@ impl Backend for Worker {
             prompt_tokens: spec.prompt_tokens,
             output_tokens: spec.output_tokens,
             keep_reply: false,
+            inputs: spec.inputs(),
+            // Only chat sends them (the CLI refuses images with other backends).
+            images: (self.inner.backend == BackendKind::OpenAiChat)
+                .then(|| bench_core::ImageCounts::of(&spec.images))
+                .flatten(),
         };
         self.exchange(sent, dispatch, cancel).await.0
     }
@@ -775,6 +798,8 @@ impl Backend for Worker {
             prompt_tokens: turn.prompt_tokens(),
             output_tokens: turn.current().and_then(|t| t.output_tokens),
             keep_reply: true,
+            inputs: 1,
+            images: None,
         };
         self.exchange(sent, dispatch, cancel).await
     }
@@ -819,6 +844,10 @@ struct Sent {
     output_tokens: Option<u32>,
     /// Keep the streamed text and hand it back (sessions only: it costs a copy per chunk).
     keep_reply: bool,
+    /// Inputs of the request (more than 1 for batched embeddings and rerank requests).
+    inputs: usize,
+    /// The images the request sent.
+    images: Option<bench_core::ImageCounts>,
 }
 
 impl Worker {
@@ -830,11 +859,13 @@ impl Worker {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> (RequestRecord, Option<String>) {
-        let mut rec_stream = StreamRecorder::new(self.inner.backend, false, false);
+        let mut rec_stream =
+            StreamRecorder::new(self.inner.backend, false, false).with_inputs(sent.inputs);
         let mut rec = RequestRecord {
             cached_tokens: None,
             session: None,
             reasoning: None,
+            images: sent.images,
             id: dispatch.id,
             scheduled: dispatch.scheduled,
             slot: dispatch.slot,
@@ -861,6 +892,10 @@ impl Worker {
             )
             .await;
         let st = rec_stream.state;
+        if st.ignored_events > 0 {
+            let n = u64::from(st.ignored_events);
+            self.inner.ignored.fetch_add(n, Ordering::Relaxed);
+        }
         rec.end = dispatch.clock.since(ending.end).max(rec.dispatched);
         rec.outcome = ending.outcome;
         if let Some(p) = st.usage_prompt {
@@ -885,6 +920,11 @@ impl Worker {
         }
         rec.reasoning = reasoning_tokens(&st, self.inner.counter.as_ref());
         rec.cached_tokens = st.usage_cached;
+        if self.inner.backend.pooling() {
+            // Nothing is generated: no output token, and the server says so by its API.
+            rec.output_tokens = 0;
+            rec.output_tokens_source = TokenSource::Usage;
+        }
         // Not streamed: the whole reply arrived at once, so there is no first token to time.
         if self.inner.stream {
             rec.chunks = st.chunks;

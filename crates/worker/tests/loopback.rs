@@ -30,6 +30,8 @@ fn spec(out: Option<u32>) -> RequestSpec {
         prompt_tokens: 4,
         output_tokens: out,
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -572,6 +574,8 @@ async fn long_prompt_and_multi_megabyte_response() {
                 prompt_tokens: 120_000,
                 output_tokens: Some(65),
                 at: None,
+                batch: Vec::new(),
+                images: Vec::new(),
             },
             dispatch(1),
             CancellationToken::new(),

@@ -19,6 +19,8 @@ fn spec(out: u32) -> RequestSpec {
         prompt: "Say hi".into(),
         prompt_tokens: 2,
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
         output_tokens: Some(out),
     }
 }

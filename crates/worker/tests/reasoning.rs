@@ -55,6 +55,8 @@ async fn send(w: &Worker, clock: Clock, id: u64, out: u32) -> RequestRecord {
         prompt: "The quick brown fox jumps over the lazy dog".into(),
         prompt_tokens: 9,
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
         output_tokens: Some(out),
     };
     let d = Dispatch {
@@ -201,6 +203,8 @@ async fn a_session_reply_is_the_answer_without_the_reasoning() {
             prompt: " tell me".into(),
             prompt_tokens: tk.count(" tell me") as u32,
             at: None,
+            batch: Vec::new(),
+            images: Vec::new(),
             output_tokens: Some(12),
         }],
     });

@@ -32,6 +32,8 @@ fn conversation() -> Arc<ConversationSpec> {
         prompt_tokens: tk.count(text) as u32,
         output_tokens: Some(out),
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
     };
     Arc::new(ConversationSpec {
         system: " you answer briefly".into(),

@@ -49,6 +49,8 @@ fn spec(out: u32) -> RequestSpec {
         prompt_tokens: 9,
         output_tokens: Some(out),
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -94,7 +96,7 @@ async fn every_backend_over_http1_http2_and_tls() {
         .await
         .unwrap();
         let mut records = Vec::new();
-        for backend in BackendKind::ALL {
+        for backend in BackendKind::GENERATIVE {
             for http2 in [false, true] {
                 let w = worker(&srv, backend, http2).await;
                 assert_eq!(w.model(), Some(srv.model()));
@@ -141,7 +143,7 @@ async fn fault_case(
     check: impl Fn(&Outcome) -> bool,
 ) {
     let srv = MockServer::start(mock).await.unwrap();
-    for backend in BackendKind::ALL {
+    for backend in BackendKind::GENERATIVE {
         let mut cfg = WorkerConfig {
             target: srv.url(),
             backend,

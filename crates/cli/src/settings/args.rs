@@ -62,8 +62,10 @@ pub struct TargetArgs {
     /// Simulator settings for --mock (a `bench mock-server` YAML config file).
     #[arg(long, value_name = "FILE.yaml", requires = "mock")]
     pub mock_config: Option<PathBuf>,
-    /// API to speak: openai-completions (default), openai-chat, tgi. vLLM's and guidellm's
-    /// names are accepted: vllm, openai, sglang, lmdeploy, llama.cpp (completions),
+    /// API to speak: openai-completions (default), openai-chat, tgi, openai-responses
+    /// (/v1/responses), openai-embeddings
+    /// (/v1/embeddings), rerank (vLLM's /v1/rerank), cohere-rerank (/v2/rerank). vLLM's and
+    /// guidellm's names are accepted: vllm, openai, sglang, lmdeploy, llama.cpp (completions),
     /// openai_http (guidellm).
     #[arg(long, visible_alias = "backend-type")]
     pub backend: Option<String>,

@@ -140,7 +140,9 @@ pub fn resolve(
         profile: t.profile_file.as_deref(),
     };
     let target = target::resolve(&src, |k| std::env::var(k).ok())?;
-    let (data, trace) = resolve_data(&src)?;
+    let (data, spec) = resolve_data(&src)?;
+    check_data_for_backend(target.backend, &spec, &src)?;
+    let trace = matches!(spec, bench_loader::DataSpec::Trace(_));
     let load = load::resolve(
         &src,
         t.rate_type.as_deref(),
@@ -152,7 +154,7 @@ pub fn resolve(
     let request = request::resolve(&src)?;
     if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
         return Err(usage(format!(
-            "{}: only the openai-completions and openai-chat backends can answer unstreamed, not tgi",
+            "{}: only the openai-completions, openai-chat and openai-responses backends can answer unstreamed, not tgi",
             if t.cli.request.no_stream {
                 "--no-stream".to_string()
             } else {
@@ -160,7 +162,7 @@ pub fn resolve(
             }
         )));
     }
-    let report = report::resolve(&src, load.rate_type)?;
+    let report = report::resolve(&src, load.rate_type, target.backend.pooling())?;
     Ok(Settings {
         target,
         request,
@@ -173,7 +175,7 @@ pub fn resolve(
 /// `--data` (guidellm's JSON form accepted), `--data-column`, `--processor`. A bare `.txt`
 /// path on the command line over a profile whose data gives `prompt_tokens` is sliced as a
 /// book at that length (the tgi-book profile). Also says whether the data are a trace.
-fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bool)> {
+fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bench_loader::DataSpec)> {
     let file_data = match &src.file.data {
         Some(d) => Some(d.to_arg().map_err(|e| {
             let file = src
@@ -200,10 +202,7 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bool)> {
         .data_column
         .clone()
         .or(src.file.data_column.clone());
-    let trace = matches!(
-        crate::data::parse(&data, data_column.as_deref())?,
-        bench_loader::DataSpec::Trace(_)
-    );
+    let spec = crate::data::parse(&data, data_column.as_deref())?;
     let settings = DataSettings {
         data,
         data_column,
@@ -214,7 +213,43 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bool)> {
             .clone()
             .or(src.file.processor.clone()),
     };
-    Ok((settings, trace))
+    Ok((settings, spec))
+}
+
+/// The data fit the backend: `batch_size` more than 1 only for the pooling backends, at least
+/// 2 for rerank (a query and a document), no sessions for the pooling backends, images only
+/// for chat.
+fn check_data_for_backend(
+    backend: bench_worker::BackendKind,
+    spec: &bench_loader::DataSpec,
+    src: &Sources<'_>,
+) -> anyhow::Result<()> {
+    let data = src.origin("data", src.cli.data.data.is_some());
+    let batch = spec.batch_size();
+    if !backend.pooling() && batch > 1 {
+        return Err(usage(format!(
+            "{data}: batch_size={batch} applies to the openai-embeddings, rerank and cohere-rerank backends, not {backend}"
+        )));
+    }
+    if backend.pooling() && spec.sessions() {
+        return Err(usage(format!(
+            "{data}: sessions (turns=, conversation files) do not apply to the {backend} backend"
+        )));
+    }
+    let images = spec.synthetic_images().is_some()
+        || matches!(spec, bench_loader::DataSpec::File(f) if f.image_column.is_some());
+    if images && backend != bench_worker::BackendKind::OpenAiChat {
+        return Err(usage(format!(
+            "{data}: images apply to the openai-chat backend, not {backend}"
+        )));
+    }
+    if batch < backend.min_inputs() {
+        return Err(usage(format!(
+            "{data}: the {backend} backend sends a query and its documents, so it needs batch_size >= {} (got {batch})",
+            backend.min_inputs()
+        )));
+    }
+    Ok(())
 }
 
 /// Loads and resolves a profile file as `bench run --profile FILE` would (with `--mock` when

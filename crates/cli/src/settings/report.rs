@@ -115,7 +115,13 @@ fn metadata(
     Ok(out)
 }
 
-pub(crate) fn resolve(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<ReportSettings> {
+/// `pooling`: the backend generates nothing (embeddings, rerank), so the vLLM console's
+/// default sections are E2EL only (TTFT, TPOT and ITL do not exist there).
+pub(crate) fn resolve(
+    src: &Sources<'_>,
+    rate_type: RateType,
+    pooling: bool,
+) -> anyhow::Result<ReportSettings> {
     let (c, f) = (&src.cli.report, src.file);
     let mut output = c.output.clone();
     if output.is_empty() {
@@ -128,13 +134,14 @@ pub(crate) fn resolve(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<
         .percentile_metrics
         .clone()
         .or(f.percentile_metrics.clone());
+    let default_metrics = pooling.then_some("e2el");
     let metric_percentiles = c
         .metric_percentiles
         .clone()
         .or(f.metric_percentiles.clone());
     let vllm_layout = c.vllm_layout.clone().or(f.vllm_layout.clone());
     let console_opts = vllm_console(
-        percentile_metrics.as_deref(),
+        percentile_metrics.as_deref().or(default_metrics),
         metric_percentiles.as_deref(),
         vllm_layout.as_deref(),
     )?;

@@ -155,6 +155,8 @@ impl TraceSource {
             prompt_tokens,
             output_tokens: row.output_tokens,
             at: Some(row.at),
+            batch: Vec::new(),
+            images: Vec::new(),
         })
     }
 }

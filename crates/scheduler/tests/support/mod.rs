@@ -124,6 +124,7 @@ impl Backend for Fake {
             cached_tokens: None,
             session: None,
             reasoning: None,
+            images: None,
             id: d.id,
             scheduled: d.scheduled,
             slot: d.slot,
@@ -148,5 +149,7 @@ pub fn specs() -> impl Iterator<Item = RequestSpec> + Send + 'static {
         prompt_tokens: 5,
         output_tokens: Some(4),
         at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
     })
 }

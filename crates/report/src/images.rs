@@ -1,0 +1,136 @@
+//! The images a benchmark's chat requests sent (docs/metrics.md, "Images"): counted over its
+//! included requests (any status: an image was sent whether or not the answer came), kept
+//! aside for the few benchmarks that send images, so that a benchmark without images costs
+//! nothing.
+
+use bench_core::{ImageCounts, Phase, TokenSource, Window};
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Compact;
+
+/// The images of a benchmark's included requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageReport {
+    /// Included requests that sent images.
+    pub requests: u64,
+    /// Images sent.
+    pub count: u64,
+    /// Their pixels (`width × height`; images of unknown size, URLs bench did not read, count 0).
+    pub pixels: u64,
+    /// Their encoded bytes (not the base64 text).
+    pub bytes: u64,
+    /// `count / requests`.
+    pub count_per_request: f64,
+    /// `pixels / requests`.
+    pub pixels_per_request: f64,
+    /// `bytes / requests`.
+    pub bytes_per_request: f64,
+    /// Whether the prompt-token figures (`tokens.prompt`) include the images' tokens: `true`
+    /// when every such request's prompt count came from the server's usage (which counts
+    /// them), `false` when some came from bench's tokenizer (which counts the text only).
+    pub prompt_tokens_include_images: bool,
+}
+
+/// The image counts of the requests that sent images: `(index in the benchmark, counts)`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ImageLedger(Vec<(usize, ImageCounts)>);
+
+impl ImageLedger {
+    /// Notes that request `index` sent `counts`.
+    pub(crate) fn add(&mut self, index: usize, counts: ImageCounts) {
+        self.0.push((index, counts));
+    }
+
+    /// The report over the requests `window` includes; `None` when none of them sent images.
+    pub(crate) fn report(&self, requests: &[Compact], window: &Window) -> Option<ImageReport> {
+        let mut r = ImageReport {
+            prompt_tokens_include_images: true,
+            ..ImageReport::default()
+        };
+        for (i, c) in &self.0 {
+            let Some(req) = requests.get(*i) else {
+                continue;
+            };
+            if window.phase(req.dispatched, req.end) != Phase::Measured {
+                continue;
+            }
+            r.requests += 1;
+            r.count += u64::from(c.count);
+            r.pixels += c.pixels;
+            r.bytes += c.bytes;
+            r.prompt_tokens_include_images &= req.prompt_source == TokenSource::Usage;
+        }
+        if r.requests == 0 {
+            return None;
+        }
+        let n = r.requests as f64;
+        r.count_per_request = r.count as f64 / n;
+        r.pixels_per_request = r.pixels as f64 / n;
+        r.bytes_per_request = r.bytes as f64 / n;
+        Some(r)
+    }
+}
+
+/// CSV columns of the images (empty without them).
+pub(crate) const CSV_COLUMNS: &[&str] = &[
+    "image_requests",
+    "images",
+    "image_pixels",
+    "image_bytes",
+    "prompt_tokens_include_images",
+];
+
+/// The [`CSV_COLUMNS`] cells of `b`.
+pub(crate) fn csv_cells(b: &crate::model::BenchmarkReport) -> Vec<String> {
+    match &b.images {
+        Some(i) => vec![
+            i.requests.to_string(),
+            i.count.to_string(),
+            i.pixels.to_string(),
+            i.bytes.to_string(),
+            i.prompt_tokens_include_images.to_string(),
+        ],
+        None => vec![String::new(); CSV_COLUMNS.len()],
+    }
+}
+
+/// The vLLM console's "Images" section (empty without images).
+pub(crate) fn vllm_section(
+    b: &crate::model::BenchmarkReport,
+    centered: impl Fn(&str) -> String,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let Some(i) = &b.images else {
+        return out;
+    };
+    let _ = writeln!(out, "{}", centered("Images"));
+    let _ = writeln!(out, "{:<40} {:<10}", "Requests with images:", i.requests);
+    let _ = writeln!(out, "{:<40} {:<10}", "Images sent:", i.count);
+    let _ = writeln!(
+        out,
+        "{:<40} {:<10.2}",
+        "Images per request:", i.count_per_request
+    );
+    let _ = writeln!(
+        out,
+        "{:<40} {:<10.0}",
+        "Pixels per request:", i.pixels_per_request
+    );
+    let _ = writeln!(
+        out,
+        "{:<40} {:<10.0}",
+        "Image bytes per request:", i.bytes_per_request
+    );
+    let include = if i.prompt_tokens_include_images {
+        "yes (server usage)"
+    } else {
+        "no (text only)"
+    };
+    let _ = writeln!(
+        out,
+        "{:<40} {include}",
+        "Input tokens include image tokens:"
+    );
+    out
+}
