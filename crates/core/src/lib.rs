@@ -11,12 +11,14 @@
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
 mod session;
+mod shard;
 mod strategy;
 mod window;
 
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };
+pub use shard::Shard;
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
@@ -52,6 +54,22 @@ impl Clock {
         Self {
             epoch: tokio::time::Instant::now(),
             wall_epoch: SystemTime::now(),
+        }
+    }
+
+    /// A clock whose epoch is the wall-clock time `wall` (past or future), so that processes
+    /// started apart share one time axis (shards given one `--start-at`). Its offsets are
+    /// only as aligned as the machines' wall clocks.
+    pub fn anchored(wall: SystemTime) -> Self {
+        let now = tokio::time::Instant::now();
+        let wall_now = SystemTime::now();
+        let epoch = match wall.duration_since(wall_now) {
+            Ok(ahead) => now + ahead,
+            Err(e) => now.checked_sub(e.duration()).unwrap_or(now),
+        };
+        Self {
+            epoch,
+            wall_epoch: wall,
         }
     }
 

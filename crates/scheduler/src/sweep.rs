@@ -125,6 +125,11 @@ impl<B: Backend> Scheduler<B> {
         O: Observer,
     {
         Self::validate_profile(profile, limits, warmup, cooldown)?;
+        if let Profile::Fixed { benchmarks } = profile {
+            for s in benchmarks {
+                plan(s.clone(), limits, warmup, cooldown).resolve_for(self.options.shard)?;
+            }
+        }
         let mut out = RunOutcome {
             benchmarks: Vec::new(),
             roles: Vec::new(),
