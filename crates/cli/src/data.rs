@@ -197,6 +197,38 @@ mod tests {
         assert!(loader("/no/such/file.jsonl", None, tk).is_err());
     }
 
+    /// The prompts of shard `shard` of the stream of `data` salted with 7.
+    fn shard_prompts(data: &str, shard: Option<Shard>, n: usize) -> Vec<String> {
+        let (l, _) = salted_loader(data, None, Tokenizer::builtin(), 7).expect("valid");
+        WorkStream::new(l)
+            .sharded(shard)
+            .take(n)
+            .map(|w| match w {
+                Work::Request(r) => r.prompt.to_string(),
+                Work::Session(_) => panic!("no sessions here"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_split_one_prompt_sequence_without_overlap() {
+        let data = "prompt_tokens=12,output_tokens=2";
+        let whole = shard_prompts(data, None, 12);
+        for count in [2u32, 3, 4] {
+            for index in 0..count {
+                let s = Shard::new(index, count).expect("valid");
+                let got = shard_prompts(data, Some(s), 12 / count as usize);
+                let want: Vec<String> = whole
+                    .iter()
+                    .skip(index as usize)
+                    .step_by(count as usize)
+                    .cloned()
+                    .collect();
+                assert_eq!(got, want, "shard {s}");
+            }
+        }
+    }
+
     fn prompts(data: &str) -> (Vec<String>, Option<DataSeed>) {
         let (l, seed) = loader(data, None, Tokenizer::builtin()).expect("valid");
         (l.take(4).map(|s| s.prompt.to_string()).collect(), seed)

@@ -69,6 +69,14 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
             .into());
         }
     }
+    bench_scheduler::Scheduler::<Worker>::validate_shard(
+        &s.load.profile,
+        &s.load.limits,
+        &s.load.warmup,
+        &s.load.cooldown,
+        plan.shard,
+    )
+    .map_err(|e| UsageError::new(format!("--shard: {e}")))?;
     Ok(plan)
 }
 
