@@ -246,7 +246,7 @@ mod tests {
     #[test]
     fn help_snapshots() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected");
-        for sub in ["run", "sweep", "report", "trace", "mock-server"] {
+        for sub in ["run", "sweep", "report", "merge", "trace", "mock-server"] {
             let mut c = Cli::command().term_width(100);
             c.build();
             let text = c

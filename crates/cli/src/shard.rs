@@ -25,6 +25,7 @@ pub struct ShardArgs {
         long,
         value_name = "N",
         env = "BENCH_SHARDS",
+        hide_env_values = true,
         conflicts_with = "shard",
         help_heading = "Distributed"
     )]
@@ -35,6 +36,7 @@ pub struct ShardArgs {
         long,
         value_name = "TIME",
         env = "BENCH_START_AT",
+        hide_env_values = true,
         help_heading = "Distributed"
     )]
     pub start_at: Option<String>,
