@@ -78,7 +78,9 @@ fn number_after(text: &str, key: &str) -> u32 {
         .skip_while(|c| !c.is_ascii_digit())
         .take_while(char::is_ascii_digit)
         .collect();
-    digits.parse().unwrap_or_else(|_| panic!("no number in {line:?}"))
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number in {line:?}"))
 }
 
 #[test]

@@ -88,7 +88,10 @@ fn merged_shards_equal_the_whole_run_in_every_count_sum_and_histogram() {
         for (m, w) in merged.benchmarks.iter().zip(&whole.benchmarks) {
             assert_eq!(m.requests, w.requests, "{}", w.label);
             assert_eq!(m.errors, w.errors, "{}", w.label);
-            assert_eq!(m.tokens.output.completed.total, w.tokens.output.completed.total);
+            assert_eq!(
+                m.tokens.output.completed.total,
+                w.tokens.output.completed.total
+            );
             assert_eq!(m.tokens.prompt.errored.total, w.tokens.prompt.errored.total);
             assert_eq!(m.tokens.output.sources, w.tokens.output.sources);
             for metric in Metric::ALL {
@@ -118,7 +121,10 @@ fn merged_run_validates_and_renders_in_every_format() {
     let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
     let (_, files) = split(2);
     let shard = serde_json::to_value(&files[0].run).expect("json");
-    assert!(validator.is_valid(&shard), "a shard's result fits the schema");
+    assert!(
+        validator.is_valid(&shard),
+        "a shard's result fits the schema"
+    );
     let merged = merge_shards(files, 1.0).expect("merge");
     let v = serde_json::to_value(&merged).expect("json");
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
