@@ -100,7 +100,7 @@ pub fn parse_time(text: &str) -> Result<(SystemTime, String), UsageError> {
     };
     let t = text.trim();
     let at = if let Ok(secs) = t.parse::<f64>() {
-        if !secs.is_finite() || secs < 0.0 || secs > 1e11 {
+        if !secs.is_finite() || !(0.0..=1e11).contains(&secs) {
             return Err(bad());
         }
         SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs)
@@ -181,21 +181,25 @@ mod tests {
             .resolve(Some("2"))
             .expect("valid");
         assert_eq!(p.shard, Some(Shard { index: 2, count: 4 }));
-        let e = args(None, Some("4"), Some("0")).resolve(None).unwrap_err();
+        let e = args(None, Some("4"), Some("0"))
+            .resolve(None)
+            .expect_err("refused");
         assert!(e.to_string().contains("JOB_COMPLETION_INDEX"), "{e}");
         let e = args(None, Some("4"), Some("0"))
             .resolve(Some("4"))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(e.to_string().contains("below the count"), "{e}");
-        let e = args(Some("1/2"), None, None).resolve(None).unwrap_err();
+        let e = args(Some("1/2"), None, None)
+            .resolve(None)
+            .expect_err("refused");
         assert!(e.to_string().contains("--start-at"), "{e}");
         let e = args(Some("2-3"), None, Some("0"))
             .resolve(None)
-            .unwrap_err();
+            .expect_err("refused");
         assert!(e.to_string().starts_with("--shard:"), "{e}");
         let e = args(None, None, Some("tomorrow"))
             .resolve(None)
-            .unwrap_err();
+            .expect_err("refused");
         assert!(e.to_string().starts_with("--start-at tomorrow"), "{e}");
         // One shard of one is a plain run and needs no shared start.
         assert!(args(Some("0/1"), None, None).resolve(None).is_ok());

@@ -82,10 +82,14 @@ mod tests {
     #[test]
     fn parse_accepts_index_over_count_and_names_the_fault() {
         assert_eq!(Shard::parse("2/4"), Ok(Shard { index: 2, count: 4 }));
-        assert!(Shard::parse("4/4").unwrap_err().contains("below the count"));
+        assert!(Shard::parse("4/4")
+            .expect_err("refused")
+            .contains("below the count"));
         assert!(Shard::parse("0/0").is_err());
-        assert!(Shard::parse("x/2").unwrap_err().contains("`x`"));
-        assert!(Shard::parse("3").unwrap_err().contains("INDEX/COUNT"));
+        assert!(Shard::parse("x/2").expect_err("refused").contains("`x`"));
+        assert!(Shard::parse("3")
+            .expect_err("refused")
+            .contains("INDEX/COUNT"));
     }
 
     proptest! {
