@@ -222,7 +222,7 @@ mod tests {
             .take(4)
             .collect();
         assert_eq!(s.by_ref().take(4).collect::<Vec<_>>(), want);
-        assert_eq!(s.count(), 4);
+        assert_eq!(Arrivals::count(&s), 4);
     }
 
     proptest! {
