@@ -1,5 +1,6 @@
 //! Request data for `bench sweep` / `bench run`: the `--data` argument through `bench-loader`.
 
+use bench_core::Shard;
 use bench_loader::{DataSeed, DataSpec, Loader};
 use bench_scheduler::Work;
 use bench_tokenizer::Tokenizer;
@@ -59,10 +60,22 @@ pub fn loader(
     column: Option<&str>,
     tokenizer: Tokenizer,
 ) -> Result<(Loader, Option<DataSeed>), UsageError> {
-    let mut spec = parse(data, column)?;
     // A fresh salt per run from a v4 UUID (the OS's randomness), kept below 2^53 so that
     // every JSON reader holds it exactly.
-    let seed = spec.salt(uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1));
+    let salt = uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1);
+    salted_loader(data, column, tokenizer, salt)
+}
+
+/// [`loader`] salted with `salt` (the shards of one run share theirs, so that they split one
+/// sequence of prompts).
+pub fn salted_loader(
+    data: &str,
+    column: Option<&str>,
+    tokenizer: Tokenizer,
+    salt: u64,
+) -> Result<(Loader, Option<DataSeed>), UsageError> {
+    let mut spec = parse(data, column)?;
+    let seed = spec.salt(salt);
     Loader::new(spec, tokenizer)
         .map(|l| (l.cycle(true), seed))
         .map_err(|e| UsageError::new(format!("--data {data}: {e}")))
@@ -71,11 +84,18 @@ pub fn loader(
 /// What the scheduler releases: single requests, or whole conversations when the data are
 /// conversations (`turns=`), so the benchmark runs sessions. A trace starts over at each
 /// benchmark ([`Rewind`]).
+///
+/// A shard's stream ([`WorkStream::sharded`]) keeps unit `i` of the whole stream (a request,
+/// or a conversation) when `i mod N` is its index, counting from the start of a trace's
+/// replay or, for other data, of the run: the shards split one sequence without overlap.
 #[derive(Debug)]
 pub struct WorkStream {
     loader: Loader,
     rewind: Rewind,
     seen: usize,
+    shard: Option<Shard>,
+    /// Index in the whole stream of the next unit read.
+    pos: u64,
 }
 
 /// Counts the benchmarks started, so that a trace is replayed from its first row by each.
@@ -96,7 +116,15 @@ impl WorkStream {
             loader,
             rewind: Rewind::default(),
             seen: 0,
+            shard: None,
+            pos: 0,
         }
+    }
+
+    /// Only `shard`'s units of the stream.
+    pub fn sharded(mut self, shard: Option<Shard>) -> Self {
+        self.shard = shard.filter(|s| !s.is_whole());
+        self
     }
 
     /// The handle the run's observer calls as each benchmark starts.
@@ -112,11 +140,28 @@ impl Iterator for WorkStream {
         let started = self.rewind.0.load(std::sync::atomic::Ordering::Relaxed);
         if started != self.seen {
             self.seen = started;
+            if self.loader.trace_summary().is_some() {
+                self.pos = 0;
+            }
             if let Err(e) = self.loader.rewind() {
                 tracing::error!(error = %e, "starting the trace over failed");
                 return None;
             }
         }
+        loop {
+            let unit = self.next_unit()?;
+            let i = self.pos;
+            self.pos += 1;
+            if self.shard.is_none_or(|s| s.owns(i)) {
+                return Some(unit);
+            }
+        }
+    }
+}
+
+impl WorkStream {
+    /// The next unit of the whole stream.
+    fn next_unit(&mut self) -> Option<Work> {
         if !self.loader.sessions() {
             return self.loader.next().map(Work::Request);
         }
@@ -150,6 +195,38 @@ mod tests {
         }
         assert!(parse("prompt_tokens=x", None).is_err());
         assert!(loader("/no/such/file.jsonl", None, tk).is_err());
+    }
+
+    /// The prompts of shard `shard` of the stream of `data` salted with 7.
+    fn shard_prompts(data: &str, shard: Option<Shard>, n: usize) -> Vec<String> {
+        let (l, _) = salted_loader(data, None, Tokenizer::builtin(), 7).expect("valid");
+        WorkStream::new(l)
+            .sharded(shard)
+            .take(n)
+            .map(|w| match w {
+                Work::Request(r) => r.prompt.to_string(),
+                Work::Session(_) => panic!("no sessions here"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_split_one_prompt_sequence_without_overlap() {
+        let data = "prompt_tokens=12,output_tokens=2";
+        let whole = shard_prompts(data, None, 12);
+        for count in [2u32, 3, 4] {
+            for index in 0..count {
+                let s = Shard::new(index, count).expect("valid");
+                let got = shard_prompts(data, Some(s), 12 / count as usize);
+                let want: Vec<String> = whole
+                    .iter()
+                    .skip(index as usize)
+                    .step_by(count as usize)
+                    .cloned()
+                    .collect();
+                assert_eq!(got, want, "shard {s}");
+            }
+        }
     }
 
     fn prompts(data: &str) -> (Vec<String>, Option<DataSeed>) {

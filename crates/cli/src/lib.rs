@@ -9,6 +9,7 @@ mod endings;
 mod error;
 mod fidelity;
 mod limits;
+mod merge_cmd;
 mod metadata;
 mod mock_server;
 mod outputs;
@@ -16,6 +17,7 @@ mod progress;
 mod report_cmd;
 mod run;
 pub mod settings;
+mod shard;
 mod signals;
 mod trace_cmd;
 mod vllm_files;
@@ -45,6 +47,8 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Re-render saved runs (console, JSON, YAML, CSV, HTML), or compare two side by side.
     Report(report_cmd::ReportArgs),
+    /// Merge the shard results of one distributed run (`bench run --shard I/N`) into one run.
+    Merge(merge_cmd::MergeArgs),
     /// Inspect a trace without a server: rows, duration, rate, lengths, theoretical prefix-cache
     /// hit rate.
     Trace(trace_cmd::TraceArgs),
@@ -86,6 +90,7 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => run::sweep(*args),
         Command::Run(args) => run::run(*args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Merge(args) => merge_cmd::run(args),
         Command::Trace(args) => trace_cmd::run(args),
         Command::MockServer(args) => mock_server::run(*args),
         Command::Completions(args) => {
@@ -245,7 +250,7 @@ mod tests {
     #[test]
     fn help_snapshots() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected");
-        for sub in ["run", "sweep", "report", "trace", "mock-server"] {
+        for sub in ["run", "sweep", "report", "merge", "trace", "mock-server"] {
             let mut c = Cli::command().term_width(100);
             c.build();
             let text = c

@@ -99,7 +99,8 @@ pub fn console_width() -> Option<u16> {
 /// Arguments of `bench report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Saved runs (JSON or YAML). Two or more are compared side by side.
+    /// Saved runs (JSON or YAML). Two or more are compared side by side, unless they are
+    /// the shards of one distributed run: then they are merged (as `bench merge`).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Write the run again in another format, chosen by extension (.json, .yaml, .csv,
@@ -122,15 +123,13 @@ pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
         runs.push(run);
     }
     if let [run] = runs.as_slice() {
-        if !args.outputs.is_empty() {
-            bench_report::write_outputs(run, &args.outputs).map_err(|e| match e {
-                bench_report::Error::UnknownFormat { .. } => {
-                    anyhow::Error::new(UsageError::new(format!("--output: {e}")))
-                }
-                other => anyhow::Error::new(other),
-            })?;
-        }
-        return Ok(args.console.render(run, width)?);
+        return emit(run, &args.outputs, &args.console, width);
+    }
+    if bench_report::are_shards(&runs) {
+        // The shards of one distributed run: merged, as `bench merge` does.
+        let merged =
+            crate::merge_cmd::merge_files(&args.files, crate::merge_cmd::DEFAULT_MAX_SKEW_S)?;
+        return emit(&merged, &args.outputs, &args.console, width);
     }
     let names: Vec<String> = args
         .files
@@ -162,6 +161,24 @@ pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
         return Ok(String::new());
     }
     Ok(bench_report::render_comparison(&runs, &names, width))
+}
+
+/// Writes `run` to `outputs` (format by extension) and returns its console text.
+pub fn emit(
+    run: &RunReport,
+    outputs: &[PathBuf],
+    console: &ConsoleArgs,
+    width: Option<u16>,
+) -> anyhow::Result<String> {
+    if !outputs.is_empty() {
+        bench_report::write_outputs(run, outputs).map_err(|e| match e {
+            bench_report::Error::UnknownFormat { .. } => {
+                anyhow::Error::new(UsageError::new(format!("--output: {e}")))
+            }
+            other => anyhow::Error::new(other),
+        })?;
+    }
+    Ok(console.render(run, width)?)
 }
 
 /// Runs `bench report`.

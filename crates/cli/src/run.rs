@@ -18,6 +18,7 @@ use bench_worker::{Worker, WorkerConfig};
 use clap::Args;
 
 use crate::settings::{self, CommonArgs, Console, Settings, VllmExtensions};
+use crate::shard::ShardPlan;
 use crate::{data, limits, outputs, progress, signals, UsageError};
 
 /// Arguments of `bench sweep`.
@@ -44,16 +45,42 @@ pub struct RunArgs {
 /// `bench sweep`.
 pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, None, &[], true)?;
-    execute(s, args.common.show_config)
+    let d = distributed(&args.common, &s)?;
+    execute(s, d, args.common.show_config)
 }
 
 /// `bench run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)?;
-    execute(s, args.common.show_config)
+    let d = distributed(&args.common, &s)?;
+    execute(s, d, args.common.show_config)
 }
 
-fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
+/// The run's shard and shared start; an adaptive sweep is refused across shards (each shard
+/// would probe and pick its rates alone: docs/distributed.md).
+fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
+    let index = std::env::var(crate::shard::INDEX_ENV).ok();
+    let plan = common.shard.resolve(index.as_deref())?;
+    if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
+        if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: an adaptive sweep cannot be split across shards (each would probe alone); run a fixed plan on every shard (--rate-type constant --rate A,B,C), see docs/distributed.md"
+            ))
+            .into());
+        }
+    }
+    bench_scheduler::Scheduler::<Worker>::validate_shard(
+        &s.load.profile,
+        &s.load.limits,
+        &s.load.warmup,
+        &s.load.cooldown,
+        plan.shard,
+    )
+    .map_err(|e| UsageError::new(format!("--shard: {e}")))?;
+    Ok(plan)
+}
+
+fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::Result<ExitCode> {
     if show_config {
         print!("{settings}");
         return Ok(ExitCode::SUCCESS);
@@ -83,7 +110,7 @@ fn execute(settings: Settings, show_config: bool) -> anyhow::Result<ExitCode> {
     // The whole run is a task on the runtime, not the main thread's `block_on`: records then
     // travel between tasks of one runtime, without waking a third thread for each of them.
     rt.block_on(async {
-        match tokio::spawn(run_async(settings)).await {
+        match tokio::spawn(run_async(settings, shard)).await {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("the run task failed: {e}")),
         }
@@ -126,6 +153,8 @@ struct ReportObserver {
     timeouts: bench_worker::Timeouts,
     /// Starts a trace over at each benchmark.
     rewind: data::Rewind,
+    /// This process's shard (its report states its share of the target rate).
+    shard: Option<bench_core::Shard>,
 }
 
 impl ReportObserver {
@@ -230,6 +259,10 @@ impl Observer for ReportObserver {
             sessions: o.sessions,
         };
         let mut report = acc.finish(meta);
+        if let Some(sh) = self.shard.filter(|sh| !sh.is_whole()) {
+            // This shard's share of the rate asked for (every N-th arrival).
+            report.rates.target_rate = report.rates.target_rate.map(|r| r / f64::from(sh.count));
+        }
         // Gauges over the window the latency figures describe (docs/metrics.md).
         let tl = &report.timeline;
         report.server_metrics = self.server_metrics(bench_servermetrics::Span {
@@ -411,6 +444,7 @@ impl ReportObserver {
             ending_notes: Vec::new(),
             timeouts: s.target.timeouts,
             rewind: data::Rewind::default(),
+            shard: None,
         }
     }
 }
@@ -527,16 +561,25 @@ async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Ser
     })
 }
 
-async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
+async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
     let tokenizer = processor(&s)?;
-    let (loader, data_seed) = data::loader(
-        &s.data.data,
-        s.data.data_column.as_deref(),
-        tokenizer.clone(),
-    )?;
+    let (loader, data_seed) = match &dist.start_at {
+        // Shards share one salt, so that they split one sequence of prompts.
+        Some((at, _)) if dist.shard.is_some() => data::salted_loader(
+            &s.data.data,
+            s.data.data_column.as_deref(),
+            tokenizer.clone(),
+            crate::shard::shared_salt(*at),
+        )?,
+        _ => data::loader(
+            &s.data.data,
+            s.data.data_column.as_deref(),
+            tokenizer.clone(),
+        )?,
+    };
     let data_failure = loader.failure();
     let (trace, profile) = trace_settings(&s, &loader)?;
-    let specs = data::WorkStream::new(loader);
+    let specs = data::WorkStream::new(loader).sharded(dist.shard);
     let rewind = specs.rewind();
 
     let Server {
@@ -556,11 +599,13 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
         keep_records: s.report.save_records,
         ..StatsOptions::default()
     };
-    let clock = Clock::start();
+    let (clock, shard_run) = start_clock(&dist).await;
+    run.shard = shard_run;
     let scraper = start_scraper(&s, &target, clock).await?;
     let resent = worker.clone();
     let options = SchedulerOptions {
         think_time: s.load.think_time,
+        shard: dist.shard,
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(Arc::new(worker), clock, options);
@@ -572,6 +617,7 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     let mut observer =
         ReportObserver::new(&s, run, stats, scraper, &model, clock, sched.stop_handle());
     observer.rewind = rewind;
+    observer.shard = dist.shard;
     let result = sched
         .run_profile(
             &profile,
@@ -604,6 +650,23 @@ async fn run_async(s: Settings) -> anyhow::Result<ExitCode> {
     );
     let (_outcome, _) = result.context("the run failed")?;
     finish(&s, &observer, &interrupted, data_failure.get())
+}
+
+/// The run clock: from the shared start when there is one (after waiting for it), else from
+/// now; with what a shard's result says of its shard.
+async fn start_clock(dist: &ShardPlan) -> (Clock, Option<bench_report::ShardRun>) {
+    let Some((at, text)) = &dist.start_at else {
+        return (Clock::start(), None);
+    };
+    let late = crate::shard::wait_for(*at).await;
+    let clock = Clock::anchored(*at);
+    let shard_run = dist.shard.map(|sh| bench_report::ShardRun {
+        index: sh.index,
+        count: sh.count,
+        start_at: Some(text.clone()),
+        start_late_ms: Some(late),
+    });
+    (clock, shard_run)
 }
 
 /// A trace's data and load must go together: `--rate-type trace` replays a trace. Returns

@@ -12,6 +12,7 @@
 
 mod image;
 mod session;
+mod shard;
 mod steady;
 mod strategy;
 mod window;
@@ -20,6 +21,7 @@ pub use image::{image_size, ImageCounts, ImageInput};
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };
+pub use shard::Shard;
 pub use steady::{Steady, FILL_QUANTILE};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
@@ -57,6 +59,22 @@ impl Clock {
         Self {
             epoch: tokio::time::Instant::now(),
             wall_epoch: SystemTime::now(),
+        }
+    }
+
+    /// A clock whose epoch is the wall-clock time `wall` (past or future), so that processes
+    /// started apart share one time axis (shards given one `--start-at`). Its offsets are
+    /// only as aligned as the machines' wall clocks.
+    pub fn anchored(wall: SystemTime) -> Self {
+        let now = tokio::time::Instant::now();
+        let wall_now = SystemTime::now();
+        let epoch = match wall.duration_since(wall_now) {
+            Ok(ahead) => now + ahead,
+            Err(e) => now.checked_sub(e.duration()).unwrap_or(now),
+        };
+        Self {
+            epoch,
+            wall_epoch: wall,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Arrival times of open-loop strategies, as offsets from the benchmark's t0.
 
-use bench_core::Nanos;
+use bench_core::{Nanos, Shard};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
@@ -13,9 +13,17 @@ const NANOS_PER_SEC: f64 = 1e9;
 /// rounding cannot drift over millions of requests; the first request is due at t0 and there is
 /// no initial burst. `gamma` draws seeded gaps of shape `b` and mean `1 / rate` (vLLM's
 /// `--burstiness`; `b = 1` is a Poisson process) and sums them in `f64` seconds.
+///
+/// A shard's schedule ([`Arrivals::sharded`]) hands out arrivals `index, index + count, ...`
+/// of the same schedule: the union over the shards is the single-process schedule, time for
+/// time (for gamma too, since every shard draws the same seeded gaps and keeps its own).
 #[derive(Debug, Clone)]
 pub struct Arrivals {
+    /// Index in the whole schedule of the next arrival handed out.
     index: u64,
+    /// Distance between two arrivals handed out (the shard count; 1 unsharded).
+    stride: u64,
+    handed: u64,
     kind: Kind,
 }
 
@@ -30,6 +38,8 @@ enum Kind {
         dist: Option<Gamma<f64>>,
         rate: f64,
         rng: Box<StdRng>,
+        /// Index of the arrival `at_secs` is the time of.
+        pos: u64,
         at_secs: f64,
     },
 }
@@ -39,6 +49,8 @@ impl Arrivals {
     pub fn constant(rate: f64) -> Self {
         Self {
             index: 0,
+            stride: 1,
+            handed: 0,
             kind: Kind::Constant { rate },
         }
     }
@@ -49,18 +61,30 @@ impl Arrivals {
         let dist = Gamma::new(burstiness, 1.0 / (rate * burstiness)).ok();
         Self {
             index: 0,
+            stride: 1,
+            handed: 0,
             kind: Kind::Gamma {
                 dist,
                 rate,
                 rng: Box::new(StdRng::seed_from_u64(seed)),
+                pos: 0,
                 at_secs: 0.0,
             },
         }
     }
 
+    /// `shard`'s share of this (fresh) schedule: arrivals `i` with `i mod count == index`.
+    /// Gamma still draws every gap of the whole schedule (`count` draws per arrival, no
+    /// allocation), so that its times are the whole schedule's.
+    pub fn sharded(mut self, shard: Shard) -> Self {
+        self.index = u64::from(shard.index);
+        self.stride = u64::from(shard.count);
+        self
+    }
+
     /// How many arrival times have been handed out.
     pub fn count(&self) -> u64 {
-        self.index
+        self.handed
     }
 }
 
@@ -69,20 +93,23 @@ impl Iterator for Arrivals {
 
     fn next(&mut self) -> Option<Nanos> {
         let i = self.index;
-        self.index += 1;
+        self.index = self.index.saturating_add(self.stride);
+        self.handed += 1;
         let secs = match &mut self.kind {
             Kind::Constant { rate } => i as f64 / *rate,
             Kind::Gamma {
                 dist,
                 rate,
                 rng,
+                pos,
                 at_secs,
             } => {
-                if i > 0 {
+                while *pos < i {
                     *at_secs += match dist {
                         Some(d) => d.sample(rng.as_mut()),
                         None => 1.0 / *rate,
                     };
+                    *pos += 1;
                 }
                 *at_secs
             }
@@ -162,6 +189,40 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a[0], 0);
+    }
+
+    /// The shards' schedules, merged, are the whole schedule time for time.
+    fn union_of_shards(whole: &Arrivals, count: u32, n: usize) -> Vec<Nanos> {
+        let mut all: Vec<Nanos> = (0..count)
+            .flat_map(|index| {
+                let s = Shard { index, count };
+                whole
+                    .clone()
+                    .sharded(s)
+                    .take(n.div_ceil(count as usize) + 1)
+            })
+            .collect();
+        all.sort_unstable();
+        all.truncate(n);
+        all
+    }
+
+    #[test]
+    fn shards_split_constant_and_gamma_schedules_exactly() {
+        for whole in [Arrivals::constant(7.0), Arrivals::gamma(50.0, 0.5, 3)] {
+            for count in [1, 2, 3, 8] {
+                let want: Vec<_> = whole.clone().take(500).collect();
+                assert_eq!(union_of_shards(&whole, count, 500), want, "{count} shards");
+            }
+        }
+        let mut s = Arrivals::gamma(5.0, 1.0, 9).sharded(Shard { index: 1, count: 3 });
+        let want: Vec<_> = Arrivals::gamma(5.0, 1.0, 9)
+            .skip(1)
+            .step_by(3)
+            .take(4)
+            .collect();
+        assert_eq!(s.by_ref().take(4).collect::<Vec<_>>(), want);
+        assert_eq!(Arrivals::count(&s), 4);
     }
 
     proptest! {

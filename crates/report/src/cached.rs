@@ -40,6 +40,10 @@ impl CachedTokens {
 
     /// The figures, when some request said its cached tokens.
     pub(crate) fn report(&self) -> Option<CachedTokensReport> {
+        self.figures()
+    }
+
+    fn figures(&self) -> Option<CachedTokensReport> {
         (self.requests > 0).then(|| CachedTokensReport {
             requests: self.requests,
             cached_tokens: self.cached,
@@ -51,4 +55,15 @@ impl CachedTokens {
             },
         })
     }
+}
+
+/// The figures of several shards' requests together (`bench merge`).
+pub(crate) fn merge(parts: impl Iterator<Item = CachedTokensReport>) -> Option<CachedTokensReport> {
+    parts
+        .fold(CachedTokens::default(), |a, r| CachedTokens {
+            requests: a.requests + r.requests,
+            cached: a.cached + r.cached_tokens,
+            prompt: a.prompt + r.prompt_tokens,
+        })
+        .figures()
 }

@@ -60,15 +60,40 @@ impl ImageLedger {
             r.bytes += c.bytes;
             r.prompt_tokens_include_images &= req.prompt_source == TokenSource::Usage;
         }
-        if r.requests == 0 {
-            return None;
-        }
-        let n = r.requests as f64;
-        r.count_per_request = r.count as f64 / n;
-        r.pixels_per_request = r.pixels as f64 / n;
-        r.bytes_per_request = r.bytes as f64 / n;
-        Some(r)
+        with_means(r)
     }
+}
+
+/// `r` with its per-request means; `None` without a request.
+fn with_means(mut r: ImageReport) -> Option<ImageReport> {
+    if r.requests == 0 {
+        return None;
+    }
+    let n = r.requests as f64;
+    r.count_per_request = r.count as f64 / n;
+    r.pixels_per_request = r.pixels as f64 / n;
+    r.bytes_per_request = r.bytes as f64 / n;
+    Some(r)
+}
+
+/// The images of several shards' requests together (`bench merge`).
+pub(crate) fn merge<'a>(parts: impl Iterator<Item = &'a ImageReport>) -> Option<ImageReport> {
+    let r = parts.fold(
+        ImageReport {
+            prompt_tokens_include_images: true,
+            ..ImageReport::default()
+        },
+        |a, p| ImageReport {
+            requests: a.requests + p.requests,
+            count: a.count + p.count,
+            pixels: a.pixels + p.pixels,
+            bytes: a.bytes + p.bytes,
+            prompt_tokens_include_images: a.prompt_tokens_include_images
+                && p.prompt_tokens_include_images,
+            ..a
+        },
+    );
+    with_means(r)
 }
 
 /// CSV columns of the images (empty without them).

@@ -40,6 +40,7 @@ mod html;
 mod html_server;
 mod images;
 mod interval;
+mod merge;
 mod model;
 mod options;
 mod reasoning_view;
@@ -68,10 +69,11 @@ pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
 pub use images::ImageReport;
 pub use interval::{Interval, Intervals, MetricIntervals};
+pub use merge::{are_shards, merge_shards, ShardFile};
 pub use model::{
-    BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, Metrics, Rates,
-    RequestCounts, RunReport, SessionReport, Timeline, TokenCounts, TokenStat, TokenSummary,
-    Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
+    BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, MergedRun, MergedShard,
+    Metrics, Rates, RequestCounts, RunReport, SessionReport, ShardRun, Timeline, TokenCounts,
+    TokenStat, TokenSummary, Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
 };
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
@@ -113,6 +115,9 @@ pub enum Error {
         /// What was wrong.
         message: String,
     },
+    /// Shard results that cannot be merged into one run (the message names the file).
+    #[error("merge: {0}")]
+    Merge(String),
     /// Serializing failed.
     #[error("serialize: {0}")]
     Serialize(String),

@@ -33,6 +33,54 @@ pub struct RunReport {
     pub capacity: Option<Capacity>,
     /// One entry per finished benchmark, in run order.
     pub benchmarks: Vec<BenchmarkReport>,
+    /// This run is one shard of a distributed run (`bench run --shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRun>,
+    /// This run was merged from shards (`bench merge`): which, and how far apart they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergedRun>,
+}
+
+/// What a shard's result says of its shard (docs/distributed.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardRun {
+    /// This shard's index, from 0.
+    pub index: u32,
+    /// How many shards share the run.
+    pub count: u32,
+    /// The shared start (`--start-at`), RFC 3339 UTC; every shard's run clock counts from it.
+    /// `None` when the shard was started without one (its merge is refused).
+    pub start_at: Option<String>,
+    /// How late this process started its first benchmark after `start_at`, milliseconds, by
+    /// its own wall clock (negative: it was running before; clocks are not compared).
+    pub start_late_ms: Option<f64>,
+}
+
+/// Where a merged run came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedRun {
+    /// How many shards were merged.
+    pub count: u32,
+    /// The shared start, RFC 3339 UTC.
+    pub start_at: String,
+    /// One entry per shard, by index.
+    pub shards: Vec<MergedShard>,
+    /// Largest difference between two shards' start of the same benchmark, milliseconds
+    /// (their wall clocks as they read them).
+    pub max_start_skew_ms: f64,
+}
+
+/// One shard of a merged run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    /// Its index.
+    pub index: u32,
+    /// Its run id.
+    pub run_id: String,
+    /// The client host it ran on.
+    pub host: String,
+    /// How late it started after the shared start, milliseconds (its own measure).
+    pub start_late_ms: Option<f64>,
 }
 
 impl RunReport {
@@ -46,6 +94,8 @@ impl RunReport {
             environment: Environment::default(),
             capacity: None,
             benchmarks: Vec::new(),
+            shard: None,
+            merged: None,
         }
     }
 }

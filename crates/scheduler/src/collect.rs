@@ -217,7 +217,8 @@ impl<B: Backend> Scheduler<B> {
         S::Item: Into<Work>,
         F: FnMut(RequestRecord, Phase),
     {
-        let resolved = plan.resolve()?;
+        let shard = self.options.shard;
+        let (resolved, cap) = plan.resolve_for(shard)?;
         let bounds = Bounds::new(self.clock.now(), &resolved);
         let tokens = Tokens::default();
         let shared = Arc::new(Shared::new());
@@ -227,9 +228,12 @@ impl<B: Backend> Scheduler<B> {
             clock: self.clock,
             t0: bounds.t0,
             release: plan.strategy.release(),
-            arrivals: plan.strategy.arrivals(),
+            arrivals: plan.strategy.arrivals().map(|a| match shard {
+                Some(s) => a.sharded(s),
+                None => a,
+            }),
             speedup: plan.strategy.speedup(),
-            cap: plan.strategy.concurrency_cap(),
+            cap,
             count: resolved.count,
             deadline: bounds.deadline,
             warm_count: bounds.warm_count,

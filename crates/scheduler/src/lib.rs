@@ -28,7 +28,7 @@ pub use sweep::{Observer, RunOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bench_core::{Backend, CancellationToken, Clock, ThinkTime};
+use bench_core::{Backend, CancellationToken, Clock, Shard, ThinkTime};
 pub use bench_profile::ProfileError;
 use tokio::sync::watch;
 
@@ -69,6 +69,9 @@ pub struct SchedulerOptions {
     pub progress_interval: Duration,
     /// The pause between a session's reply and its next turn (sessions only).
     pub think_time: ThinkTime,
+    /// This process's share of every benchmark (`None`: all of it). The data are split by
+    /// the caller (the specs it hands over are already the shard's).
+    pub shard: Option<Shard>,
 }
 
 impl Default for SchedulerOptions {
@@ -78,6 +81,7 @@ impl Default for SchedulerOptions {
             cancel_grace: Duration::from_secs(2),
             progress_interval: Duration::from_millis(250),
             think_time: ThinkTime::None,
+            shard: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! One benchmark's plan ([`BenchmarkPlan`]) and its resolution into the numbers the pacer and
 //! the collecting loop need: the request count, the deadline and the warmup / cooldown bounds.
 
-use bench_core::{Nanos, Strategy};
+use bench_core::{Nanos, Shard, Strategy};
 use bench_profile::{Limits, ProfileError, ResolvedTransient, StrategyExt as _, Transient};
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +90,55 @@ impl BenchmarkPlan {
         };
         self.check_transients(&r)?;
         Ok(r)
+    }
+
+    /// [`BenchmarkPlan::resolve`] for `shard`'s share (docs/distributed.md): its share of the
+    /// request count and of a count warmup / cooldown (the requests of the whole run's first
+    /// and last ones that are its own), and of the in-flight cap. Refused when a shard's
+    /// share of the cap would be empty (fewer streams than shards).
+    pub(crate) fn resolve_for(
+        &self,
+        shard: Option<Shard>,
+    ) -> Result<(Resolved, Option<u32>), SchedulerError> {
+        let r = self.resolve()?;
+        let cap = self.strategy.concurrency_cap();
+        let Some(s) = shard.filter(|s| !s.is_whole()) else {
+            return Ok((r, cap));
+        };
+        let cap = match cap {
+            Some(c) if s.share_u32(c) == 0 => {
+                return Err(self.invalid(format!(
+                    "its {c} concurrent request(s) cannot be split over {} shards (shard {s} would get none)",
+                    s.count
+                )))
+            }
+            c => c.map(|c| s.share_u32(c)),
+        };
+        let warmup = match r.warmup {
+            Some(ResolvedTransient::Requests(w)) => Some(ResolvedTransient::Requests(s.share(w))),
+            w => w,
+        };
+        let cooldown = match (r.cooldown, r.count) {
+            (Some(ResolvedTransient::Requests(c)), Some(n)) => Some(ResolvedTransient::Requests(
+                s.share(n) - s.share(n.saturating_sub(c)),
+            )),
+            (c, _) => c,
+        };
+        let count = r.count.map(|n| s.share(n));
+        if count == Some(0) {
+            return Err(self.invalid(format!(
+                "its {} request(s) cannot be split over {} shards (shard {s} would get none)",
+                r.count.unwrap_or_default(),
+                s.count
+            )));
+        }
+        let r = Resolved {
+            count,
+            warmup,
+            cooldown,
+            ..r
+        };
+        Ok((r, cap))
     }
 
     /// A cooldown needs a known end, and something must be left to measure.

@@ -1,6 +1,6 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::{Backend, Capacity, RequestRecord, Strategy};
+use bench_core::{Backend, Capacity, RequestRecord, Shard, Strategy};
 use bench_profile::{
     Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
     LADDER_LENGTH, LADDER_WARMUP,
@@ -107,6 +107,24 @@ impl<B: Backend> Scheduler<B> {
         Ok(())
     }
 
+    /// Checks that `shard`'s share of every benchmark of a fixed `profile` is runnable (each
+    /// shard needs at least one stream and one request); sweeps decide their benchmarks as
+    /// they go and are checked as each starts.
+    pub fn validate_shard(
+        profile: &Profile,
+        limits: &Limits,
+        warmup: &Option<Transient>,
+        cooldown: &Option<Transient>,
+        shard: Option<Shard>,
+    ) -> Result<(), SchedulerError> {
+        if let Profile::Fixed { benchmarks } = profile {
+            for s in benchmarks {
+                plan(s.clone(), limits, warmup, cooldown).resolve_for(shard)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs every benchmark of `profile` in order with the same limits and transients; for a
     /// sweep, asks its [`SweepPlanner`] for each next benchmark given what the previous ones
     /// measured. Stops after the benchmark during which a graceful stop was requested.
@@ -125,6 +143,7 @@ impl<B: Backend> Scheduler<B> {
         O: Observer,
     {
         Self::validate_profile(profile, limits, warmup, cooldown)?;
+        Self::validate_shard(profile, limits, warmup, cooldown, self.options.shard)?;
         let mut out = RunOutcome {
             benchmarks: Vec::new(),
             roles: Vec::new(),

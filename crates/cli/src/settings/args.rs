@@ -46,6 +46,8 @@ pub struct CommonArgs {
     pub report: ReportArgs,
     #[command(flatten)]
     pub peers: PeerArgs,
+    #[command(flatten)]
+    pub shard: crate::shard::ShardArgs,
 }
 
 /// Where the server is and how to reach it.

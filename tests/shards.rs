@@ -1,0 +1,393 @@
+//! Distributed runs on one machine (docs/distributed.md): N `bench run --shard I/N
+//! --start-at T` processes against one `bench mock-server` on loopback, merged by
+//! `bench merge`. The merged run is checked against ground truth: the simulator's request
+//! log (counts), the single-process schedule (every intended send offset, to the
+//! nanosecond) and a histogram built from every request's raw timings (percentiles). No
+//! timing figure is compared, so the machine's speed does not matter.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use bench_core::RequestRecord;
+use bench_report::Dist;
+use common::{bench, fresh, read_log, text, write_sim};
+use serde_json::Value;
+
+/// The simulator as its own process, killed on drop.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `bench mock-server --port 0` with the request log of `dir`; its URL.
+fn start_sim(dir: &Path) -> (Server, String, PathBuf) {
+    let log = dir.join("log.jsonl");
+    let cfg = write_sim(dir, "step_base_ms: 1\n", Some(&log));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["mock-server", "--port", "0", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn simulator");
+    let stdout = child.stdout.take().expect("stdout");
+    let server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("line");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (server, url, log)
+}
+
+/// A shared start a few seconds ahead (unix seconds), time enough for every process to start.
+fn start_at() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    format!("{:.3}", now.as_secs_f64() + 3.0)
+}
+
+/// Runs `count` shards of `bench run <args>` side by side and returns their result files.
+fn run_shards(dir: &Path, url: &str, count: u32, args: &[&str]) -> Vec<PathBuf> {
+    let at = start_at();
+    let children: Vec<(PathBuf, Child)> = (0..count)
+        .map(|i| {
+            let out = dir.join(format!("shard-{i}.json"));
+            let child = Command::new(env!("CARGO_BIN_EXE_bench"))
+                .args(["run", "--target", url, "--quiet", "--console", "none"])
+                .args(["--save-records", "--start-at", &at])
+                .arg("--shard")
+                .arg(format!("{i}/{count}"))
+                .arg("--output")
+                .arg(&out)
+                .args(args)
+                .env("RUST_LOG", "warn")
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn shard");
+            (out, child)
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|(out, child)| {
+            let o = child.wait_with_output().expect("shard");
+            assert!(o.status.success(), "shard: {}", text(&o.stderr));
+            out
+        })
+        .collect()
+}
+
+/// `bench merge <files> -o dir/merged.json` (clocks of one machine: a generous skew bound,
+/// since a loaded machine may start a process late); the merged run.
+fn merge(dir: &Path, files: &[PathBuf]) -> Value {
+    let merged = dir.join("merged.json");
+    let mut args: Vec<String> = vec!["merge".into(), "--console".into(), "none".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(["--max-skew", "60", "-o"].map(String::from));
+    args.push(merged.display().to_string());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = bench(&a);
+    assert!(out.status.success(), "merge: {}", text(&out.stderr));
+    read_json(&merged)
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("read")).expect("json")
+}
+
+/// A benchmark's records.
+fn records(b: &Value) -> Vec<RequestRecord> {
+    serde_json::from_value(b["records"].clone()).expect("records")
+}
+
+/// Intended send offsets from the benchmark's own start, sorted.
+fn offsets(b: &Value) -> Vec<u64> {
+    let t0 = b["timeline"]["start_ns"].as_u64().expect("start_ns");
+    let mut v: Vec<u64> = records(b).iter().map(|r| r.scheduled - t0).collect();
+    v.sort_unstable();
+    v
+}
+
+/// The single-process run of `args` against `url` (its first benchmark).
+fn single(dir: &Path, url: &str, args: &[&str]) -> Value {
+    let out = dir.join("single.json");
+    let mut a = vec!["run", "--target", url, "--quiet", "--console", "none"];
+    a.extend(["--save-records", "--output", out.to_str().expect("utf8")]);
+    a.extend(args);
+    let o = bench(&a);
+    assert!(o.status.success(), "single: {}", text(&o.stderr));
+    read_json(&out)
+}
+
+/// Checks the merged e2el summary against one histogram of every shard's raw timings.
+fn percentiles_match_raw(merged: &Value, shard_files: &[PathBuf]) {
+    let mut raw = Dist::new();
+    for f in shard_files {
+        for r in records(&read_json(f)["benchmarks"][0]) {
+            if r.status() == bench_core::Status::Completed {
+                raw.record(r.end.saturating_sub(r.dispatched) as f64 / 1000.0);
+            }
+        }
+    }
+    let m = &merged["benchmarks"][0]["metrics"]["e2el_ms"];
+    let ps: Vec<f64> = m["percentiles"]
+        .as_object()
+        .expect("percentiles")
+        .keys()
+        .map(|k| k[1..].parse().expect("pNN"))
+        .collect();
+    assert!(!ps.is_empty());
+    let want = raw.summary(&ps);
+    assert_eq!(m["count"].as_u64(), Some(want.count));
+    for (k, v) in &want.percentiles {
+        assert_eq!(m["percentiles"][k].as_f64(), Some(*v), "e2el {k}");
+    }
+    assert_eq!(m["median"].as_f64(), Some(want.median));
+    assert_eq!(m["max"].as_f64(), Some(want.max));
+    assert_eq!(m["min"].as_f64(), Some(want.min));
+    let mean = m["mean"].as_f64().expect("mean");
+    assert!(
+        (mean - want.mean).abs() <= 1e-9 * want.mean,
+        "{mean} vs {}",
+        want.mean
+    );
+}
+
+#[test]
+fn constant_rate_shards_merge_to_the_single_process_run() {
+    let dir = fresh("shards", "constant");
+    let (_sim, url, log) = start_sim(&dir);
+    let load = [
+        "--rate-type",
+        "constant",
+        "--rate",
+        "50",
+        "--max-requests",
+        "61",
+        "--data",
+        "prompt_tokens=16,output_tokens=4",
+    ];
+    let files = run_shards(&dir, &url, 3, &load);
+    let merged = merge(&dir, &files);
+    let served = read_log(&log).len() as u64;
+    let b = &merged["benchmarks"][0];
+    assert_eq!(served, 61, "the shards sent 61 requests between them");
+    assert_eq!(b["requests"]["total"].as_u64(), Some(served));
+    assert_eq!(b["requests"]["completed"].as_u64(), Some(served));
+    assert_eq!(merged["merged"]["count"].as_u64(), Some(3));
+    assert_eq!(b["rates"]["target_rate"].as_f64(), Some(50.0));
+    // Each shard's share: 21, 20, 20 requests at a third of the rate.
+    for (i, f) in files.iter().enumerate() {
+        let s = read_json(f);
+        assert_eq!(s["shard"]["index"].as_u64(), Some(i as u64));
+        let sb = &s["benchmarks"][0];
+        assert_eq!(sb["requests"]["total"].as_u64(), Some(21 - (i > 0) as u64));
+        assert_eq!(sb["rates"]["target_rate"].as_f64(), Some(50.0 / 3.0));
+    }
+    // The union of the shards' intended send offsets is the single-process schedule.
+    let union: Vec<u64> = {
+        let mut v: Vec<u64> = files
+            .iter()
+            .flat_map(|f| offsets(&read_json(f)["benchmarks"][0]))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let whole = single(&dir, &url, &load);
+    assert_eq!(union, offsets(&whole["benchmarks"][0]));
+    percentiles_match_raw(&merged, &files);
+}
+
+#[test]
+fn poisson_shards_split_the_seeded_schedule_and_a_rate_list_runs_on_every_shard() {
+    let dir = fresh("shards", "poisson");
+    let (_sim, url, log) = start_sim(&dir);
+    let load = [
+        "--rate-type",
+        "poisson",
+        "--rate",
+        "40,80",
+        "--seed",
+        "11",
+        "--max-requests",
+        "30",
+        "--data",
+        "prompt_tokens=8,output_tokens=2",
+    ];
+    let files = run_shards(&dir, &url, 2, &load);
+    let merged = merge(&dir, &files);
+    let served = read_log(&log).len() as u64;
+    assert_eq!(served, 60);
+    let benches = merged["benchmarks"].as_array().expect("benchmarks");
+    assert_eq!(benches.len(), 2, "the fixed plan ran on both shards");
+    let total: u64 = benches
+        .iter()
+        .map(|b| b["requests"]["total"].as_u64().unwrap_or_default())
+        .sum();
+    assert_eq!(total, served);
+    let whole = single(&dir, &url, &load);
+    for k in 0..2 {
+        let mut union: Vec<u64> = files
+            .iter()
+            .flat_map(|f| offsets(&read_json(f)["benchmarks"][k]))
+            .collect();
+        union.sort_unstable();
+        assert_eq!(union, offsets(&whole["benchmarks"][k]), "benchmark {k}");
+    }
+}
+
+#[test]
+fn concurrent_streams_split_with_the_remainder() {
+    let dir = fresh("shards", "concurrent");
+    let (_sim, url, log) = start_sim(&dir);
+    let load = [
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "5",
+        "--max-requests",
+        "40",
+        "--data",
+        "prompt_tokens=8,output_tokens=2",
+    ];
+    let files = run_shards(&dir, &url, 2, &load);
+    let merged = merge(&dir, &files);
+    assert_eq!(read_log(&log).len(), 40);
+    assert_eq!(
+        merged["benchmarks"][0]["requests"]["total"].as_u64(),
+        Some(40)
+    );
+    for (f, streams) in files.iter().zip([3, 2]) {
+        let b = &read_json(f)["benchmarks"][0];
+        let peak = b["rates"]["peak_concurrency"].as_u64().expect("peak");
+        assert!(
+            peak <= streams,
+            "shard of {streams} streams had {peak} in flight"
+        );
+    }
+    // Fewer streams than shards: refused before anything runs.
+    let o = bench(&[
+        "run",
+        "--target",
+        &url,
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "1",
+        "--max-requests",
+        "4",
+        "--shard",
+        "1/2",
+        "--start-at",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("cannot be split over 2 shards"));
+}
+
+/// Runs `bench merge` on `files`; asserts exit code 2 with one line containing `want`.
+fn refused(files: &[&Path], want: &str) {
+    let mut args: Vec<String> = vec!["merge".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = bench(&a);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{want}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(want), "want `{want}` in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Writes `v` to `dir/name`.
+fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(v).expect("json")).expect("write");
+    p
+}
+
+#[test]
+fn mismatched_shards_are_refused_with_one_line() {
+    let dir = fresh("shards", "refused");
+    let (_sim, url, _log) = start_sim(&dir);
+    let load = [
+        "--rate-type",
+        "constant",
+        "--rate",
+        "40",
+        "--max-requests",
+        "8",
+        "--data",
+        "prompt_tokens=8,output_tokens=2",
+    ];
+    let files = run_shards(&dir, &url, 2, &load);
+    let (a, b) = (files[0].as_path(), files[1].as_path());
+    refused(&[a], "shard 1 is missing");
+    refused(&[a, a], "shard 0 is given twice");
+    let mut other = read_json(b);
+    other["config"]["max_requests"] = serde_json::json!(9);
+    let c = write(&dir, "other-settings.json", &other);
+    refused(&[a, &c], "setting `max_requests` differs");
+    let mut late = read_json(b);
+    late["benchmarks"][0]["timeline"]["start_ns"] = serde_json::json!(5_000_000_000u64);
+    let c = write(&dir, "late.json", &late);
+    refused(&[a, &c], "more than --max-skew");
+    let mut three = read_json(b);
+    three["shard"]["count"] = serde_json::json!(3);
+    let c = write(&dir, "three.json", &three);
+    refused(&[a, &c], "does not belong with");
+    let mut plain = read_json(b);
+    plain.as_object_mut().expect("object").remove("shard");
+    let c = write(&dir, "plain.json", &plain);
+    refused(&[a, &c], "not a shard result");
+    let c = dir.join("broken.json");
+    std::fs::write(&c, "{").expect("write");
+    refused(&[a, &c], "broken.json");
+    // `bench report` on the shards of one run merges them too.
+    let o = bench(&[
+        "report",
+        "--console",
+        "none",
+        a.to_str().expect("utf8"),
+        b.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn trace_replay_shards_split_its_rows() {
+    let dir = fresh("shards", "trace");
+    let (_sim, url, log) = start_sim(&dir);
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/traces/plain.jsonl");
+    let data = format!("trace={}", trace.display());
+    let rows = std::fs::read_to_string(&trace)
+        .expect("trace")
+        .lines()
+        .count() as u64;
+    let load = ["--speedup", "8", "--data", &data];
+    let files = run_shards(&dir, &url, 3, &load);
+    let merged = merge(&dir, &files);
+    assert_eq!(read_log(&log).len() as u64, rows);
+    assert_eq!(
+        merged["benchmarks"][0]["requests"]["total"].as_u64(),
+        Some(rows)
+    );
+    let mut union: Vec<u64> = files
+        .iter()
+        .flat_map(|f| offsets(&read_json(f)["benchmarks"][0]))
+        .collect();
+    union.sort_unstable();
+    let whole = single(&dir, &url, &load);
+    assert_eq!(union, offsets(&whole["benchmarks"][0]));
+    percentiles_match_raw(&merged, &files);
+}
