@@ -130,12 +130,21 @@ fn single(dir: &Path, url: &str, args: &[&str]) -> Value {
     read_json(&out)
 }
 
-/// Checks the merged e2el summary against one histogram of every shard's raw timings.
+/// Checks the merged e2el summary against one histogram of every shard's raw timings (of its
+/// steady requests, which its latency figures take).
 fn percentiles_match_raw(merged: &Value, shard_files: &[PathBuf]) {
     let mut raw = Dist::new();
     for f in shard_files {
-        for r in records(&read_json(f)["benchmarks"][0]) {
-            if r.status() == bench_core::Status::Completed {
+        let b = &read_json(f)["benchmarks"][0];
+        // The shard's latency figures take its steady requests (docs/metrics.md, "Steady
+        // state"), when it had a steady state.
+        let tl = &b["timeline"];
+        let (from, to) = (
+            tl["steady_start_ns"].as_u64().unwrap_or(0),
+            tl["steady_end_ns"].as_u64().unwrap_or(u64::MAX),
+        );
+        for r in records(b) {
+            if r.status() == bench_core::Status::Completed && r.dispatched >= from && r.end <= to {
                 raw.record(r.end.saturating_sub(r.dispatched) as f64 / 1000.0);
             }
         }

@@ -23,6 +23,11 @@ use crate::{Nanos, Release, Strategy, Window};
 /// The quantile of the measured latencies taken as the fill time.
 pub const FILL_QUANTILE: f64 = 0.9;
 
+/// The fewest steady completed requests latency figures are taken from: with fewer, a
+/// benchmark is too short for a steady state, and its figures take every measured request
+/// (said on the output), which says more than a handful would.
+pub const MIN_STEADY_REQUESTS: usize = 10;
+
 /// The steady part of a benchmark, for its latency figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Steady {

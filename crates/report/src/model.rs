@@ -266,9 +266,10 @@ pub enum LatencyScope {
     /// The steady state: requests sent during the fill ramp or ending in the drain are left
     /// out (`requests.excluded_unsteady`).
     Steady,
-    /// The rule applies but no completed request lies in the steady state (a benchmark
-    /// shorter than about two request latencies, or a load over capacity whose latencies grow
-    /// through it): every measured request, and the figures flatter latency under load.
+    /// The rule applies but fewer than `bench_core::MIN_STEADY_REQUESTS` (10) completed
+    /// requests lie in the steady state (a benchmark shorter than about two request latencies
+    /// or than a few requests, or a load over capacity whose latencies grow through it): every
+    /// measured request, and the figures flatter latency under load.
     TooShort,
 }
 

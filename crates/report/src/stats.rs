@@ -526,7 +526,8 @@ impl Accumulator {
 
 impl Accumulator {
     /// The steady state of the latency figures ([`Steady::of`], the one rule), with the scope
-    /// it gives: `TooShort` (and no steady state) when no completed request lies in it.
+    /// it gives: `TooShort` (and no steady state) when fewer than
+    /// [`bench_core::MIN_STEADY_REQUESTS`] completed requests lie in it.
     fn steady_state(&self, meta: &BenchmarkMeta, window: &Window) -> SteadyState {
         let done = || {
             self.requests
@@ -537,7 +538,10 @@ impl Accumulator {
         let fill = (!latencies.is_empty()).then(|| Steady::fill(&mut latencies));
         let (scope, steady) = match Steady::of(&meta.strategy, meta.start, window, &mut latencies) {
             None => (LatencyScope::Window, None),
-            Some(s) if done().any(|r| s.holds(r.dispatched, r.end)) => {
+            Some(s)
+                if done().filter(|r| s.holds(r.dispatched, r.end)).count()
+                    >= bench_core::MIN_STEADY_REQUESTS =>
+            {
                 (LatencyScope::Steady, Some(s))
             }
             Some(_) => (LatencyScope::TooShort, None),
@@ -1165,54 +1169,66 @@ mod tests {
         assert!(close(b.metrics.e2el_from_scheduled_ms.mean, 130.0));
     }
 
-    /// Open loop at 10 req/s for 1 s, latencies of 100 ms (TTFT 10 ms; the fill, their 90th
+    /// Open loop at 10 req/s for 2 s, latencies of 100 ms (TTFT 10 ms; the fill, their 90th
     /// percentile) except the first, sent in the fill ramp (50 ms, TTFT 5 ms), and the last,
-    /// which ends after the sending stopped: the latency figures take the other 8, the counts
-    /// all 10.
+    /// which ends after the sending stopped: the latency figures take the other 18, the counts
+    /// all 20. With fewer than 10 steady requests every request would count (`too_short`).
     #[test]
     fn open_loop_latencies_leave_out_the_fill_ramp_and_the_drain() {
-        let mut acc = Accumulator::new(&StatsOptions {
-            goodput: Some(Goodput::parse("ttft:8").expect("slo")),
-            ..StatsOptions::default()
-        });
-        for i in 0..10u64 {
-            let (sent, lat) = (i * 100, if i == 0 { 50 } else { 100 });
-            let mut r = rec(
-                sent,
-                &[sent + lat / 10, sent + lat],
-                sent + lat,
-                1,
-                Outcome::Completed,
-            );
-            if i == 9 {
-                r.end = 1_050 * MS;
+        let run = |n: u64| {
+            let mut acc = Accumulator::new(&StatsOptions {
+                goodput: Some(Goodput::parse("ttft:8").expect("slo")),
+                ..StatsOptions::default()
+            });
+            for i in 0..n {
+                let (sent, lat) = (i * 100, if i == 0 { 50 } else { 100 });
+                let mut r = rec(
+                    sent,
+                    &[sent + lat / 10, sent + lat],
+                    sent + lat,
+                    1,
+                    Outcome::Completed,
+                );
+                if i == n - 1 {
+                    r.end = (n * 100 + 50) * MS;
+                }
+                acc.add(r);
             }
-            acc.add(r);
-        }
-        let constant = Strategy::Constant {
-            rate: 10.0,
-            max_concurrency: None,
+            let constant = Strategy::Constant {
+                rate: 10.0,
+                max_concurrency: None,
+            };
+            acc.finish(BenchmarkMeta::new(
+                constant,
+                0,
+                n * 100 * MS,
+                SystemTime::UNIX_EPOCH,
+            ))
         };
-        let b = acc.finish(BenchmarkMeta::new(
-            constant,
-            0,
-            1_000 * MS,
-            SystemTime::UNIX_EPOCH,
-        ));
+        let b = run(20);
         assert_eq!(b.latency_scope, LatencyScope::Steady);
         assert_eq!(
             (b.requests.completed, b.requests.excluded_unsteady),
-            (10, 2)
+            (20, 2)
         );
         assert_eq!(b.timeline.steady_start_ns, Some(100 * MS));
-        assert_eq!(b.timeline.steady_end_ns, Some(1_000 * MS));
-        assert_eq!((b.metrics.ttft_ms.count, b.metrics.e2el_ms.count), (8, 8));
+        assert_eq!(b.timeline.steady_end_ns, Some(2_000 * MS));
+        assert_eq!((b.metrics.ttft_ms.count, b.metrics.e2el_ms.count), (18, 18));
         assert!(close(b.metrics.ttft_ms.mean, 10.0) && close(b.metrics.e2el_ms.mean, 100.0));
-        // Client timing and the counts keep every measured request; goodput judges the 8 (the
-        // first request's 5 ms TTFT would have met it).
-        assert_eq!(b.metrics.dispatch_delay_ms.count, 10);
-        let g = b.goodput.expect("goodput");
-        assert_eq!(g.requests, 0);
+        // Client timing and the counts keep every measured request; goodput judges the 18
+        // (the first request's 5 ms TTFT would have met it).
+        assert_eq!(b.metrics.dispatch_delay_ms.count, 20);
+        assert_eq!(b.goodput.expect("goodput").requests, 0);
+        // 10 requests leave 8 steady: too few, every request counts.
+        let short = run(10);
+        assert_eq!(short.latency_scope, LatencyScope::TooShort);
+        assert_eq!(
+            (
+                short.requests.excluded_unsteady,
+                short.metrics.ttft_ms.count
+            ),
+            (0, 10)
+        );
     }
 
     #[test]
