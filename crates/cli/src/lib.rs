@@ -136,7 +136,7 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 26] = [
+    const NOT_OURS: [&str; 27] = [
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve
         "--embedding",                    // llama.cpp server (tests/llamacpp/serve.py)
@@ -149,6 +149,7 @@ mod tests {
         "--no-build",                     // benches/scheduler.py
         "--rates",                        // benches/scheduler.py
         "--pairs",                        // benches/server_metrics_ab.py
+        "--repeats",                      // benches/ceiling.py
         "--a",                            // benches/client_ab.py
         "--b",                            // benches/client_ab.py
         "--server",                       // benches/client_ab.py
