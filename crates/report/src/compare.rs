@@ -101,10 +101,31 @@ fn capacities(runs: &[RunReport], cols: &[String]) -> String {
             .map(|(v, c)| format!("{c} {}", v.map_or("-".into(), |v| format!("{v:.2}"))))
             .collect();
         let delta = match vals.as_slice() {
-            [Some(a), Some(b)] if *a != 0.0 => format!(" ({:+.1} %)", (b - a) / a * 100.0),
+            [Some(a), Some(b)] if *a != 0.0 => {
+                let sure = if name == "max req/s" {
+                    significance(runs)
+                } else {
+                    ""
+                };
+                format!(" ({:+.1} %{sure})", (b - a) / a * 100.0)
+            }
             _ => String::new(),
         };
         out.push_str(&format!("  {name:<18} {}{delta}\n", cells.join("  |  ")));
     }
     out
+}
+
+/// Whether two runs' capacities differ beyond their 95% intervals (docs/metrics.md,
+/// "Intervals"): `, beyond the intervals` when the intervals do not overlap, `, within noise`
+/// when they do, nothing when a run has no interval.
+fn significance(runs: &[RunReport]) -> &'static str {
+    match (
+        runs.first().and_then(crate::capacity::capacity_interval),
+        runs.get(1).and_then(crate::capacity::capacity_interval),
+    ) {
+        (Some(a), Some(b)) if a.high < b.low || b.high < a.low => ", beyond the intervals",
+        (Some(_), Some(_)) => ", within noise",
+        _ => "",
+    }
 }

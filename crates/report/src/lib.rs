@@ -57,8 +57,8 @@ mod vllm_result;
 
 pub use cached::CachedTokensReport;
 pub use capacity::{
-    knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric, KNEE_FACTOR,
-    KNEE_SLACK_MS,
+    capacity_interval, knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric,
+    KNEE_FACTOR, KNEE_SLACK_MS,
 };
 pub use compare::render_comparison;
 pub use files::{

@@ -19,8 +19,12 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
     let (before, after) = crate::capacity::lower_bound_words(c);
     let _ = write!(
         h,
-        "<div class=\"answer\" id=\"capacity\"><p><b>Capacity: {before}{:.2} req/s{}</b> sustained (measured by {}{}).</p>",
+        "<div class=\"answer\" id=\"capacity\"><p><b>Capacity: {before}{:.2} req/s{}{}</b> sustained (measured by {}{}).</p>",
         c.max_requests_per_s,
+        crate::capacity::capacity_interval(run).map_or(String::new(), |iv| format!(
+            " (95% interval {:.2} to {:.2})",
+            iv.low, iv.high
+        )),
         crate::capacity::output_tokens_words(c, "output tokens/s"),
         esc(&c.max_measured_by),
         esc(after)

@@ -522,3 +522,49 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
     let row = reader.records().next().expect("row").expect("valid row");
     assert_eq!(&row[col("capacity_trace_max_multiple")], "");
 }
+
+/// Issue 22 point 5, for the capacity: `bench report a.json b.json` says whether the two runs'
+/// capacities differ beyond their 95% intervals or within noise; the capacity lines and the
+/// HTML answer carry the interval.
+#[test]
+fn a_comparison_says_whether_capacities_differ_beyond_their_intervals() {
+    let mut a = common::sample_run(&opts());
+    a.capacity = Some(bench_core::Capacity {
+        max_requests_per_s: a.benchmarks[0].rates.requests_per_s,
+        max_output_tokens_per_s: a.benchmarks[0].rates.output_tokens_per_s,
+        max_measured_by: a.benchmarks[0].label.clone(),
+        max_is_lower_bound: false,
+        knee_requests_per_s: None,
+        slo: None,
+        slo_max_requests_per_s: None,
+        slo_bracket: None,
+        trace: None,
+    });
+    let iv = bench_report::capacity_interval(&a).expect("the synchronous benchmark has one");
+    assert!(iv.low < iv.high);
+    let line = format!("(95% interval {:.2} to {:.2})", iv.low, iv.high);
+    assert!(bench_report::render_capacity(&a).contains(&line));
+    assert!(bench_report::render_html(&a).contains(&line));
+    let names = ["a".to_string(), "b".to_string()];
+    let same = bench_report::render_comparison(&[a.clone(), a.clone()], &names, None);
+    assert!(same.contains("(+0.0 %, within noise)"), "{same}");
+    // Run b measured 3x the rate with the same relative spread: its interval (3x that of a,
+    // 0.74-1.74 req/s) no longer meets a's. At 2x they still overlap: within noise.
+    let scaled = |k: f64| {
+        let mut b = a.clone();
+        let c = b.capacity.as_mut().expect("capacity");
+        c.max_requests_per_s *= k;
+        let m = &mut b.benchmarks[0];
+        m.rates.requests_per_s *= k;
+        let r = &mut m.intervals.as_mut().expect("intervals").requests_per_s;
+        (r.low, r.high) = (k * r.low, k * r.high);
+        bench_report::render_comparison(&[a.clone(), b], &names, None)
+    };
+    let near = scaled(2.0);
+    assert!(near.contains("(+100.0 %, within noise)"), "{near}");
+    let apart = scaled(3.0);
+    assert!(
+        apart.contains("(+200.0 %, beyond the intervals)"),
+        "{apart}"
+    );
+}
