@@ -5,31 +5,15 @@
 
 mod common;
 
-use common::{bench, f, fresh, mock_report, read_log, serial, text, write_sim};
+use common::{bench, f, serial, text};
 
 const REQUESTS: u64 = 4;
 const P: u64 = 16;
 
 fn run(name: &str, images: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
-    let dir = fresh("images", name);
-    let log = dir.join("log.jsonl");
-    let cfg = write_sim(&dir, "step_base_ms: 1\nstep_per_seq_ms: 0\n", Some(&log));
     let data = format!("prompt_tokens={P},output_tokens=4,{images}");
-    let max = REQUESTS.to_string();
-    let args = [
-        "--backend",
-        "openai-chat",
-        "--rate-type",
-        "synchronous",
-        "--max-requests",
-        &max,
-        "--data",
-        &data,
-    ];
-    let v = mock_report("run", name, &dir, Some(&cfg), &args);
-    let entries = read_log(&log);
-    let _ = std::fs::remove_dir_all(&dir);
-    (v["benchmarks"][0].clone(), entries)
+    let sim = "step_base_ms: 1\nstep_per_seq_ms: 0\n";
+    common::logged_synchronous_run("images", name, sim, "openai-chat", REQUESTS, &data, &[])
 }
 
 #[test]

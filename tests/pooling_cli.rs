@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{bench, f, fresh, mock_report, read_log, serial, text, write_sim};
+use common::{bench, f, fresh, mock_report, serial, text, write_sim};
 use serde_json::Value;
 
 const REQUESTS: u64 = 8;
@@ -15,25 +15,8 @@ const REQUESTS: u64 = 8;
 const P: u64 = 16;
 
 fn run(name: &str, backend: &str, batch: u64, sim: &str) -> (Value, Vec<Value>) {
-    let dir = fresh("pooling", name);
-    let log = dir.join("log.jsonl");
-    let cfg = write_sim(&dir, sim, Some(&log));
     let data = format!("prompt_tokens={P},batch_size={batch}");
-    let max = REQUESTS.to_string();
-    let args = [
-        "--backend",
-        backend,
-        "--rate-type",
-        "synchronous",
-        "--max-requests",
-        &max,
-        "--data",
-        &data,
-    ];
-    let v = mock_report("run", name, &dir, Some(&cfg), &args);
-    let entries = read_log(&log);
-    let _ = std::fs::remove_dir_all(&dir);
-    (v["benchmarks"][0].clone(), entries)
+    common::logged_synchronous_run("pooling", name, sim, backend, REQUESTS, &data, &[])
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bench, f, fresh, mock_report, read_log, serial, text, write_sim};
+use common::{bench, f, fresh, serial, text, write_sim};
 use serde_json::Value;
 
 const R: u64 = 5; // reasoning tokens per response
@@ -18,25 +18,16 @@ fn sim() -> String {
 }
 
 fn run(name: &str, args: &[&str]) -> (Value, Vec<Value>) {
-    let dir = fresh("reasoning", name);
-    let log = dir.join("log.jsonl");
-    let cfg = write_sim(&dir, &sim(), Some(&log));
     let data = format!("prompt_tokens=32,output_tokens={N}");
-    let max = REQUESTS.to_string();
-    let base = [
-        "--backend",
+    common::logged_synchronous_run(
+        "reasoning",
+        name,
+        &sim(),
         "openai-chat",
-        "--rate-type",
-        "synchronous",
-        "--max-requests",
-        &max,
-        "--data",
+        REQUESTS,
         &data,
-    ];
-    let v = mock_report("run", name, &dir, Some(&cfg), &[&base[..], args].concat());
-    let entries = read_log(&log);
-    let _ = std::fs::remove_dir_all(&dir);
-    (v["benchmarks"][0].clone(), entries)
+        args,
+    )
 }
 
 #[test]

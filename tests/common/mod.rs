@@ -113,3 +113,35 @@ pub fn f(v: &Value, path: &[&str]) -> f64 {
     x.as_f64()
         .unwrap_or_else(|| panic!("{path:?} missing in {v}"))
 }
+
+/// A synchronous `bench run --mock` of `requests` requests with `backend` and `data` (plus
+/// `extra` flags) against a simulator configured by `sim` that logs every request: the first
+/// benchmark of the report and the log's lines. The scratch directory is removed after.
+pub fn logged_synchronous_run(
+    prefix: &str,
+    name: &str,
+    sim: &str,
+    backend: &str,
+    requests: u64,
+    data: &str,
+    extra: &[&str],
+) -> (Value, Vec<Value>) {
+    let dir = fresh(prefix, name);
+    let log = dir.join("log.jsonl");
+    let cfg = write_sim(&dir, sim, Some(&log));
+    let max = requests.to_string();
+    let base = [
+        "--backend",
+        backend,
+        "--rate-type",
+        "synchronous",
+        "--max-requests",
+        &max,
+        "--data",
+        data,
+    ];
+    let v = mock_report("run", name, &dir, Some(&cfg), &[&base[..], extra].concat());
+    let entries = read_log(&log);
+    let _ = std::fs::remove_dir_all(&dir);
+    (v["benchmarks"][0].clone(), entries)
+}
