@@ -328,6 +328,7 @@ impl ReportObserver {
         let Some(mut c) = capacity else { return };
         c.knee_requests_per_s = bench_report::knee(&self.run);
         c.refresh_trace_multiples();
+        c.intervals = bench_report::capacity_intervals(&self.run, &c);
         self.run.capacity = Some(c);
         self.files.write(&self.run);
     }

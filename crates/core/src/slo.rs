@@ -293,6 +293,10 @@ pub struct Capacity {
     /// for other sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceCapacity>,
+    /// The 95% intervals of the maximum, the knee and the SLO-limited rate (docs/metrics.md,
+    /// "Intervals"), set with the knee by the report; absent when none could be computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<crate::CapacityIntervals>,
 }
 
 /// A trace sweep's capacity answer as multiples of the trace's recorded mean request rate:

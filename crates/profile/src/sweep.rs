@@ -478,6 +478,7 @@ impl SweepPlanner {
             slo_max_requests_per_s: bracket.and_then(|b| b.low),
             slo_bracket: bracket,
             trace: None,
+            intervals: None,
         };
         if let OpenLoop::Trace { recorded_rate } = self.spec.open_loop {
             c.set_trace_multiples(recorded_rate);

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use bench_core::{kept_up, Capacity, Slo, SloMetric, SloStat};
 
+use crate::capacity_interval::{capacity_interval, crossing_words, knee_interval, slo_interval};
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::Metric;
 
@@ -148,25 +149,6 @@ pub fn trace_multiples_text(c: &Capacity) -> Option<String> {
     Some(s)
 }
 
-/// The 95% interval of the stated capacity (requests/s): the interval of the throughput of
-/// the benchmark that measured it, scaled as the capacity was (docs/metrics.md, "Intervals");
-/// `None` when that benchmark has none.
-pub fn capacity_interval(run: &RunReport) -> Option<crate::Interval> {
-    let c = run.capacity.as_ref()?;
-    let b = run
-        .benchmarks
-        .iter()
-        .rev()
-        .find(|b| b.label == c.max_measured_by)?;
-    let iv = b.intervals.as_ref()?.requests_per_s;
-    let scale =
-        (b.rates.requests_per_s > 0.0).then(|| c.max_requests_per_s / b.rates.requests_per_s)?;
-    Some(crate::Interval {
-        low: iv.low * scale,
-        high: iv.high * scale,
-    })
-}
-
 /// The lines of the answer, as (label, text).
 fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
     let (before, after) = lower_bound_words(c);
@@ -187,19 +169,21 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
             "Knee (latency leaves its plateau)".to_string(),
             match c.knee_requests_per_s {
                 Some(k) => format!(
-                    "{k:.2} req/s (median TTFT within {KNEE_FACTOR}x its low-load value + {KNEE_SLACK_MS} ms)"
+                    "{k:.2} req/s{} (median TTFT within {KNEE_FACTOR}x its low-load value + {KNEE_SLACK_MS} ms)",
+                    crossing_words(knee_interval(run, c))
                 ),
                 None => "not found within the swept rates".into(),
             },
         ),
     ];
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
+        let sure = crossing_words(slo_interval(run, c));
         let text = match (b.low, b.high) {
             (Some(l), Some(h)) => format!(
-                "{l:.2} req/s (bracket {l:.2} to {h:.2} req/s, {} refinement step(s))",
+                "{l:.2} req/s{sure} (bracket {l:.2} to {h:.2} req/s, {} refinement step(s))",
                 b.steps
             ),
-            (Some(_), None) => format!("{} or more (every rate met it)", rate(b.low)),
+            (Some(_), None) => format!("{} or more{sure} (every rate met it)", rate(b.low)),
             (None, _) => "no rate met it".into(),
         };
         out.push((format!("Max rate meeting {slo}"), text));
@@ -263,6 +247,7 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
         c.knee_requests_per_s
             .map_or("-".into(), |k| format!("{k:.2}"))
     );
+    interval_line(&mut s, "Knee 95% interval (req/s):", knee_interval(run, c));
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
         let _ = writeln!(s, "{:<40} {:<10}", "SLO:", slo.to_string());
         let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
@@ -271,6 +256,11 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
             "{:<40} {:<10}",
             "Max rate meeting the SLO (req/s):",
             f(b.low)
+        );
+        interval_line(
+            &mut s,
+            "SLO rate 95% interval (req/s):",
+            slo_interval(run, c),
         );
         let _ = writeln!(
             s,
@@ -299,4 +289,13 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
     s.push_str(&"=".repeat(50));
     s.push('\n');
     s
+}
+
+/// A vLLM-style line of a crossing's interval (`L to H`, `L or more`); none without one.
+fn interval_line(s: &mut String, key: &str, iv: Option<bench_core::CrossingInterval>) {
+    let Some(iv) = iv else { return };
+    let v = iv.high.map_or(format!("{:.2} or more", iv.low), |h| {
+        format!("{:.2} to {h:.2}", iv.low)
+    });
+    let _ = writeln!(s, "{key:<40} {v:<10}");
 }

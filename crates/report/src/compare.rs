@@ -1,27 +1,165 @@
-//! Side-by-side comparison of saved runs (`bench report A.json B.json`).
+//! Side-by-side comparison of saved runs (`bench report A.json B.json`), each figure of a later
+//! run marked against the same benchmark of the first: beyond the 95% intervals, within noise,
+//! or without an interval to judge by (docs/metrics.md, "Intervals").
 
-use bench_core::Capacity;
+use bench_core::{Capacity, Interval};
 
 use crate::guidellm::{render, Spec};
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::Metric;
 
 type Getter = fn(&BenchmarkReport) -> Option<f64>;
+type IntervalOf = fn(&BenchmarkReport) -> Option<Interval>;
 
-/// The compared figures: (title, getter, digits).
-const FIGURES: &[(&str, Getter, usize)] = &[
-    ("Req/s", |b| Some(b.rates.requests_per_s), 2),
-    ("Out Tok/s", |b| Some(b.rates.output_tokens_per_s), 1),
-    ("Concurrency", |b| Some(b.rates.concurrency), 2),
-    ("Errored", |b| Some(b.requests.errored as f64), 0),
-    ("TTFT p50 (ms)", |b| b.percentile_ms(Metric::Ttft, 50.0), 1),
-    ("TTFT p99 (ms)", |b| b.percentile_ms(Metric::Ttft, 99.0), 1),
-    ("ITL p50 (ms)", |b| b.percentile_ms(Metric::Itl, 50.0), 1),
-    ("ITL p99 (ms)", |b| b.percentile_ms(Metric::Itl, 99.0), 1),
-    ("TPOT p50 (ms)", |b| b.percentile_ms(Metric::Tpot, 50.0), 1),
-    ("E2EL p50 (ms)", |b| b.percentile_ms(Metric::E2el, 50.0), 1),
-    ("E2EL p99 (ms)", |b| b.percentile_ms(Metric::E2el, 99.0), 1),
+/// A compared figure: title, value, digits, and its 95% interval (`None` where the figure has
+/// no interval method).
+pub(crate) struct Figure {
+    pub title: &'static str,
+    pub get: Getter,
+    pub digits: usize,
+    pub interval: Option<IntervalOf>,
+}
+
+fn pct_iv(b: &BenchmarkReport, m: Metric, p: f64) -> Option<Interval> {
+    b.intervals.as_ref()?.percentile(m, p)
+}
+
+/// The compared figures.
+pub(crate) const FIGURES: &[Figure] = &[
+    Figure {
+        title: "Req/s",
+        get: |b| Some(b.rates.requests_per_s),
+        digits: 2,
+        interval: Some(|b| Some(b.intervals.as_ref()?.requests_per_s)),
+    },
+    Figure {
+        title: "Out Tok/s",
+        get: |b| Some(b.rates.output_tokens_per_s),
+        digits: 1,
+        interval: Some(|b| Some(b.intervals.as_ref()?.output_tokens_per_s)),
+    },
+    Figure {
+        title: "Concurrency",
+        get: |b| Some(b.rates.concurrency),
+        digits: 2,
+        interval: None,
+    },
+    Figure {
+        title: "Errored",
+        get: |b| Some(b.requests.errored as f64),
+        digits: 0,
+        interval: None,
+    },
+    Figure {
+        title: "TTFT p50 (ms)",
+        get: |b| b.percentile_ms(Metric::Ttft, 50.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::Ttft, 50.0)),
+    },
+    Figure {
+        title: "TTFT p99 (ms)",
+        get: |b| b.percentile_ms(Metric::Ttft, 99.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::Ttft, 99.0)),
+    },
+    Figure {
+        title: "ITL p50 (ms)",
+        get: |b| b.percentile_ms(Metric::Itl, 50.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::Itl, 50.0)),
+    },
+    Figure {
+        title: "ITL p99 (ms)",
+        get: |b| b.percentile_ms(Metric::Itl, 99.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::Itl, 99.0)),
+    },
+    Figure {
+        title: "TPOT p50 (ms)",
+        get: |b| b.percentile_ms(Metric::Tpot, 50.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::Tpot, 50.0)),
+    },
+    Figure {
+        title: "E2EL p50 (ms)",
+        get: |b| b.percentile_ms(Metric::E2el, 50.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::E2el, 50.0)),
+    },
+    Figure {
+        title: "E2EL p99 (ms)",
+        get: |b| b.percentile_ms(Metric::E2el, 99.0),
+        digits: 1,
+        interval: Some(|b| pct_iv(b, Metric::E2el, 99.0)),
+    },
 ];
+
+/// How a figure of a later run compares with the same benchmark's in the first run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The two 95% intervals do not overlap.
+    Beyond,
+    /// They overlap.
+    Noise,
+    /// A figure has no interval (no method for it, or too short a benchmark).
+    Unjudged,
+}
+
+impl Change {
+    /// The mark after the figure: `*`, `~` or `?`.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Change::Beyond => "*",
+            Change::Noise => "~",
+            Change::Unjudged => "?",
+        }
+    }
+
+    /// In words, as the legend and the HTML say it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Change::Beyond => "beyond the intervals",
+            Change::Noise => "within noise",
+            Change::Unjudged => "no interval",
+        }
+    }
+}
+
+/// The legend of the marks, for runs compared against `reference`.
+pub fn legend(reference: &str) -> String {
+    format!(
+        "Marks on a figure of a later run, against the benchmark of the same label in {reference}: * beyond the 95% intervals (they do not overlap), ~ within noise (they overlap), ? no interval to judge by (not a significant change); unmarked: {reference}'s own rows and benchmarks it does not have."
+    )
+}
+
+/// Whether two intervals are apart.
+pub fn change(a: Option<Interval>, b: Option<Interval>) -> Change {
+    match (a, b) {
+        (Some(a), Some(b)) if a.high < b.low || b.high < a.low => Change::Beyond,
+        (Some(_), Some(_)) => Change::Noise,
+        _ => Change::Unjudged,
+    }
+}
+
+/// The benchmark of `reference` with `b`'s label (its last, as a re-run replaces).
+pub(crate) fn counterpart<'a>(
+    reference: &'a RunReport,
+    b: &BenchmarkReport,
+) -> Option<&'a BenchmarkReport> {
+    reference
+        .benchmarks
+        .iter()
+        .rev()
+        .find(|r| r.label == b.label)
+}
+
+/// How figure `f` of `b` compares with `a`'s.
+pub(crate) fn figure_change(f: &Figure, a: &BenchmarkReport, b: &BenchmarkReport) -> Change {
+    match f.interval {
+        Some(iv) => change(iv(a), iv(b)),
+        None => Change::Unjudged,
+    }
+}
 
 /// The rate a benchmark sits at when runs are overlaid: its offered rate (open loop), else the
 /// completed requests/s it measured (probes).
@@ -50,15 +188,19 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
         .collect();
     rows_by_rate.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut groups: Vec<(&str, &[&str])> = vec![("Benchmark", &["rate req/s", "run", "label"])];
-    for (title, _, _) in FIGURES {
-        groups.push((title, &["value"]));
+    for f in FIGURES {
+        groups.push((f.title, &["value"]));
     }
     let rows = rows_by_rate
         .iter()
         .map(|(rate, i, b)| {
             let mut row = vec![format!("{rate:.2}"), cols[*i].clone(), b.label.clone()];
-            for (_, get, digits) in FIGURES {
-                row.push(get(b).map_or("-".into(), |v| format!("{v:.*}", digits)));
+            let reference = (*i > 0)
+                .then(|| runs.first().and_then(|r| counterpart(r, b)))
+                .flatten();
+            for f in FIGURES {
+                let mark = reference.map_or("", |a| figure_change(f, a, b).mark());
+                row.push((f.get)(b).map_or("-".into(), |v| format!("{v:.*}{mark}", f.digits)));
             }
             row
         })
@@ -72,6 +214,10 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
     }
     out.push('\n');
     out.push_str(&render(&Spec { groups, rows }, width));
+    if runs.len() > 1 {
+        out.push_str(&legend(&cols[0]));
+        out.push('\n');
+    }
     out.push('\n');
     out.push_str(&capacities(runs, &cols));
     out
@@ -120,12 +266,13 @@ fn capacities(runs: &[RunReport], cols: &[String]) -> String {
 /// "Intervals"): `, beyond the intervals` when the intervals do not overlap, `, within noise`
 /// when they do, nothing when a run has no interval.
 fn significance(runs: &[RunReport]) -> &'static str {
-    match (
-        runs.first().and_then(crate::capacity::capacity_interval),
-        runs.get(1).and_then(crate::capacity::capacity_interval),
-    ) {
-        (Some(a), Some(b)) if a.high < b.low || b.high < a.low => ", beyond the intervals",
-        (Some(_), Some(_)) => ", within noise",
-        _ => "",
+    let of = |i: usize| {
+        runs.get(i)
+            .and_then(crate::capacity_interval::capacity_interval)
+    };
+    match change(of(0), of(1)) {
+        Change::Beyond => ", beyond the intervals",
+        Change::Noise => ", within noise",
+        Change::Unjudged => "",
     }
 }

@@ -76,7 +76,7 @@ fn num(v: f64) -> String {
 }
 
 /// The run's capacity answer, repeated on every CSV row (empty cells when there is none).
-const CAPACITY_COLUMNS: [&str; 11] = [
+const CAPACITY_COLUMNS: [&str; 17] = [
     "capacity_max_requests_per_s",
     "capacity_max_is_lower_bound",
     "capacity_max_output_tokens_per_s",
@@ -88,6 +88,12 @@ const CAPACITY_COLUMNS: [&str; 11] = [
     "capacity_trace_max_multiple",
     "capacity_trace_knee_multiple",
     "capacity_trace_slo_max_multiple",
+    "capacity_max_requests_per_s_low",
+    "capacity_max_requests_per_s_high",
+    "capacity_knee_requests_per_s_low",
+    "capacity_knee_requests_per_s_high",
+    "capacity_slo_max_requests_per_s_low",
+    "capacity_slo_max_requests_per_s_high",
 ];
 
 fn capacity_cells(run: &RunReport) -> Vec<String> {
@@ -97,6 +103,7 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
     let opt = |v: Option<f64>| v.map(num).unwrap_or_default();
     let b = c.slo_bracket.as_ref();
     let t = c.trace.as_ref();
+    let iv = crate::capacity_interval::capacity_intervals(run, c).unwrap_or_default();
     vec![
         num(c.max_requests_per_s),
         c.max_is_lower_bound.to_string(),
@@ -109,6 +116,12 @@ fn capacity_cells(run: &RunReport) -> Vec<String> {
         opt(t.map(|t| t.max_multiple)),
         opt(t.and_then(|t| t.knee_multiple)),
         opt(t.and_then(|t| t.slo_max_multiple)),
+        opt(iv.max_requests_per_s.map(|i| i.low)),
+        opt(iv.max_requests_per_s.map(|i| i.high)),
+        opt(iv.knee_requests_per_s.map(|i| i.low)),
+        opt(iv.knee_requests_per_s.and_then(|i| i.high)),
+        opt(iv.slo_max_requests_per_s.map(|i| i.low)),
+        opt(iv.slo_max_requests_per_s.and_then(|i| i.high)),
     ]
 }
 

@@ -43,7 +43,8 @@ svg .capacity line{stroke:#1e8449}svg .capacity text{fill:#1e8449}\
 svg .grid{stroke:#eceff2;stroke-width:1}svg .axis{stroke:#888;stroke-width:1}\
 pre{background:#f6f8fa;padding:8px;font-size:12px;overflow:auto;max-height:320px}\
 details{margin:8px 0}summary{cursor:pointer;font-weight:600}\
-.kv td{text-align:left}.scroll{overflow-x:auto}";
+.kv td{text-align:left}.scroll{overflow-x:auto}\
+.changes td.beyond{background:#fdecea;font-weight:600}.changes td.noise{color:#555}.changes td.unjudged{color:#999}";
 
 /// Renders `run` as one self-contained HTML page: run metadata, a summary table, charts of
 /// latency percentiles and throughput against request rate across the sweep, and per
@@ -139,6 +140,8 @@ pub fn render_comparison_html(runs: &[RunReport], names: &[String]) -> String {
         .map(|(i, run)| Drawn { run, name: name(i) })
         .collect();
     sweep_charts(&mut h, &drawn);
+    let names: Vec<String> = (0..runs.len()).map(name).collect();
+    crate::compare_html::changes(&mut h, runs, &names);
     for (i, run) in runs.iter().enumerate() {
         let _ = writeln!(h, "<h2>Summary: {}</h2>", esc(&name(i)));
         summary_table(&mut h, run);

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use bench_core::Interval;
 use bench_core::Nanos;
 
 use crate::hist::Dist;
@@ -29,15 +30,6 @@ pub const LEVEL: f64 = 0.95;
 pub const METRICS: [Metric; 4] = [Metric::Ttft, Metric::Itl, Metric::Tpot, Metric::E2el];
 /// `(name, percentile)`: the statistics of each metric given an interval.
 pub const STATS: [(&str, f64); 3] = [("median", 50.0), ("p90", 90.0), ("p99", 99.0)];
-
-/// A two-sided interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    /// Lower end.
-    pub low: f64,
-    /// Upper end.
-    pub high: f64,
-}
 
 /// A metric's intervals (milliseconds), each absent when too few values fell in a batch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -70,6 +62,35 @@ pub struct Intervals {
     pub output_tokens_per_s: Interval,
     /// Of `ttft_ms`, `itl_ms`, `tpot_ms` and `e2el_ms`, by their JSON key.
     pub metrics: std::collections::BTreeMap<String, MetricIntervals>,
+}
+
+impl MetricIntervals {
+    /// The interval of percentile `p` (50, 90 or 99), if it has one.
+    pub fn of(&self, p: f64) -> Option<Interval> {
+        let [median, p90, p99] = STATS.map(|(_, q)| q == p);
+        if median {
+            self.median
+        } else if p90 {
+            self.p90
+        } else if p99 {
+            self.p99
+        } else {
+            None
+        }
+    }
+}
+
+impl Intervals {
+    /// The interval of percentile `p` of metric `m` (ms), if it has one.
+    pub fn percentile(&self, m: Metric, p: f64) -> Option<Interval> {
+        self.metrics.get(m.json_key())?.of(p)
+    }
+}
+
+/// Whether percentile `p` of metric `m` is one the method gives an interval ([`METRICS`] x
+/// [`STATS`]).
+pub fn has_method(m: Metric, p: f64) -> bool {
+    METRICS.contains(&m) && STATS.iter().any(|&(_, q)| q == p)
 }
 
 /// The CSV columns: `requests_per_s_low`, `_high`, the same of `output_tokens_per_s`, then

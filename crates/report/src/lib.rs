@@ -32,7 +32,9 @@
 
 mod cached;
 mod capacity;
+mod capacity_interval;
 mod compare;
+mod compare_html;
 mod files;
 mod guidellm;
 mod hist;
@@ -57,8 +59,12 @@ mod vllm_result;
 
 pub use cached::CachedTokensReport;
 pub use capacity::{
-    capacity_interval, knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric,
-    KNEE_FACTOR, KNEE_SLACK_MS,
+    knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric, KNEE_FACTOR,
+    KNEE_SLACK_MS,
+};
+pub use capacity_interval::{
+    capacity_interval, capacity_intervals, crossing_words, knee_interval, max_interval,
+    slo_interval,
 };
 pub use compare::render_comparison;
 pub use files::{

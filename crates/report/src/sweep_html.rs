@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use bench_core::SloMetric;
 
 use crate::capacity::{open_loop, slo_metric};
+use crate::capacity_interval::{crossing_words, knee_interval, slo_interval};
 use crate::html::esc;
 use crate::model::{BenchmarkReport, RunReport};
 use crate::options::Metric;
@@ -21,7 +22,7 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
         h,
         "<div class=\"answer\" id=\"capacity\"><p><b>Capacity: {before}{:.2} req/s{}{}</b> sustained (measured by {}{}).</p>",
         c.max_requests_per_s,
-        crate::capacity::capacity_interval(run).map_or(String::new(), |iv| format!(
+        crate::capacity_interval::capacity_interval(run).map_or(String::new(), |iv| format!(
             " (95% interval {:.2} to {:.2})",
             iv.low, iv.high
         )),
@@ -34,16 +35,20 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
         "<p>Knee: {}.</p>",
         c.knee_requests_per_s
             .map_or("not found within the swept rates".into(), |k| format!(
-                "{k:.2} req/s offered (median TTFT leaves its low-load plateau above it)"
+                "{k:.2} req/s offered{} (median TTFT leaves its low-load plateau above it)",
+                crossing_words(knee_interval(run, c))
             ))
     );
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
+        let sure = crossing_words(slo_interval(run, c));
         let text = match (b.low, b.high) {
             (Some(l), Some(hi)) => format!(
-                "<b>{l:.2} req/s</b> (met at {l:.2}, missed at {hi:.2}; {} refinement step(s))",
+                "<b>{l:.2} req/s</b>{sure} (met at {l:.2}, missed at {hi:.2}; {} refinement step(s))",
                 b.steps
             ),
-            (Some(l), None) => format!("<b>{l:.2} req/s or more</b> (every rate met it)"),
+            (Some(l), None) => {
+                format!("<b>{l:.2} req/s or more</b>{sure} (every rate met it)")
+            }
             (None, _) => "<b>no rate met it</b>".into(),
         };
         let _ = write!(h, "<p>With {}: {text}.</p>", esc(&slo.to_string()));

@@ -137,6 +137,7 @@ fn json_validates_against_the_published_schema() {
             steps: 2,
         }),
         trace: None,
+        intervals: None,
     });
     // The answer is in JSON, YAML (round trip) and CSV columns.
     let dir = tmpdir("capacity");
@@ -420,12 +421,18 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
             steps: 3,
         }),
         trace: None,
+        intervals: None,
     });
     let g = render_guidellm(&run, None);
     let tail = &g[g.find("Benchmarks Stats:").expect("stats")..];
     assert!(tail.contains("Capacity:"), "after the tables: {g}");
     assert!(tail.contains("9.50 req/s, 152.0 output tok/s (measured by concurrent@8)"));
-    assert!(tail.contains("Max rate meeting ttft_p99=200: 4.00 req/s (bracket 4.00 to 4.10"));
+    assert!(
+        tail.contains(
+            "Max rate meeting ttft_p99=200: 4.00 req/s (95%: 0.00 or more) (bracket 4.00 to 4.10"
+        ),
+        "{tail}"
+    );
     let v = render_vllm(&run, &VllmConsoleOptions::default());
     let last = v.rfind("Serving Benchmark Result").expect("blocks");
     let cap = v
@@ -463,6 +470,7 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
             steps: 2,
         }),
         trace: None,
+        intervals: None,
     };
     c.set_trace_multiples(2.5);
     let t = c.trace.expect("multiples");
@@ -539,6 +547,7 @@ fn a_comparison_says_whether_capacities_differ_beyond_their_intervals() {
         slo_max_requests_per_s: None,
         slo_bracket: None,
         trace: None,
+        intervals: None,
     });
     let iv = bench_report::capacity_interval(&a).expect("the synchronous benchmark has one");
     assert!(iv.low < iv.high);

@@ -263,6 +263,7 @@ fn sample_capacity() -> bench_core::Capacity {
             steps: 0,
         }),
         trace: None,
+        intervals: None,
     }
 }
 

@@ -1,0 +1,308 @@
+//! Issue 22 points 2 and 5 in the report: the knee's and the SLO-limited rate's 95% intervals
+//! (the bracket combined with the intervals measured at its rates) in every output, and the
+//! comparison's per-figure marks (beyond the intervals, within noise, no interval).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use bench_core::{Capacity, CrossingInterval, Interval, SloBracket, Strategy};
+use bench_report::{
+    knee, knee_interval, render_comparison, render_comparison_html, render_csv, render_guidellm,
+    render_html, render_json, render_vllm, slo_interval, BenchmarkReport, Intervals,
+    MetricIntervals, RunReport, StatsOptions, VllmConsoleOptions,
+};
+
+fn iv(low: f64, high: f64) -> Interval {
+    Interval { low, high }
+}
+
+/// An open-loop benchmark at `rate` that completed `rate` req/s (interval +-3%), with median
+/// TTFT `ttft` ms and its interval.
+fn rung(base: &BenchmarkReport, rate: f64, ttft: f64, ttft_iv: (f64, f64)) -> BenchmarkReport {
+    let mut b = base.clone();
+    b.strategy = Strategy::Constant {
+        rate,
+        max_concurrency: None,
+    };
+    b.label = b.strategy.label();
+    b.rates.target_rate = Some(rate);
+    b.rates.requests_per_s = rate;
+    b.metrics.ttft_ms.median = ttft;
+    let mut metrics = BTreeMap::new();
+    metrics.insert(
+        "ttft_ms".to_string(),
+        MetricIntervals {
+            median: Some(iv(ttft_iv.0, ttft_iv.1)),
+            p90: None,
+            p99: None,
+        },
+    );
+    b.intervals = Some(Intervals {
+        method: "batch_means".into(),
+        level: 0.95,
+        batches: 5,
+        batch_s: 2.0,
+        requests_per_s: iv(0.97 * rate, 1.03 * rate),
+        output_tokens_per_s: iv(10.0 * rate, 11.0 * rate),
+        metrics,
+    });
+    b
+}
+
+/// Five rates: median TTFT 20 ms at the lowest (threshold 2 x 20 + 10 = 50 ms), surely under 50
+/// at 4 req/s, unsure at 6 and 8 (point 45 and 60 ms), surely over at 10.
+fn sweep() -> RunReport {
+    let mut run = common::sample_run(&StatsOptions::default());
+    let base = run.benchmarks[2].clone();
+    run.benchmarks.truncate(2);
+    for (rate, ttft, ttft_iv) in [
+        (2.0, 20.0, (18.0, 22.0)),
+        (4.0, 30.0, (25.0, 35.0)),
+        (6.0, 45.0, (40.0, 55.0)),
+        (8.0, 60.0, (45.0, 70.0)),
+        (10.0, 200.0, (150.0, 250.0)),
+    ] {
+        run.benchmarks.push(rung(&base, rate, ttft, ttft_iv));
+    }
+    let m = run.benchmarks[0].clone();
+    let mut c = Capacity {
+        max_requests_per_s: m.rates.requests_per_s,
+        max_output_tokens_per_s: m.rates.output_tokens_per_s,
+        max_measured_by: m.label.clone(),
+        max_is_lower_bound: false,
+        knee_requests_per_s: knee(&run),
+        slo: Some("ttft_median=40".parse().expect("slo")),
+        slo_max_requests_per_s: Some(4.0),
+        slo_bracket: Some(SloBracket {
+            low: Some(4.0),
+            high: Some(6.0),
+            tolerance: 0.05,
+            steps: 1,
+        }),
+        trace: None,
+        intervals: None,
+    };
+    c.intervals = bench_report::capacity_intervals(&run, &c);
+    run.capacity = Some(c);
+    run
+}
+
+#[test]
+fn the_knee_and_slo_intervals_span_the_unsure_rates() {
+    let run = sweep();
+    let c = run.capacity.as_ref().expect("capacity");
+    assert_eq!(c.knee_requests_per_s, Some(6.0), "45 ms <= 50, 60 ms > 50");
+    // Surely on the plateau up to 4 req/s (35 <= 50), surely off it at 10 (150 > 50).
+    assert_eq!(
+        knee_interval(&run, c),
+        Some(CrossingInterval {
+            low: 4.0,
+            high: Some(10.0)
+        })
+    );
+    // ttft_median=40: surely met at 4 (35 <= 40), surely missed at 8 (45 > 40); 6 is unsure.
+    assert_eq!(
+        slo_interval(&run, c),
+        Some(CrossingInterval {
+            low: 4.0,
+            high: Some(8.0)
+        })
+    );
+    let ivs = c.intervals.expect("intervals");
+    assert_eq!(ivs.knee_requests_per_s, knee_interval(&run, c));
+    assert_eq!(ivs.slo_max_requests_per_s, slo_interval(&run, c));
+
+    // Narrower intervals at 6 and 8 req/s: the knee's interval closes to its bracket (6 sure
+    // on, 8 sure off).
+    let mut sure = run.clone();
+    for (i, (lo, hi)) in [(4, (44.0, 46.0)), (5, (58.0, 62.0))] {
+        let m = sure.benchmarks[i].intervals.as_mut().expect("iv");
+        m.metrics.get_mut("ttft_ms").expect("ttft").median = Some(iv(lo, hi));
+    }
+    let k = knee_interval(&sure, sure.capacity.as_ref().expect("capacity")).expect("knee");
+    assert_eq!((k.low, k.high), (6.0, Some(8.0)));
+
+    // A rate that did not surely keep up is unsure; one that surely fell behind is past the
+    // knee.
+    let mut slow = run.clone();
+    slow.benchmarks[4]
+        .intervals
+        .as_mut()
+        .expect("iv")
+        .requests_per_s = iv(5.0, 7.0);
+    slow.benchmarks[4].metrics.ttft_ms.median = 30.0;
+    slow.benchmarks[4]
+        .intervals
+        .as_mut()
+        .expect("iv")
+        .metrics
+        .get_mut("ttft_ms")
+        .expect("ttft")
+        .median = Some(iv(25.0, 35.0));
+    let c = slow.capacity.as_ref().expect("capacity");
+    assert_eq!(knee_interval(&slow, c).map(|k| k.low), Some(4.0));
+    slow.benchmarks[4]
+        .intervals
+        .as_mut()
+        .expect("iv")
+        .requests_per_s = iv(5.0, 5.5);
+    assert_eq!(
+        knee_interval(&slow, c).and_then(|k| k.high),
+        Some(6.0),
+        "5.5 < 0.95 x 6"
+    );
+}
+
+#[test]
+fn no_interval_without_a_method_or_without_intervals_at_the_rates_it_rests_on() {
+    let run = sweep();
+    let mut c = run.capacity.clone().expect("capacity");
+    c.slo = Some("ttft_mean=40".parse().expect("slo"));
+    assert_eq!(
+        slo_interval(&run, &c),
+        None,
+        "a mean has no interval method"
+    );
+    c.slo = Some("ttft_p95=40".parse().expect("slo"));
+    assert_eq!(slo_interval(&run, &c), None, "nor a p95");
+    let mut short = run.clone();
+    short.benchmarks[4].intervals = None;
+    let c = short.capacity.as_ref().expect("capacity");
+    assert_eq!(
+        slo_interval(&short, c),
+        None,
+        "6 req/s is the bracket's top"
+    );
+    assert_eq!(knee_interval(&short, c), None);
+    // A rate above the first past the knee without intervals is only unsure.
+    let mut top = run.clone();
+    top.benchmarks[6].intervals = None;
+    let c = top.capacity.as_ref().expect("capacity");
+    assert_eq!(
+        slo_interval(&top, c),
+        Some(CrossingInterval {
+            low: 4.0,
+            high: Some(8.0)
+        })
+    );
+    assert_eq!(
+        knee_interval(&top, c),
+        Some(CrossingInterval {
+            low: 4.0,
+            high: None
+        })
+    );
+}
+
+#[test]
+fn the_intervals_are_in_every_output() {
+    let run = sweep();
+    let g = render_guidellm(&run, None);
+    assert!(
+        g.contains("Knee (latency leaves its plateau): 6.00 req/s (95%: 4.00-10.00) (median TTFT"),
+        "{g}"
+    );
+    assert!(
+        g.contains("Max rate meeting ttft_median=40: 4.00 req/s (95%: 4.00-8.00) (bracket"),
+        "{g}"
+    );
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    assert!(
+        v.contains("Knee 95% interval (req/s):               4.00 to 10.00"),
+        "{v}"
+    );
+    assert!(
+        v.contains("SLO rate 95% interval (req/s):           4.00 to 8.00"),
+        "{v}"
+    );
+    let h = render_html(&run);
+    assert!(h.contains("6.00 req/s offered (95%: 4.00-10.00)"), "knee");
+    assert!(h.contains("<b>4.00 req/s</b> (95%: 4.00-8.00)"), "SLO");
+    let json: serde_json::Value =
+        serde_json::from_str(&render_json(&run).expect("json")).expect("valid");
+    let ivs = &json["capacity"]["intervals"];
+    assert_eq!(ivs["knee_requests_per_s"]["low"], 4.0);
+    assert_eq!(ivs["knee_requests_per_s"]["high"], 10.0);
+    assert_eq!(ivs["slo_max_requests_per_s"]["high"], 8.0);
+    assert!(ivs["max_requests_per_s"]["low"].is_number());
+    let schema_path =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("schema"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let csv = render_csv(&run);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().expect("header").clone();
+    let row = reader.records().next().expect("row").expect("valid row");
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    assert_eq!(&row[col("capacity_knee_requests_per_s_low")], "4");
+    assert_eq!(&row[col("capacity_knee_requests_per_s_high")], "10");
+    assert_eq!(&row[col("capacity_slo_max_requests_per_s_high")], "8");
+}
+
+/// `bench report a b`: every figure of b's rows is marked against a's benchmark of the same
+/// label, in the console and the HTML, with a legend.
+#[test]
+fn every_compared_figure_is_marked_beyond_the_intervals_within_noise_or_unjudged() {
+    let a = sweep();
+    let mut b = a.clone();
+    // b's TTFT median at 4 req/s: 80 ms (70-90), beyond a's 25-35; its output rate 45 tok/s
+    // (39-44), overlapping a's 40-44.
+    let four = &mut b.benchmarks[3];
+    four.metrics.ttft_ms.median = 80.0;
+    let ivs = four.intervals.as_mut().expect("iv");
+    ivs.metrics.get_mut("ttft_ms").expect("ttft").median = Some(iv(70.0, 90.0));
+    ivs.output_tokens_per_s = iv(39.0, 44.0);
+    // b's synchronous benchmark has no intervals: nothing of it can be judged.
+    b.benchmarks[0].intervals = None;
+    let names = ["a".to_string(), "b".to_string()];
+    let out = render_comparison(&[a.clone(), b.clone()], &names, None);
+    assert!(
+        out.contains("Marks on a figure of a later run, against the benchmark of the same label in a: * beyond the 95% intervals"),
+        "{out}"
+    );
+    let row = |run: &str, label: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                cells.get(1) == Some(&run) && cells.get(2) == Some(&label)
+            })
+            .unwrap_or_else(|| panic!("no row {run} {label}: {out}"))
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    // Columns: rate, run, label, Req/s, Out Tok/s, Concurrency, Errored, TTFT p50, ...
+    let b4 = row("b", "constant@4.00");
+    assert!(b4[3].ends_with('~'), "req/s within noise: {b4:?}");
+    assert!(b4[4].ends_with('~'), "tok/s within noise: {b4:?}");
+    assert!(
+        b4[5].ends_with('?') && b4[6].ends_with('?'),
+        "no method: {b4:?}"
+    );
+    assert_eq!(b4[7], "80.0*", "TTFT p50 beyond: {b4:?}");
+    assert!(b4[8].ends_with('?'), "no p99 interval: {b4:?}");
+    let a4 = row("a", "constant@4.00");
+    assert_eq!(a4[7], "30.0", "the reference is unmarked: {a4:?}");
+    let sync = row("b", "synchronous");
+    assert!(sync[3..].iter().all(|c| c.ends_with('?')), "{sync:?}");
+    // The same in the HTML.
+    let h = render_comparison_html(&[a, b], &names);
+    assert!(
+        h.contains("<h2 id=\"changes\">Changes against a</h2>"),
+        "{h}"
+    );
+    assert!(
+        h.contains("<td class=\"beyond\" title=\"beyond the intervals\">30.0 &rarr; 80.0 *</td>")
+    );
+    assert!(h.contains("<td class=\"noise\" title=\"within noise\">"));
+    assert!(h.contains("<td class=\"unjudged\" title=\"no interval\">"));
+    assert!(h.contains("? no interval to judge by"));
+}
