@@ -6,8 +6,9 @@
 //! The knee and the SLO rate are where a figure crosses a limit (median TTFT its plateau
 //! threshold, an SLO statistic its bound). Each open-loop rate is judged from its intervals:
 //! surely below the crossing when every interval lies within its limit, surely above when one
-//! lies wholly beyond it, unsure otherwise. The crossing lies above the highest rate of the
-//! run of sure passes from the lowest rate, and below the lowest sure failure.
+//! lies wholly beyond it, unsure otherwise (also when it has no interval). The crossing lies
+//! above the highest rate of the run of sure passes from the lowest rate, and below the lowest
+//! sure failure.
 
 use bench_core::{kept_up, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo};
 
@@ -59,45 +60,33 @@ fn crossing(rates: &[(f64, Sure)]) -> CrossingInterval {
     CrossingInterval { low, high }
 }
 
-/// Whether every open-loop rate up to `top` (all of them when `None`) has intervals: an
-/// interval rests on all of them.
-fn measured_up_to(rates: &[(f64, &BenchmarkReport)], top: Option<f64>) -> bool {
-    rates
-        .iter()
-        .filter(|(r, _)| top.is_none_or(|t| *r <= t))
-        .all(|(_, b)| b.intervals.is_some())
+/// Whether any open-loop rate has intervals: without one nothing measured how sure the
+/// figures are (a rate without intervals is only unsure).
+fn measured(rates: &[(f64, &BenchmarkReport)]) -> bool {
+    rates.iter().any(|(_, b)| b.intervals.is_some())
 }
 
-/// The first open-loop rate that fails by its point figures (`pass` false), if any.
-fn first_failure(
-    rates: &[(f64, &BenchmarkReport)],
-    pass: impl Fn(f64, &BenchmarkReport) -> bool,
-) -> Option<f64> {
-    rates.iter().find(|(r, b)| !pass(*r, b)).map(|r| r.0)
-}
-
-/// Whether a rate kept up, from its request-rate interval.
-fn kept_up_surely(rate: f64, b: &BenchmarkReport) -> Sure {
-    match b.intervals.as_ref().map(|i| i.requests_per_s) {
-        Some(iv) if kept_up(rate, iv.low) => Sure::Pass,
-        Some(iv) if !kept_up(rate, iv.high) => Sure::Fail,
-        _ => Sure::Unsure,
+/// Whether a rate kept up, taken as exact (as the sweep takes it): below capacity a rate's
+/// completions follow its arrivals, and the batches' spread of completions measures their
+/// discreteness (a few requests a batch), not doubt about keeping up.
+fn kept_up_exactly(rate: f64, b: &BenchmarkReport) -> Sure {
+    if kept_up(rate, b.rates.requests_per_s) {
+        Sure::Pass
+    } else {
+        Sure::Fail
     }
 }
 
 /// The 95% interval of the knee ([`crate::knee`]): where median TTFT crosses
 /// [`knee_threshold_ms`] of the lowest rate's median (taken as exact), or the completed rate
-/// falls below [`bench_core::KEPT_UP`] of the offered one. `None` without a knee, or when a
-/// rate up to the first past the knee has no intervals.
+/// falls below [`bench_core::KEPT_UP`] of the offered one (also taken as exact). `None` without a knee, or when no
+/// open-loop rate has intervals.
 pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
     c.knee_requests_per_s?;
     let rates = open_loop(run);
     let threshold = knee_threshold_ms(rates.first()?.1.percentile_ms(Metric::Ttft, 50.0)?);
     let median = |b: &BenchmarkReport| b.percentile_ms(Metric::Ttft, 50.0);
-    let past = first_failure(&rates, |r, b| {
-        median(b).is_some_and(|v| v <= threshold) && kept_up(r, b.rates.requests_per_s)
-    });
-    if !measured_up_to(&rates, past) {
+    if !measured(&rates) {
         return None;
     }
     let verdicts: Vec<(f64, Sure)> = rates
@@ -109,7 +98,7 @@ pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> 
                 .and_then(|i| i.percentile(Metric::Ttft, 50.0));
             (
                 r,
-                all([at_most(median(b), iv, threshold), kept_up_surely(r, b)]),
+                all([at_most(median(b), iv, threshold), kept_up_exactly(r, b)]),
             )
         })
         .collect();
@@ -129,7 +118,7 @@ fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
 /// The 95% interval of the SLO-limited rate (`slo_max_requests_per_s`): where the first SLO
 /// bound stops holding. `None` without that rate, when a bound's statistic has no interval
 /// method (a mean, a percentile other than the median, p90 and p99, a metric other than TTFT,
-/// ITL, TPOT and E2EL), or when a rate up to the bracket's upper end has no intervals.
+/// ITL, TPOT and E2EL), or when no open-loop rate has intervals.
 pub fn slo_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
     let (slo, bracket) = (c.slo.as_ref()?, c.slo_bracket.as_ref()?);
     bracket.low?;
@@ -142,7 +131,7 @@ pub fn slo_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
         return None;
     }
     let rates = open_loop(run);
-    if !measured_up_to(&rates, bracket.high) {
+    if !measured(&rates) {
         return None;
     }
     let verdicts: Vec<(f64, Sure)> = rates

@@ -214,11 +214,11 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
     }
     out.push('\n');
     out.push_str(&render(&Spec { groups, rows }, width));
+    out.push('\n');
     if runs.len() > 1 {
         out.push_str(&legend(&cols[0]));
         out.push('\n');
     }
-    out.push('\n');
     out.push_str(&capacities(runs, &cols));
     out
 }

@@ -44,7 +44,7 @@ svg .grid{stroke:#eceff2;stroke-width:1}svg .axis{stroke:#888;stroke-width:1}\
 pre{background:#f6f8fa;padding:8px;font-size:12px;overflow:auto;max-height:320px}\
 details{margin:8px 0}summary{cursor:pointer;font-weight:600}\
 .kv td{text-align:left}.scroll{overflow-x:auto}\
-.changes td.beyond{background:#fdecea;font-weight:600}.changes td.noise{color:#555}.changes td.unjudged{color:#999}";
+.changes td{white-space:nowrap}.changes td:nth-child(2){text-align:left}.changes td.beyond{background:#fdecea;font-weight:600}.changes td.noise{color:#555}.changes td.unjudged{color:#999}";
 
 /// Renders `run` as one self-contained HTML page: run metadata, a summary table, charts of
 /// latency percentiles and throughput against request rate across the sweep, and per
@@ -202,18 +202,20 @@ fn distribution_chart(b: &BenchmarkReport, metrics: &[(Metric, &str)], title: &s
         .enumerate()
         .map(|(i, (m, name))| {
             let d = b.distribution(*m).ok().filter(|d| d.count() > 0);
-            let (points, notes) = match d {
+            let bar = |q: f64| b.intervals.as_ref()?.percentile(*m, q);
+            let (points, (notes, bars)) = match d {
                 Some(d) => DIST_QS
                     .iter()
                     .filter_map(|&q| {
                         d.percentile_us(q)
-                            .map(|us| ((dist_x(q), us / 1000.0), format!("p{q}")))
+                            .map(|us| ((dist_x(q), us / 1000.0), (format!("p{q}"), bar(q))))
                     })
                     .unzip(),
-                None => (Vec::new(), Vec::new()),
+                None => (Vec::new(), (Vec::new(), Vec::new())),
             };
             Series {
                 notes,
+                bars,
                 ..Series::line(*name, PALETTE[i % PALETTE.len()], points)
             }
         })

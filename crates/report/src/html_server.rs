@@ -25,6 +25,7 @@ fn series(
         notes: Vec::new(),
         markers_only: false,
         dashed: false,
+        bars: Vec::new(),
     };
     for (b, m) in bs {
         if let Some(v) = f(b, m) {
@@ -232,6 +233,7 @@ fn time_series(h: &mut String, b: &BenchmarkReport, m: &ServerMetrics) {
                 points,
                 markers_only: false,
                 dashed: false,
+                bars: Vec::new(),
             })
         };
     h.push_str("<div class=\"charts\">\n");

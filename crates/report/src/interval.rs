@@ -139,14 +139,15 @@ fn t975(df: usize) -> f64 {
     T[df.clamp(2, 9) - 2]
 }
 
-/// `point ± t × sd(values) / √k`.
+/// `point ± t × sd(values) / √k`, the lower end at least 0 (every figure given an interval is a
+/// rate or a latency, never negative).
 fn around(point: f64, values: &[f64]) -> Interval {
     let k = values.len() as f64;
     let mean = values.iter().sum::<f64>() / k;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1.0);
     let half = t975(values.len() - 1) * (var / k).sqrt();
     Interval {
-        low: point - half,
+        low: (point - half).max(0.0),
         high: point + half,
     }
 }

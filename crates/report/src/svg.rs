@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use bench_core::Interval;
+
 use crate::html::esc;
 
 /// One line of a chart.
@@ -17,6 +19,9 @@ pub(crate) struct Series {
     pub markers_only: bool,
     /// Dashed line (e.g. the p50 of a run overlaid on another's).
     pub dashed: bool,
+    /// The 95% interval of each point, drawn as an error bar (same length as `points`, or
+    /// empty: no bars).
+    pub bars: Vec<Option<Interval>>,
 }
 
 impl Series {
@@ -29,6 +34,7 @@ impl Series {
             notes: Vec::new(),
             markers_only: false,
             dashed: false,
+            bars: Vec::new(),
         }
     }
 }
@@ -167,9 +173,16 @@ impl Frame {
 
 /// Renders a line chart. Empty series are skipped; with no points at all the chart says so.
 pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
+    // The frame covers the points and the ends of their error bars.
     let pts: Vec<(f64, f64)> = series
         .iter()
-        .flat_map(|s| s.points.iter().copied())
+        .flat_map(|s| {
+            s.points.iter().enumerate().flat_map(|(j, &(x, y))| {
+                let bar = bar_of(s, j, y);
+                std::iter::once((x, y))
+                    .chain(bar.into_iter().flat_map(move |b| [(x, b.low), (x, b.high)]))
+            })
+        })
         .filter(|(x, y)| x.is_finite() && y.is_finite())
         .collect();
     let mut s = String::new();
@@ -287,6 +300,12 @@ fn draw_series(s: &mut String, se: &Series, good: &[(usize, (f64, f64))], f: &Fr
         );
     }
     for (j, (x, y)) in good {
+        if let Some(b) = bar_of(se, *j, *y) {
+            let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
+            draw_bar(s, se, f, *x, b, note);
+        }
+    }
+    for (j, (x, y)) in good {
         let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
         let (class, r) = if se.markers_only {
             ("probe", 5.0)
@@ -308,6 +327,40 @@ fn draw_series(s: &mut String, se: &Series, good: &[(usize, (f64, f64))], f: &Fr
             let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", f.px(*x), f.py(*y), se.color);
         }
     }
+}
+
+/// The error bar of point `j` (value `y`) of `se`; cut at 0 under a point at or above 0 (the
+/// charted figures are never negative: an interval saved by an older version could be).
+fn bar_of(se: &Series, j: usize, y: f64) -> Option<Interval> {
+    let b = se.bars.get(j).copied().flatten()?;
+    Some(Interval {
+        low: if y >= 0.0 { b.low.max(0.0) } else { b.low },
+        high: b.high,
+    })
+}
+
+/// Half the width of an error bar's caps, pixels.
+const CAP: f64 = 4.0;
+
+/// Draws the 95% interval `b` of a point at `x` of `se` as a vertical bar with caps.
+fn draw_bar(s: &mut String, se: &Series, f: &Frame, x: f64, b: Interval, note: &str) {
+    if !(b.low.is_finite() && b.high.is_finite()) {
+        return;
+    }
+    let (x, top, bottom) = (f.px(x), f.py(b.high), f.py(b.low));
+    let _ = write!(
+        s,
+        "<g class=\"errbar\" stroke=\"{}\" stroke-width=\"1.5\"><line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top:.1}\" y2=\"{bottom:.1}\"/><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{top:.1}\" y2=\"{top:.1}\"/><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{bottom:.1}\" y2=\"{bottom:.1}\"/><title>{} 95% interval: {} to {} ({})</title></g>",
+        se.color,
+        x - CAP,
+        x + CAP,
+        x - CAP,
+        x + CAP,
+        esc(&se.name),
+        fmt_tick(b.low),
+        fmt_tick(b.high),
+        esc(note)
+    );
 }
 
 /// Draws the legend item of `se` at `(x, y)` (wrapping to the next row when the item would
@@ -392,5 +445,44 @@ mod tests {
         assert!(svg.contains("<circle") && svg.contains("t&lt;&amp;&gt;"));
         assert!(!svg.contains("NaN"));
         assert!(line_chart(&axes, &[]).contains("no data"));
+    }
+
+    /// An error bar sits on its point's x, from its interval's high to its low, with the frame
+    /// stretched to hold it: x 0..10 on 66..536 px, y 0..100 on 280..56 px (ticks of 20),
+    /// so the point (5, 50) is at (301, 168) and its interval 40..60 spans 190.4..145.6.
+    #[test]
+    fn error_bars_are_drawn_at_their_points_interval() {
+        let axes = Axes {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_ticks: Some(vec![(0.0, "0".into()), (10.0, "10".into())]),
+            marks: Vec::new(),
+        };
+        let mut se = Series::line("p50", PALETTE[0], vec![(5.0, 50.0), (10.0, 90.0)]);
+        se.notes = vec!["a".into(), "b".into()];
+        se.bars = vec![
+            Some(Interval {
+                low: 40.0,
+                high: 60.0,
+            }),
+            Some(Interval {
+                low: 80.0,
+                high: 100.0,
+            }),
+        ];
+        let svg = line_chart(&axes, &[se]);
+        assert!(
+            svg.contains("<circle class=\"point\" cx=\"301.0\" cy=\"168.0\""),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("<g class=\"errbar\" stroke=\"#0072b2\" stroke-width=\"1.5\"><line x1=\"301.0\" x2=\"301.0\" y1=\"145.6\" y2=\"190.4\"/><line x1=\"297.0\" x2=\"305.0\" y1=\"145.6\" y2=\"145.6\"/><line x1=\"297.0\" x2=\"305.0\" y1=\"190.4\" y2=\"190.4\"/><title>p50 95% interval: 40 to 60 (a)</title></g>"),
+            "{svg}"
+        );
+        // The top bar's high end (100) is the top of the frame, 56 px.
+        assert!(svg.contains("<line x1=\"536.0\" x2=\"536.0\" y1=\"56.0\" y2=\"100.8\"/>"));
+        // Bars come before the points, which stay on top.
+        assert!(svg.find("errbar").expect("bar") < svg.find("<circle").expect("point"));
     }
 }

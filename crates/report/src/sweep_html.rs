@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use bench_core::SloMetric;
+use bench_core::{Interval, SloMetric};
 
 use crate::capacity::{open_loop, slo_metric};
 use crate::capacity_interval::{crossing_words, knee_interval, slo_interval};
@@ -79,12 +79,19 @@ fn probes(run: &RunReport) -> Vec<&BenchmarkReport> {
     v
 }
 
-/// A curve of `f` over the open-loop benchmarks and, unless `no_probes`, the probes' markers.
+/// A figure of a benchmark and its 95% interval (drawn as an error bar).
+type Figure<'a> = (
+    &'a dyn Fn(&BenchmarkReport) -> Option<f64>,
+    &'a dyn Fn(&BenchmarkReport) -> Option<Interval>,
+);
+
+/// A curve of figure `f` over the open-loop benchmarks and, unless `no_probes`, the probes'
+/// markers, each point with its interval's error bar where it has one.
 fn series_of(
     d: &Drawn,
     name: &str,
     color: &'static str,
-    f: &dyn Fn(&BenchmarkReport) -> Option<f64>,
+    (f, bar): Figure,
     dashed: bool,
     no_probes: bool,
 ) -> Vec<Series> {
@@ -95,22 +102,24 @@ fn series_of(
             format!("{} {n}", d.name)
         }
     };
-    let (points, notes) = open_loop(d.run)
+    let (points, (notes, bars)) = open_loop(d.run)
         .into_iter()
-        .filter_map(|(r, b)| Some(((r, f(b)?), b.label.clone())))
+        .filter_map(|(r, b)| Some(((r, f(b)?), (b.label.clone(), bar(b)))))
         .unzip();
     let mut out = vec![Series {
         notes,
+        bars,
         dashed,
         ..Series::line(label(name), color, points)
     }];
     if !no_probes {
-        let (points, notes) = probes(d.run)
+        let (points, (notes, bars)) = probes(d.run)
             .into_iter()
-            .filter_map(|b| Some(((x_of(b), f(b)?), b.label.clone())))
+            .filter_map(|b| Some(((x_of(b), f(b)?), (b.label.clone(), bar(b)))))
             .unzip();
         out.push(Series {
             notes,
+            bars,
             markers_only: true,
             ..Series::line(label(&format!("{name} probes")), color, points)
         });
@@ -193,11 +202,12 @@ fn latency_chart(ds: &[Drawn], metric: Metric, title: &str) -> String {
         for (j, (p, name)) in pcts.iter().enumerate() {
             let color = PALETTE[if one { j } else { i } % PALETTE.len()];
             let f = |b: &BenchmarkReport| b.percentile_ms(metric, *p);
+            let bar = |b: &BenchmarkReport| b.intervals.as_ref()?.percentile(metric, *p);
             series.extend(series_of(
                 d,
                 name,
                 color,
-                &f,
+                (&f, &bar),
                 !one && j == 0,
                 !one && j == 0,
             ));
@@ -221,7 +231,15 @@ fn throughput_chart(ds: &[Drawn]) -> String {
     for (i, d) in ds.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let f = |b: &BenchmarkReport| Some(b.rates.output_tokens_per_s);
-        series.extend(series_of(d, "output tok/s", color, &f, false, false));
+        let bar = |b: &BenchmarkReport| Some(b.intervals.as_ref()?.output_tokens_per_s);
+        series.extend(series_of(
+            d,
+            "output tok/s",
+            color,
+            (&f, &bar),
+            false,
+            false,
+        ));
         if let Some(c) = &d.run.capacity {
             marks.push(Mark {
                 vertical: false,
@@ -251,7 +269,15 @@ fn concurrency_chart(ds: &[Drawn]) -> String {
     for (i, d) in ds.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let f = |b: &BenchmarkReport| Some(b.rates.concurrency);
-        series.extend(series_of(d, "mean in flight", color, &f, false, false));
+        let none = |_: &BenchmarkReport| None;
+        series.extend(series_of(
+            d,
+            "mean in flight",
+            color,
+            (&f, &none),
+            false,
+            false,
+        ));
     }
     let axes = Axes {
         title: "Concurrency vs request rate".into(),
@@ -278,5 +304,5 @@ pub(crate) fn sweep_charts(h: &mut String, ds: &[Drawn]) {
     h.push_str(&throughput_chart(ds));
     h.push('\n');
     h.push_str(&concurrency_chart(ds));
-    h.push_str("\n</div>\n<p class=\"meta\">Lines join the open-loop rates at their offered rate; hollow markers are probes (synchronous, concurrency ladder, throughput) at the rate they measured. Dashed lines: SLO bounds (red), knee (purple), capacity (green).</p>\n");
+    h.push_str("\n</div>\n<p class=\"meta\">Lines join the open-loop rates at their offered rate; hollow markers are probes (synchronous, concurrency ladder, throughput) at the rate they measured. Dashed lines: SLO bounds (red), knee (purple), capacity (green). Vertical bars with caps: 95% intervals (batch means, docs/metrics.md \"Intervals\"), where the benchmark has one.</p>\n");
 }

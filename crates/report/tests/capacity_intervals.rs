@@ -123,39 +123,26 @@ fn the_knee_and_slo_intervals_span_the_unsure_rates() {
     let k = knee_interval(&sure, sure.capacity.as_ref().expect("capacity")).expect("knee");
     assert_eq!((k.low, k.high), (6.0, Some(8.0)));
 
-    // A rate that did not surely keep up is unsure; one that surely fell behind is past the
-    // knee.
-    let mut slow = run.clone();
+    // Whether a rate kept up is taken as its point figure says (the batches' spread of
+    // completions is their discreteness): at 6 req/s completing 5.5 it is past the knee
+    // whatever its interval, completing 5.8 (>= 0.95 x 6) it is not.
+    let mut slow = sure.clone();
+    slow.benchmarks[4].rates.requests_per_s = 5.5;
     slow.benchmarks[4]
         .intervals
         .as_mut()
         .expect("iv")
-        .requests_per_s = iv(5.0, 7.0);
-    slow.benchmarks[4].metrics.ttft_ms.median = 30.0;
-    slow.benchmarks[4]
-        .intervals
-        .as_mut()
-        .expect("iv")
-        .metrics
-        .get_mut("ttft_ms")
-        .expect("ttft")
-        .median = Some(iv(25.0, 35.0));
+        .requests_per_s = iv(4.0, 7.0);
     let c = slow.capacity.as_ref().expect("capacity");
-    assert_eq!(knee_interval(&slow, c).map(|k| k.low), Some(4.0));
-    slow.benchmarks[4]
-        .intervals
-        .as_mut()
-        .expect("iv")
-        .requests_per_s = iv(5.0, 5.5);
-    assert_eq!(
-        knee_interval(&slow, c).and_then(|k| k.high),
-        Some(6.0),
-        "5.5 < 0.95 x 6"
-    );
+    let k = knee_interval(&slow, c).expect("knee");
+    assert_eq!((k.low, k.high), (4.0, Some(6.0)));
+    slow.benchmarks[4].rates.requests_per_s = 5.8;
+    let k = knee_interval(&slow, c).expect("knee");
+    assert_eq!((k.low, k.high), (6.0, Some(8.0)));
 }
 
 #[test]
-fn no_interval_without_a_method_or_without_intervals_at_the_rates_it_rests_on() {
+fn no_interval_without_a_method_or_without_any_intervals() {
     let run = sweep();
     let mut c = run.capacity.clone().expect("capacity");
     c.slo = Some("ttft_mean=40".parse().expect("slo"));
@@ -166,33 +153,31 @@ fn no_interval_without_a_method_or_without_intervals_at_the_rates_it_rests_on() 
     );
     c.slo = Some("ttft_p95=40".parse().expect("slo"));
     assert_eq!(slo_interval(&run, &c), None, "nor a p95");
+    // A rate without intervals is unsure: 4 req/s no longer surely passes, so both lower ends
+    // fall to 2 req/s.
     let mut short = run.clone();
-    short.benchmarks[4].intervals = None;
+    short.benchmarks[3].intervals = None;
     let c = short.capacity.as_ref().expect("capacity");
-    assert_eq!(
-        slo_interval(&short, c),
-        None,
-        "6 req/s is the bracket's top"
-    );
-    assert_eq!(knee_interval(&short, c), None);
-    // A rate above the first past the knee without intervals is only unsure.
+    let low = |iv: Option<CrossingInterval>| iv.map(|i| (i.low, i.high));
+    assert_eq!(low(slo_interval(&short, c)), Some((2.0, Some(8.0))));
+    assert_eq!(low(knee_interval(&short, c)), Some((2.0, Some(10.0))));
+    // Nor can it be surely past: without intervals at 10 req/s the knee's is open above.
     let mut top = run.clone();
     top.benchmarks[6].intervals = None;
     let c = top.capacity.as_ref().expect("capacity");
+    assert_eq!(low(slo_interval(&top, c)), Some((4.0, Some(8.0))));
+    assert_eq!(low(knee_interval(&top, c)), Some((4.0, None)));
+    // With no open-loop rate measured by intervals there is none to state.
+    let mut none = run.clone();
+    for b in &mut none.benchmarks {
+        b.intervals = None;
+    }
+    let c = none.capacity.as_ref().expect("capacity");
     assert_eq!(
-        slo_interval(&top, c),
-        Some(CrossingInterval {
-            low: 4.0,
-            high: Some(8.0)
-        })
+        (knee_interval(&none, c), slo_interval(&none, c)),
+        (None, None)
     );
-    assert_eq!(
-        knee_interval(&top, c),
-        Some(CrossingInterval {
-            low: 4.0,
-            high: None
-        })
-    );
+    assert_eq!(bench_report::capacity_intervals(&none, c), None);
 }
 
 #[test]
@@ -305,4 +290,59 @@ fn every_compared_figure_is_marked_beyond_the_intervals_within_noise_or_unjudged
     assert!(h.contains("<td class=\"noise\" title=\"within noise\">"));
     assert!(h.contains("<td class=\"unjudged\" title=\"no interval\">"));
     assert!(h.contains("? no interval to judge by"));
+}
+
+/// The value of attribute `name` in `tag` (the text of one SVG element).
+fn attr(tag: &str, name: &str) -> f64 {
+    let from = tag.find(&format!(" {name}=\"")).expect(name) + name.len() + 3;
+    let len = tag[from..].find('"').expect("closing quote");
+    tag[from..from + len].parse().expect("a number")
+}
+
+/// The HTML's sweep charts draw the 95% intervals as error bars: on the TTFT chart the p50
+/// point of 4 req/s (30 ms, interval 25-35) carries a bar on its own x, from 35 down to 25 ms
+/// at the chart's scale (5 ms either side of the point), under the point.
+#[test]
+fn the_html_draws_error_bars_on_the_points_of_a_known_report() {
+    let h = render_html(&sweep());
+    let chart = h
+        .split("<svg class=\"chart\"")
+        .find(|s| s.contains("Time to first token vs request rate"))
+        .expect("TTFT chart");
+    let point_at = chart
+        .find("<title>p50: 30 (constant@4.00)</title>")
+        .expect("the p50 point of 4 req/s");
+    let circle = &chart[chart[..point_at].rfind("<circle").expect("circle")..point_at];
+    let title = "<title>p50 95% interval: 25 to 35 (constant@4.00)</title>";
+    let bar_at = chart.find(title).expect("its error bar");
+    let bar = &chart[chart[..bar_at].rfind("<g class=\"errbar\"").expect("bar")..bar_at];
+    let stem = &bar[bar.find("<line").expect("stem")..];
+    let (cx, cy) = (attr(circle, "cx"), attr(circle, "cy"));
+    let (x, top, bottom) = (attr(stem, "x1"), attr(stem, "y1"), attr(stem, "y2"));
+    assert_eq!(x, cx, "{bar}");
+    assert_eq!(attr(stem, "x2"), cx);
+    // y grows downwards: 35 ms is above the point, 25 ms below it, equally far.
+    assert!(top < cy && cy < bottom, "{top} {cy} {bottom}");
+    assert!(
+        ((cy - top) - (bottom - cy)).abs() <= 0.15,
+        "{top} {cy} {bottom}"
+    );
+    assert!(bar_at < point_at, "the bar is drawn under the point");
+    // Rates without intervals (the probes of the fixture) have no bar; every bar sits on a
+    // point of its series.
+    let bars = chart.matches("class=\"errbar\"").count();
+    assert!(bars >= 5, "a p50 bar per rate at least: {bars}");
+    let throughput = h
+        .split("<svg class=\"chart\"")
+        .find(|s| s.contains("Output token throughput vs request rate"))
+        .expect("throughput chart");
+    assert!(throughput.contains("output tok/s 95% interval: 40 to 44 (constant@4.00)"));
+    let concurrency = h
+        .split("<svg class=\"chart\"")
+        .find(|s| s.contains("Concurrency vs request rate"))
+        .expect("concurrency chart");
+    assert!(
+        !concurrency.contains("errbar"),
+        "concurrency has no interval"
+    );
 }
