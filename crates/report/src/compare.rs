@@ -223,20 +223,48 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
     out
 }
 
-/// Each run's capacity answer side by side (nothing when no run has one).
+/// A capacity figure's 95% interval in a run (an open upper end as infinity).
+type CapacityInterval = fn(&RunReport, &Capacity) -> Option<Interval>;
+
+fn crossing(iv: Option<bench_core::CrossingInterval>) -> Option<Interval> {
+    iv.map(|i| Interval {
+        low: i.low,
+        high: i.high.unwrap_or(f64::INFINITY),
+    })
+}
+
+/// Each run's capacity answer side by side (nothing when no run has one); with exactly two
+/// runs each change is marked beyond the intervals, within noise, or no interval (the
+/// maximum's output tokens/s has none).
 fn capacities(runs: &[RunReport], cols: &[String]) -> String {
     if runs.iter().all(|r| r.capacity.is_none()) {
         return String::new();
     }
     type Get = fn(&Capacity) -> Option<f64>;
-    let figures: [(&str, Get); 4] = [
-        ("max req/s", |c| Some(c.max_requests_per_s)),
-        ("max output tok/s", |c| Some(c.max_output_tokens_per_s)),
-        ("knee req/s", |c| c.knee_requests_per_s),
-        ("SLO max req/s", |c| c.slo_max_requests_per_s),
+    let figures: [(&str, Get, CapacityInterval); 4] = [
+        (
+            "max req/s",
+            |c| Some(c.max_requests_per_s),
+            crate::capacity_interval::max_interval,
+        ),
+        (
+            "max output tok/s",
+            |c| Some(c.max_output_tokens_per_s),
+            |_, _| None,
+        ),
+        (
+            "knee req/s",
+            |c| c.knee_requests_per_s,
+            |r, c| crossing(crate::capacity_interval::knee_interval(r, c)),
+        ),
+        (
+            "SLO max req/s",
+            |c| c.slo_max_requests_per_s,
+            |r, c| crossing(crate::capacity_interval::slo_interval(r, c)),
+        ),
     ];
     let mut out = String::from("\nCapacity:\n");
-    for (name, get) in figures {
+    for (name, get, interval) in figures {
         let vals: Vec<Option<f64>> = runs
             .iter()
             .map(|r| r.capacity.as_ref().and_then(get))
@@ -248,31 +276,13 @@ fn capacities(runs: &[RunReport], cols: &[String]) -> String {
             .collect();
         let delta = match vals.as_slice() {
             [Some(a), Some(b)] if *a != 0.0 => {
-                let sure = if name == "max req/s" {
-                    significance(runs)
-                } else {
-                    ""
-                };
-                format!(" ({:+.1} %{sure})", (b - a) / a * 100.0)
+                let of = |r: &RunReport| interval(r, r.capacity.as_ref()?);
+                let c = change(of(&runs[0]), of(&runs[1]));
+                format!(" ({:+.1} %, {})", (b - a) / a * 100.0, c.words())
             }
             _ => String::new(),
         };
         out.push_str(&format!("  {name:<18} {}{delta}\n", cells.join("  |  ")));
     }
     out
-}
-
-/// Whether two runs' capacities differ beyond their 95% intervals (docs/metrics.md,
-/// "Intervals"): `, beyond the intervals` when the intervals do not overlap, `, within noise`
-/// when they do, nothing when a run has no interval.
-fn significance(runs: &[RunReport]) -> &'static str {
-    let of = |i: usize| {
-        runs.get(i)
-            .and_then(crate::capacity_interval::capacity_interval)
-    };
-    match change(of(0), of(1)) {
-        Change::Beyond => ", beyond the intervals",
-        Change::Noise => ", within noise",
-        Change::Unjudged => "",
-    }
 }

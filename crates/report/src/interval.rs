@@ -7,7 +7,9 @@
 //! one fill time long so that neighbouring batches share little; a figure is computed in every
 //! batch, and the spread of the `k` batch values gives its standard error. The interval is the
 //! figure `± t(0.975, k - 1) × sd / √k`, Student's t for the few batches. Requests are
-//! placed in batches by when they were sent (latencies) or ended (throughput). A percentile
+//! placed in batches by when they ended (throughput) or were sent (latencies, whose `k` batches
+//! span the span less its last fill time: a request sent later has mostly not ended when the
+//! span closes, so its batch would hold only the fast ones). A percentile
 //! `p` gets an interval only when every batch holds at least `2 / (1 - p)` values, so that a
 //! batch's percentile is more than its maximum.
 
@@ -157,6 +159,9 @@ fn around(point: f64, values: &[f64]) -> Interval {
 pub(crate) struct Batches {
     from: Nanos,
     width: Nanos,
+    /// The latencies' batch length: their span ends one fill time before the end (a request
+    /// sent later has mostly not ended by then, and only its fast fellows would count).
+    sent_width: Nanos,
     /// Per batch: completed requests that ended in it, their output tokens.
     ended: Vec<(f64, f64)>,
     /// Per batch and metric of [`METRICS`]: the values of the requests sent in it.
@@ -172,19 +177,20 @@ impl Batches {
         (k >= MIN_BATCHES).then(|| Self {
             from,
             width: span / k as u64,
+            sent_width: (span.saturating_sub(fill) / k as u64).max(1),
             ended: vec![(0.0, 0.0); k],
             dists: (0..k).map(|_| Default::default()).collect(),
         })
     }
 
-    fn index(&self, t: Nanos) -> Option<usize> {
-        let i = (t.checked_sub(self.from)? / self.width) as usize;
+    fn index(&self, t: Nanos, width: Nanos) -> Option<usize> {
+        let i = (t.checked_sub(self.from)? / width) as usize;
         (i < self.ended.len()).then_some(i)
     }
 
     /// A completed request that ended at `end` with `tokens` output tokens.
     pub(crate) fn ended(&mut self, end: Nanos, tokens: u32) {
-        if let Some(i) = self.index(end) {
+        if let Some(i) = self.index(end, self.width) {
             self.ended[i].0 += 1.0;
             self.ended[i].1 += f64::from(tokens);
         }
@@ -195,7 +201,7 @@ impl Batches {
         let Some(j) = METRICS.iter().position(|&x| x == m) else {
             return;
         };
-        if let Some(i) = self.index(sent) {
+        if let Some(i) = self.index(sent, self.sent_width) {
             self.dists[i][j].record_n(us, 1);
         }
     }
@@ -253,9 +259,15 @@ mod tests {
     fn batches_are_at_least_a_fill_long_and_at_least_three() {
         assert!(Batches::new(0, 5 * S, 2 * S).is_none());
         let b = Batches::new(0, 30 * S, 2 * S).expect("batches");
-        assert_eq!((b.ended.len(), b.width), (10, 3 * S));
+        assert_eq!(
+            (b.ended.len(), b.width, b.sent_width),
+            (10, 3 * S, 28 * S / 10)
+        );
         let b = Batches::new(S, 7 * S, 2 * S).expect("batches");
-        assert_eq!((b.ended.len(), b.width), (3, 2 * S));
+        assert_eq!(
+            (b.ended.len(), b.width, b.sent_width),
+            (3, 2 * S, 4 * S / 3)
+        );
     }
 
     #[test]
@@ -279,12 +291,19 @@ mod tests {
 
     #[test]
     fn a_percentile_needs_enough_values_in_every_batch() {
+        // Latencies by when they were sent, over [0, 3 s - 1 s]: batches of 2/3 s.
         let mut b = Batches::new(0, 3 * S, S).expect("batches");
         for i in 0..3u64 {
             for v in 0..20u64 {
-                b.value(i * S + 1, Metric::Ttft, 1000.0 * (10 + v + i) as f64);
+                b.value(
+                    i * S * 2 / 3 + 1,
+                    Metric::Ttft,
+                    1000.0 * (10 + v + i) as f64,
+                );
             }
         }
+        // Sent in the last fill time: in no batch.
+        b.value(2 * S + 1, Metric::Ttft, 1e9);
         let iv = b.finish((0.0, 0.0), |_, p| Some(if p == 50.0 { 20.0 } else { 28.0 }));
         let ttft = &iv.metrics["ttft_ms"];
         assert!(ttft.median.is_some() && ttft.p90.is_some(), "{ttft:?}");

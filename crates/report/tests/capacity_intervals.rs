@@ -278,6 +278,13 @@ fn every_compared_figure_is_marked_beyond_the_intervals_within_noise_or_unjudged
     assert_eq!(a4[7], "30.0", "the reference is unmarked: {a4:?}");
     let sync = row("b", "synchronous");
     assert!(sync[3..].iter().all(|c| c.ends_with('?')), "{sync:?}");
+    // The capacity lines: every change marked, the output tokens/s as without an interval.
+    assert!(
+        out.contains("knee req/s         a 6.00  |  b 6.00 (+0.0 %, within noise)"),
+        "{out}"
+    );
+    assert!(out.contains("SLO max req/s      a 4.00  |  b 4.00 (+0.0 %, within noise)"));
+    assert!(out.contains(" (+0.0 %, no interval)"), "{out}");
     // The same in the HTML.
     let h = render_comparison_html(&[a, b], &names);
     assert!(
