@@ -1,7 +1,8 @@
 //! Intervals (docs/metrics.md, "Intervals") against the simulator: the stated 95% interval of
 //! the request throughput of short Poisson benchmarks contains the offered rate (the closed
 //! form: below capacity every request sent completes, so the long-run completion rate is the
-//! arrival rate) in at least 90% of trials, and intervals shrink with longer benchmarks.
+//! arrival rate) in at least 90% of trials, so does the TTFT median's interval contain the
+//! engine model's TTFT median, and intervals shrink with longer benchmarks.
 //!
 //! A Poisson benchmark of 2 s at 20 req/s sends about 40 requests, so its measured rate is off
 //! the offered one by about 16% (one standard deviation); an interval that ignored that (too
@@ -101,4 +102,169 @@ fn intervals_shrink_with_longer_benchmarks() {
     let (short, long) = (width("2"), width("8"));
     eprintln!("mean width: 2 s {short:.2} req/s, 8 s {long:.2} req/s");
     assert!(long < 0.75 * short, "2 s: {short}, 8 s: {long}");
+}
+
+/// The TTFT trials' simulator: prefill at 1,000 tokens/s (2 ms overhead, the default), so that
+/// a prompt's length sets its TTFT: `TTFT = queue wait + 2 ms + prompt_tokens / 1000 s`
+/// (docs/simulator.md, "Engine model"). At 20 req/s of 4-token answers about 5 requests are in
+/// flight and 64 slots free, so no request waits for a slot and TTFT is the prefill alone.
+const PREFILL_SIM: &str = "prefill_rate: 1000\n";
+
+/// Prompts normal around 200 tokens (sd 100), rounded and clipped to [20, 380]: a symmetric
+/// distribution, whose median is its centre, 200 tokens (docs/data.md; bench's prompts have
+/// exactly their drawn length). The engine model's TTFT grows with the prompt, so its median is
+/// the TTFT of the median prompt: 2 + 200 ms = 202 ms. The spread (TTFT from 22 to 382 ms) is
+/// the model's, not the machine's: the client's own overhead (the HTTP exchange, a
+/// millisecond timer, a few ms on a loaded debug build) is small beside the intervals'
+/// half-width of about 35 ms.
+const TTFT_DATA: &str =
+    "prompt_tokens=200,prompt_tokens_stdev=100,prompt_tokens_min=20,prompt_tokens_max=380,output_tokens=4";
+const TTFT_MEDIAN_MS: f64 = 202.0;
+
+/// One TTFT trial: the TTFT-median interval and the median (`None` when the benchmark had no
+/// interval), the client's dispatch delay (p90, ms), and what to say when it has none.
+struct TtftTrial {
+    interval: Option<(f64, f64, f64)>,
+    dispatch_p90_ms: f64,
+    note: String,
+}
+
+/// One constant-rate benchmark of 3 s at 20 req/s (constant, so that each of the 7 latency
+/// batches of about 0.3 s holds the 4 values a median interval needs); `log` writes the
+/// simulator's request log to that path.
+fn ttft_trial(seed: u64, log: Option<&std::path::Path>) -> TtftTrial {
+    let dir = common::fresh("intervals-ttft", &seed.to_string());
+    let cfg = common::write_sim(&dir, PREFILL_SIM, log);
+    let data = format!("{TTFT_DATA},seed={seed}");
+    let run = common::mock_report(
+        "run",
+        "ttft",
+        &dir,
+        Some(&cfg),
+        &[
+            "--rate-type",
+            "constant",
+            "--rate",
+            "20",
+            "--max-seconds",
+            "3",
+            "--data",
+            &data,
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let b = &run["benchmarks"][0];
+    let iv = &b["intervals"]["metrics"]["ttft_ms"]["median"];
+    TtftTrial {
+        interval: iv.is_object().then(|| {
+            (
+                common::f(iv, &["low"]),
+                common::f(b, &["metrics", "ttft_ms", "median"]),
+                common::f(iv, &["high"]),
+            )
+        }),
+        dispatch_p90_ms: common::f(b, &["metrics", "dispatch_delay_ms", "percentiles", "p90"]),
+        note: format!(
+            "scope {}, requests {}, e2el p90 {}",
+            b["latency_scope"], b["requests"], b["metrics"]["e2el_ms"]["p90"]
+        ),
+    }
+}
+
+/// The model's premise, from one trial's request log: no request got its first token before
+/// `2 ms + prompt / 1000 s` after it arrived (the closed form is a lower bound the simulator
+/// never beats; a late timer or a queue could only add to it).
+fn check_the_premise() {
+    let dir = common::fresh("intervals-ttft", "log");
+    let log = dir.join("log.jsonl");
+    ttft_trial(1000, Some(&log));
+    let entries = common::read_log(&log);
+    assert!(!entries.is_empty(), "nothing logged");
+    for e in &entries {
+        let prompt = e["prompt_tokens"].as_f64().expect("prompt_tokens");
+        let arrival = e["arrival_unix_ns"].as_f64().expect("arrival");
+        let first = e["first_token_unix_ns"].as_f64().expect("first token");
+        let (served, model) = ((first - arrival) / 1e6, 2.0 + prompt);
+        assert!(
+            served >= model - 1.0,
+            "prompt {prompt}: first token after {served:.2} ms, before the model's {model:.2}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A trial whose client dispatched a tenth of its requests more than this late, ms, ran on a
+/// machine too busy for its latencies to be the model's (an idle box dispatches within about
+/// a millisecond; a starved one hundreds of ms late, and then its TTFTs carry the wait for a
+/// core): it says nothing of the method and is not counted. The bound keeps the count
+/// independent of the machine's load, which at worst leaves fewer trials counted.
+const STARVED_MS: f64 = 10.0;
+
+/// Issue 22 point 6 for the TTFT median: 200 benchmarks of 3 s (about 50 steady requests
+/// each, 5 at a time), each stating a 95% interval of its TTFT median, which must contain the
+/// engine model's 202 ms in at least 9 of 10 of the counted trials (at least 100 counted).
+/// Counted, so it can fail: an interval that ignored the batches' spread, or one off-centre
+/// by the standard error of a 50-request median (about 18 ms), would miss 202 ms in far more
+/// than one trial of ten. Measured while building it: 193 of 200 (96.5%, all on time), the
+/// medians 0.3 ms above the model on average (the client's own overhead); 146 s on the
+/// shared 2-core box. The model holds for every
+/// request the simulator serves here (see [`PREFILL_SIM`], [`TTFT_DATA`],
+/// [`check_the_premise`]).
+#[test]
+fn the_ttft_median_interval_covers_the_engine_models_median_in_nine_trials_of_ten() {
+    let _one = common::serial();
+    check_the_premise();
+    let trials: u64 = 200;
+    // 5 at a time: latency, unlike a request count, carries the client's own wait for a core
+    // if the trials crowd the machine.
+    let results: Vec<(u64, TtftTrial)> = (1..=trials)
+        .collect::<Vec<_>>()
+        .chunks(5)
+        .flat_map(|seeds| {
+            let handles: Vec<_> = seeds
+                .iter()
+                .map(|&seed| std::thread::spawn(move || (seed, ttft_trial(seed, None))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("trial"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let (mut counted, mut covered, mut offset) = (0u64, 0u64, 0.0);
+    for (seed, t) in &results {
+        if t.dispatch_p90_ms > STARVED_MS {
+            eprintln!(
+                "seed {seed}: not counted, dispatched {:.1} ms late (p90)",
+                t.dispatch_p90_ms
+            );
+            continue;
+        }
+        let (low, median, high) = t
+            .interval
+            .unwrap_or_else(|| panic!("seed {seed}: no TTFT median interval ({})", t.note));
+        assert!(
+            low <= median && median <= high,
+            "seed {seed}: {median} outside {low}..{high}"
+        );
+        counted += 1;
+        offset += median - TTFT_MEDIAN_MS;
+        if low <= TTFT_MEDIAN_MS && TTFT_MEDIAN_MS <= high {
+            covered += 1;
+        } else {
+            eprintln!("seed {seed}: TTFT median {median:.1} ms, interval {low:.1} to {high:.1} misses {TTFT_MEDIAN_MS}");
+        }
+    }
+    eprintln!(
+        "covered {covered} of {counted} counted trials ({trials} run); measured medians {:+.2} ms from the model on average",
+        offset / counted.max(1) as f64
+    );
+    assert!(
+        counted >= 100,
+        "only {counted} of {trials} trials ran on time"
+    );
+    assert!(
+        covered * 10 >= counted * 9,
+        "the model's {TTFT_MEDIAN_MS} ms was inside {covered} of {counted} TTFT median intervals"
+    );
 }
