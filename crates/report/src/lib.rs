@@ -43,6 +43,7 @@ mod interval;
 mod merge;
 mod model;
 mod options;
+mod pages;
 mod reasoning_view;
 mod server;
 mod stats;

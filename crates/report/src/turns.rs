@@ -7,6 +7,7 @@ use bench_core::{Phase, RequestRecord, SessionCounts, SessionTurn, Status, Windo
 
 use crate::hist::Dist;
 use crate::model::{RequestCounts, SessionReport, TokenSummary, TurnReport, TURN_ROWS};
+use crate::pages::Pages;
 use crate::stats::{us, ChunkStore, Compact};
 
 /// The durations of completed sessions, recorded when their last turn arrives: the record
@@ -93,7 +94,7 @@ impl TurnAcc {
 /// The turn rows of `requests` (single requests skipped): one per turn from 1 to the last
 /// turn seen, turns past [`TURN_ROWS`] pooled into the last row.
 fn by_turn(
-    requests: &[Compact],
+    requests: &Pages<Compact>,
     store: &ChunkStore,
     window: &Window,
     percentiles: &[f64],
@@ -118,7 +119,7 @@ fn by_turn(
 pub(crate) fn session_report(
     counts: Option<SessionCounts>,
     durations: Option<&SessionDurations>,
-    requests: &[Compact],
+    requests: &Pages<Compact>,
     store: &ChunkStore,
     window: &Window,
     percentiles: &[f64],
