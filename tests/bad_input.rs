@@ -71,6 +71,7 @@ const PROFILE_BAD: &[(&str, &str, &str)] = &[
     ("metric_percentiles", "\"101\"", "percentile"),
     ("data", "\"prompt_tokens=abc\"", "prompt_tokens"),
     ("http2", "maybe", "http2"),
+    ("source_address", "[\"nope\"]", "source_address"),
     ("target", "\"ftp://h\"", "ftp://h"),
     ("num_prompts", "-5", "num_prompts"),
 ];
@@ -127,6 +128,19 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("--cooldown", "-0.1", "cooldown"),
         ("--cooldown", "zz", "zz"),
         ("--cooldown", "-1s", "cooldown"),
+        ("--source-address", "nope", "`nope`"),
+        (
+            "--source-address",
+            "127.0.0.9-127.0.0.1",
+            "127.0.0.9-127.0.0.1",
+        ),
+        (
+            "--source-address",
+            "127.0.0.1-127.0.255.255",
+            "127.0.0.1-127.0.255.255",
+        ),
+        // TEST-NET-1: never an address of this machine.
+        ("--source-address", "192.0.2.7", "192.0.2.7"),
     ] {
         let base = if flag == "--max-seconds" {
             "run --target {T} --rate-type constant --rate 5"

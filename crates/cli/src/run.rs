@@ -88,11 +88,11 @@ fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::R
     // Refused before anything runs: a report that cannot be written, a concurrency that cannot
     // fit under the open-file limit (raised to the hard limit first).
     outputs::check(&settings.report.output)?;
-    if let (Some(soft), Some(c)) = (
-        limits::raise_open_files(),
-        limits::planned_concurrency(&settings.load.profile),
-    ) {
-        limits::check_fits(c, if settings.target.mock { 2 } else { 1 }, soft)?;
+    let planned = limits::planned_concurrency(&settings.load.profile);
+    let per_request = if settings.target.mock { 2 } else { 1 };
+    let soft = limits::raise_open_files(planned.map(|c| limits::descriptors(c, per_request)));
+    if let (Some(soft), Some(c)) = (soft, planned) {
+        limits::check_fits(c, per_request, soft)?;
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -356,6 +356,15 @@ fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerCon
         silence_notice: bench_core::SILENCE_NOTICE,
         stream: r.stream,
         think_tags: r.think_tags,
+        source_addresses: if t.source_addresses.is_empty() {
+            limits::loopback_sources(
+                target,
+                limits::planned_concurrency(&s.load.profile),
+                limits::ports_per_source(),
+            )
+        } else {
+            t.source_addresses.clone()
+        },
     }
 }
 

@@ -217,6 +217,11 @@ pub struct WorkerConfig {
     pub stream: bool,
     /// Read `<think>...</think>` in answer text as reasoning (`--think-tags`). Default off.
     pub think_tags: bool,
+    /// Local addresses new connections are made from, in turn (`--source-address`); empty:
+    /// the OS chooses. Each address gives the client its own ~28,000 ephemeral ports towards
+    /// one server address. Cleartext HTTP/1.1 rotates through all of them; HTTPS and HTTP/2
+    /// (few connections) use the first.
+    pub source_addresses: Vec<std::net::IpAddr>,
 }
 
 impl Default for WorkerConfig {
@@ -240,6 +245,7 @@ impl Default for WorkerConfig {
             silence_notice: bench_core::SILENCE_NOTICE,
             stream: true,
             think_tags: false,
+            source_addresses: Vec::new(),
         }
     }
 }
@@ -269,6 +275,7 @@ impl fmt::Debug for WorkerConfig {
             .field("include_usage", &self.include_usage)
             .field("stream", &self.stream)
             .field("think_tags", &self.think_tags)
+            .field("source_addresses", &self.source_addresses)
             .finish()
     }
 }

@@ -154,7 +154,12 @@ impl Worker {
         let h1 = if https || config.http2 {
             None
         } else {
-            h1::H1Pool::new(&urls.generate, config.timeouts.connect, client::H1_MAX_BUF)
+            h1::H1Pool::new(
+                &urls.generate,
+                config.timeouts.connect,
+                client::H1_MAX_BUF,
+                config.source_addresses.clone(),
+            )
         };
         let model = OnceLock::new();
         if let Some(m) = config

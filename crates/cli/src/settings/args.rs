@@ -105,6 +105,12 @@ pub struct TargetArgs {
     /// Seconds to open a connection, TLS included (default 10).
     #[arg(long, value_name = "SECONDS")]
     pub connect_timeout: Option<f64>,
+    /// Local address(es) to connect from, in turn: IPs, comma-separated, or an IPv4 range
+    /// (127.0.0.1-127.0.0.4); repeatable. Each gives ~28,000 more connections to one server
+    /// address. Default: the OS chooses (loopback targets get more 127.0.0.x when the planned
+    /// concurrency needs them).
+    #[arg(long = "source-address", value_name = "IP[,IP...]")]
+    pub source_addresses: Vec<String>,
 }
 
 /// What goes into every request body.

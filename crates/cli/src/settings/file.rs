@@ -44,6 +44,9 @@ pub struct FileSettings {
     pub idle_timeout: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<f64>,
+    /// Local addresses to connect from (`--source-address`): IPs or IPv4 ranges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<Vec<String>>,
 
     // Request body
     /// A mapping merged into every body.

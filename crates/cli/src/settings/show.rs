@@ -37,6 +37,8 @@ impl Settings {
             first_byte_timeout: secs(t.timeouts.first_byte, dt.first_byte),
             idle_timeout: secs(t.timeouts.idle, dt.idle),
             connect_timeout: secs(t.timeouts.connect, dt.connect),
+            source_address: (!t.source_addresses.is_empty())
+                .then(|| t.source_addresses.iter().map(|a| a.to_string()).collect()),
             extra_body: r.extra_body.clone(),
             ignore_eos: Some(r.ignore_eos),
             vllm_extensions: Some(r.vllm_extensions.name().to_string()),
