@@ -155,6 +155,8 @@ struct ReportObserver {
     rewind: data::Rewind,
     /// This process's shard (its report states its share of the target rate).
     shard: Option<bench_core::Shard>,
+    /// The run clock (a shard reads its wall clock against it as each benchmark ends).
+    clock: Clock,
 }
 
 impl ReportObserver {
@@ -313,6 +315,9 @@ impl Observer for ReportObserver {
             .take_notes(&o.strategy.label(), closed_loop, &self.timeouts);
         self.ending_notes.extend(notes);
         self.run.benchmarks.push(report);
+        if let Some(c) = self.run.shard.as_mut().and_then(|s| s.clock.as_mut()) {
+            c.wall_minus_run_end_ms = Some(crate::shard::wall_minus_run_ms(&self.clock));
+        }
         self.files.write(&self.run);
     }
 
@@ -454,6 +459,7 @@ impl ReportObserver {
             timeouts: s.target.timeouts,
             rewind: data::Rewind::default(),
             shard: None,
+            clock,
         }
     }
 }
@@ -608,7 +614,12 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
         keep_records: s.report.save_records,
         ..StatsOptions::default()
     };
-    let (clock, shard_run) = start_clock(&dist).await;
+    // The target's clock, read once before the shared start (docs/distributed.md, "Clocks").
+    let server_date = match dist.shard {
+        Some(sh) if !sh.is_whole() => worker.server_date().await,
+        _ => None,
+    };
+    let (clock, shard_run) = start_clock(&dist, server_date).await;
     run.shard = shard_run;
     let scraper = start_scraper(&s, &target, clock).await?;
     let resent = worker.clone();
@@ -663,7 +674,10 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
 
 /// The run clock: from the shared start when there is one (after waiting for it), else from
 /// now; with what a shard's result says of its shard.
-async fn start_clock(dist: &ShardPlan) -> (Clock, Option<bench_report::ShardRun>) {
+async fn start_clock(
+    dist: &ShardPlan,
+    server: Option<bench_worker::ServerDate>,
+) -> (Clock, Option<bench_report::ShardRun>) {
     let Some((at, text)) = &dist.start_at else {
         return (Clock::start(), None);
     };
@@ -674,6 +688,11 @@ async fn start_clock(dist: &ShardPlan) -> (Clock, Option<bench_report::ShardRun>
         count: sh.count,
         start_at: Some(text.clone()),
         start_late_ms: Some(late),
+        clock: Some(bench_report::ShardClock {
+            wall_minus_run_start_ms: crate::shard::wall_minus_run_ms(&clock),
+            wall_minus_run_end_ms: None,
+            server_offset_ms: server.map(crate::shard::server_offset_ms),
+        }),
     });
     (clock, shard_run)
 }

@@ -52,6 +52,7 @@ mod svg;
 mod sweep_html;
 mod time_fmt;
 mod turns;
+mod turns_merge;
 mod turns_view;
 mod vllm;
 mod vllm_result;
@@ -70,11 +71,11 @@ pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
 pub use images::ImageReport;
 pub use interval::{Interval, Intervals, MetricIntervals};
-pub use merge::{are_shards, merge_shards, ShardFile};
+pub use merge::{are_shards, merge_shards, render_clocks, ShardFile};
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, MergedRun, MergedShard,
-    Metrics, Rates, RequestCounts, RunReport, SessionReport, ShardRun, Timeline, TokenCounts,
-    TokenStat, TokenSummary, Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
+    Metrics, Rates, RequestCounts, RunReport, SessionReport, ShardClock, ShardRun, Timeline,
+    TokenCounts, TokenStat, TokenSummary, Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
 };
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,

@@ -26,6 +26,9 @@ impl SessionDurations {
     }
 }
 
+/// The key of the session durations' histogram in [`SessionReport::histograms`].
+pub(crate) const DURATION_KEY: &str = "duration_ms";
+
 /// The row (from 0) a turn (from 1) is reported in.
 fn row_of(turn: u32) -> usize {
     (turn.clamp(1, TURN_ROWS) - 1) as usize
@@ -77,6 +80,15 @@ impl TurnAcc {
     fn report(mut self, turn: u32, percentiles: &[f64]) -> TurnReport {
         let c = &mut self.counts;
         c.total = c.completed + c.incomplete + c.errored;
+        let histograms = [
+            ("ttft_ms", &self.ttft),
+            ("itl_ms", &self.itl),
+            ("tpot_ms", &self.tpot),
+            ("e2el_ms", &self.e2el),
+        ]
+        .into_iter()
+        .map(|(k, d)| (k.to_string(), d.encode()))
+        .collect();
         TurnReport {
             turn,
             and_later: self.later,
@@ -87,6 +99,7 @@ impl TurnAcc {
             e2el_ms: self.e2el.summary(percentiles),
             prompt_tokens: self.prompt,
             output_tokens: self.output,
+            histograms,
         }
     }
 }
@@ -131,6 +144,9 @@ pub(crate) fn session_report(
         counts: counts.unwrap_or_default(),
         duration_ms: durations
             .map(|d| d.dist.summary(percentiles))
+            .unwrap_or_default(),
+        histograms: durations
+            .map(|d| [(DURATION_KEY.to_string(), d.dist.encode())].into())
             .unwrap_or_default(),
         turns: match durations {
             Some(_) => by_turn(requests, store, window, percentiles),

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use bench_core::{RequestRecord, Window};
 use bench_report::{
-    merge_shards, render_guidellm, render_vllm, write_outputs, Accumulator, BenchmarkMeta,
-    BenchmarkReport, Metric, RunReport, ShardFile, ShardRun, StatsOptions, VllmConsoleOptions,
+    merge_shards, render_clocks, render_guidellm, render_vllm, write_outputs, Accumulator,
+    BenchmarkMeta, BenchmarkReport, Metric, RunReport, ShardClock, ShardFile, ShardRun,
+    StatsOptions, VllmConsoleOptions,
 };
 
 fn opts() -> StatsOptions {
@@ -69,6 +70,7 @@ fn split(count: u32) -> (RunReport, Vec<ShardFile>) {
                 count,
                 start_at: Some("2025-05-15T16:59:28Z".into()),
                 start_late_ms: Some(0.5),
+                clock: None,
             });
             ShardFile {
                 name: format!("shard-{i}.json"),
@@ -140,4 +142,133 @@ fn merged_run_validates_and_renders_in_every_format() {
     assert_eq!(bench_report::read_run(&outs[1]).expect("yaml"), merged);
     assert!(render_guidellm(&merged, None).contains("constant@"));
     assert!(!render_vllm(&merged, &VllmConsoleOptions::default()).is_empty());
+}
+
+/// `run`'s benchmarks split into `count` shard files by session (session s to shard
+/// s mod count, as `--shard` splits them), each summarised alone; with the whole re-summarised.
+fn split_sessions(run: &RunReport, count: u32) -> (RunReport, Vec<ShardFile>) {
+    let mut whole = run.clone();
+    let mut shards: Vec<RunReport> = (0..count).map(|_| run.clone()).collect();
+    for (k, b) in run.benchmarks.iter().enumerate() {
+        let all = b.records.clone().expect("records kept");
+        whole.benchmarks[k] = summarise(b, &all);
+        for (i, s) in shards.iter_mut().enumerate() {
+            let mine: Vec<RequestRecord> = all
+                .iter()
+                .filter(|r| {
+                    r.session
+                        .is_some_and(|t| t.session % u64::from(count) == i as u64)
+                })
+                .cloned()
+                .collect();
+            s.benchmarks[k] = summarise(b, &mine);
+        }
+    }
+    let files = shards
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut run)| {
+            run.shard = Some(ShardRun {
+                index: i as u32,
+                count,
+                start_at: Some("2025-05-15T16:59:28Z".into()),
+                start_late_ms: Some(0.5),
+                clock: None,
+            });
+            ShardFile {
+                name: format!("shard-{i}.json"),
+                run,
+            }
+        })
+        .collect();
+    (whole, files)
+}
+
+#[test]
+fn session_figures_of_shards_merge_to_those_of_every_session() {
+    let run = common::session_run(&opts());
+    for count in [2, 3] {
+        let (whole, files) = split_sessions(&run, count);
+        let merged = merge_shards(files, 1.0).expect("sessions merge");
+        let (m, w) = (
+            merged.benchmarks[0]
+                .sessions
+                .as_ref()
+                .expect("merged sessions"),
+            whole.benchmarks[0].sessions.as_ref().expect("sessions"),
+        );
+        assert_eq!(m.duration_ms.count, w.duration_ms.count);
+        assert_eq!(m.duration_ms.percentiles, w.duration_ms.percentiles);
+        assert_eq!(
+            (m.duration_ms.min, m.duration_ms.max),
+            (w.duration_ms.min, w.duration_ms.max)
+        );
+        assert_eq!(m.turns.len(), w.turns.len());
+        for (a, b) in m.turns.iter().zip(&w.turns) {
+            assert_eq!(a.requests, b.requests, "turn {}", b.turn);
+            assert_eq!(a.prompt_tokens.total, b.prompt_tokens.total);
+            assert_eq!(
+                (a.prompt_tokens.min, a.prompt_tokens.max),
+                (b.prompt_tokens.min, b.prompt_tokens.max)
+            );
+            assert_eq!(a.output_tokens.count, b.output_tokens.count);
+            for (x, y) in [
+                (&a.ttft_ms, &b.ttft_ms),
+                (&a.itl_ms, &b.itl_ms),
+                (&a.e2el_ms, &b.e2el_ms),
+            ] {
+                assert_eq!(x.count, y.count, "turn {}", b.turn);
+                assert_eq!(x.percentiles, y.percentiles, "turn {}", b.turn);
+                assert_eq!(x.median, y.median, "turn {}", b.turn);
+                assert_eq!((x.min, x.max), (y.min, y.max), "turn {}", b.turn);
+                assert!((x.mean - y.mean).abs() <= 1e-9 * y.mean.abs().max(1.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn clocks_proven_apart_by_the_targets_date_are_refused() {
+    let (_, mut files) = split(3);
+    let bounds = [[-500.0, 500.0], [200.0, 1200.0], [2100.0, 3100.0]];
+    for (f, b) in files.iter_mut().zip(bounds) {
+        if let Some(s) = f.run.shard.as_mut() {
+            s.clock = Some(ShardClock {
+                wall_minus_run_start_ms: 0.001,
+                wall_minus_run_end_ms: Some(0.002),
+                server_offset_ms: Some(b),
+            });
+        }
+    }
+    // Shard 2's clock is at least 2100 - 500 ms ahead of shard 0's.
+    let e = merge_shards(files.clone(), 1.0)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("shard-2.json and shard-0.json") && e.contains("at least 1.600 s"),
+        "{e}"
+    );
+    let merged = merge_shards(files, 2.0).expect("within 2 s");
+    let m = merged.merged.as_ref().expect("merged");
+    assert_eq!(m.min_clock_skew_ms, Some(1600.0));
+    assert_eq!(
+        m.shards[2].clock.and_then(|c| c.server_offset_ms),
+        Some([2100.0, 3100.0])
+    );
+    let text = render_clocks(m);
+    assert!(text.contains("clocks at least 1600.0 ms apart"), "{text}");
+    assert!(
+        text.contains("wall - target clock in [2100, 3100] ms"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 4, "{text}");
+    let schema_path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let v = serde_json::to_value(&merged).expect("json");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
 }

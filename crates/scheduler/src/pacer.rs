@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bench_core::{
     Backend, CancellationToken, Clock, Dispatch, Nanos, Outcome, Release, RequestRecord,
-    RequestSpec, ThinkTime, TokenSource,
+    RequestSpec, Shard, ThinkTime, TokenSource,
 };
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -104,6 +104,10 @@ pub(crate) struct Pacer<B> {
     pub(crate) shared: Arc<Shared>,
     /// The pause between a session's turns.
     pub(crate) think: ThinkTime,
+    /// This process's shard: its k-th session is session `index + k * count` of the run
+    /// (docs/distributed.md), so that session numbers and think times are the
+    /// single-process run's.
+    pub(crate) shard: Option<Shard>,
 }
 
 /// One step of the pacer: a request to spawn, or the end.
@@ -162,7 +166,10 @@ impl<B: Backend> Pacer<B> {
                             self.spawn(spec, id, scheduled, slot, permit);
                         }
                         Work::Session(conv) => {
-                            let run = self.session_ctx().run(conv, id, scheduled, slot, permit);
+                            let number = self.session_number(id);
+                            let run = self
+                                .session_ctx()
+                                .run(conv, number, scheduled, slot, permit);
                             self.runtime.spawn(run);
                         }
                     }
@@ -179,6 +186,12 @@ impl<B: Backend> Pacer<B> {
     fn count_reached(&self) -> bool {
         self.count
             .is_some_and(|n| self.shared.sent.load(Ordering::Relaxed) >= n)
+    }
+
+    /// The run-wide number of this shard's `k`-th session (`k` unsharded).
+    fn session_number(&self, k: u64) -> u64 {
+        self.shard
+            .map_or(k, |s| u64::from(s.index) + k * u64::from(s.count))
     }
 
     fn session_ctx(&self) -> SessionCtx<B> {

@@ -30,6 +30,19 @@ pub use body::{rejected_vllm_field, vllm_extensions_wanted, VLLM_ONLY_FIELDS};
 pub use stream::{Progress, StreamRecorder};
 pub use worker::{OutputCounter, Worker};
 
+/// One reading of the target's clock ([`Worker::server_date`]): its `Date` header (whole
+/// seconds, truncated) and this machine's wall clock when the probe left and when its answer
+/// arrived. The server stamped the answer at some instant between the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerDate {
+    /// The probe left (this machine's wall clock).
+    pub sent: std::time::SystemTime,
+    /// Its answer arrived.
+    pub received: std::time::SystemTime,
+    /// The answer's `Date`.
+    pub date: std::time::SystemTime,
+}
+
 /// The API spoken to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
