@@ -151,6 +151,12 @@ pub fn resolve(
         target.mock,
         trace,
     )?;
+    if load.repeat.trials > 1 && spec.sessions() {
+        return Err(usage(format!(
+            "{}: sessions (turns=, conversation files) cannot be repeated yet: their per-turn summaries keep no histograms to pool",
+            src.origin("repeat", t.cli.load.repeat.is_some())
+        )));
+    }
     let request = request::resolve(&src)?;
     if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
         return Err(usage(format!(
