@@ -260,3 +260,156 @@ fn repeat_until_stops_only_when_every_key_figure_is_within_its_target() {
     // Stopping after two trials is never allowed.
     assert!(ran >= bench_report::MIN_TRIALS_TO_STOP);
 }
+
+/// The trials of `json` written so far, and their stop reason.
+fn written_trials(json: &std::path::Path) -> Option<(Vec<serde_json::Value>, String)> {
+    let text = std::fs::read_to_string(json).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let runs = v["trials"]["runs"].as_array()?.clone();
+    let why = v["trials"]["stop_reason"].as_str()?.to_string();
+    Some((runs, why))
+}
+
+#[test]
+fn an_interrupted_repeat_keeps_every_finished_trial() {
+    let _one = common::serial();
+    let dir = common::fresh("repeat", "interrupt");
+    let json = dir.join("run.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "run",
+            "--mock",
+            "--quiet",
+            "--console",
+            "none",
+            "--rate-type",
+            "constant",
+            "--rate",
+            "10",
+            "--max-seconds",
+            "1",
+            "--data",
+            "prompt_tokens=16,output_tokens=4",
+            "--repeat",
+            "50",
+            "--output",
+            json.to_str().expect("utf8"),
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn bench");
+    // Wait until the first trial's benchmark is on disk, then interrupt.
+    let t0 = std::time::Instant::now();
+    while written_trials(&json).is_none_or(|(runs, _)| runs.len() < 2) {
+        assert!(t0.elapsed().as_secs() < 120, "no trial written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        common::text(&out.stderr)
+    );
+    let (runs, why) = written_trials(&json).expect("report");
+    assert_eq!(why, "interrupted");
+    assert!(runs.len() >= 2 && runs.len() < 50, "{} trials", runs.len());
+    // Every trial but the interrupted one is whole; the run pools them all.
+    for t in &runs[..runs.len() - 1] {
+        let b = &t["benchmarks"][0];
+        assert_eq!(b["stop_reason"], "max_seconds", "{}", t["index"]);
+    }
+    let run = bench_report::read_run(&json).expect("report");
+    let pooled: u64 = runs
+        .iter()
+        .filter_map(|t| t["benchmarks"][0]["requests"]["total"].as_u64())
+        .sum();
+    assert_eq!(run.benchmarks[0].requests.total, pooled);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_repeated_sweep_states_the_capacity_and_slo_answers_with_across_trial_intervals() {
+    let _one = common::serial();
+    let dir = common::fresh("repeat", "sweep");
+    let json = dir.join("run.json");
+    let out = common::bench(&[
+        "sweep",
+        "--mock",
+        "--quiet",
+        "--max-seconds",
+        "1",
+        "--sweep-size",
+        "4",
+        "--max-concurrency",
+        "16",
+        "--data",
+        "prompt_tokens=16,output_tokens=4",
+        "--slo",
+        "ttft_p50=1000",
+        "--repeat",
+        "2",
+        "--console",
+        "guidellm",
+        "--output",
+        json.to_str().expect("utf8"),
+    ]);
+    let stdout = common::text(&out.stdout);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let run = bench_report::read_run(&json).expect("report");
+    let t = run.trials.as_ref().expect("trials");
+    assert_eq!(t.runs.len(), 2);
+    let caps: Vec<f64> = t
+        .runs
+        .iter()
+        .map(|r| r.capacity.as_ref().expect("capacity").max_requests_per_s)
+        .collect();
+    let cap = t.capacity.as_ref().expect("capacity interval");
+    assert_eq!(cap.values, caps);
+    // Two trials: t(0.975, 1) = 12.706, sd = |a - b| / sqrt(2).
+    let mean = (caps[0] + caps[1]) / 2.0;
+    let half = 12.706 * ((caps[0] - caps[1]).abs() / 2f64.sqrt()) / 2f64.sqrt();
+    assert!((cap.mean - mean).abs() < 1e-9 && (cap.high - (mean + half)).abs() < 1e-6);
+    let c = run.capacity.as_ref().expect("pooled capacity");
+    assert!((c.max_requests_per_s - mean).abs() < 1e-9);
+    // A generous SLO every rate meets: every trial has an answer, and so has the run.
+    let slos: Vec<f64> = t
+        .runs
+        .iter()
+        .filter_map(|r| r.capacity.as_ref()?.slo_max_requests_per_s)
+        .collect();
+    assert_eq!(t.slo.as_ref().map(|s| s.values.clone()), Some(slos));
+    // The consoles: the capacity with the across-trial interval, then the trials' block.
+    let line = format!("(95% interval {:.2} to {:.2})", cap.low, cap.high);
+    assert!(stdout.contains(&line), "{line} not in:\n{stdout}");
+    assert!(
+        stdout.contains("Trials: 2 of 2 ran (all trials ran)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  capacity req/s: "), "{stdout}");
+    // The pooled benchmarks are the labels every trial ran, synchronous first.
+    assert_eq!(run.benchmarks[0].label, "synchronous");
+    for b in &run.benchmarks {
+        for r in &t.runs {
+            assert!(
+                r.benchmarks.iter().any(|x| x.label == b.label),
+                "{}",
+                b.label
+            );
+        }
+    }
+    assert_ne!(t.runs[0].data_seed, t.runs[1].data_seed);
+    // `bench report` prints the saved run's trials' block too.
+    let again = common::bench(&["report", json.to_str().expect("utf8")]);
+    assert!(again.status.success(), "{}", common::text(&again.stderr));
+    let text = common::text(&again.stdout);
+    assert!(text.contains("Trials: 2 of 2 ran (all trials ran)"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

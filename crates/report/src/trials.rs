@@ -90,8 +90,10 @@ impl AcrossTrials {
 
 /// The benchmarks of `trials` grouped by label: the `k`-th benchmark of a label in the first
 /// trial with the `k`-th of that label in every other trial. A label missing from a trial
-/// (a sweep's open-loop rates follow each trial's own probe) is not pooled.
+/// (a sweep's open-loop rates follow each trial's own probe) is not pooled. A trial that
+/// finished no benchmark (interrupted as it began) is left out.
 fn groups(trials: &[Trial]) -> Vec<Vec<&BenchmarkReport>> {
+    let trials: Vec<&Trial> = trials.iter().filter(|t| !t.benchmarks.is_empty()).collect();
     let Some(first) = trials.first() else {
         return Vec::new();
     };
@@ -165,16 +167,19 @@ pub fn pool(run: &mut RunReport) -> Result<(), Error> {
         }
         benchmarks.push(b);
     }
-    let capacities: Option<Vec<&Capacity>> =
-        trials.runs.iter().map(|t| t.capacity.as_ref()).collect();
-    run.capacity = capacities.as_deref().and_then(pooled_capacity);
-    trials.capacity = capacities
-        .as_ref()
-        .and_then(|cs| AcrossTrials::of(cs.iter().map(|c| c.max_requests_per_s).collect()));
-    trials.slo = capacities.as_ref().and_then(|cs| {
-        let v: Option<Vec<f64>> = cs.iter().map(|c| c.slo_max_requests_per_s).collect();
-        AcrossTrials::of(v?)
-    });
+    // The capacity answers of the trials that gave one (an interrupted trial gives none).
+    let cs: Vec<&Capacity> = trials
+        .runs
+        .iter()
+        .filter_map(|t| t.capacity.as_ref())
+        .collect();
+    run.capacity = pooled_capacity(&cs);
+    trials.capacity = AcrossTrials::of(cs.iter().map(|c| c.max_requests_per_s).collect());
+    trials.slo = cs
+        .iter()
+        .map(|c| c.slo_max_requests_per_s)
+        .collect::<Option<Vec<f64>>>()
+        .and_then(AcrossTrials::of);
     run.benchmarks = benchmarks;
     Ok(())
 }
