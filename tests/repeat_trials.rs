@@ -410,6 +410,9 @@ fn a_repeated_sweep_states_the_capacity_and_slo_answers_with_across_trial_interv
     let again = common::bench(&["report", json.to_str().expect("utf8")]);
     assert!(again.status.success(), "{}", common::text(&again.stderr));
     let text = common::text(&again.stdout);
-    assert!(text.contains("Trials: 2 of 2 ran (all trials ran)"), "{text}");
+    assert!(
+        text.contains("Trials: 2 of 2 ran (all trials ran)"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -351,6 +351,18 @@ impl ReportObserver {
         self.files.write(&self.run);
     }
 
+    /// With `--repeat N` (N > 1): the run is made of trials, which its files hold.
+    fn start_trials(&mut self, repeat: settings::Repeat) {
+        if repeat.trials > 1 {
+            self.run.trials = Some(bench_report::Trials {
+                requested: repeat.trials,
+                until: repeat.until,
+                stop_reason: "running".into(),
+                ..Default::default()
+            });
+        }
+    }
+
     /// A trial of a repeated run starts: a new entry for its benchmarks, whose indexes count
     /// from 0 again.
     fn begin_trial(&mut self, index: u32, data_seed: Option<u64>) {
@@ -626,6 +638,26 @@ async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Ser
     })
 }
 
+/// The data of the run's first (or only) trial: a shard's are salted with the salt every
+/// shard shares, so that they split one sequence of prompts; else with the run's `salt`.
+fn first_loader(
+    s: &Settings,
+    dist: &ShardPlan,
+    tokenizer: &Tokenizer,
+    salt: u64,
+) -> anyhow::Result<(bench_loader::Loader, Option<bench_loader::DataSeed>)> {
+    let (data, column) = (&s.data.data, s.data.data_column.as_deref());
+    Ok(match &dist.start_at {
+        Some((at, _)) if dist.shard.is_some() => data::salted_loader(
+            data,
+            column,
+            tokenizer.clone(),
+            crate::shard::shared_salt(*at),
+        )?,
+        _ => data::trial_loader(data, column, tokenizer.clone(), salt, 0)?,
+    })
+}
+
 /// What makes each trial of a repeated run fresh (docs/cli.md, `--repeat`).
 struct Fresh<'a> {
     s: &'a Settings,
@@ -706,22 +738,7 @@ async fn run_trials(
 async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
     let tokenizer = processor(&s)?;
     let salt = data::fresh_salt();
-    let (loader, data_seed) = match &dist.start_at {
-        // Shards share one salt, so that they split one sequence of prompts.
-        Some((at, _)) if dist.shard.is_some() => data::salted_loader(
-            &s.data.data,
-            s.data.data_column.as_deref(),
-            tokenizer.clone(),
-            crate::shard::shared_salt(*at),
-        )?,
-        _ => data::trial_loader(
-            &s.data.data,
-            s.data.data_column.as_deref(),
-            tokenizer.clone(),
-            salt,
-            0,
-        )?,
-    };
+    let (loader, data_seed) = first_loader(&s, &dist, &tokenizer, salt)?;
     let data_failure = loader.failure();
     let (trace, profile) = trace_settings(&s, &loader)?;
     let specs = data::WorkStream::new(loader).sharded(dist.shard);
@@ -763,14 +780,7 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
         ReportObserver::new(&s, run, stats, scraper, &model, clock, sched.stop_handle());
     observer.rewind = rewind;
     observer.shard = dist.shard;
-    if s.load.repeat.trials > 1 {
-        observer.run.trials = Some(bench_report::Trials {
-            requested: s.load.repeat.trials,
-            until: s.load.repeat.until,
-            stop_reason: "running".into(),
-            ..Default::default()
-        });
-    }
+    observer.start_trials(s.load.repeat);
     let fresh = Fresh {
         s: &s,
         tokenizer: &tokenizer,

@@ -238,6 +238,11 @@ fn pooled_trials_equal_the_whole_run_and_state_across_trial_intervals() {
     write_outputs(&run, &outs).expect("every format");
     assert_eq!(bench_report::read_run(&outs[0]).expect("json"), run);
     assert_eq!(bench_report::read_run(&outs[1]).expect("yaml"), run);
+    let html = std::fs::read_to_string(&outs[3]).expect("html");
+    assert!(
+        html.contains("<pre id=\"trials\">Trials: 3 of 3 ran"),
+        "the HTML's trials block"
+    );
     let text = bench_report::render_trials(&run);
     assert!(
         text.starts_with("Trials: 3 of 3 ran (all trials ran)"),

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use args::{CommonArgs, DataArgs, LoadArgs, PeerArgs, ReportArgs, RequestArgs, TargetArgs};
 pub use file::{load_file, DataValue, FileSettings, RateList};
-pub use load::{parse_rates, LoadSettings};
+pub use load::{parse_rates, LoadSettings, Repeat};
 pub use report::{ReportSettings, VllmResult};
 pub use request::{RequestSettings, Sampling, VllmExtensions};
 pub use target::TargetSettings;
