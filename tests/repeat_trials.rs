@@ -416,3 +416,35 @@ fn a_repeated_sweep_states_the_capacity_and_slo_answers_with_across_trial_interv
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_repeated_trace_replay_states_its_fidelity_against_every_replay() {
+    let _one = common::serial();
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/traces/mooncake.jsonl"
+    );
+    let data = format!("trace={trace}");
+    let out = common::bench(&[
+        "run",
+        "--mock",
+        "--quiet",
+        "--data",
+        &data,
+        "--speedup",
+        "40",
+        "--repeat",
+        "2",
+    ]);
+    let stdout = common::text(&out.stdout);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    // The example trace has 60 rows: two replays pooled sent 120 of 2 x 60.
+    assert!(
+        stdout.contains("trace fidelity trace@40.00x (2 trials pooled): 120 of 120 rows sent"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Trials: 2 of 2 ran (all trials ran)"),
+        "{stdout}"
+    );
+}
