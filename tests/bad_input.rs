@@ -161,6 +161,10 @@ fn cases(dir: &Path) -> Vec<Case> {
             "run --target {T} --rate-type constant --rate 5 --max-seconds 1 --repeat 2 --data prompt_tokens=8,output_tokens=4,turns=2",
             "--repeat",
         ),
+        (
+            "run --target {T} --rate-type constant --rate 5 --max-seconds 1 --repeat 2 --shard 0/2 --start-at 2030-01-01T00:00:00Z",
+            "repeated trials (--repeat) run in one process",
+        ),
         ("run --target {T} --rate-type constant --rate -5 --max-seconds 1", "-5"),
         ("run --target {T} --rate-type constant --rate 0 --max-seconds 1", "rate"),
         ("run --target {T} --rate-type constant --rate x --max-seconds 1", "`x`"),
