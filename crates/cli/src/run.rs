@@ -668,16 +668,25 @@ struct Fresh<'a> {
 
 impl Fresh<'_> {
     /// Trial `i`'s profile (Poisson arrivals seeded with `--seed` + `i`) and, for seeded data
-    /// (synthetic, traces), its stream of fresh prompts with their seed; `None` for files,
-    /// whose stream reads on.
+    /// (synthetic, traces: `seeded`), its stream of fresh prompts with their seed; `None` for
+    /// files, whose stream reads on (and which are not opened again).
     fn trial(
         &self,
         i: u32,
+        seeded: bool,
     ) -> anyhow::Result<(
         bench_profile::Profile,
         Option<data::WorkStream>,
         Option<u64>,
     )> {
+        let mut s = self.s.clone();
+        s.load.build.seed = s.load.build.seed.wrapping_add(u64::from(i));
+        s.load.profile =
+            bench_profile::Profile::build(s.load.rate_type, &s.load.rate, &s.load.build)
+                .map_err(|e| UsageError::new(format!("--repeat: trial {i}: {e}")))?;
+        if !seeded {
+            return Ok((s.load.profile, None, None));
+        }
         let d = &self.s.data;
         let (loader, seed) = data::trial_loader(
             &d.data,
@@ -686,11 +695,6 @@ impl Fresh<'_> {
             self.salt,
             i,
         )?;
-        let mut s = self.s.clone();
-        s.load.build.seed = s.load.build.seed.wrapping_add(u64::from(i));
-        s.load.profile =
-            bench_profile::Profile::build(s.load.rate_type, &s.load.rate, &s.load.build)
-                .map_err(|e| UsageError::new(format!("--repeat: trial {i}: {e}")))?;
         let (_, profile) = trace_settings(&s, &loader)?;
         let stream = seed.map(|_| data::WorkStream::new(loader));
         Ok((profile, stream, seed.map(|x| x.seed)))
@@ -708,7 +712,9 @@ async fn run_trials(
 ) -> anyhow::Result<(bench_scheduler::RunOutcome, data::WorkStream)> {
     let l = &fresh.s.load;
     let (mut profile, mut specs, mut seed) = first;
-    for i in 0.. {
+    let seeded = seed.is_some();
+    let mut i = 0;
+    loop {
         observer.begin_trial(i, seed);
         let (outcome, back) = sched
             .run_profile(&profile, &l.limits, &l.warmup, &l.cooldown, specs, observer)
@@ -722,7 +728,8 @@ async fn run_trials(
         if !observer.end_trial(outcome.interrupted) {
             return Ok((outcome, back));
         }
-        let (p, stream, s) = fresh.trial(i + 1)?;
+        i += 1;
+        let (p, stream, s) = fresh.trial(i, seeded)?;
         (profile, seed) = (p, s);
         specs = match stream {
             Some(st) => {
@@ -732,7 +739,6 @@ async fn run_trials(
             None => back,
         };
     }
-    unreachable!("the trials end by returning")
 }
 
 async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
