@@ -150,7 +150,7 @@ fn across(pooled: &BenchmarkReport, trials: &[&BenchmarkReport]) -> Intervals {
 }
 
 /// Pools the trials of `run.trials` into `run.benchmarks` (with across-trial intervals from
-/// two trials on) and, for sweeps, `run.capacity` and the capacity and SLO intervals.
+/// two trials on; with one, its benchmarks as they are) and, for sweeps, `run.capacity` and the capacity and SLO intervals.
 /// Refused when a benchmark cannot be merged exactly (sessions).
 pub fn pool(run: &mut RunReport) -> Result<(), Error> {
     let Some(trials) = run.trials.as_mut() else {
@@ -158,13 +158,16 @@ pub fn pool(run: &mut RunReport) -> Result<(), Error> {
     };
     let mut benchmarks = Vec::new();
     for group in groups(&trials.runs) {
+        if let [one] = group[..] {
+            // One trial so far: it is its own pool, batch-means intervals and all.
+            benchmarks.push(one.clone());
+            continue;
+        }
         let mut b = merge_benchmark(&group, Pooling::OneAfterAnother)?;
         // The server's gauges and counters are each trial's own (a sum of gauges means
         // nothing): they stay with the trials.
         b.server_metrics = None;
-        if group.len() >= 2 {
-            b.intervals = Some(across(&b, &group));
-        }
+        b.intervals = Some(across(&b, &group));
         benchmarks.push(b);
     }
     // The capacity answers of the trials that gave one (an interrupted trial gives none).
