@@ -150,8 +150,15 @@ pub fn trace_multiples_text(c: &Capacity) -> Option<String> {
 
 /// The 95% interval of the stated capacity (requests/s): the interval of the throughput of
 /// the benchmark that measured it, scaled as the capacity was (docs/metrics.md, "Intervals");
-/// `None` when that benchmark has none.
+/// `None` when that benchmark has none. A run of repeated trials states the across-trial
+/// interval of the trials' capacities instead.
 pub fn capacity_interval(run: &RunReport) -> Option<crate::Interval> {
+    if let Some(a) = run.trials.as_ref().and_then(|t| t.capacity.as_ref()) {
+        return Some(crate::Interval {
+            low: a.low,
+            high: a.high,
+        });
+    }
     let c = run.capacity.as_ref()?;
     let b = run
         .benchmarks

@@ -51,6 +51,7 @@ mod steady_view;
 mod svg;
 mod sweep_html;
 mod time_fmt;
+mod trials;
 mod turns;
 mod turns_merge;
 mod turns_view;
@@ -82,6 +83,9 @@ pub use options::{
     StatsOptions, VllmConsoleOptions, VllmLayout, DEFAULT_PERCENTILES,
 };
 pub use stats::{Accumulator, BenchmarkMeta};
+pub use trials::{
+    not_converged, pool, render_trials, AcrossTrials, Trial, Trials, MIN_TRIALS_TO_STOP,
+};
 pub use vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
 pub use vllm_result::{max_concurrency, vllm_result, vllm_result_filename, VllmResultMeta};
 

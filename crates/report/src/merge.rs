@@ -79,10 +79,12 @@ pub fn merge_shards(mut files: Vec<ShardFile>, max_skew_s: f64) -> Result<RunRep
             )));
         }
         skew_ms = skew_ms.max(skew * 1000.0);
-        benchmarks.push(merge_benchmark(&shards).map_err(|e| match e {
-            Error::Merge(m) => refuse(format!("benchmark {} ({}): {m}", i + 1, b0.label)),
-            e => e,
-        })?);
+        benchmarks.push(
+            merge_benchmark(&shards, Pooling::SideBySide).map_err(|e| match e {
+                Error::Merge(m) => refuse(format!("benchmark {} ({}): {m}", i + 1, b0.label)),
+                e => e,
+            })?,
+        );
     }
     let mut run = first.clone();
     run.benchmarks = benchmarks;
@@ -295,8 +297,20 @@ fn start_skew_s(files: &[ShardFile], i: usize) -> f64 {
     }
 }
 
-/// One benchmark of every shard, merged.
-fn merge_benchmark(shards: &[&BenchmarkReport]) -> Result<BenchmarkReport, Error> {
+/// How the merged benchmarks ran: side by side over one window (the shards of a distributed
+/// run: their rates add up), or one after another (the trials of `--repeat`: a rate is the
+/// mean of theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pooling {
+    SideBySide,
+    OneAfterAnother,
+}
+
+/// One benchmark of every shard (or trial), merged.
+pub(crate) fn merge_benchmark(
+    shards: &[&BenchmarkReport],
+    pooling: Pooling,
+) -> Result<BenchmarkReport, Error> {
     let first = shards[0];
     let mut out = first.clone();
     out.start = min_by(shards, |b| b.start.clone());
@@ -307,8 +321,8 @@ fn merge_benchmark(shards: &[&BenchmarkReport]) -> Result<BenchmarkReport, Error
     out.errors = sum_maps(shards.iter().map(|b| &b.errors));
     out.error_samples = merged_samples(shards);
     out.tokens = merge_tokens(shards, &out.requests);
-    out.rates = merge_rates(shards, first.strategy.target_rate());
-    out.goodput = merge_goodput(shards, &out.requests);
+    out.rates = merge_rates(shards, first.strategy.target_rate(), pooling);
+    out.goodput = merge_goodput(shards, &out.requests, pooling);
     (out.metrics, out.histograms) = merge_metrics(shards)?;
     out.records = merge_records(shards);
     // Only one shard should scrape the server (the one given --server-metrics): the lowest
@@ -449,9 +463,13 @@ fn merge_tokens(shards: &[&BenchmarkReport], n: &RequestCounts) -> Tokens {
     }
 }
 
-/// Rates add up: the shards sent side by side over the same window (to within the start
-/// skew). Peaks add up too, as an upper bound (the shards' peaks need not coincide).
-fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>) -> Rates {
+/// Side by side, rates add up: the shards sent over the same window (to within the start
+/// skew). Peaks add up too, as an upper bound (the shards' peaks need not coincide). One
+/// after another, every rate is the mean of the trials' (and a peak the highest).
+fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>, pooling: Pooling) -> Rates {
+    if pooling == Pooling::OneAfterAnother {
+        return mean_rates(shards, target_rate);
+    }
     let sum = |f: fn(&Rates) -> f64| shards.iter().map(|b| f(&b.rates)).sum::<f64>();
     Rates {
         requests_per_s: sum(|r| r.requests_per_s),
@@ -466,14 +484,44 @@ fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>) -> Rates {
     }
 }
 
-fn merge_goodput(shards: &[&BenchmarkReport], n: &RequestCounts) -> Option<GoodputReport> {
+/// The trials' rates averaged; peaks the highest.
+fn mean_rates(trials: &[&BenchmarkReport], target_rate: Option<f64>) -> Rates {
+    let n = trials.len().max(1) as f64;
+    let mean = |f: fn(&Rates) -> f64| trials.iter().map(|b| f(&b.rates)).sum::<f64>() / n;
+    let max = |f: fn(&Rates) -> f64| trials.iter().map(|b| f(&b.rates)).fold(0.0, f64::max);
+    Rates {
+        requests_per_s: mean(|r| r.requests_per_s),
+        output_tokens_per_s: mean(|r| r.output_tokens_per_s),
+        total_tokens_per_s: mean(|r| r.total_tokens_per_s),
+        input_tokens_per_s: mean(|r| r.input_tokens_per_s),
+        concurrency: mean(|r| r.concurrency),
+        peak_concurrency: trials
+            .iter()
+            .map(|b| b.rates.peak_concurrency)
+            .max()
+            .unwrap_or_default(),
+        peak_output_tokens_per_s: max(|r| r.peak_output_tokens_per_s),
+        achieved_rate: mean(|r| r.achieved_rate),
+        target_rate,
+    }
+}
+
+fn merge_goodput(
+    shards: &[&BenchmarkReport],
+    n: &RequestCounts,
+    pooling: Pooling,
+) -> Option<GoodputReport> {
     let parts: Vec<&GoodputReport> = shards.iter().filter_map(|b| b.goodput.as_ref()).collect();
     let first = parts.first()?;
     let requests = parts.iter().map(|g| g.requests).sum::<u64>();
+    let per_s = parts.iter().map(|g| g.per_s).sum::<f64>();
     Some(GoodputReport {
         slo: first.slo.clone(),
         requests,
-        per_s: parts.iter().map(|g| g.per_s).sum(),
+        per_s: match pooling {
+            Pooling::SideBySide => per_s,
+            Pooling::OneAfterAnother => per_s / parts.len() as f64,
+        },
         fraction: if n.total > 0 {
             requests as f64 / n.total as f64
         } else {

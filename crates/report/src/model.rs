@@ -39,6 +39,11 @@ pub struct RunReport {
     /// This run was merged from shards (`bench merge`): which, and how far apart they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergedRun>,
+    /// A run of repeated trials (`--repeat N`): each trial's own benchmarks, why the trials
+    /// stopped, and the across-trial intervals of the capacity and SLO answers; `benchmarks`
+    /// then holds the trials pooled (docs/metrics.md, "Repeated trials").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<crate::trials::Trials>,
 }
 
 /// What a shard's result says of its shard (docs/distributed.md).
@@ -127,6 +132,7 @@ impl RunReport {
             benchmarks: Vec::new(),
             shard: None,
             merged: None,
+            trials: None,
         }
     }
 }

@@ -272,3 +272,113 @@ fn clocks_proven_apart_by_the_targets_date_are_refused() {
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+/// A sweep's capacity answer of `rate` req/s (SLO answer `rate - 2`).
+fn capacity(rate: f64) -> bench_core::Capacity {
+    bench_core::Capacity {
+        max_requests_per_s: rate,
+        max_output_tokens_per_s: 10.0 * rate,
+        max_measured_by: "concurrent@8".into(),
+        max_is_lower_bound: false,
+        knee_requests_per_s: None,
+        slo: None,
+        slo_max_requests_per_s: Some(rate - 2.0),
+        slo_bracket: None,
+        trace: None,
+    }
+}
+
+/// The trials of a repeated run (docs/metrics.md, "Repeated trials"): the sample run's
+/// records split into three trials, pooled, equal the whole run in every count and histogram;
+/// rates are the trials' means with Student's interval across them; the capacity too; the
+/// pooled run fits the schema and renders in every format.
+#[test]
+fn pooled_trials_equal_the_whole_run_and_state_across_trial_intervals() {
+    let (whole, files) = split(3);
+    let mut run = whole.clone();
+    run.benchmarks.clear();
+    let runs: Vec<bench_report::Trial> = files
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| bench_report::Trial {
+            index: i as u32,
+            data_seed: Some(7 + i as u64),
+            benchmarks: f.run.benchmarks,
+            capacity: Some(capacity(10.0 + 2.0 * i as f64)),
+        })
+        .collect();
+    run.trials = Some(bench_report::Trials {
+        requested: 3,
+        stop_reason: "all trials ran".into(),
+        runs,
+        ..Default::default()
+    });
+    bench_report::pool(&mut run).expect("pool");
+    assert_eq!(run.benchmarks.len(), whole.benchmarks.len());
+    let t = run.trials.clone().expect("trials");
+    for (k, (p, w)) in run.benchmarks.iter().zip(&whole.benchmarks).enumerate() {
+        assert_eq!(p.requests, w.requests, "{}", w.label);
+        for metric in Metric::ALL {
+            assert_eq!(p.metric(metric).count, w.metric(metric).count);
+            assert_eq!(p.metric(metric).percentiles, w.metric(metric).percentiles);
+        }
+        let rates: Vec<f64> = t
+            .runs
+            .iter()
+            .map(|r| r.benchmarks[k].rates.requests_per_s)
+            .collect();
+        let mean = rates.iter().sum::<f64>() / 3.0;
+        let sd = (rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        assert!((p.rates.requests_per_s - mean).abs() < 1e-9, "{}", w.label);
+        let iv = p.intervals.as_ref().expect("intervals");
+        assert_eq!((iv.method.as_str(), iv.batches), ("trials", 3));
+        let half = 4.303 * sd / 3f64.sqrt();
+        assert!((iv.requests_per_s.high - (mean + half)).abs() < 1e-9);
+    }
+    // Capacities 10, 12, 14: mean 12, sd 2, half-width 4.303 * 2 / sqrt(3).
+    let cap = t.capacity.as_ref().expect("capacity interval");
+    let half = 4.303 * 2.0 / 3f64.sqrt();
+    assert!((cap.mean - 12.0).abs() < 1e-12 && (cap.high - (12.0 + half)).abs() < 1e-9);
+    assert_eq!(
+        t.slo.as_ref().map(|s| s.values.clone()),
+        Some(vec![8.0, 10.0, 12.0])
+    );
+    let c = run.capacity.as_ref().expect("pooled capacity");
+    assert_eq!(
+        (c.max_requests_per_s, c.slo_max_requests_per_s),
+        (12.0, Some(10.0))
+    );
+    let iv = bench_report::capacity_interval(&run).expect("interval");
+    assert!((iv.low - cap.low).abs() < 1e-12);
+    // Fits the schema and renders.
+    let schema_path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let v = serde_json::to_value(&run).expect("json");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let dir = std::env::temp_dir().join(format!("bench-trials-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let outs: Vec<PathBuf> = ["t.json", "t.yaml", "t.csv", "t.html"]
+        .iter()
+        .map(|n| dir.join(n))
+        .collect();
+    write_outputs(&run, &outs).expect("every format");
+    assert_eq!(bench_report::read_run(&outs[0]).expect("json"), run);
+    assert_eq!(bench_report::read_run(&outs[1]).expect("yaml"), run);
+    let html = std::fs::read_to_string(&outs[3]).expect("html");
+    assert!(
+        html.contains("<pre id=\"trials\">Trials: 3 of 3 ran"),
+        "the HTML's trials block"
+    );
+    let text = bench_report::render_trials(&run);
+    assert!(
+        text.starts_with("Trials: 3 of 3 ran (all trials ran)"),
+        "{text}"
+    );
+    assert!(text.contains("capacity req/s: 12.00 ("), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -246,6 +246,14 @@ pub struct LoadArgs {
     /// from latency: a duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
     #[arg(long, value_name = "TIME")]
     pub think_time: Option<String>,
+    /// Run the benchmarks (or the whole sweep) N times, with fresh prompts each trial; the
+    /// report pools every trial's requests and gives across-trial 95% intervals [default: 1].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub repeat: Option<String>,
+    /// Stop the trials early once every key figure's across-trial 95% interval is within this
+    /// of its value (e.g. 2%), after at least 3 trials; --repeat N is then the most.
+    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
+    pub repeat_until: Option<String>,
 }
 
 /// What to print and write.

@@ -130,6 +130,10 @@ pub struct FileSettings {
     pub cooldown: Option<Transient>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub think_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat_until: Option<serde_yaml::Value>,
 
     // Report
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -79,6 +79,11 @@ impl Settings {
             cooldown: l.cooldown,
             think_time: (l.think_time != bench_core::ThinkTime::None)
                 .then(|| l.think_time.to_string()),
+            repeat: (l.repeat.trials > 1).then(|| l.repeat.trials.into()),
+            repeat_until: l
+                .repeat
+                .until
+                .map(|u| serde_yaml::Value::String(format!("{}%", u * 100.0))),
             output: (!o.output.is_empty()).then(|| o.output.clone()),
             console: Some(o.console),
             vllm_layout: o.vllm_layout.clone(),
