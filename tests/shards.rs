@@ -323,6 +323,68 @@ fn concurrent_streams_split_with_the_remainder() {
     assert!(text(&o.stderr).contains("cannot be split over 2 shards"));
 }
 
+/// Bursts and the throughput probe across shards: a burst's requests are split (the union is
+/// the single burst, every request sent at the start), throughput's concurrency cap is split
+/// like concurrent streams; the merged counts are the simulator's. Synchronous (one request
+/// at a time) cannot be split and is refused before anything runs.
+#[test]
+fn burst_and_throughput_shards_merge_and_synchronous_is_refused() {
+    let dir = fresh("shards", "shapes");
+    let (_sim, url, log) = start_sim(&dir);
+    let data = ["--data", "prompt_tokens=8,output_tokens=2"];
+    let mut seen = 0;
+    for (shape, rate, requests) in [("burst", "9", None), ("throughput", "", Some("30"))] {
+        let mut load = vec!["--rate-type", shape];
+        if !rate.is_empty() {
+            load.extend(["--rate", rate]);
+        }
+        if let Some(n) = requests {
+            load.extend(["--max-requests", n, "--max-concurrency", "6"]);
+        }
+        load.extend(data);
+        let sub = dir.join(shape);
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let files = run_shards(&sub, &url, 3, &load);
+        let merged = merge(&sub, &files);
+        let want: u64 = requests.unwrap_or(rate).parse().expect("count");
+        let b = &merged["benchmarks"][0];
+        assert_eq!(b["requests"]["total"].as_u64(), Some(want), "{shape}");
+        assert_eq!(b["requests"]["completed"].as_u64(), Some(want), "{shape}");
+        seen += want as usize;
+        assert_eq!(read_log(&log).len(), seen, "{shape}: the simulator's log");
+        if shape == "burst" {
+            // Every shard's share went at its start: the single burst, split.
+            let shares: Vec<u64> = files
+                .iter()
+                .map(|f| {
+                    read_json(f)["benchmarks"][0]["requests"]["total"]
+                        .as_u64()
+                        .expect("n")
+                })
+                .collect();
+            assert_eq!(shares, [3, 3, 3], "{shape}");
+        }
+    }
+    let o = bench(&[
+        "run",
+        "--target",
+        &url,
+        "--rate-type",
+        "synchronous",
+        "--max-requests",
+        "4",
+        "--shard",
+        "1/3",
+        "--start-at",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    assert!(e.contains("cannot be split over 3 shards"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert_eq!(read_log(&log).len(), seen, "nothing was sent");
+}
+
 /// Runs `bench merge` on `files`; asserts exit code 2 with one line containing `want`.
 fn refused(files: &[&Path], want: &str) {
     let mut args: Vec<String> = vec!["merge".into()];
