@@ -467,41 +467,37 @@ fn merge_tokens(shards: &[&BenchmarkReport], n: &RequestCounts) -> Tokens {
 /// skew). Peaks add up too, as an upper bound (the shards' peaks need not coincide). One
 /// after another, every rate is the mean of the trials' (and a peak the highest).
 fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>, pooling: Pooling) -> Rates {
-    if pooling == Pooling::OneAfterAnother {
-        return mean_rates(shards, target_rate);
-    }
-    let sum = |f: fn(&Rates) -> f64| shards.iter().map(|b| f(&b.rates)).sum::<f64>();
+    let side_by_side = pooling == Pooling::SideBySide;
+    let n = if side_by_side {
+        1.0
+    } else {
+        shards.len().max(1) as f64
+    };
+    // A rate: the sum side by side, the mean one after another.
+    let rate = |f: fn(&Rates) -> f64| shards.iter().map(|b| f(&b.rates)).sum::<f64>() / n;
+    // A peak: the sum side by side (an upper bound), the highest one after another.
+    let peak = |f: fn(&Rates) -> f64| {
+        let each = shards.iter().map(|b| f(&b.rates));
+        if side_by_side {
+            each.sum()
+        } else {
+            each.fold(0.0, f64::max)
+        }
+    };
+    let peaks = shards.iter().map(|b| b.rates.peak_concurrency);
     Rates {
-        requests_per_s: sum(|r| r.requests_per_s),
-        output_tokens_per_s: sum(|r| r.output_tokens_per_s),
-        total_tokens_per_s: sum(|r| r.total_tokens_per_s),
-        input_tokens_per_s: sum(|r| r.input_tokens_per_s),
-        concurrency: sum(|r| r.concurrency),
-        peak_concurrency: shards.iter().map(|b| b.rates.peak_concurrency).sum(),
-        peak_output_tokens_per_s: sum(|r| r.peak_output_tokens_per_s),
-        achieved_rate: sum(|r| r.achieved_rate),
-        target_rate,
-    }
-}
-
-/// The trials' rates averaged; peaks the highest.
-fn mean_rates(trials: &[&BenchmarkReport], target_rate: Option<f64>) -> Rates {
-    let n = trials.len().max(1) as f64;
-    let mean = |f: fn(&Rates) -> f64| trials.iter().map(|b| f(&b.rates)).sum::<f64>() / n;
-    let max = |f: fn(&Rates) -> f64| trials.iter().map(|b| f(&b.rates)).fold(0.0, f64::max);
-    Rates {
-        requests_per_s: mean(|r| r.requests_per_s),
-        output_tokens_per_s: mean(|r| r.output_tokens_per_s),
-        total_tokens_per_s: mean(|r| r.total_tokens_per_s),
-        input_tokens_per_s: mean(|r| r.input_tokens_per_s),
-        concurrency: mean(|r| r.concurrency),
-        peak_concurrency: trials
-            .iter()
-            .map(|b| b.rates.peak_concurrency)
-            .max()
-            .unwrap_or_default(),
-        peak_output_tokens_per_s: max(|r| r.peak_output_tokens_per_s),
-        achieved_rate: mean(|r| r.achieved_rate),
+        requests_per_s: rate(|r| r.requests_per_s),
+        output_tokens_per_s: rate(|r| r.output_tokens_per_s),
+        total_tokens_per_s: rate(|r| r.total_tokens_per_s),
+        input_tokens_per_s: rate(|r| r.input_tokens_per_s),
+        concurrency: rate(|r| r.concurrency),
+        peak_concurrency: if side_by_side {
+            peaks.sum()
+        } else {
+            peaks.max().unwrap_or_default()
+        },
+        peak_output_tokens_per_s: peak(|r| r.peak_output_tokens_per_s),
+        achieved_rate: rate(|r| r.achieved_rate),
         target_rate,
     }
 }

@@ -43,6 +43,26 @@ fn summarise(b: &BenchmarkReport, records: &[RequestRecord]) -> BenchmarkReport 
     acc.finish(meta)
 }
 
+/// `runs` as the shard files of a run of `count` shards, shard `i` the `i`-th.
+fn shard_files(runs: Vec<RunReport>, count: u32) -> Vec<ShardFile> {
+    runs.into_iter()
+        .enumerate()
+        .map(|(i, mut run)| {
+            run.shard = Some(ShardRun {
+                index: i as u32,
+                count,
+                start_at: Some("2025-05-15T16:59:28Z".into()),
+                start_late_ms: Some(0.5),
+                clock: None,
+            });
+            ShardFile {
+                name: format!("shard-{i}.json"),
+                run,
+            }
+        })
+        .collect()
+}
+
 /// The whole run re-summarised, and its `count` shards (record i to shard i mod count).
 fn split(count: u32) -> (RunReport, Vec<ShardFile>) {
     let base = common::sample_run(&opts());
@@ -61,24 +81,7 @@ fn split(count: u32) -> (RunReport, Vec<ShardFile>) {
             s.benchmarks[k] = summarise(b, &mine);
         }
     }
-    let files = shards
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut run)| {
-            run.shard = Some(ShardRun {
-                index: i as u32,
-                count,
-                start_at: Some("2025-05-15T16:59:28Z".into()),
-                start_late_ms: Some(0.5),
-                clock: None,
-            });
-            ShardFile {
-                name: format!("shard-{i}.json"),
-                run,
-            }
-        })
-        .collect();
-    (whole, files)
+    (whole, shard_files(shards, count))
 }
 
 #[test]
@@ -164,24 +167,7 @@ fn split_sessions(run: &RunReport, count: u32) -> (RunReport, Vec<ShardFile>) {
             s.benchmarks[k] = summarise(b, &mine);
         }
     }
-    let files = shards
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut run)| {
-            run.shard = Some(ShardRun {
-                index: i as u32,
-                count,
-                start_at: Some("2025-05-15T16:59:28Z".into()),
-                start_late_ms: Some(0.5),
-                clock: None,
-            });
-            ShardFile {
-                name: format!("shard-{i}.json"),
-                run,
-            }
-        })
-        .collect();
-    (whole, files)
+    (whole, shard_files(shards, count))
 }
 
 #[test]
