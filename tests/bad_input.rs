@@ -71,8 +71,12 @@ const PROFILE_BAD: &[(&str, &str, &str)] = &[
     ("metric_percentiles", "\"101\"", "percentile"),
     ("data", "\"prompt_tokens=abc\"", "prompt_tokens"),
     ("http2", "maybe", "http2"),
+    ("source_address", "[\"nope\"]", "source_address"),
     ("target", "\"ftp://h\"", "ftp://h"),
     ("num_prompts", "-5", "num_prompts"),
+    ("repeat", "0", "repeat"),
+    ("repeat", "many", "repeat"),
+    ("repeat_until", "\"200%\"", "repeat_until"),
 ];
 
 fn cases(dir: &Path) -> Vec<Case> {
@@ -127,6 +131,28 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("--cooldown", "-0.1", "cooldown"),
         ("--cooldown", "zz", "zz"),
         ("--cooldown", "-1s", "cooldown"),
+        ("--source-address", "nope", "`nope`"),
+        (
+            "--source-address",
+            "127.0.0.9-127.0.0.1",
+            "127.0.0.9-127.0.0.1",
+        ),
+        (
+            "--source-address",
+            "127.0.0.1-127.0.255.255",
+            "127.0.0.1-127.0.255.255",
+        ),
+        // TEST-NET-1: never an address of this machine.
+        ("--source-address", "192.0.2.7", "192.0.2.7"),
+        ("--repeat", "0", "--repeat 0"),
+        ("--repeat", "-2", "--repeat -2"),
+        ("--repeat", "x", "--repeat x"),
+        ("--repeat", "2.5", "--repeat 2.5"),
+        ("--repeat", "1001", "--repeat 1001"),
+        ("--repeat-until", "0%", "--repeat-until 0%"),
+        ("--repeat-until", "150%", "--repeat-until 150%"),
+        ("--repeat-until", "-1", "--repeat-until -1"),
+        ("--repeat-until", "tight", "--repeat-until tight"),
     ] {
         let base = if flag == "--max-seconds" {
             "run --target {T} --rate-type constant --rate 5"
@@ -137,6 +163,22 @@ fn cases(dir: &Path) -> Vec<Case> {
     }
     // Rates and load shapes.
     for (args, culprit) in [
+        (
+            "run --target {T} --rate-type constant --rate 5 --max-seconds 1 --repeat-until 2%",
+            "--repeat-until",
+        ),
+        (
+            "run --target {T} --rate-type constant --rate 5 --max-seconds 1 --repeat 2 --repeat-until 2%",
+            "at least 3 trials",
+        ),
+        (
+            "run --target {T} --rate-type constant --rate 5 --max-seconds 1 --repeat 2 --data prompt_tokens=8,output_tokens=4,turns=2",
+            "--repeat",
+        ),
+        (
+            "run --target {T} --rate-type constant --rate 5 --max-seconds 1 --repeat 2 --shard 0/2 --start-at 2030-01-01T00:00:00Z",
+            "repeated trials (--repeat) run in one process",
+        ),
         ("run --target {T} --rate-type constant --rate -5 --max-seconds 1", "-5"),
         ("run --target {T} --rate-type constant --rate 0 --max-seconds 1", "rate"),
         ("run --target {T} --rate-type constant --rate x --max-seconds 1", "`x`"),

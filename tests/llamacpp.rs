@@ -483,3 +483,61 @@ fn non_streamed_chat_against_llama_cpp() {
     assert_eq!(b["metrics"]["ttft_ms"]["count"].as_u64(), Some(0));
     assert_eq!(b["metrics"]["e2el_ms"]["count"].as_u64(), Some(4));
 }
+
+/// `--repeat 3` against llama.cpp (issue 22 point 4): three trials of four requests, each
+/// written with its own benchmark, pooled into one whose request and token counts are the
+/// trials' sums and the server's own counter, with across-trial intervals.
+#[test]
+fn repeated_trials_against_llama_cpp() {
+    let _one = common::serial();
+    let dir = std::env::temp_dir().join(format!("bench-llamacpp-repeat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let json = dir.join("run.json");
+    let Ran {
+        server,
+        out,
+        before,
+    } = Llama::start("repeat").run("repeat", |addr| {
+        let mut a = args(&[
+            "run",
+            "--target",
+            addr,
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--repeat",
+            "3",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--quiet",
+            "--output",
+        ]);
+        a.push(json.display().to_string());
+        a
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Trials: 3 of 3 ran"), "{stdout}");
+    let after = server.metrics();
+    let delta =
+        |k: &str| after.get(k).copied().unwrap_or(0.0) - before.get(k).copied().unwrap_or(0.0);
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("run.json")).expect("json");
+    let runs = run["trials"]["runs"].as_array().expect("trials.runs");
+    assert_eq!(runs.len(), 3);
+    let completed = |b: &serde_json::Value| b["requests"]["completed"].as_u64().expect("count");
+    for t in runs {
+        assert_eq!(completed(&t["benchmarks"][0]), 4, "{t}");
+    }
+    let pooled = &run["benchmarks"][0];
+    assert_eq!(completed(pooled), 12);
+    assert_eq!(pooled["intervals"]["method"].as_str(), Some("trials"));
+    let out_tokens = pooled["tokens"]["output"]["completed"]["total"]
+        .as_f64()
+        .expect("output");
+    assert_eq!(out_tokens, 96.0, "ignore_eos: 8 tokens each, 12 requests");
+    assert_eq!(out_tokens, delta("tokens_predicted_total"));
+    assert_eq!(pooled["metrics"]["ttft_ms"]["count"].as_u64(), Some(12));
+}

@@ -216,6 +216,24 @@ fn constant_rate_shards_merge_to_the_single_process_run() {
     let whole = single(&dir, &url, &load);
     assert_eq!(union, offsets(&whole["benchmarks"][0]));
     percentiles_match_raw(&merged, &files);
+    clocks_are_recorded(&merged, &files);
+}
+
+/// Every shard measured its clocks, and the merged run lists them: on one machine the
+/// simulator's `Date` and the shards' wall clocks are one clock, so every shard's bounds on
+/// its offset from the server hold 0 and no two shards are proven apart.
+fn clocks_are_recorded(merged: &Value, files: &[PathBuf]) {
+    for (i, f) in files.iter().enumerate() {
+        let c = &read_json(f)["shard"]["clock"];
+        assert!(c["wall_minus_run_start_ms"].is_f64(), "shard {i}: {c}");
+        assert!(c["wall_minus_run_end_ms"].is_f64(), "shard {i}: {c}");
+        let b = &c["server_offset_ms"];
+        let (lo, hi) = (b[0].as_f64().expect("low"), b[1].as_f64().expect("high"));
+        assert!(lo <= 0.0 && 0.0 <= hi, "shard {i}: [{lo}, {hi}]");
+        assert!(hi - lo >= 1000.0, "whole seconds: at least 1 s wide");
+        assert_eq!(&merged["merged"]["shards"][i]["clock"], c);
+    }
+    assert_eq!(merged["merged"]["min_clock_skew_ms"].as_f64(), Some(0.0));
 }
 
 #[test]
@@ -305,6 +323,68 @@ fn concurrent_streams_split_with_the_remainder() {
     assert!(text(&o.stderr).contains("cannot be split over 2 shards"));
 }
 
+/// Bursts and the throughput probe across shards: a burst's requests are split (the union is
+/// the single burst, every request sent at the start), throughput's concurrency cap is split
+/// like concurrent streams; the merged counts are the simulator's. Synchronous (one request
+/// at a time) cannot be split and is refused before anything runs.
+#[test]
+fn burst_and_throughput_shards_merge_and_synchronous_is_refused() {
+    let dir = fresh("shards", "shapes");
+    let (_sim, url, log) = start_sim(&dir);
+    let data = ["--data", "prompt_tokens=8,output_tokens=2"];
+    let mut seen = 0;
+    for (shape, rate, requests) in [("burst", "9", None), ("throughput", "", Some("30"))] {
+        let mut load = vec!["--rate-type", shape];
+        if !rate.is_empty() {
+            load.extend(["--rate", rate]);
+        }
+        if let Some(n) = requests {
+            load.extend(["--max-requests", n, "--max-concurrency", "6"]);
+        }
+        load.extend(data);
+        let sub = dir.join(shape);
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let files = run_shards(&sub, &url, 3, &load);
+        let merged = merge(&sub, &files);
+        let want: u64 = requests.unwrap_or(rate).parse().expect("count");
+        let b = &merged["benchmarks"][0];
+        assert_eq!(b["requests"]["total"].as_u64(), Some(want), "{shape}");
+        assert_eq!(b["requests"]["completed"].as_u64(), Some(want), "{shape}");
+        seen += want as usize;
+        assert_eq!(read_log(&log).len(), seen, "{shape}: the simulator's log");
+        if shape == "burst" {
+            // Every shard's share went at its start: the single burst, split.
+            let shares: Vec<u64> = files
+                .iter()
+                .map(|f| {
+                    read_json(f)["benchmarks"][0]["requests"]["total"]
+                        .as_u64()
+                        .expect("n")
+                })
+                .collect();
+            assert_eq!(shares, [3, 3, 3], "{shape}");
+        }
+    }
+    let o = bench(&[
+        "run",
+        "--target",
+        &url,
+        "--rate-type",
+        "synchronous",
+        "--max-requests",
+        "4",
+        "--shard",
+        "1/3",
+        "--start-at",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    assert!(e.contains("cannot be split over 3 shards"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert_eq!(read_log(&log).len(), seen, "nothing was sent");
+}
+
 /// Runs `bench merge` on `files`; asserts exit code 2 with one line containing `want`.
 fn refused(files: &[&Path], want: &str) {
     let mut args: Vec<String> = vec!["merge".into()];
@@ -351,6 +431,11 @@ fn mismatched_shards_are_refused_with_one_line() {
     late["benchmarks"][0]["timeline"]["start_ns"] = serde_json::json!(5_000_000_000u64);
     let c = write(&dir, "late.json", &late);
     refused(&[a, &c], "more than --max-skew");
+    // A shard whose clock is 5 s ahead of the target's (by its Date header): refused.
+    let mut ahead = read_json(b);
+    ahead["shard"]["clock"]["server_offset_ms"] = serde_json::json!([5000.0, 6100.0]);
+    let c = write(&dir, "ahead.json", &ahead);
+    refused(&[a, &c], "their clocks differ by at least");
     let mut three = read_json(b);
     three["shard"]["count"] = serde_json::json!(3);
     let c = write(&dir, "three.json", &three);
@@ -362,6 +447,16 @@ fn mismatched_shards_are_refused_with_one_line() {
     let c = dir.join("broken.json");
     std::fs::write(&c, "{").expect("write");
     refused(&[a, &c], "broken.json");
+    // The console ends with the shards and their clocks.
+    let o = bench(&[
+        "merge",
+        a.to_str().expect("utf8"),
+        b.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("Shards: 2 merged"), "{out}");
+    assert!(out.contains("wall - target clock in ["), "{out}");
     // `bench report` on the shards of one run merges them too.
     let o = bench(&[
         "report",
@@ -399,4 +494,139 @@ fn trace_replay_shards_split_its_rows() {
     let whole = single(&dir, &url, &load);
     assert_eq!(union, offsets(&whole["benchmarks"][0]));
     percentiles_match_raw(&merged, &files);
+}
+
+/// The turn (from 1) of a logged prompt of `turns=3,prompt_tokens=40,output_tokens=4` over
+/// chat: turn k sends k user messages of 40 tokens and k - 1 replies of 4.
+fn turn_of_prompt(prompt: u64) -> u64 {
+    (1..=3)
+        .find(|k| k * 40 + (k - 1) * 4 == prompt)
+        .unwrap_or_else(|| panic!("prompt {prompt} is no turn's"))
+}
+
+/// A summary of `values` (microseconds) at the merged summary's percentiles must equal the
+/// merged summary `m` (count, min, max, median and percentiles exactly; mean to rounding).
+fn summary_matches(m: &Value, values: &[f64], what: &str) {
+    let mut raw = Dist::new();
+    for v in values {
+        raw.record(*v);
+    }
+    let ps: Vec<f64> = m["percentiles"]
+        .as_object()
+        .map(|o| o.keys().map(|k| k[1..].parse().expect("pNN")).collect())
+        .unwrap_or_default();
+    let want = raw.summary(&ps);
+    assert_eq!(m["count"].as_u64(), Some(want.count), "{what} count");
+    for (k, v) in &want.percentiles {
+        assert_eq!(m["percentiles"][k].as_f64(), Some(*v), "{what} {k}");
+    }
+    for k in ["median", "min", "max"] {
+        let got = m[k].as_f64().expect(k);
+        let w = match k {
+            "median" => want.median,
+            "min" => want.min,
+            _ => want.max,
+        };
+        assert_eq!(got, w, "{what} {k}");
+    }
+    let mean = m["mean"].as_f64().expect("mean");
+    assert!(
+        (mean - want.mean).abs() <= 1e-9 * want.mean.max(1.0),
+        "{what} mean"
+    );
+}
+
+#[test]
+fn session_shards_split_whole_sessions_and_merge_their_figures() {
+    let dir = fresh("shards", "sessions");
+    let (_sim, url, log) = start_sim(&dir);
+    let load = [
+        "--backend",
+        "openai-chat",
+        "--rate-type",
+        "constant",
+        "--rate",
+        "20",
+        "--max-requests",
+        "30",
+        "--data",
+        "turns=3,prompt_tokens=40,output_tokens=4",
+    ];
+    let files = run_shards(&dir, &url, 3, &load);
+    let merged = merge(&dir, &files);
+    let log = read_log(&log);
+    let b = &merged["benchmarks"][0];
+    let s = &b["sessions"];
+    assert_eq!(log.len(), 30, "the shards sent 30 turns between them");
+    assert_eq!(b["requests"]["total"].as_u64(), Some(30));
+    // The counts against the simulator's log: every started session sent its turn 1 once,
+    // every completed one completed its turn 3.
+    let logged = |k: u64, ok: bool| {
+        log.iter()
+            .filter(|e| turn_of_prompt(e["prompt_tokens"].as_u64().expect("prompt")) == k)
+            .filter(|e| !ok || (e["status"] == 200 && e["end"] == "completed"))
+            .count() as u64
+    };
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert_eq!(n(s, "started"), logged(1, false), "{s}");
+    assert_eq!(n(s, "completed"), logged(3, true), "{s}");
+    assert_eq!(
+        n(s, "started"),
+        n(s, "completed") + n(s, "cut") + n(s, "errored")
+    );
+    let shard_sum: u64 = files
+        .iter()
+        .map(|f| n(&read_json(f)["benchmarks"][0]["sessions"], "started"))
+        .sum();
+    assert_eq!(n(s, "started"), shard_sum);
+    // Each session wholly on one shard, numbered as in one run: no number on two shards,
+    // every turn of a session on its session's shard, and every started session once.
+    let mut owner: std::collections::BTreeMap<u64, usize> = Default::default();
+    let mut all: Vec<RequestRecord> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        for r in records(&read_json(f)["benchmarks"][0]) {
+            let t = r.session.expect("a session turn");
+            assert_eq!(
+                t.session % 3,
+                i as u64,
+                "session {} on shard {i}",
+                t.session
+            );
+            assert_eq!(*owner.entry(t.session).or_insert(i), i);
+            all.push(r);
+        }
+    }
+    assert_eq!(owner.len() as u64, n(s, "started"));
+    // The merged figures are those of the union of every shard's requests and sessions.
+    let durations: Vec<f64> = all
+        .iter()
+        .filter_map(|r| {
+            let t = r.session?;
+            (t.turn == t.turns && r.status() == bench_core::Status::Completed)
+                .then(|| r.end.saturating_sub(t.start) as f64 / 1000.0)
+        })
+        .collect();
+    assert_eq!(durations.len() as u64, n(s, "completed"));
+    summary_matches(&s["duration_ms"], &durations, "session duration");
+    let rows = s["turns"].as_array().expect("turn rows");
+    assert_eq!(rows.len(), 3);
+    for (row, k) in rows.iter().zip(1u64..) {
+        let mine: Vec<&RequestRecord> = all
+            .iter()
+            .filter(|r| r.session.is_some_and(|t| u64::from(t.turn) == k))
+            .collect();
+        assert_eq!(n(&row["requests"], "total"), logged(k, false), "turn {k}");
+        let done: Vec<&&RequestRecord> = mine
+            .iter()
+            .filter(|r| r.status() == bench_core::Status::Completed)
+            .collect();
+        let e2el: Vec<f64> = done
+            .iter()
+            .map(|r| r.end.saturating_sub(r.dispatched) as f64 / 1000.0)
+            .collect();
+        summary_matches(&row["e2el_ms"], &e2el, &format!("turn {k} e2el"));
+        let prompts: u64 = done.iter().map(|r| u64::from(r.prompt_tokens)).sum();
+        assert_eq!(n(&row["prompt_tokens"], "total"), prompts, "turn {k}");
+        assert_eq!(n(&row["prompt_tokens"], "count"), done.len() as u64);
+    }
 }

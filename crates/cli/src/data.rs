@@ -53,20 +53,32 @@ pub fn over_profile(cli: &str, profile: &str) -> String {
     format!("path={},format=book,{}", cli.trim(), keys.join(","))
 }
 
-/// The endless (cycling) stream of request specs of `--data` under `tokenizer`, salted for
-/// this run unless `seed=` was given, with the seed in use (reports record it).
-pub fn loader(
+/// The endless (cycling) stream of request specs of `--data` under `tokenizer` for trial
+/// `trial` of the run (0 without `--repeat`), with the seed in use (reports record it):
+/// [`salted_loader`] with the run's `salt` (unless `seed=` was given), moved on by `trial`
+/// ([`DataSpec::for_trial`]) so that every trial sends fresh prompts.
+pub fn trial_loader(
     data: &str,
     column: Option<&str>,
     tokenizer: Tokenizer,
+    salt: u64,
+    trial: u32,
 ) -> Result<(Loader, Option<DataSeed>), UsageError> {
-    // A fresh salt per run from a v4 UUID (the OS's randomness), kept below 2^53 so that
-    // every JSON reader holds it exactly.
-    let salt = uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1);
-    salted_loader(data, column, tokenizer, salt)
+    let mut spec = parse(data, column)?;
+    spec.salt(salt);
+    let seed = spec.for_trial(trial);
+    Loader::new(spec, tokenizer)
+        .map(|l| (l.cycle(true), seed))
+        .map_err(|e| UsageError::new(format!("--data {data}: {e}")))
 }
 
-/// [`loader`] salted with `salt` (the shards of one run share theirs, so that they split one
+/// A fresh salt per run from a v4 UUID (the OS's randomness), kept below 2^53 so that
+/// every JSON reader holds it exactly.
+pub fn fresh_salt() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0 & ((1 << 53) - 1)
+}
+
+/// The loader of `--data` salted with `salt` (the shards of one run share theirs, so that they split one
 /// sequence of prompts).
 pub fn salted_loader(
     data: &str,
@@ -178,6 +190,34 @@ impl WorkStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's loader without `--repeat`.
+    fn loader(
+        data: &str,
+        column: Option<&str>,
+        tokenizer: Tokenizer,
+    ) -> Result<(Loader, Option<DataSeed>), UsageError> {
+        trial_loader(data, column, tokenizer, fresh_salt(), 0)
+    }
+
+    #[test]
+    fn each_trial_draws_fresh_prompts_even_with_a_seed_given() {
+        for data in [
+            "prompt_tokens=40,output_tokens=8",
+            "prompt_tokens=40,output_tokens=8,seed=3",
+        ] {
+            let trial = |i: u32| {
+                let (l, seed) =
+                    trial_loader(data, None, Tokenizer::builtin(), 99, i).expect("valid");
+                let p: Vec<String> = l.take(4).map(|s| s.prompt.to_string()).collect();
+                (p, seed.expect("synthetic").seed)
+            };
+            let ((a, sa), (b, sb), (a2, _)) = (trial(0), trial(1), trial(0));
+            assert_eq!(a, a2, "{data}: a trial is reproducible from its seed");
+            assert_ne!(a, b, "{data}: trial 1 resent trial 0's prompts");
+            assert_eq!(sb, sa + 1, "{data}");
+        }
+    }
 
     #[test]
     fn synthetic_data_has_exact_lengths_and_bad_data_is_a_usage_error() {

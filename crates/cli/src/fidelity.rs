@@ -26,32 +26,41 @@ pub(crate) fn lines(run: &RunReport) -> Vec<String> {
     let Some(trace) = run.environment.extra.get("trace") else {
         return Vec::new();
     };
-    let rows = num(trace, &["rows"]);
-    let (input, output) = (
-        num(trace, &["input_tokens"]),
-        num(trace, &["output_tokens"]),
-    );
     run.benchmarks
         .iter()
         .filter(|b| b.strategy.speedup().is_some())
-        .filter_map(|b| serde_json::to_value(b).ok())
-        .map(|b| {
+        .filter_map(|b| Some((replays(run, &b.label), serde_json::to_value(b).ok()?)))
+        .map(|(n, b)| {
             let pct = |m: &str, p: &str| num(&b, &["metrics", m, "percentiles", p]);
+            let of = |k: &str| num(trace, &[k]) * n as f64;
             format!(
-                "trace fidelity {}: {} of {} rows sent; prompt tokens {} of {} recorded; output tokens {} of {} recorded; queue p99 {:.2} ms; dispatch delay p50 {:.2} ms, p99 {:.2} ms",
+                "trace fidelity {}{}: {} of {} rows sent; prompt tokens {} of {} recorded; output tokens {} of {} recorded; queue p99 {:.2} ms; dispatch delay p50 {:.2} ms, p99 {:.2} ms",
                 b.get("label").and_then(Value::as_str).unwrap_or("?"),
+                if n > 1 { format!(" ({n} trials pooled)") } else { String::new() },
                 num(&b, &["requests", "total"]),
-                rows,
+                of("rows"),
                 tokens(&b, "prompt"),
-                input,
+                of("input_tokens"),
                 tokens(&b, "output"),
-                output,
+                of("output_tokens"),
                 pct("queue_ms", "p99"),
                 pct("dispatch_delay_ms", "p50"),
                 pct("dispatch_delay_ms", "p99"),
             ) + &prefix_cache(trace, &b)
         })
         .collect()
+}
+
+/// How many replays of the trace the benchmark `label` holds: the trials pooled into it
+/// (`--repeat`), each a whole replay; 1 for a single run.
+fn replays(run: &RunReport, label: &str) -> usize {
+    run.trials.as_ref().map_or(1, |t| {
+        t.runs
+            .iter()
+            .filter(|r| r.benchmarks.iter().any(|b| b.label == label))
+            .count()
+            .max(1)
+    })
 }
 
 /// The prefix-cache hit rates side by side (docs/metrics.md, "Server-reported cached

@@ -136,7 +136,7 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 27] = [
+    const NOT_OURS: [&str; 28] = [
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve
         "--embedding",                    // llama.cpp server (tests/llamacpp/serve.py)
@@ -150,6 +150,7 @@ mod tests {
         "--rates",                        // benches/scheduler.py
         "--pairs",                        // benches/server_metrics_ab.py
         "--repeats",                      // benches/ceiling.py
+        "--bin",                          // cargo build --bin, benches/shards_scaling.py
         "--a",                            // benches/client_ab.py
         "--b",                            // benches/client_ab.py
         "--server",                       // benches/client_ab.py

@@ -3,6 +3,8 @@
 //! `RLIMIT_NOFILE` turns into a storm of "Too many open files" errors. At start the soft
 //! limit is raised to the hard limit; a run that still cannot fit is refused before it starts.
 
+use std::net::{IpAddr, Ipv4Addr};
+
 use bench_profile::{Profile, Strategy};
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
@@ -12,14 +14,67 @@ use crate::UsageError;
 /// the tokenizer and data files, output files, the simulator's listener).
 pub const RESERVED_FDS: u64 = 64;
 
-/// Raises the soft open-file limit to the hard limit and returns the soft limit now in force
-/// (`None` when the limit cannot be read).
-pub fn raise_open_files() -> Option<u64> {
+/// Raises the soft open-file limit to the hard limit, and both to `want` descriptors when the
+/// hard limit is lower and the process may raise it (root, or `CAP_SYS_RESOURCE`); returns
+/// the soft limit now in force (`None` when the limit cannot be read).
+pub fn raise_open_files(want: Option<u64>) -> Option<u64> {
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if let Some(w) = want.filter(|&w| w > hard) {
+        if setrlimit(Resource::RLIMIT_NOFILE, w, w).is_ok() {
+            return Some(w);
+        }
+    }
     if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
         return Some(hard);
     }
     Some(soft)
+}
+
+/// The descriptors `concurrency` requests need (`per_request` each, plus the reserve).
+pub fn descriptors(concurrency: u64, per_request: u64) -> u64 {
+    concurrency
+        .saturating_mul(per_request)
+        .saturating_add(RESERVED_FDS)
+}
+
+/// Connections one source address can hold open to one server address: the ephemeral port
+/// range (Linux `ip_local_port_range`, else its default of 28,232), less a tenth kept for
+/// connections in `TIME_WAIT` and for other programs.
+pub fn ports_per_source() -> u64 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(|n| n.parse::<u64>().ok());
+            Some(it.next()??..=it.next()??)
+        })
+        .map_or(28_232, |r| r.end().saturating_sub(*r.start()) + 1);
+    range - range / 10
+}
+
+/// For a loopback target (127.x.x.x or `localhost`) whose planned concurrency is more than one
+/// source address's ports hold: the source addresses 127.0.0.1, 127.0.0.2, ... that hold it
+/// (every 127.x address is this machine's). Empty otherwise: the OS chooses.
+pub fn loopback_sources(target: &str, planned: Option<u64>, per_source: u64) -> Vec<IpAddr> {
+    let Some(c) = planned.filter(|&c| c > per_source) else {
+        return Vec::new();
+    };
+    if !is_ipv4_loopback(target) {
+        return Vec::new();
+    }
+    let n = c.div_ceil(per_source.max(1)).min(250) as u8;
+    (1..=n)
+        .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
+        .collect()
+}
+
+/// Whether `url`'s host is an IPv4 loopback address or `localhost`.
+fn is_ipv4_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host_port.split(':').next().unwrap_or_default();
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The soft open-file limit in force (`None` when it cannot be read).
@@ -72,9 +127,7 @@ pub fn planned_concurrency(profile: &Profile) -> Option<u64> {
 /// Checks that `concurrency` requests fit under the open-file limit `soft` (each needing
 /// `per_request` descriptors). The error names the limit and what to do.
 pub fn check_fits(concurrency: u64, per_request: u64, soft: u64) -> Result<(), UsageError> {
-    let needed = concurrency
-        .saturating_mul(per_request)
-        .saturating_add(RESERVED_FDS);
+    let needed = descriptors(concurrency, per_request);
     if needed <= soft {
         return Ok(());
     }
@@ -127,6 +180,34 @@ mod tests {
     }
 
     #[test]
+    fn loopback_targets_get_the_source_addresses_their_concurrency_needs() {
+        let ips = |v: &[u8]| -> Vec<IpAddr> {
+            v.iter()
+                .map(|&i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
+                .collect()
+        };
+        let t = "http://127.0.0.1:8000";
+        assert_eq!(
+            loopback_sources(t, Some(100_000), 25_000),
+            ips(&[1, 2, 3, 4])
+        );
+        assert_eq!(
+            loopback_sources(t, Some(100_001), 25_000),
+            ips(&[1, 2, 3, 4, 5])
+        );
+        assert_eq!(
+            loopback_sources("http://user:pw@localhost/v1", Some(60_000), 25_000),
+            ips(&[1, 2, 3])
+        );
+        // Fits one address, or not a loopback target, or an open loop: the OS chooses.
+        assert!(loopback_sources(t, Some(25_000), 25_000).is_empty());
+        assert!(loopback_sources("https://10.0.0.7:443", Some(100_000), 25_000).is_empty());
+        assert!(loopback_sources("http://[::1]:80", Some(100_000), 25_000).is_empty());
+        assert!(loopback_sources(t, None, 25_000).is_empty());
+        assert!(ports_per_source() > 1000);
+    }
+
+    #[test]
     fn a_concurrency_over_the_limit_is_refused_naming_it() {
         assert!(check_fits(100, 1, 256).is_ok());
         let e = check_fits(1000, 2, 256).expect_err("too many").to_string();
@@ -148,9 +229,15 @@ mod tests {
 
     #[test]
     fn raising_keeps_a_readable_limit() {
-        let soft = raise_open_files().expect("readable");
+        let soft = raise_open_files(None).expect("readable");
         let (now, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("readable");
         assert_eq!(soft, now);
         assert_eq!(now, hard, "the soft limit is raised to the hard one");
+        // Past the hard limit: granted to a privileged process, else the hard limit stays.
+        let soft = raise_open_files(Some(hard + 1)).expect("readable");
+        let (now, after) = getrlimit(Resource::RLIMIT_NOFILE).expect("readable");
+        assert_eq!(soft, now);
+        assert_eq!(now, after);
+        assert!(after == hard || after == hard + 1, "{hard} -> {after}");
     }
 }

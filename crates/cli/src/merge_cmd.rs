@@ -24,7 +24,8 @@ pub struct MergeArgs {
     /// Write the merged run, format by extension (.json, .yaml, .csv, .html); repeatable.
     #[arg(long = "output", short = 'o')]
     pub outputs: Vec<PathBuf>,
-    /// Refuse shards that started a benchmark more than this many seconds apart.
+    /// Refuse shards that started a benchmark more than this many seconds apart, or whose
+    /// clocks the target's Date header proves more than this many seconds apart.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MAX_SKEW_S)]
     pub max_skew: f64,
     /// Console options.
@@ -54,7 +55,11 @@ pub fn merge_files(files: &[PathBuf], max_skew: f64) -> anyhow::Result<RunReport
 /// Runs `bench merge`.
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let merged = merge_files(&args.files, args.max_skew)?;
-    let text = emit(&merged, &args.outputs, &args.console, console_width())?;
+    let mut text = emit(&merged, &args.outputs, &args.console, console_width())?;
+    if let Some(m) = merged.merged.as_ref().filter(|_| !text.is_empty()) {
+        // The shards and their clocks, after the report.
+        text.push_str(&bench_report::render_clocks(m));
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())

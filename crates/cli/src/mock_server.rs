@@ -213,6 +213,10 @@ impl MockServerArgs {
     }
 }
 
+/// The open-file limit the simulator asks for (granted above the hard limit only to a
+/// privileged process; Linux's `fs.nr_open` default).
+const SIMULATOR_OPEN_FILES: u64 = 1 << 20;
+
 /// Runs the simulator until Ctrl-C (or SIGTERM).
 pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
     let _ = tracing_subscriber::fmt()
@@ -223,6 +227,8 @@ pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
         )
         .try_init();
     let config = args.resolve()?;
+    // Every stream a client holds open is a socket here: as many as the OS allows.
+    let _ = crate::limits::raise_open_files(Some(SIMULATOR_OPEN_FILES));
     if args.threads == Some(0) {
         return Err(UsageError::new("--threads must be at least 1").into());
     }

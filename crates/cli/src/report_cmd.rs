@@ -74,7 +74,8 @@ impl ConsoleArgs {
     /// The console text of `run` for a terminal of `width` columns (`None`: piped).
     pub fn render(&self, run: &RunReport, width: Option<u16>) -> Result<String, UsageError> {
         let vllm = self.vllm_options()?;
-        Ok(match self.console {
+        let trials = bench_report::render_trials(run);
+        let text = match self.console {
             ConsoleStyle::Guidellm => bench_report::render_guidellm(run, width),
             ConsoleStyle::Vllm => bench_report::render_vllm(run, &vllm),
             ConsoleStyle::Both => format!(
@@ -82,7 +83,13 @@ impl ConsoleArgs {
                 bench_report::render_guidellm(run, width),
                 bench_report::render_vllm(run, &vllm)
             ),
-            ConsoleStyle::None => String::new(),
+            ConsoleStyle::None => return Ok(String::new()),
+        };
+        // A run of repeated trials: the trials' block after the tables, as `bench run` prints.
+        Ok(if trials.is_empty() {
+            text
+        } else {
+            format!("{text}\n{trials}")
         })
     }
 }

@@ -62,6 +62,12 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
     let index = std::env::var(crate::shard::INDEX_ENV).ok();
     let plan = common.shard.resolve(index.as_deref())?;
     if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
+        if s.load.repeat.trials > 1 {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: repeated trials (--repeat) run in one process; repeat the distributed run instead"
+            ))
+            .into());
+        }
         if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
             return Err(UsageError::new(format!(
                 "--shard {sh}: an adaptive sweep cannot be split across shards (each would probe alone); run a fixed plan on every shard (--rate-type constant --rate A,B,C), see docs/distributed.md"
@@ -88,11 +94,11 @@ fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::R
     // Refused before anything runs: a report that cannot be written, a concurrency that cannot
     // fit under the open-file limit (raised to the hard limit first).
     outputs::check(&settings.report.output)?;
-    if let (Some(soft), Some(c)) = (
-        limits::raise_open_files(),
-        limits::planned_concurrency(&settings.load.profile),
-    ) {
-        limits::check_fits(c, if settings.target.mock { 2 } else { 1 }, soft)?;
+    let planned = limits::planned_concurrency(&settings.load.profile);
+    let per_request = if settings.target.mock { 2 } else { 1 };
+    let soft = limits::raise_open_files(planned.map(|c| limits::descriptors(c, per_request)));
+    if let (Some(soft), Some(c)) = (soft, planned) {
+        limits::check_fits(c, per_request, soft)?;
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -155,6 +161,8 @@ struct ReportObserver {
     rewind: data::Rewind,
     /// This process's shard (its report states its share of the target rate).
     shard: Option<bench_core::Shard>,
+    /// The run clock (a shard reads its wall clock against it as each benchmark ends).
+    clock: Clock,
 }
 
 impl ReportObserver {
@@ -312,7 +320,14 @@ impl Observer for ReportObserver {
             .endings
             .take_notes(&o.strategy.label(), closed_loop, &self.timeouts);
         self.ending_notes.extend(notes);
-        self.run.benchmarks.push(report);
+        match self.run.trials.as_mut().and_then(|t| t.runs.last_mut()) {
+            // Each trial's benchmarks are written as they finish, as a run's are.
+            Some(trial) => trial.benchmarks.push(report),
+            None => self.run.benchmarks.push(report),
+        }
+        if let Some(c) = self.run.shard.as_mut().and_then(|s| s.clock.as_mut()) {
+            c.wall_minus_run_end_ms = Some(crate::shard::wall_minus_run_ms(&self.clock));
+        }
         self.files.write(&self.run);
     }
 
@@ -326,11 +341,78 @@ impl ReportObserver {
     /// rewrites the files.
     fn set_capacity(&mut self, capacity: Option<Capacity>) {
         let Some(mut c) = capacity else { return };
+        if let Some(trial) = self.run.trials.as_mut().and_then(|t| t.runs.last_mut()) {
+            // The knee from this trial's own benchmarks.
+            let mut one = RunReport::new("", "");
+            one.benchmarks = trial.benchmarks.clone();
+            c.knee_requests_per_s = bench_report::knee(&one);
+            c.refresh_trace_multiples();
+            trial.capacity = Some(c);
+            return;
+        }
         c.knee_requests_per_s = bench_report::knee(&self.run);
         c.refresh_trace_multiples();
         c.intervals = bench_report::capacity_intervals(&self.run, &c);
         self.run.capacity = Some(c);
         self.files.write(&self.run);
+    }
+
+    /// With `--repeat N` (N > 1): the run is made of trials, which its files hold.
+    fn start_trials(&mut self, repeat: settings::Repeat) {
+        if repeat.trials > 1 {
+            self.run.trials = Some(bench_report::Trials {
+                requested: repeat.trials,
+                until: repeat.until,
+                stop_reason: "running".into(),
+                ..Default::default()
+            });
+        }
+    }
+
+    /// A trial of a repeated run starts: a new entry for its benchmarks, whose indexes count
+    /// from 0 again.
+    fn begin_trial(&mut self, index: u32, data_seed: Option<u64>) {
+        self.verdicts.clear();
+        if let Some(t) = self.run.trials.as_mut() {
+            t.runs.push(bench_report::Trial {
+                index,
+                data_seed,
+                ..Default::default()
+            });
+        }
+    }
+
+    /// A trial ended (`interrupted`: by the user or a server gone): pools the trials into the
+    /// run's benchmarks, rewrites the files, and says whether to run another (and why not).
+    fn end_trial(&mut self, interrupted: bool) -> bool {
+        if let Err(e) = bench_report::pool(&mut self.run) {
+            // Unreachable for data that can be repeated (sessions are refused up front);
+            // every trial's own benchmarks are still in the report.
+            tracing::error!("pooling the trials failed: {e}");
+        }
+        let Some(t) = self.run.trials.as_ref() else {
+            return false;
+        };
+        let (ran, requested, until) = (t.runs.len() as u32, t.requested, t.until);
+        let why = if interrupted || self.server_gone.is_some() {
+            Some("interrupted".to_string())
+        } else if let Some(target) = until {
+            match bench_report::not_converged(&self.run, target) {
+                None => Some(format!(
+                    "converged: every key figure within {}% after {ran} trials",
+                    target * 100.0
+                )),
+                Some(_) if ran < requested => None,
+                Some(not) => Some(format!("the most trials ran; not converged: {not}")),
+            }
+        } else {
+            (ran >= requested).then(|| "all trials ran".to_string())
+        };
+        if let Some(t) = self.run.trials.as_mut() {
+            t.stop_reason = why.clone().unwrap_or_else(|| "running".into());
+        }
+        self.files.write(&self.run);
+        why.is_none()
     }
 }
 
@@ -357,6 +439,15 @@ fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerCon
         silence_notice: bench_core::SILENCE_NOTICE,
         stream: r.stream,
         think_tags: r.think_tags,
+        source_addresses: if t.source_addresses.is_empty() {
+            limits::loopback_sources(
+                target,
+                limits::planned_concurrency(&s.load.profile),
+                limits::ports_per_source(),
+            )
+        } else {
+            t.source_addresses.clone()
+        },
     }
 }
 
@@ -446,6 +537,7 @@ impl ReportObserver {
             timeouts: s.target.timeouts,
             rewind: data::Rewind::default(),
             shard: None,
+            clock,
         }
     }
 }
@@ -562,22 +654,113 @@ async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Ser
     })
 }
 
-async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
-    let tokenizer = processor(&s)?;
-    let (loader, data_seed) = match &dist.start_at {
-        // Shards share one salt, so that they split one sequence of prompts.
+/// The data of the run's first (or only) trial: a shard's are salted with the salt every
+/// shard shares, so that they split one sequence of prompts; else with the run's `salt`.
+fn first_loader(
+    s: &Settings,
+    dist: &ShardPlan,
+    tokenizer: &Tokenizer,
+    salt: u64,
+) -> anyhow::Result<(bench_loader::Loader, Option<bench_loader::DataSeed>)> {
+    let (data, column) = (&s.data.data, s.data.data_column.as_deref());
+    Ok(match &dist.start_at {
         Some((at, _)) if dist.shard.is_some() => data::salted_loader(
-            &s.data.data,
-            s.data.data_column.as_deref(),
+            data,
+            column,
             tokenizer.clone(),
             crate::shard::shared_salt(*at),
         )?,
-        _ => data::loader(
-            &s.data.data,
-            s.data.data_column.as_deref(),
-            tokenizer.clone(),
-        )?,
-    };
+        _ => data::trial_loader(data, column, tokenizer.clone(), salt, 0)?,
+    })
+}
+
+/// What makes each trial of a repeated run fresh (docs/cli.md, `--repeat`).
+struct Fresh<'a> {
+    s: &'a Settings,
+    tokenizer: &'a Tokenizer,
+    /// The run's data salt, which trial `i` moves on by `i`.
+    salt: u64,
+}
+
+impl Fresh<'_> {
+    /// Trial `i`'s profile (Poisson arrivals seeded with `--seed` + `i`) and, for seeded data
+    /// (synthetic, traces: `seeded`), its stream of fresh prompts with their seed; `None` for
+    /// files, whose stream reads on (and which are not opened again).
+    fn trial(
+        &self,
+        i: u32,
+        seeded: bool,
+    ) -> anyhow::Result<(
+        bench_profile::Profile,
+        Option<data::WorkStream>,
+        Option<u64>,
+    )> {
+        let mut s = self.s.clone();
+        s.load.build.seed = s.load.build.seed.wrapping_add(u64::from(i));
+        s.load.profile =
+            bench_profile::Profile::build(s.load.rate_type, &s.load.rate, &s.load.build)
+                .map_err(|e| UsageError::new(format!("--repeat: trial {i}: {e}")))?;
+        if !seeded {
+            return Ok((s.load.profile, None, None));
+        }
+        let d = &self.s.data;
+        let (loader, seed) = data::trial_loader(
+            &d.data,
+            d.data_column.as_deref(),
+            self.tokenizer.clone(),
+            self.salt,
+            i,
+        )?;
+        let (_, profile) = trace_settings(&s, &loader)?;
+        let stream = seed.map(|_| data::WorkStream::new(loader));
+        Ok((profile, stream, seed.map(|x| x.seed)))
+    }
+}
+
+/// Runs the profile once or, with `--repeat N`, as `N` trials one after another on the same
+/// server, each with fresh prompts, pooling them after each, until all ran, the intervals
+/// met `--repeat-until`, or the run was interrupted. Returns the last trial's outcome.
+async fn run_trials(
+    sched: &Scheduler<Worker>,
+    fresh: &Fresh<'_>,
+    first: (bench_profile::Profile, data::WorkStream, Option<u64>),
+    observer: &mut ReportObserver,
+) -> anyhow::Result<(bench_scheduler::RunOutcome, data::WorkStream)> {
+    let l = &fresh.s.load;
+    let (mut profile, mut specs, mut seed) = first;
+    let seeded = seed.is_some();
+    let mut i = 0;
+    loop {
+        observer.begin_trial(i, seed);
+        let (outcome, back) = sched
+            .run_profile(&profile, &l.limits, &l.warmup, &l.cooldown, specs, observer)
+            .await?;
+        if observer.run.trials.is_none() {
+            return Ok((outcome, back));
+        }
+        if !outcome.interrupted {
+            observer.set_capacity(outcome.capacity.clone());
+        }
+        if !observer.end_trial(outcome.interrupted) {
+            return Ok((outcome, back));
+        }
+        i += 1;
+        let (p, stream, s) = fresh.trial(i, seeded)?;
+        (profile, seed) = (p, s);
+        specs = match stream {
+            Some(st) => {
+                observer.rewind = st.rewind();
+                st
+            }
+            None => back,
+        };
+    }
+}
+
+async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
+    let tokenizer = processor(&s)?;
+    let salt = data::fresh_salt();
+    let (loader, data_seed) = first_loader(&s, &dist, &tokenizer, salt)?;
     let data_failure = loader.failure();
     let (trace, profile) = trace_settings(&s, &loader)?;
     let specs = data::WorkStream::new(loader).sharded(dist.shard);
@@ -600,7 +783,12 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
         keep_records: s.report.save_records,
         ..StatsOptions::default()
     };
-    let (clock, shard_run) = start_clock(&dist).await;
+    // The target's clock, read once before the shared start (docs/distributed.md, "Clocks").
+    let server_date = match dist.shard {
+        Some(sh) if !sh.is_whole() => worker.server_date().await,
+        _ => None,
+    };
+    let (clock, shard_run) = start_clock(&dist, server_date).await;
     run.shard = shard_run;
     let scraper = start_scraper(&s, &target, clock).await?;
     let resent = worker.clone();
@@ -619,16 +807,14 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
         ReportObserver::new(&s, run, stats, scraper, &model, clock, sched.stop_handle());
     observer.rewind = rewind;
     observer.shard = dist.shard;
-    let result = sched
-        .run_profile(
-            &profile,
-            &s.load.limits,
-            &s.load.warmup,
-            &s.load.cooldown,
-            specs,
-            &mut observer,
-        )
-        .await;
+    observer.start_trials(s.load.repeat);
+    let fresh = Fresh {
+        s: &s,
+        tokenizer: &tokenizer,
+        salt,
+    };
+    let first = (profile, specs, data_seed.map(|d| d.seed));
+    let result = run_trials(&sched, &fresh, first, &mut observer).await;
     drop(sched);
     if let Some(h) = shown {
         let _ = h.await;
@@ -639,7 +825,7 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
     }
 
     if let Ok((outcome, _)) = &result {
-        if !outcome.interrupted {
+        if !outcome.interrupted && observer.run.trials.is_none() {
             observer.set_capacity(outcome.capacity.clone());
         }
     }
@@ -655,7 +841,10 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
 
 /// The run clock: from the shared start when there is one (after waiting for it), else from
 /// now; with what a shard's result says of its shard.
-async fn start_clock(dist: &ShardPlan) -> (Clock, Option<bench_report::ShardRun>) {
+async fn start_clock(
+    dist: &ShardPlan,
+    server: Option<bench_worker::ServerDate>,
+) -> (Clock, Option<bench_report::ShardRun>) {
     let Some((at, text)) = &dist.start_at else {
         return (Clock::start(), None);
     };
@@ -666,6 +855,11 @@ async fn start_clock(dist: &ShardPlan) -> (Clock, Option<bench_report::ShardRun>
         count: sh.count,
         start_at: Some(text.clone()),
         start_late_ms: Some(late),
+        clock: Some(bench_report::ShardClock {
+            wall_minus_run_start_ms: crate::shard::wall_minus_run_ms(&clock),
+            wall_minus_run_end_ms: None,
+            server_offset_ms: server.map(crate::shard::server_offset_ms),
+        }),
     });
     (clock, shard_run)
 }
@@ -857,6 +1051,10 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     }
     for line in crate::fidelity::lines(run) {
         println!("{line}");
+    }
+    let trials = bench_report::render_trials(run);
+    if !trials.is_empty() {
+        print!("{trials}");
     }
     Ok(())
 }

@@ -141,6 +141,23 @@ pub fn late_ms(at: SystemTime, now: SystemTime) -> f64 {
     }
 }
 
+/// The wall clock minus the run clock now, milliseconds: the wall clock's offset at run-clock
+/// time `clock.now()` is `clock.wall(now)`; both read back to back.
+pub fn wall_minus_run_ms(clock: &bench_core::Clock) -> f64 {
+    let run = clock.now();
+    late_ms(clock.wall(run), SystemTime::now())
+}
+
+/// Bounds `[low, high]` (ms) on this machine's wall clock minus the server's, from one
+/// `Date` reading: the server stamped the answer at some instant between the probe's send
+/// and its arrival, when its clock read between `date` and `date + 1 s` (whole seconds).
+pub fn server_offset_ms(d: bench_worker::ServerDate) -> [f64; 2] {
+    [
+        late_ms(d.date + Duration::from_secs(1), d.sent),
+        late_ms(d.date, d.received),
+    ]
+}
+
 /// A data salt every shard derives alike from the shared start, so that they draw one
 /// sequence of prompts (and split it) without being given `seed=`: splitmix64 of its
 /// nanoseconds, kept below 2^53 so that JSON readers hold it exactly.
@@ -203,6 +220,28 @@ mod tests {
         assert!(e.to_string().starts_with("--start-at tomorrow"), "{e}");
         // One shard of one is a plain run and needs no shared start.
         assert!(args(Some("0/1"), None, None).resolve(None).is_ok());
+    }
+
+    #[test]
+    fn the_date_header_bounds_the_offset_from_the_server() {
+        let t = |ms: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+        // Sent at 100.2 s, answered at 100.5 s by this clock; the server said 99 s: its clock
+        // read 99 s to just under 100 s at some instant in 100.2 to 100.5 s, so this clock is
+        // ahead by more than 0.2 s (100.2 - 100) and at most 1.5 s (100.5 - 99).
+        let d = bench_worker::ServerDate {
+            sent: t(100_200),
+            received: t(100_500),
+            date: t(99_000),
+        };
+        assert_eq!(server_offset_ms(d), [200.0, 1500.0]);
+        // The same clock: the bounds hold 0.
+        let d = bench_worker::ServerDate {
+            sent: t(100_200),
+            received: t(100_210),
+            date: t(100_000),
+        };
+        let [lo, hi] = server_offset_ms(d);
+        assert!(lo <= 0.0 && hi >= 0.0, "{lo} {hi}");
     }
 
     #[test]

@@ -1045,6 +1045,33 @@ impl DataSpec {
         }
     }
 
+    /// Makes the data of trial `trial` of a repeated run (`--repeat`) fresh: synthetic data
+    /// and traces take the seed in use plus `trial` (wrapping), so that no two trials send the
+    /// same prompts; files are unchanged (their trials read on where the previous one
+    /// stopped). Returns the seed in use, as [`DataSpec::salt`] does.
+    pub fn for_trial(&mut self, trial: u32) -> Option<DataSeed> {
+        let next = |seed: &mut u64| {
+            if trial > 0 {
+                *seed = seed.wrapping_add(u64::from(trial)) & ((1 << 53) - 1);
+            }
+        };
+        let seed = match self {
+            DataSpec::Synthetic(c) => {
+                next(&mut c.seed);
+                (c.seed, c.seed_given)
+            }
+            DataSpec::Trace(c) => {
+                next(&mut c.seed);
+                (c.seed, c.seed_given)
+            }
+            _ => return None,
+        };
+        Some(DataSeed {
+            seed: seed.0,
+            explicit: seed.1,
+        })
+    }
+
     /// Parses the `--data` argument:
     ///
     /// - `k=v,k=v` — the keys of [`DataArgs`] (synthetic unless `path=` is among them);

@@ -224,15 +224,32 @@ impl MockServer {
     }
 }
 
+/// Connections waiting to be accepted (the kernel caps it at `net.core.somaxconn`): a client
+/// opening tens of thousands of streams at once connects in a burst, and connections beyond
+/// the backlog wait a SYN retransmission (a second or more) each.
+const BACKLOG: u32 = 65_535;
+
 async fn bind(host: &str, port: u16) -> Result<TcpListener, Error> {
     let r = match host.parse::<IpAddr>() {
-        Ok(ip) => TcpListener::bind(SocketAddr::new(ip, port)).await,
+        Ok(ip) => listen(SocketAddr::new(ip, port)),
         Err(_) => TcpListener::bind((host, port)).await,
     };
     r.map_err(|source| Error::Bind {
         addr: format!("{host}:{port}"),
         source,
     })
+}
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As std's and tokio's own bind do: a restarted simulator can take its port back at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
 fn unix_secs() -> u64 {

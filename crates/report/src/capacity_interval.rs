@@ -143,7 +143,15 @@ pub fn slo_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
 
 /// The 95% interval of the maximum (requests/s): the interval of the throughput of the
 /// benchmark that measured it, scaled as the maximum was; `None` when that benchmark has none.
+/// A run of repeated trials states the across-trial interval of the trials' capacities
+/// instead (docs/metrics.md, "Repeated trials").
 pub fn max_interval(run: &RunReport, c: &Capacity) -> Option<Interval> {
+    if let Some(a) = run.trials.as_ref().and_then(|t| t.capacity.as_ref()) {
+        return Some(Interval {
+            low: a.low,
+            high: a.high,
+        });
+    }
     let b = run
         .benchmarks
         .iter()

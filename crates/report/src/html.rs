@@ -65,6 +65,11 @@ pub fn render_html(run: &RunReport) -> String {
         run.schema_version
     );
     capacity_box(&mut h, run);
+    let trials = crate::trials::render_trials(run);
+    if !trials.is_empty() {
+        // Repeated trials: the consoles' block, the across-trial intervals.
+        let _ = writeln!(h, "<pre id=\"trials\">{}</pre>", esc(&trials));
+    }
     h.push_str("<table class=\"kv\">\n");
     for (k, v) in [
         ("Target", env.target.as_str()),

@@ -6,6 +6,7 @@
 use bench_core::{ImageCounts, Phase, TokenSource, Window};
 use serde::{Deserialize, Serialize};
 
+use crate::pages::Pages;
 use crate::stats::Compact;
 
 /// The images of a benchmark's included requests.
@@ -31,24 +32,24 @@ pub struct ImageReport {
     pub prompt_tokens_include_images: bool,
 }
 
-/// The image counts of the requests that sent images: `(index in the benchmark, counts)`.
+/// The image counts of the requests that sent images: `(place in the accumulator, counts)`.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ImageLedger(Vec<(usize, ImageCounts)>);
+pub(crate) struct ImageLedger(Vec<(u64, ImageCounts)>);
 
 impl ImageLedger {
-    /// Notes that request `index` sent `counts`.
-    pub(crate) fn add(&mut self, index: usize, counts: ImageCounts) {
+    /// Notes that the request at `index` (its place in the accumulator) sent `counts`.
+    pub(crate) fn add(&mut self, index: u64, counts: ImageCounts) {
         self.0.push((index, counts));
     }
 
     /// The report over the requests `window` includes; `None` when none of them sent images.
-    pub(crate) fn report(&self, requests: &[Compact], window: &Window) -> Option<ImageReport> {
+    pub(crate) fn report(&self, requests: &Pages<Compact>, window: &Window) -> Option<ImageReport> {
         let mut r = ImageReport {
             prompt_tokens_include_images: true,
             ..ImageReport::default()
         };
         for (i, c) in &self.0 {
-            let Some(req) = requests.get(*i) else {
+            let Some(req) = requests.get(*i, 0) else {
                 continue;
             };
             if window.phase(req.dispatched, req.end) != Phase::Measured {

@@ -45,6 +45,7 @@ mod interval;
 mod merge;
 mod model;
 mod options;
+mod pages;
 mod reasoning_view;
 mod server;
 mod stats;
@@ -52,7 +53,9 @@ mod steady_view;
 mod svg;
 mod sweep_html;
 mod time_fmt;
+mod trials;
 mod turns;
+mod turns_merge;
 mod turns_view;
 mod vllm;
 mod vllm_result;
@@ -75,17 +78,20 @@ pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use html::{render_comparison_html, render_html};
 pub use images::ImageReport;
 pub use interval::{Interval, Intervals, MetricIntervals};
-pub use merge::{are_shards, merge_shards, ShardFile};
+pub use merge::{are_shards, merge_shards, render_clocks, ShardFile};
 pub use model::{
     BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, MergedRun, MergedShard,
-    Metrics, Rates, RequestCounts, RunReport, SessionReport, ShardRun, Timeline, TokenCounts,
-    TokenStat, TokenSummary, Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
+    Metrics, Rates, RequestCounts, RunReport, SessionReport, ShardClock, ShardRun, Timeline,
+    TokenCounts, TokenStat, TokenSummary, Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
 };
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, VllmConsoleOptions, VllmLayout, DEFAULT_PERCENTILES,
 };
 pub use stats::{Accumulator, BenchmarkMeta};
+pub use trials::{
+    not_converged, pool, render_trials, AcrossTrials, Trial, Trials, MIN_TRIALS_TO_STOP,
+};
 pub use vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
 pub use vllm_result::{max_concurrency, vllm_result, vllm_result_filename, VllmResultMeta};
 

@@ -51,10 +51,21 @@ fn refuse(message: String) -> Error {
 /// Merges the shards of one run into one run. Refused (naming the file) when a file is not
 /// a shard, the shards disagree on their count, start or settings, an index is missing or
 /// given twice, their benchmarks differ, two shards started a benchmark more than
-/// `max_skew_s` apart, or a benchmark holds what cannot be merged exactly (sessions).
+/// `max_skew_s` apart, or a benchmark holds what cannot be merged exactly (session figures
+/// saved without their histograms).
 pub fn merge_shards(mut files: Vec<ShardFile>, max_skew_s: f64) -> Result<RunReport, Error> {
     let first = check_shards(&mut files)?;
     let count = files.len() as u32;
+    let clock_skew = min_clock_skew_ms(&files);
+    if let Some((skew, a, b)) = clock_skew
+        .as_ref()
+        .filter(|(s, ..)| *s > max_skew_s * 1000.0)
+    {
+        return Err(refuse(format!(
+            "{a} and {b}: their clocks differ by at least {:.3} s by the target's Date header, more than --max-skew {max_skew_s} s (synchronise them: NTP, chrony)",
+            skew / 1000.0
+        )));
+    }
     let mut skew_ms: f64 = 0.0;
     let mut benchmarks = Vec::with_capacity(first.benchmarks.len());
     for (i, b0) in first.benchmarks.iter().enumerate() {
@@ -68,10 +79,12 @@ pub fn merge_shards(mut files: Vec<ShardFile>, max_skew_s: f64) -> Result<RunRep
             )));
         }
         skew_ms = skew_ms.max(skew * 1000.0);
-        benchmarks.push(merge_benchmark(&shards).map_err(|e| match e {
-            Error::Merge(m) => refuse(format!("benchmark {} ({}): {m}", i + 1, b0.label)),
-            e => e,
-        })?);
+        benchmarks.push(
+            merge_benchmark(&shards, Pooling::SideBySide).map_err(|e| match e {
+                Error::Merge(m) => refuse(format!("benchmark {} ({}): {m}", i + 1, b0.label)),
+                e => e,
+            })?,
+        );
     }
     let mut run = first.clone();
     run.benchmarks = benchmarks;
@@ -90,9 +103,11 @@ pub fn merge_shards(mut files: Vec<ShardFile>, max_skew_s: f64) -> Result<RunRep
                 run_id: f.run.run_id.clone(),
                 host: f.run.environment.host.clone(),
                 start_late_ms: f.run.shard.as_ref().and_then(|s| s.start_late_ms),
+                clock: f.run.shard.as_ref().and_then(|s| s.clock),
             })
             .collect(),
         max_start_skew_ms: skew_ms,
+        min_clock_skew_ms: clock_skew.map(|(s, ..)| s),
     });
     Ok(run)
 }
@@ -207,6 +222,70 @@ fn differing_setting(a: &serde_json::Value, b: &serde_json::Value) -> Option<Str
         .cloned()
 }
 
+/// The least two shards' wall clocks differ by, given each shard's bounds on its offset from
+/// the target server's clock (milliseconds; 0 when every pair of bounds overlaps), with the
+/// pair of files that proves the most; `None` when fewer than two shards measured bounds.
+fn min_clock_skew_ms(files: &[ShardFile]) -> Option<(f64, String, String)> {
+    let bounds: Vec<([f64; 2], &str)> = files
+        .iter()
+        .filter_map(|f| {
+            let b = f.run.shard.as_ref()?.clock?.server_offset_ms?;
+            Some((b, f.name.as_str()))
+        })
+        .collect();
+    if bounds.len() < 2 {
+        return None;
+    }
+    let mut best = (0.0, bounds[0].1.to_string(), bounds[1].1.to_string());
+    for (a, an) in &bounds {
+        for (b, bn) in &bounds {
+            // a - b >= a.low - b.high, which is positive only when a lies wholly above b.
+            let apart = a[0] - b[1];
+            if apart > best.0 {
+                best = (apart, an.to_string(), bn.to_string());
+            }
+        }
+    }
+    Some(best)
+}
+
+/// One line per merged run on the console (docs/distributed.md, "Clocks"): the shards, their
+/// start skew and what each measured of its clock.
+pub fn render_clocks(m: &MergedRun) -> String {
+    let mut out = format!(
+        "Shards: {} merged, shared start {}, largest start skew {:.3} ms",
+        m.count, m.start_at, m.max_start_skew_ms
+    );
+    match m.min_clock_skew_ms {
+        Some(s) if s > 0.0 => out.push_str(&format!(
+            ", clocks at least {s:.1} ms apart by the target's Date header"
+        )),
+        Some(_) => out.push_str(", clocks not proven apart by the target's Date header"),
+        None => {}
+    }
+    out.push('\n');
+    for s in &m.shards {
+        out.push_str(&format!("  shard {} on {}:", s.index, s.host));
+        if let Some(l) = s.start_late_ms {
+            out.push_str(&format!(" started {l:.3} ms late"));
+        }
+        if let Some(c) = s.clock {
+            out.push_str(&format!(
+                ", wall - run clock {:.3} ms",
+                c.wall_minus_run_start_ms
+            ));
+            if let Some(e) = c.wall_minus_run_end_ms {
+                out.push_str(&format!(" at start, {e:.3} ms at end"));
+            }
+            if let Some([lo, hi]) = c.server_offset_ms {
+                out.push_str(&format!(", wall - target clock in [{lo:.0}, {hi:.0}] ms"));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Seconds between the earliest and the latest start of benchmark `i` on the shared clock
 /// (every shard's run clock counts from the shared start).
 fn start_skew_s(files: &[ShardFile], i: usize) -> f64 {
@@ -218,13 +297,20 @@ fn start_skew_s(files: &[ShardFile], i: usize) -> f64 {
     }
 }
 
-/// One benchmark of every shard, merged.
-fn merge_benchmark(shards: &[&BenchmarkReport]) -> Result<BenchmarkReport, Error> {
-    if shards.iter().any(|b| b.sessions.is_some()) {
-        return Err(refuse(
-            "it ran sessions, whose per-turn summaries keep no histograms and cannot be merged exactly yet".into(),
-        ));
-    }
+/// How the merged benchmarks ran: side by side over one window (the shards of a distributed
+/// run: their rates add up), or one after another (the trials of `--repeat`: a rate is the
+/// mean of theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pooling {
+    SideBySide,
+    OneAfterAnother,
+}
+
+/// One benchmark of every shard (or trial), merged.
+pub(crate) fn merge_benchmark(
+    shards: &[&BenchmarkReport],
+    pooling: Pooling,
+) -> Result<BenchmarkReport, Error> {
     let first = shards[0];
     let mut out = first.clone();
     out.start = min_by(shards, |b| b.start.clone());
@@ -235,14 +321,20 @@ fn merge_benchmark(shards: &[&BenchmarkReport]) -> Result<BenchmarkReport, Error
     out.errors = sum_maps(shards.iter().map(|b| &b.errors));
     out.error_samples = merged_samples(shards);
     out.tokens = merge_tokens(shards, &out.requests);
-    out.rates = merge_rates(shards, first.strategy.target_rate());
-    out.goodput = merge_goodput(shards, &out.requests);
+    out.rates = merge_rates(shards, first.strategy.target_rate(), pooling);
+    out.goodput = merge_goodput(shards, &out.requests, pooling);
     (out.metrics, out.histograms) = merge_metrics(shards)?;
     out.records = merge_records(shards);
     // Only one shard should scrape the server (the one given --server-metrics): the lowest
     // index that did speaks for the whole run.
     out.server_metrics = shards.iter().find_map(|b| b.server_metrics.clone());
-    out.sessions = None;
+    out.sessions = crate::turns_merge::merge(
+        &shards
+            .iter()
+            .map(|b| b.sessions.as_ref())
+            .collect::<Vec<_>>(),
+    )
+    .map_err(|e| refuse(format!("its sessions: {e}")))?;
     merge_newer(&mut out, shards);
     Ok(out)
 }
@@ -300,7 +392,7 @@ fn joined(values: impl Iterator<Item = String>) -> String {
     seen.join(", ")
 }
 
-fn sum_counts(counts: impl Iterator<Item = RequestCounts>) -> RequestCounts {
+pub(crate) fn sum_counts(counts: impl Iterator<Item = RequestCounts>) -> RequestCounts {
     counts.fold(RequestCounts::default(), |a, c| RequestCounts {
         completed: a.completed + c.completed,
         incomplete: a.incomplete + c.incomplete,
@@ -371,31 +463,61 @@ fn merge_tokens(shards: &[&BenchmarkReport], n: &RequestCounts) -> Tokens {
     }
 }
 
-/// Rates add up: the shards sent side by side over the same window (to within the start
-/// skew). Peaks add up too, as an upper bound (the shards' peaks need not coincide).
-fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>) -> Rates {
-    let sum = |f: fn(&Rates) -> f64| shards.iter().map(|b| f(&b.rates)).sum::<f64>();
+/// Side by side, rates add up: the shards sent over the same window (to within the start
+/// skew). Peaks add up too, as an upper bound (the shards' peaks need not coincide). One
+/// after another, every rate is the mean of the trials' (and a peak the highest).
+fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>, pooling: Pooling) -> Rates {
+    let side_by_side = pooling == Pooling::SideBySide;
+    let n = if side_by_side {
+        1.0
+    } else {
+        shards.len().max(1) as f64
+    };
+    // A rate: the sum side by side, the mean one after another.
+    let rate = |f: fn(&Rates) -> f64| shards.iter().map(|b| f(&b.rates)).sum::<f64>() / n;
+    // A peak: the sum side by side (an upper bound), the highest one after another.
+    let peak = |f: fn(&Rates) -> f64| {
+        let each = shards.iter().map(|b| f(&b.rates));
+        if side_by_side {
+            each.sum()
+        } else {
+            each.fold(0.0, f64::max)
+        }
+    };
+    let peaks = shards.iter().map(|b| b.rates.peak_concurrency);
     Rates {
-        requests_per_s: sum(|r| r.requests_per_s),
-        output_tokens_per_s: sum(|r| r.output_tokens_per_s),
-        total_tokens_per_s: sum(|r| r.total_tokens_per_s),
-        input_tokens_per_s: sum(|r| r.input_tokens_per_s),
-        concurrency: sum(|r| r.concurrency),
-        peak_concurrency: shards.iter().map(|b| b.rates.peak_concurrency).sum(),
-        peak_output_tokens_per_s: sum(|r| r.peak_output_tokens_per_s),
-        achieved_rate: sum(|r| r.achieved_rate),
+        requests_per_s: rate(|r| r.requests_per_s),
+        output_tokens_per_s: rate(|r| r.output_tokens_per_s),
+        total_tokens_per_s: rate(|r| r.total_tokens_per_s),
+        input_tokens_per_s: rate(|r| r.input_tokens_per_s),
+        concurrency: rate(|r| r.concurrency),
+        peak_concurrency: if side_by_side {
+            peaks.sum()
+        } else {
+            peaks.max().unwrap_or_default()
+        },
+        peak_output_tokens_per_s: peak(|r| r.peak_output_tokens_per_s),
+        achieved_rate: rate(|r| r.achieved_rate),
         target_rate,
     }
 }
 
-fn merge_goodput(shards: &[&BenchmarkReport], n: &RequestCounts) -> Option<GoodputReport> {
+fn merge_goodput(
+    shards: &[&BenchmarkReport],
+    n: &RequestCounts,
+    pooling: Pooling,
+) -> Option<GoodputReport> {
     let parts: Vec<&GoodputReport> = shards.iter().filter_map(|b| b.goodput.as_ref()).collect();
     let first = parts.first()?;
     let requests = parts.iter().map(|g| g.requests).sum::<u64>();
+    let per_s = parts.iter().map(|g| g.per_s).sum::<f64>();
     Some(GoodputReport {
         slo: first.slo.clone(),
         requests,
-        per_s: parts.iter().map(|g| g.per_s).sum(),
+        per_s: match pooling {
+            Pooling::SideBySide => per_s,
+            Pooling::OneAfterAnother => per_s / parts.len() as f64,
+        },
         fraction: if n.total > 0 {
             requests as f64 / n.total as f64
         } else {

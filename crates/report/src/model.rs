@@ -39,6 +39,11 @@ pub struct RunReport {
     /// This run was merged from shards (`bench merge`): which, and how far apart they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergedRun>,
+    /// A run of repeated trials (`--repeat N`): each trial's own benchmarks, why the trials
+    /// stopped, and the across-trial intervals of the capacity and SLO answers; `benchmarks`
+    /// then holds the trials pooled (docs/metrics.md, "Repeated trials").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<crate::trials::Trials>,
 }
 
 /// What a shard's result says of its shard (docs/distributed.md).
@@ -54,6 +59,29 @@ pub struct ShardRun {
     /// How late this process started its first benchmark after `start_at`, milliseconds, by
     /// its own wall clock (negative: it was running before; clocks are not compared).
     pub start_late_ms: Option<f64>,
+    /// This shard's clocks as it measured them (docs/distributed.md, "Clocks"); absent in
+    /// files written before they were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ShardClock>,
+}
+
+/// What a shard measured of its clocks (docs/distributed.md, "Clocks").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardClock {
+    /// Its wall clock minus its run clock (the monotonic clock anchored at `start_at`), in
+    /// milliseconds, read as the first benchmark starts: how exactly the run clock sits on
+    /// the wall clock.
+    pub wall_minus_run_start_ms: f64,
+    /// The same, read as the last benchmark ended: a change from the start is how far the
+    /// wall clock was stepped or slewed (NTP) during the run, against the monotonic clock
+    /// that timed every request.
+    #[serde(default)]
+    pub wall_minus_run_end_ms: Option<f64>,
+    /// Bounds `[low, high]` on its wall clock minus the target server's clock, milliseconds,
+    /// from the server's HTTP `Date` header (whole seconds) and the probe's round trip: the
+    /// one reference every shard reaches. `None` when the server sent no `Date`.
+    #[serde(default)]
+    pub server_offset_ms: Option<[f64; 2]>,
 }
 
 /// Where a merged run came from.
@@ -68,6 +96,11 @@ pub struct MergedRun {
     /// Largest difference between two shards' start of the same benchmark, milliseconds
     /// (their wall clocks as they read them).
     pub max_start_skew_ms: f64,
+    /// The least two shards' wall clocks can differ by, given every shard's bounds on its
+    /// offset from the target server's clock (`clock.server_offset_ms`), milliseconds: 0
+    /// when the bounds overlap; `None` when fewer than two shards measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_clock_skew_ms: Option<f64>,
 }
 
 /// One shard of a merged run.
@@ -81,6 +114,9 @@ pub struct MergedShard {
     pub host: String,
     /// How late it started after the shared start, milliseconds (its own measure).
     pub start_late_ms: Option<f64>,
+    /// Its clocks as it measured them, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ShardClock>,
 }
 
 impl RunReport {
@@ -96,6 +132,7 @@ impl RunReport {
             benchmarks: Vec::new(),
             shard: None,
             merged: None,
+            trials: None,
         }
     }
 }
@@ -491,6 +528,10 @@ pub struct SessionReport {
     /// everywhere else.
     #[serde(default)]
     pub turns: Vec<TurnReport>,
+    /// The histogram behind `duration_ms` (key `duration_ms`), encoded as `histograms.data`,
+    /// so that shards merge exactly (absent in files written before it was kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<String, String>,
 }
 
 /// Turn rows in a report: turns 1..=9 one row each, turns 10 and later pooled in the tenth.
@@ -518,6 +559,11 @@ pub struct TurnReport {
     pub prompt_tokens: TokenSummary,
     /// Output tokens of its completed requests.
     pub output_tokens: TokenSummary,
+    /// The histograms behind its four metrics (keys `ttft_ms`, `itl_ms`, `tpot_ms`,
+    /// `e2el_ms`), encoded as `histograms.data`, so that shards merge exactly (absent in
+    /// files written before they were kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<String, String>,
 }
 
 /// Exact token figures over a set of requests.

@@ -15,6 +15,7 @@ use crate::model::{
     Timeline, TokenCounts, TokenStat, Tokens,
 };
 use crate::options::{Metric, StatsOptions};
+use crate::pages::Pages;
 use crate::turns::SessionDurations;
 
 /// What the scheduler knows about a finished benchmark, handed to [`Accumulator::finish`].
@@ -93,7 +94,7 @@ pub(crate) struct Compact {
 /// store's side table ([`NO_SIDE`] for none), so the common entry stays 16 bytes.
 #[derive(Debug, Clone, Copy)]
 struct Chunks {
-    start: usize,
+    start: u64,
     len: u32,
     side: u32,
 }
@@ -115,7 +116,7 @@ const NO_SIDE: u32 = u32::MAX;
 #[derive(Debug, Clone, Copy, Default)]
 struct Side {
     /// Where its chunks' token counts are in the store (`None`: one token each).
-    tokens: Option<usize>,
+    tokens: Option<u64>,
     /// Its reasoning, when it carried any.
     reasoning: Option<Reasoning>,
 }
@@ -127,7 +128,7 @@ pub(crate) struct Reasoning {
     pub(crate) tokens: u32,
     pub(crate) source: TokenSource,
     /// Where its chunks' reasoning flags are in the store (`None`: no chunk was reasoning).
-    flags: Option<usize>,
+    flags: Option<u64>,
     /// The first answer chunk's arrival, exact.
     first_answer: Option<Nanos>,
 }
@@ -138,12 +139,28 @@ pub(crate) struct Reasoning {
 /// `Vec` per request: a few allocations per benchmark instead of one or two per request, and
 /// nothing left scattered over the allocator's heaps when the benchmark ends
 /// (docs/reliability.md, Soak).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct ChunkStore {
-    us: Vec<u32>,
-    tokens: Vec<u32>,
-    reasoning: Vec<bool>,
+    us: Pages<u32>,
+    tokens: Pages<u32>,
+    reasoning: Pages<bool>,
     sides: Vec<Side>,
+}
+
+/// Items per page of the chunk buffers (256 KiB of offsets).
+const CHUNK_PAGE: usize = 1 << 16;
+/// Requests per page of an accumulator (512 KiB).
+const REQUEST_PAGE: usize = 1 << 12;
+
+impl Default for ChunkStore {
+    fn default() -> Self {
+        Self {
+            us: Pages::new(CHUNK_PAGE),
+            tokens: Pages::new(CHUNK_PAGE),
+            reasoning: Pages::new(CHUNK_PAGE),
+            sides: Vec::new(),
+        }
+    }
 }
 
 impl ChunkStore {
@@ -164,20 +181,20 @@ impl ChunkStore {
                 ..Chunks::default()
             };
         };
-        let start = self.us.len();
-        self.us.extend(
+        let start = self.us.push_run(
             r.chunks
                 .iter()
                 .map(|c| (c.at.saturating_sub(f) / 1_000).min(u32::MAX as u64) as u32),
         );
         if !r.chunks.iter().all(|c| c.tokens == 1) {
-            side.tokens = Some(self.tokens.len());
-            self.tokens.extend(r.chunks.iter().map(|c| c.tokens));
+            side.tokens = Some(self.tokens.push_run(r.chunks.iter().map(|c| c.tokens)));
         }
         if let Some(rs) = side.reasoning.as_mut() {
             if r.chunks.iter().any(|c| c.reasoning) {
-                rs.flags = Some(self.reasoning.len());
-                self.reasoning.extend(r.chunks.iter().map(|c| c.reasoning));
+                rs.flags = Some(
+                    self.reasoning
+                        .push_run(r.chunks.iter().map(|c| c.reasoning)),
+                );
             }
         }
         Chunks {
@@ -208,16 +225,14 @@ impl ChunkStore {
 
     /// The arrival offsets of `c`.
     fn us(&self, c: &Chunks) -> &[u32] {
-        self.us
-            .get(c.start..c.start + c.len as usize)
-            .unwrap_or_default()
+        self.us.run(c.start, c.len as usize)
     }
 
     /// Tokens of the `i`-th chunk of `c`.
     fn weight(&self, c: &Chunks, i: usize) -> f64 {
         self.side_of(c)
             .and_then(|s| s.tokens)
-            .and_then(|t| self.tokens.get(t + i))
+            .and_then(|t| self.tokens.get(t, i))
             .copied()
             .unwrap_or(1) as f64
     }
@@ -231,7 +246,7 @@ impl ChunkStore {
     fn is_reasoning(&self, c: &Chunks, i: usize) -> bool {
         self.reasoning(c)
             .and_then(|r| r.flags)
-            .and_then(|f| self.reasoning.get(f + i))
+            .and_then(|f| self.reasoning.get(f, i))
             .copied()
             .unwrap_or(false)
     }
@@ -378,7 +393,7 @@ impl Compact {
 #[derive(Debug, Clone)]
 pub struct Accumulator {
     opts: StatsOptions,
-    requests: Vec<Compact>,
+    requests: Pages<Compact>,
     chunks: ChunkStore,
     records: Vec<RequestRecord>,
     error_samples: BTreeMap<String, Vec<String>>,
@@ -398,7 +413,7 @@ impl Accumulator {
     pub fn new(opts: &StatsOptions) -> Self {
         Self {
             opts: opts.clone(),
-            requests: Vec::new(),
+            requests: Pages::new(REQUEST_PAGE),
             chunks: ChunkStore::default(),
             records: Vec::new(),
             error_samples: BTreeMap::new(),
@@ -411,11 +426,12 @@ impl Accumulator {
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
         self.cached.add(&record);
-        if let Some(c) = record.images {
-            self.images.add(self.requests.len(), c);
-        }
-        self.requests
+        let at = self
+            .requests
             .push(Compact::from_record(&record, &mut self.chunks));
+        if let Some(c) = record.images {
+            self.images.add(at, c);
+        }
         if let Some(turn) = record.session {
             self.sessions
                 .get_or_insert_with(SessionDurations::default)
@@ -466,7 +482,7 @@ impl Accumulator {
             });
             Batches::new(from, to, f)
         });
-        for r in &self.requests {
+        for r in self.requests.iter() {
             pass.add(r);
         }
         pass.counts.total = pass.counts.completed + pass.counts.incomplete + pass.counts.errored;

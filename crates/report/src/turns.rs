@@ -7,6 +7,7 @@ use bench_core::{Phase, RequestRecord, SessionCounts, SessionTurn, Status, Windo
 
 use crate::hist::Dist;
 use crate::model::{RequestCounts, SessionReport, TokenSummary, TurnReport, TURN_ROWS};
+use crate::pages::Pages;
 use crate::stats::{us, ChunkStore, Compact};
 
 /// The durations of completed sessions, recorded when their last turn arrives: the record
@@ -24,6 +25,9 @@ impl SessionDurations {
         }
     }
 }
+
+/// The key of the session durations' histogram in [`SessionReport::histograms`].
+pub(crate) const DURATION_KEY: &str = "duration_ms";
 
 /// The row (from 0) a turn (from 1) is reported in.
 fn row_of(turn: u32) -> usize {
@@ -76,6 +80,15 @@ impl TurnAcc {
     fn report(mut self, turn: u32, percentiles: &[f64]) -> TurnReport {
         let c = &mut self.counts;
         c.total = c.completed + c.incomplete + c.errored;
+        let histograms = [
+            ("ttft_ms", &self.ttft),
+            ("itl_ms", &self.itl),
+            ("tpot_ms", &self.tpot),
+            ("e2el_ms", &self.e2el),
+        ]
+        .into_iter()
+        .map(|(k, d)| (k.to_string(), d.encode()))
+        .collect();
         TurnReport {
             turn,
             and_later: self.later,
@@ -86,6 +99,7 @@ impl TurnAcc {
             e2el_ms: self.e2el.summary(percentiles),
             prompt_tokens: self.prompt,
             output_tokens: self.output,
+            histograms,
         }
     }
 }
@@ -93,7 +107,7 @@ impl TurnAcc {
 /// The turn rows of `requests` (single requests skipped): one per turn from 1 to the last
 /// turn seen, turns past [`TURN_ROWS`] pooled into the last row.
 fn by_turn(
-    requests: &[Compact],
+    requests: &Pages<Compact>,
     store: &ChunkStore,
     window: &Window,
     percentiles: &[f64],
@@ -118,7 +132,7 @@ fn by_turn(
 pub(crate) fn session_report(
     counts: Option<SessionCounts>,
     durations: Option<&SessionDurations>,
-    requests: &[Compact],
+    requests: &Pages<Compact>,
     store: &ChunkStore,
     window: &Window,
     percentiles: &[f64],
@@ -130,6 +144,9 @@ pub(crate) fn session_report(
         counts: counts.unwrap_or_default(),
         duration_ms: durations
             .map(|d| d.dist.summary(percentiles))
+            .unwrap_or_default(),
+        histograms: durations
+            .map(|d| [(DURATION_KEY.to_string(), d.dist.encode())].into())
             .unwrap_or_default(),
         turns: match durations {
             Some(_) => by_turn(requests, store, window, percentiles),

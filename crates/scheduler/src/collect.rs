@@ -246,6 +246,8 @@ impl<B: Backend> Scheduler<B> {
             tx,
             shared: shared.clone(),
             think: self.options.think_time,
+            last_due: None,
+            shard,
         };
         // Already interrupted: run nothing.
         if self.interrupt.is_cancelled() {

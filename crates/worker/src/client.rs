@@ -197,6 +197,7 @@ pub(crate) fn build(cfg: &WorkerConfig, https: bool) -> Result<HttpClient, Error
     // Our own timeout (TimeoutConnector) covers TCP and TLS together.
     http.set_connect_timeout(None);
     http.set_keepalive(Some(Duration::from_secs(60)));
+    http.set_local_address(cfg.source_addresses.first().copied());
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http();

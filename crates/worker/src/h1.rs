@@ -10,7 +10,9 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -21,7 +23,7 @@ use http_body_util::Full;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 use crate::client::{BoxError, ClosedBeforeSent, ConnectTimedOut, POOL_IDLE};
 
@@ -53,6 +55,10 @@ pub(crate) struct H1Pool {
     max_buf: usize,
     /// Oldest first; requests take the newest.
     idle: Mutex<VecDeque<(Lease, Instant)>>,
+    /// Local addresses new connections are made from, in turn (empty: the OS chooses).
+    sources: Vec<IpAddr>,
+    /// The next source address's turn.
+    turn: AtomicUsize,
 }
 
 impl std::fmt::Debug for H1Pool {
@@ -69,6 +75,7 @@ impl H1Pool {
         uri: &http::Uri,
         connect_timeout: Duration,
         max_buf: usize,
+        sources: Vec<IpAddr>,
     ) -> Option<Arc<Self>> {
         let authority = uri.authority()?;
         Some(Arc::new(Self {
@@ -77,6 +84,8 @@ impl H1Pool {
             connect_timeout,
             max_buf,
             idle: Mutex::new(VecDeque::new()),
+            sources,
+            turn: AtomicUsize::new(0),
         }))
     }
 
@@ -98,7 +107,7 @@ impl H1Pool {
                 return Ok(lease);
             }
         }
-        let stream = tokio::time::timeout(self.connect_timeout, TcpStream::connect(&self.addr))
+        let stream = tokio::time::timeout(self.connect_timeout, self.connect())
             .await
             .map_err(|_| Box::new(ConnectTimedOut) as BoxError)?
             .map_err(|e| Box::new(ConnectError(self.addr.clone(), e)) as BoxError)?;
@@ -112,6 +121,32 @@ impl H1Pool {
             conn: Box::pin(conn),
             done: false,
         })
+    }
+
+    /// A new TCP connection to the target, from the next source address when there are some.
+    async fn connect(&self) -> std::io::Result<TcpStream> {
+        if self.sources.is_empty() {
+            return TcpStream::connect(&self.addr).await;
+        }
+        let source = self.sources[self.turn.fetch_add(1, Ordering::Relaxed) % self.sources.len()];
+        let Some(to) = tokio::net::lookup_host(&self.addr)
+            .await?
+            .find(|a| a.is_ipv4() == source.is_ipv4())
+        else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrNotAvailable,
+                format!(
+                    "the source address {source} and the target have no address family in common"
+                ),
+            ));
+        };
+        let socket = if to.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.bind(SocketAddr::new(source, 0))?;
+        socket.connect(to).await
     }
 
     fn put(&self, lease: Lease) {
@@ -338,8 +373,13 @@ mod tests {
     #[tokio::test]
     async fn a_connection_closed_before_the_request_was_written_fails_at_once() {
         let url = answer_once_then_close().await;
-        let pool =
-            H1Pool::new(&url.parse().expect("uri"), Duration::from_secs(5), 1 << 16).expect("pool");
+        let pool = H1Pool::new(
+            &url.parse().expect("uri"),
+            Duration::from_secs(5),
+            1 << 16,
+            Vec::new(),
+        )
+        .expect("pool");
         let first = pool.request(post(&url)).await.expect("first answer");
         let body = first.into_body().collect().await.expect("body").to_bytes();
         assert_eq!(&body[..], b"ok");
@@ -356,5 +396,68 @@ mod tests {
             .expect("an answer at once, not a wait for the first-byte timeout");
         let e = second.err().expect("the closed connection cannot answer");
         assert!(crate::client::is_closed_unanswered(&*e), "{e}");
+    }
+
+    /// `--source-address`: new connections come from each source address in turn (a
+    /// loopback server records the peer address of every connection it accepts; it closes
+    /// each connection after its answer, so every request makes a new one).
+    #[tokio::test]
+    async fn new_connections_take_the_source_addresses_in_turn() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (peers_tx, mut peers) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut s, peer)) = l.accept().await {
+                let _ = peers_tx.send(peer.ip());
+                let mut got = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok",
+                    )
+                    .await;
+            }
+        });
+        let url = format!("http://{addr}/v1/completions");
+        let sources: Vec<IpAddr> = vec![[127, 0, 0, 2].into(), [127, 0, 0, 3].into()];
+        let pool = H1Pool::new(
+            &url.parse().expect("uri"),
+            Duration::from_secs(5),
+            1 << 16,
+            sources.clone(),
+        )
+        .expect("pool");
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let r = pool.request(post(&url)).await.expect("answer");
+            let body = r.into_body().collect().await.expect("body").to_bytes();
+            assert_eq!(&body[..], b"ok");
+            seen.push(peers.recv().await.expect("a connection"));
+        }
+        assert_eq!(seen, [sources[0], sources[1], sources[0], sources[1]]);
+    }
+
+    /// A source address of the other family than the target's is a connect error naming both.
+    #[tokio::test]
+    async fn a_source_address_of_the_wrong_family_is_a_connect_error() {
+        let url = answer_once_then_close().await;
+        let pool = H1Pool::new(
+            &url.parse().expect("uri"),
+            Duration::from_secs(5),
+            1 << 16,
+            vec!["::1".parse().expect("v6")],
+        )
+        .expect("pool");
+        let e = pool.request(post(&url)).await.err().expect("no connection");
+        let text = format!("{e}: {:?}", std::error::Error::source(&*e));
+        assert!(text.contains("::1"), "{text}");
     }
 }

@@ -30,6 +30,19 @@ pub use body::{rejected_vllm_field, vllm_extensions_wanted, VLLM_ONLY_FIELDS};
 pub use stream::{Progress, StreamRecorder};
 pub use worker::{OutputCounter, Worker};
 
+/// One reading of the target's clock ([`Worker::server_date`]): its `Date` header (whole
+/// seconds, truncated) and this machine's wall clock when the probe left and when its answer
+/// arrived. The server stamped the answer at some instant between the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerDate {
+    /// The probe left (this machine's wall clock).
+    pub sent: std::time::SystemTime,
+    /// Its answer arrived.
+    pub received: std::time::SystemTime,
+    /// The answer's `Date`.
+    pub date: std::time::SystemTime,
+}
+
 /// The API spoken to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -217,6 +230,11 @@ pub struct WorkerConfig {
     pub stream: bool,
     /// Read `<think>...</think>` in answer text as reasoning (`--think-tags`). Default off.
     pub think_tags: bool,
+    /// Local addresses new connections are made from, in turn (`--source-address`); empty:
+    /// the OS chooses. Each address gives the client its own ~28,000 ephemeral ports towards
+    /// one server address. Cleartext HTTP/1.1 rotates through all of them; HTTPS and HTTP/2
+    /// (few connections) use the first.
+    pub source_addresses: Vec<std::net::IpAddr>,
 }
 
 impl Default for WorkerConfig {
@@ -240,6 +258,7 @@ impl Default for WorkerConfig {
             silence_notice: bench_core::SILENCE_NOTICE,
             stream: true,
             think_tags: false,
+            source_addresses: Vec::new(),
         }
     }
 }
@@ -269,6 +288,7 @@ impl fmt::Debug for WorkerConfig {
             .field("include_usage", &self.include_usage)
             .field("stream", &self.stream)
             .field("think_tags", &self.think_tags)
+            .field("source_addresses", &self.source_addresses)
             .finish()
     }
 }

@@ -154,7 +154,12 @@ impl Worker {
         let h1 = if https || config.http2 {
             None
         } else {
-            h1::H1Pool::new(&urls.generate, config.timeouts.connect, client::H1_MAX_BUF)
+            h1::H1Pool::new(
+                &urls.generate,
+                config.timeouts.connect,
+                client::H1_MAX_BUF,
+                config.source_addresses.clone(),
+            )
         };
         let model = OnceLock::new();
         if let Some(m) = config
@@ -246,6 +251,31 @@ impl Worker {
     }
 
     async fn get(&self, uri: &Uri) -> Result<(StatusCode, Bytes), Error> {
+        self.get_dated(uri)
+            .await
+            .map(|(status, _, body)| (status, body))
+    }
+
+    /// The target's clock as its `Date` header states it (whole seconds), with when the
+    /// probe left and its answer arrived by this machine's wall clock: one `GET` of the model
+    /// list. `None` when the server does not answer or sends no valid `Date`.
+    pub async fn server_date(&self) -> Option<crate::ServerDate> {
+        let sent = SystemTime::now();
+        let (_, date, _) = self.get_dated(&self.inner.urls.models).await.ok()?;
+        let received = SystemTime::now();
+        let date = httpdate::parse_http_date(date?.to_str().ok()?).ok()?;
+        Some(crate::ServerDate {
+            sent,
+            received,
+            date,
+        })
+    }
+
+    /// [`Self::get`] with the answer's `Date` header.
+    async fn get_dated(
+        &self,
+        uri: &Uri,
+    ) -> Result<(StatusCode, Option<HeaderValue>, Bytes), Error> {
         let inner = &self.inner;
         let target = inner.urls.display.clone();
         let mut req = Request::builder()
@@ -278,6 +308,7 @@ impl Worker {
             Ok(Ok(r)) => r,
         };
         let status = resp.status();
+        let date = resp.headers().get(http::header::DATE).cloned();
         let mut body = resp.into_body();
         let mut buf = BytesMut::new();
         let read = async {
@@ -302,7 +333,7 @@ impl Worker {
             Ok(Err(e)) => return Err(unreachable(e)),
             Ok(Ok(())) => {}
         }
-        Ok((status, buf.freeze()))
+        Ok((status, date, buf.freeze()))
     }
 
     /// Checks that the target is up and speaks an LLM API: `GET /v1/models` (a JSON model

@@ -105,6 +105,12 @@ pub struct TargetArgs {
     /// Seconds to open a connection, TLS included (default 10).
     #[arg(long, value_name = "SECONDS")]
     pub connect_timeout: Option<f64>,
+    /// Local address(es) to connect from, in turn: IPs, comma-separated, or an IPv4 range
+    /// (127.0.0.1-127.0.0.4); repeatable. Each gives ~28,000 more connections to one server
+    /// address. Default: the OS chooses (loopback targets get more 127.0.0.x when the planned
+    /// concurrency needs them).
+    #[arg(long = "source-address", value_name = "IP[,IP...]")]
+    pub source_addresses: Vec<String>,
 }
 
 /// What goes into every request body.
@@ -240,6 +246,14 @@ pub struct LoadArgs {
     /// from latency: a duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
     #[arg(long, value_name = "TIME")]
     pub think_time: Option<String>,
+    /// Run the benchmarks (or the whole sweep) N times, with fresh prompts each trial; the
+    /// report pools every trial's requests and gives across-trial 95% intervals [default: 1].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub repeat: Option<String>,
+    /// Stop the trials early once every key figure's across-trial 95% interval is within this
+    /// of its value (e.g. 2%), after at least 3 trials; --repeat N is then the most.
+    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
+    pub repeat_until: Option<String>,
 }
 
 /// What to print and write.

@@ -44,6 +44,9 @@ pub struct FileSettings {
     pub idle_timeout: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<f64>,
+    /// Local addresses to connect from (`--source-address`): IPs or IPv4 ranges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_address: Option<Vec<String>>,
 
     // Request body
     /// A mapping merged into every body.
@@ -127,6 +130,10 @@ pub struct FileSettings {
     pub cooldown: Option<Transient>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub think_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat_until: Option<serde_yaml::Value>,
 
     // Report
     #[serde(skip_serializing_if = "Option::is_none")]

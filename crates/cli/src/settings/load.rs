@@ -33,6 +33,76 @@ pub struct LoadSettings {
     pub cooldown: Option<Transient>,
     /// Sessions: the pause between turns.
     pub think_time: bench_core::ThinkTime,
+    /// `--repeat` / `--repeat-until`.
+    pub repeat: Repeat,
+}
+
+/// Repeated trials (`--repeat N`, `--repeat-until PERCENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Repeat {
+    /// Trials to run (the most, with `until`); 1 without `--repeat`.
+    pub trials: u32,
+    /// Stop once every key figure's interval half-width is within this fraction of it.
+    pub until: Option<f64>,
+}
+
+/// The most trials `--repeat` takes.
+pub const MAX_TRIALS: u32 = 1000;
+
+/// A YAML scalar as the text a flag would take.
+fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
+    match v {
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// `--repeat` (1 to [`MAX_TRIALS`]) and `--repeat-until` (a percent above 0 and below 100,
+/// `2%`, or a fraction, `0.02`; it needs `--repeat` of at least 3), from the command line
+/// or the profile's `repeat` / `repeat_until`.
+fn repeat(src: &Sources<'_>) -> anyhow::Result<Repeat> {
+    let (cli, file) = (&src.cli.load, src.file);
+    let text = |c: &Option<String>, f: &Option<serde_yaml::Value>| {
+        c.clone()
+            .or_else(|| f.as_ref().map(|v| yaml_text(v).unwrap_or_default()))
+    };
+    let n_from = src.origin("repeat", cli.repeat.is_some());
+    let trials = match text(&cli.repeat, &file.repeat) {
+        None => 1,
+        Some(t) => match t.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_TRIALS).contains(&n) => n,
+            _ => {
+                return Err(usage(format!(
+                    "{n_from} {t}: must be a whole number of trials from 1 to {MAX_TRIALS}"
+                )))
+            }
+        },
+    };
+    let u_from = src.origin("repeat-until", cli.repeat_until.is_some());
+    let until = match text(&cli.repeat_until, &file.repeat_until) {
+        None => None,
+        Some(t) => {
+            let v = match t.trim().strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().ok().map(|p| p / 100.0),
+                None => t.trim().parse::<f64>().ok(),
+            };
+            match v {
+                Some(v) if v > 0.0 && v < 1.0 => Some(v),
+                _ => {
+                    return Err(usage(format!(
+                        "{u_from} {t}: must be a percent above 0 and below 100 (e.g. 2%)"
+                    )))
+                }
+            }
+        }
+    };
+    if until.is_some() && trials < 3 {
+        return Err(usage(format!(
+            "{u_from} stops after at least 3 trials: give {n_from} N with N >= 3, the most trials to run"
+        )));
+    }
+    Ok(Repeat { trials, until })
 }
 
 /// Parses `1,2.5,4` (also repeated flags) into numbers.
@@ -292,5 +362,6 @@ pub(crate) fn resolve(
             })?,
             None => bench_core::ThinkTime::None,
         },
+        repeat: repeat(src)?,
     })
 }

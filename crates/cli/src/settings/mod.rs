@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use args::{CommonArgs, DataArgs, LoadArgs, PeerArgs, ReportArgs, RequestArgs, TargetArgs};
 pub use file::{load_file, DataValue, FileSettings, RateList};
-pub use load::{parse_rates, LoadSettings};
+pub use load::{parse_rates, LoadSettings, Repeat};
 pub use report::{ReportSettings, VllmResult};
 pub use request::{RequestSettings, Sampling, VllmExtensions};
 pub use target::TargetSettings;
@@ -151,6 +151,12 @@ pub fn resolve(
         target.mock,
         trace,
     )?;
+    if load.repeat.trials > 1 && spec.sessions() {
+        return Err(usage(format!(
+            "{}: sessions (turns=, conversation files) cannot be repeated yet: their per-turn summaries keep no histograms to pool",
+            src.origin("repeat", t.cli.load.repeat.is_some())
+        )));
+    }
     let request = request::resolve(&src)?;
     if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
         return Err(usage(format!(

@@ -37,6 +37,8 @@ impl Settings {
             first_byte_timeout: secs(t.timeouts.first_byte, dt.first_byte),
             idle_timeout: secs(t.timeouts.idle, dt.idle),
             connect_timeout: secs(t.timeouts.connect, dt.connect),
+            source_address: (!t.source_addresses.is_empty())
+                .then(|| t.source_addresses.iter().map(|a| a.to_string()).collect()),
             extra_body: r.extra_body.clone(),
             ignore_eos: Some(r.ignore_eos),
             vllm_extensions: Some(r.vllm_extensions.name().to_string()),
@@ -77,6 +79,11 @@ impl Settings {
             cooldown: l.cooldown,
             think_time: (l.think_time != bench_core::ThinkTime::None)
                 .then(|| l.think_time.to_string()),
+            repeat: (l.repeat.trials > 1).then(|| l.repeat.trials.into()),
+            repeat_until: l
+                .repeat
+                .until
+                .map(|u| serde_yaml::Value::String(format!("{}%", u * 100.0))),
             output: (!o.output.is_empty()).then(|| o.output.clone()),
             console: Some(o.console),
             vllm_layout: o.vllm_layout.clone(),

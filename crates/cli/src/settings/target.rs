@@ -1,5 +1,6 @@
 //! The target group: server URL or simulator, API, credentials, headers, TLS, timeouts.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,6 +43,8 @@ pub struct TargetSettings {
     pub cacert: Option<PathBuf>,
     /// Request timeouts.
     pub timeouts: Timeouts,
+    /// Local addresses to connect from, in turn (empty: the OS chooses).
+    pub source_addresses: Vec<IpAddr>,
 }
 
 /// vLLM's, SGLang's and guidellm's backend names for what bench calls `openai-completions`.
@@ -143,7 +146,55 @@ pub(crate) fn resolve(
         insecure: c.insecure || f.insecure.unwrap_or(false),
         cacert,
         timeouts,
+        source_addresses: source_addresses(
+            src.origin("source-address", !c.source_addresses.is_empty()),
+            if c.source_addresses.is_empty() {
+                f.source_address.as_deref().unwrap_or_default()
+            } else {
+                &c.source_addresses
+            },
+        )?,
     })
+}
+
+/// Most addresses one range may name.
+const MAX_SOURCE_ADDRESSES: u32 = 1024;
+
+/// Parses the source addresses (`origin` names the flag or key in errors) and checks that
+/// each is an address of this machine.
+fn source_addresses(origin: String, given: &[String]) -> anyhow::Result<Vec<IpAddr>> {
+    let mut out = Vec::new();
+    for item in given.iter().flat_map(|g| g.split(',')).map(str::trim) {
+        let bad = |why: String| usage(format!("{origin}: `{item}` {why}"));
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<Ipv4Addr>(), b.trim().parse::<Ipv4Addr>());
+                let (Ok(a), Ok(b)) = (a, b) else {
+                    return Err(bad("is not an IPv4 range (like 127.0.0.1-127.0.0.4)".into()));
+                };
+                let (a, b) = (u32::from(a), u32::from(b));
+                if b < a || b - a >= MAX_SOURCE_ADDRESSES {
+                    return Err(bad(format!(
+                        "is not a range of 1 to {MAX_SOURCE_ADDRESSES} addresses"
+                    )));
+                }
+                out.extend((a..=b).map(|n| IpAddr::V4(Ipv4Addr::from(n))));
+            }
+            None => out.push(
+                item.parse::<IpAddr>()
+                    .map_err(|_| bad("is not an IP address".into()))?,
+            ),
+        }
+    }
+    for a in &out {
+        // Binding a UDP socket is the cheapest check that the address is this machine's.
+        std::net::UdpSocket::bind((*a, 0)).map_err(|e| {
+            usage(format!(
+                "{origin}: {a} is not an address of this machine ({e})"
+            ))
+        })?;
+    }
+    Ok(out)
 }
 
 /// Whether the run benchmarks the simulator, and the server URL when not (one of them is
