@@ -73,6 +73,9 @@ const PROFILE_BAD: &[(&str, &str, &str)] = &[
     ("http2", "maybe", "http2"),
     ("target", "\"ftp://h\"", "ftp://h"),
     ("num_prompts", "-5", "num_prompts"),
+    ("precision", "abc", "precision"),
+    ("precision", "150%", "precision"),
+    ("precision_budget", "0.5", "precision_budget"),
 ];
 
 fn cases(dir: &Path) -> Vec<Case> {
@@ -127,6 +130,18 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("--cooldown", "-0.1", "cooldown"),
         ("--cooldown", "zz", "zz"),
         ("--cooldown", "-1s", "cooldown"),
+        ("--precision", "0", "--precision"),
+        ("--precision", "abc", "--precision"),
+        ("--precision", "150%", "--precision"),
+        ("--precision", "-5%", "--precision"),
+        ("--precision-budget", "-1", "--precision-budget"),
+        ("--precision-budget", "x", "--precision-budget"),
+        (
+            "--precision 5% --precision-budget",
+            "0.5",
+            "--precision-budget",
+        ),
+        ("--precision 5% --cooldown", "0.1", "--cooldown"),
     ] {
         let base = if flag == "--max-seconds" {
             "run --target {T} --rate-type constant --rate 5"

@@ -13,6 +13,7 @@ mod merge_cmd;
 mod metadata;
 mod mock_server;
 mod outputs;
+mod precise;
 mod progress;
 mod report_cmd;
 mod run;

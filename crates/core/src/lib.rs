@@ -11,6 +11,7 @@
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
 mod image;
+mod precision;
 mod session;
 mod shard;
 mod steady;
@@ -18,6 +19,7 @@ mod strategy;
 mod window;
 
 pub use image::{image_size, ImageCounts, ImageInput};
+pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };

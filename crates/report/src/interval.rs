@@ -118,8 +118,13 @@ fn t975(df: usize) -> f64 {
     T[df.clamp(2, 9) - 2]
 }
 
+/// The fewest values a batch needs for an interval of percentile `p`: `2 / (1 - p)`.
+pub(crate) fn needs(p: f64) -> u64 {
+    (2.0 / (1.0 - p / 100.0) - 1e-9).ceil() as u64
+}
+
 /// `point ± t × sd(values) / √k`.
-fn around(point: f64, values: &[f64]) -> Interval {
+pub(crate) fn around(point: f64, values: &[f64]) -> Interval {
     let k = values.len() as f64;
     let mean = values.iter().sum::<f64>() / k;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1.0);
@@ -192,7 +197,7 @@ impl Batches {
         let mut metrics = std::collections::BTreeMap::new();
         for (j, &m) in METRICS.iter().enumerate() {
             let stat = |p: f64| -> Option<Interval> {
-                let need = (2.0 / (1.0 - p / 100.0) - 1e-9).ceil() as u64;
+                let need = needs(p);
                 let per_batch: Option<Vec<f64>> = self
                     .dists
                     .iter()

@@ -43,6 +43,7 @@ mod interval;
 mod merge;
 mod model;
 mod options;
+mod precision;
 mod reasoning_view;
 mod server;
 mod stats;
@@ -78,6 +79,10 @@ pub use model::{
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, VllmConsoleOptions, VllmLayout, DEFAULT_PERCENTILES,
+};
+pub use precision::{
+    half_widths, judge as judge_precision, precision_notes, HalfWidths, PrecisionCheck,
+    PrecisionReport,
 };
 pub use stats::{Accumulator, BenchmarkMeta};
 pub use vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
