@@ -147,6 +147,23 @@ fn bad_precision_values_are_one_line_usage_errors() {
         assert_eq!(lines.len(), 1, "{args:?}: {err}");
         assert!(lines[0].contains(culprit), "{args:?}: {err}");
     }
+    // Shards would each stop on their own share.
+    let out = common::bench(&[
+        "run",
+        "--mock",
+        "--rate-type",
+        "constant",
+        "--rate",
+        "5",
+        "--precision",
+        "5%",
+        "--shard",
+        "0/2",
+        "--start-at",
+        "2030-01-01T00:00:00Z",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::text(&out.stderr));
+    assert!(common::text(&out.stderr).contains("--precision"));
     // A benchmark that ends by count has no time to lengthen.
     let out = common::bench(&[
         "run",

@@ -14,6 +14,7 @@
 use std::time::Instant;
 
 use bench_core::{Nanos, Phase, Precision, RequestRecord, Strategy, Window};
+use bench_profile::ResolvedTransient;
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, PrecisionCheck};
 use bench_scheduler::{BenchmarkPlan, StopHandle};
 
@@ -66,12 +67,22 @@ impl PrecisionWatch {
     /// Benchmark `index` of `plan` starts at `now` (run clock).
     pub(crate) fn started(&mut self, index: usize, plan: &BenchmarkPlan, now: Nanos) {
         let least = plan.limits.max_seconds.unwrap_or(0.0);
-        let warmup = plan.warmup.is_some_and(|w| !w.is_zero());
+        // The window opens at the start, after a warmup by time, or at a send a warmup by
+        // count decides (then the first measured send stands for it).
+        let warmup = plan
+            .warmup
+            .filter(|w| !w.is_zero())
+            .map(|w| w.resolve(&plan.limits, plan.strategy.request_count()));
+        let open = match warmup {
+            None => Some(now),
+            Some(Ok(ResolvedTransient::Time(w))) => Some(now.saturating_add(w)),
+            Some(_) => None,
+        };
         self.running = Some(Running {
             index,
             strategy: plan.strategy.clone(),
             start: now,
-            check: PrecisionCheck::new(plan.strategy.clone(), now, warmup),
+            check: PrecisionCheck::new(plan.strategy.clone(), now, open),
             least: now.saturating_add((least * 1e9) as Nanos),
             next: 0,
             next_confirm: 0,

@@ -62,6 +62,12 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
     let index = std::env::var(crate::shard::INDEX_ENV).ok();
     let plan = common.shard.resolve(index.as_deref())?;
     if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
+        if s.load.limits.precision.is_some() {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: --precision ends each shard's benchmark when its own share is precise, so the shards would not share an end; run --precision unsharded (docs/distributed.md)"
+            ))
+            .into());
+        }
         if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
             return Err(UsageError::new(format!(
                 "--shard {sh}: an adaptive sweep cannot be split across shards (each would probe alone); run a fixed plan on every shard (--rate-type constant --rate A,B,C), see docs/distributed.md"
