@@ -508,7 +508,8 @@ fn key_half_widths(b: &serde_json::Value) -> [Option<f64>; 4] {
 /// (issue 22, point 6): the same benchmark at its planned length (two request latencies) holds
 /// too few requests for an interval; with `--precision 25%` it runs on, stops as precise, and
 /// every key figure's 95% interval is within 25%. Nothing is timed: the lengths are sized from
-/// the server's own speed, and the budget is generous (a slow machine only runs longer).
+/// the server's own speed, and the budget is generous (a slow machine only runs longer; on a
+/// quiet one the benchmark is precise after about 20 s).
 #[test]
 fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target() {
     let _one = common::serial();
@@ -553,9 +554,10 @@ fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target(
     );
     let fastest = probe["metrics"]["e2el_ms"]["min"].as_f64().expect("e2el") / 1e3;
     // The planned length: two of the fastest latencies, so four streams complete a handful
-    // of requests, fewer than three batches of a fill time hold; the budget: hundreds.
+    // of requests, fewer than three batches of a fill time hold. The budget: hundreds of
+    // latencies and at least 2 minutes.
     let least = format!("{:.2}", (2.0 * fastest).max(0.2));
-    let budget = format!("{:.0}", (400.0 * fastest).clamp(60.0, 600.0));
+    let budget = format!("{:.0}", (400.0 * fastest).clamp(120.0, 300.0));
     let load = [
         "--rate-type",
         "concurrent",
@@ -577,8 +579,34 @@ fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target(
         "{least} s already met 25%: {short_widths:?} ({} requests)",
         short["requests"]["completed"]
     );
-    // With --precision it ran on until the target was met, and says so.
     let p = &long["precision"];
+    let (n_short, n_long) = (
+        short["requests"]["completed"].as_u64().expect("completed"),
+        long["requests"]["completed"].as_u64().expect("completed"),
+    );
+    assert!(
+        n_long > n_short && long["duration_s"].as_f64() > short["duration_s"].as_f64(),
+        "{n_long} requests in {} s against {n_short} in {} s",
+        long["duration_s"],
+        short["duration_s"]
+    );
+    // A machine whose load swings starves the CPU-bound server for stretches (three runs
+    // here beside other test suites, load average 7-8: requests 50 times slower than the
+    // probe's; or stalls that left a 30 s batch nearly empty, the ITL mean 4.3 times its
+    // median against 1.3-1.6 in quiet runs): its figures are then not steady, and no length
+    // makes them precise. The benchmark must then run its whole budget and say so; only a
+    // server that kept its pace must meet the target.
+    let metric = |m: &str, s: &str| long["metrics"][m][s].as_f64().expect("metric");
+    let starved = metric("e2el_ms", "median") / 1e3 > 10.0 * fastest
+        || metric("itl_ms", "mean") > 2.5 * metric("itl_ms", "median");
+    if starved && long["stop_reason"] == "max_seconds" {
+        eprintln!("the server was starved or stalled (docs/metrics.md, \"Precision\"): {p}");
+        assert_eq!(p["met"], false, "{p}");
+        let budget: f64 = budget.parse().expect("budget");
+        assert!((long["duration_s"].as_f64().expect("duration") - budget).abs() < 0.5);
+        return;
+    }
+    // With --precision it ran on until the target was met, and says so.
     assert_eq!(long["stop_reason"], "precise", "{p}");
     assert_eq!(p["met"], true, "{p}");
     for (key, h) in [
@@ -598,16 +626,6 @@ fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target(
             long["intervals"]
         );
     }
-    let (n_short, n_long) = (
-        short["requests"]["completed"].as_u64().expect("completed"),
-        long["requests"]["completed"].as_u64().expect("completed"),
-    );
-    assert!(
-        n_long > n_short && long["duration_s"].as_f64() > short["duration_s"].as_f64(),
-        "{n_long} requests in {} s against {n_short} in {} s",
-        long["duration_s"],
-        short["duration_s"]
-    );
     eprintln!(
         "planned {least} s: {n_short} requests, {short_widths:?}; precise after {} s: {n_long} requests, {}",
         long["duration_s"], p["half_widths"]
