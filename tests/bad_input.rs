@@ -77,6 +77,9 @@ const PROFILE_BAD: &[(&str, &str, &str)] = &[
     ("repeat", "0", "repeat"),
     ("repeat", "many", "repeat"),
     ("repeat_until", "\"200%\"", "repeat_until"),
+    ("precision", "abc", "precision"),
+    ("precision", "150%", "precision"),
+    ("precision_budget", "0.5", "precision_budget"),
 ];
 
 fn cases(dir: &Path) -> Vec<Case> {
@@ -153,6 +156,18 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("--repeat-until", "150%", "--repeat-until 150%"),
         ("--repeat-until", "-1", "--repeat-until -1"),
         ("--repeat-until", "tight", "--repeat-until tight"),
+        ("--precision", "0", "--precision"),
+        ("--precision", "abc", "--precision"),
+        ("--precision", "150%", "--precision"),
+        ("--precision", "-5%", "--precision"),
+        ("--precision-budget", "-1", "--precision-budget"),
+        ("--precision-budget", "x", "--precision-budget"),
+        (
+            "--precision 5% --precision-budget",
+            "0.5",
+            "--precision-budget",
+        ),
+        ("--precision 5% --cooldown", "0.1", "--cooldown"),
     ] {
         let base = if flag == "--max-seconds" {
             "run --target {T} --rate-type constant --rate 5"

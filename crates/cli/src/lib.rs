@@ -13,6 +13,7 @@ mod merge_cmd;
 mod metadata;
 mod mock_server;
 mod outputs;
+mod precise;
 mod progress;
 mod report_cmd;
 mod run;
@@ -136,7 +137,7 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 28] = [
+    const NOT_OURS: [&str; 29] = [
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve
         "--embedding",                    // llama.cpp server (tests/llamacpp/serve.py)
@@ -149,6 +150,7 @@ mod tests {
         "--no-build",                     // benches/scheduler.py
         "--rates",                        // benches/scheduler.py
         "--pairs",                        // benches/server_metrics_ab.py
+        "--procs",                        // benches/streams.py
         "--repeats",                      // benches/ceiling.py
         "--bin",                          // cargo build --bin, benches/shards_scaling.py
         "--a",                            // benches/client_ab.py

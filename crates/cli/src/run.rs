@@ -68,6 +68,12 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
             ))
             .into());
         }
+        if s.load.limits.precision.is_some() {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: --precision ends each shard's benchmark when its own share is precise, so the shards would not share an end; run --precision unsharded (docs/distributed.md)"
+            ))
+            .into());
+        }
         if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
             return Err(UsageError::new(format!(
                 "--shard {sh}: an adaptive sweep cannot be split across shards (each would probe alone); run a fixed plan on every shard (--rate-type constant --rate A,B,C), see docs/distributed.md"
@@ -163,6 +169,8 @@ struct ReportObserver {
     shard: Option<bench_core::Shard>,
     /// The run clock (a shard reads its wall clock against it as each benchmark ends).
     clock: Clock,
+    /// With `--precision`: ends each benchmark once precise.
+    precision: Option<crate::precise::PrecisionWatch>,
 }
 
 impl ReportObserver {
@@ -236,17 +244,24 @@ impl ReportObserver {
 }
 
 impl Observer for ReportObserver {
-    fn benchmark_started(&mut self, _index: usize, _total: usize, _plan: &BenchmarkPlan) {
+    fn benchmark_started(&mut self, index: usize, _total: usize, plan: &BenchmarkPlan) {
         self.rewind.benchmark_started();
         self.acc = Some(Accumulator::new(&self.stats));
+        if let Some(w) = self.precision.as_mut() {
+            w.started(index, plan, self.clock.now());
+        }
     }
 
-    fn record(&mut self, _index: usize, record: RequestRecord, _phase: Phase) {
+    fn record(&mut self, _index: usize, record: RequestRecord, phase: Phase) {
         self.watch_connects(&record);
         self.endings.add(&record);
+        let look = self.precision.as_mut().and_then(|w| w.add(&record, phase));
         // The accumulator applies the measurement window itself (same rule as the scheduler).
         if let Some(acc) = self.acc.as_mut() {
             acc.add(record);
+            if let (Some(now), Some(w)) = (look, self.precision.as_mut()) {
+                w.look(now, acc);
+            }
         }
     }
 
@@ -267,6 +282,9 @@ impl Observer for ReportObserver {
             sessions: o.sessions,
         };
         let mut report = acc.finish(meta);
+        if let Some(w) = self.precision.as_mut() {
+            w.finished(&mut report);
+        }
         if let Some(sh) = self.shard.filter(|sh| !sh.is_whole()) {
             // This shard's share of the rate asked for (every N-th arrival).
             report.rates.target_rate = report.rates.target_rate.map(|r| r / f64::from(sh.count));
@@ -531,13 +549,18 @@ impl ReportObserver {
             unanswered: None,
             server_gone: None,
             fd_limit: limits::open_files(),
-            stop,
             endings: Default::default(),
             ending_notes: Vec::new(),
             timeouts: s.target.timeouts,
             rewind: data::Rewind::default(),
             shard: None,
             clock,
+            precision: s
+                .load
+                .limits
+                .precision
+                .map(|p| crate::precise::PrecisionWatch::new(p, stop.clone(), clock.wall_epoch())),
+            stop,
         }
     }
 }
@@ -1055,6 +1078,9 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     let trials = bench_report::render_trials(run);
     if !trials.is_empty() {
         print!("{trials}");
+    }
+    for line in bench_report::precision_notes(run) {
+        println!("{line}");
     }
     Ok(())
 }

@@ -45,6 +45,8 @@ pub enum StopReason {
     OverSaturated,
     /// The user interrupted the run (graceful stop); the benchmark is partial.
     Interrupted,
+    /// Its key figures met the `--precision` target (docs/metrics.md, "Precision").
+    Precise,
 }
 
 impl StopReason {
@@ -57,6 +59,7 @@ impl StopReason {
             StopReason::ErrorLimit => "error_limit",
             StopReason::OverSaturated => "over_saturated",
             StopReason::Interrupted => "interrupted",
+            StopReason::Precise => "precise",
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct Limits {
     /// Stop an open-loop benchmark the server cannot keep up with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_saturation: Option<OverSaturation>,
+    /// Run until the key figures are precise (docs/metrics.md, "Precision"): `max_seconds`
+    /// is then the least a benchmark runs, the budget the most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<bench_core::Precision>,
 }
 
 impl Limits {
@@ -77,7 +81,37 @@ impl Limits {
         if let Some(o) = &self.over_saturation {
             o.validate()?;
         }
+        if let Some(p) = &self.precision {
+            self.validate_precision(p)?;
+        }
         Ok(())
+    }
+
+    fn validate_precision(&self, p: &bench_core::Precision) -> Result<(), ProfileError> {
+        if !(p.target.is_finite() && p.target > 0.0 && p.target < 1.0) {
+            return Err(invalid(format!(
+                "precision must be a fraction above 0 and below 1, got {}",
+                p.target
+            )));
+        }
+        let Some(least) = self.max_seconds else {
+            return Err(invalid(
+                "precision runs a benchmark by time: it needs max seconds (the least it runs)",
+            ));
+        };
+        if !(p.budget_s.is_finite() && p.budget_s >= least) {
+            return Err(invalid(format!(
+                "the precision budget must be at least max seconds ({least}), got {}",
+                p.budget_s
+            )));
+        }
+        Ok(())
+    }
+
+    /// The most seconds a benchmark runs: the precision budget when there is one, else
+    /// `max_seconds`.
+    pub fn deadline_seconds(&self) -> Option<f64> {
+        self.precision.map(|p| p.budget_s).or(self.max_seconds)
     }
 
     /// The drain bound in seconds ([`DEFAULT_DRAIN_TIMEOUT`] when not set).

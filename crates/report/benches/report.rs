@@ -4,6 +4,9 @@
 //!   (compact summaries vs also keeping the whole records; `finish_sessions`: the same requests
 //!   as turns of ten-turn sessions, so the per-turn rows are computed too).
 //! - `render/*`: console, JSON and HTML of a 10-benchmark sweep.
+//! - `precision/*` (`--precision`, docs/performance.md "Precision"): `PrecisionCheck::add` for
+//!   10,000 requests of 128 chunks sent in one second (10,000 req/s); one `estimate` over
+//!   them; one `Accumulator::intervals_at` (the confirmation) over the same requests.
 //!
 //! Also prints the resident memory each accumulator holds for 100,000 such requests.
 
@@ -219,5 +222,54 @@ fn bench_render(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_accumulate, bench_render);
+fn bench_precision(c: &mut Criterion) {
+    let mut g = c.benchmark_group("precision");
+    g.sample_size(10);
+    let n = 10_000;
+    let strategy = meta(n).strategy;
+    // At 10,000 req/s: the same requests with every time divided by 100 (10k in a second),
+    // so the bins fill as they would at that rate.
+    let recs: Vec<RequestRecord> = records(n, 128)
+        .into_iter()
+        .map(|mut r| {
+            r.dispatched /= 100;
+            r.end /= 100;
+            for c in &mut r.chunks {
+                c.at /= 100;
+            }
+            r
+        })
+        .collect();
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("add", |b| {
+        b.iter(|| {
+            let mut check = bench_report::PrecisionCheck::new(strategy.clone(), 0, Some(0));
+            for r in &recs {
+                check.add(r, true);
+            }
+            check
+        })
+    });
+    let mut check = bench_report::PrecisionCheck::new(strategy.clone(), 0, Some(0));
+    for r in &recs {
+        check.add(r, true);
+    }
+    let end = meta(n).end / 100;
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("estimate", |b| b.iter(|| check.estimate(black_box(end))));
+    let mut acc = Accumulator::new(&StatsOptions::default());
+    for r in recs {
+        acc.add(r);
+    }
+    let mut m = meta(n);
+    m.end /= 100;
+    m.window.close = m.end;
+    m.sending_end = m.end;
+    g.bench_function("intervals_at_10k_requests", |b| {
+        b.iter(|| acc.intervals_at(black_box(&m)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_accumulate, bench_render, bench_precision);
 criterion_main!(benches);

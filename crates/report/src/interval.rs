@@ -151,6 +151,11 @@ pub(crate) fn t975(df: usize) -> f64 {
         + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
 }
 
+/// The fewest values a batch needs for an interval of percentile `p`: `2 / (1 - p)`.
+pub(crate) fn needs(p: f64) -> u64 {
+    (2.0 / (1.0 - p / 100.0) - 1e-9).ceil() as u64
+}
+
 /// `point ± t × sd(values) / √k`, the lower end at least 0 (every figure given an interval is a
 /// rate or a latency, never negative).
 pub(crate) fn around(point: f64, values: &[f64]) -> Interval {
@@ -230,7 +235,7 @@ impl Batches {
         let mut metrics = std::collections::BTreeMap::new();
         for (j, &m) in METRICS.iter().enumerate() {
             let stat = |p: f64| -> Option<Interval> {
-                let need = (2.0 / (1.0 - p / 100.0) - 1e-9).ceil() as u64;
+                let need = needs(p);
                 let per_batch: Option<Vec<f64>> = self
                     .dists
                     .iter()

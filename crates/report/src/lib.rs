@@ -46,6 +46,7 @@ mod merge;
 mod model;
 mod options;
 mod pages;
+mod precision;
 mod reasoning_view;
 mod server;
 mod stats;
@@ -87,6 +88,10 @@ pub use model::{
 pub use options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, VllmConsoleOptions, VllmLayout, DEFAULT_PERCENTILES,
+};
+pub use precision::{
+    half_widths, judge as judge_precision, precision_notes, HalfWidths, PrecisionCheck,
+    PrecisionReport,
 };
 pub use stats::{Accumulator, BenchmarkMeta};
 pub use trials::{

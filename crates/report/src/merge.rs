@@ -342,8 +342,8 @@ pub(crate) fn merge_benchmark(
 /// The steady state, the intervals, the server's cached tokens and the images: a shard's
 /// steady bounds are its own, so the merged run keeps the earliest opening and the latest
 /// closing, and its scope only when every shard agrees; batch intervals do not merge (each
-/// shard's batches saw a share of the load), so a merged run has none; cached tokens and
-/// images add up.
+/// shard's batches saw a share of the load), so a merged run has none, nor a precision
+/// verdict; cached tokens and images add up.
 fn merge_newer(out: &mut BenchmarkReport, shards: &[&BenchmarkReport]) {
     let scope = out.latency_scope;
     if shards.iter().any(|b| b.latency_scope != scope) {
@@ -353,6 +353,8 @@ fn merge_newer(out: &mut BenchmarkReport, shards: &[&BenchmarkReport]) {
     out.timeline.steady_start_ns = t(|b| b.timeline.steady_start_ns).min();
     out.timeline.steady_end_ns = t(|b| b.timeline.steady_end_ns).max();
     out.intervals = None;
+    // A precision verdict is judged on intervals, which do not merge.
+    out.precision = None;
     out.cached_tokens = crate::cached::merge(shards.iter().filter_map(|b| b.cached_tokens));
     out.images = crate::images::merge(shards.iter().filter_map(|b| b.images.as_ref()));
 }

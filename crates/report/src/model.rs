@@ -211,6 +211,10 @@ pub struct BenchmarkReport {
     /// benchmark held at least three batches of one fill time each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<crate::interval::Intervals>,
+    /// The `--precision` target and whether the key figures met it (docs/metrics.md,
+    /// "Precision"), when the run asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<crate::precision::PrecisionReport>,
     /// Latency distributions summaries.
     pub metrics: Metrics,
     /// The histograms behind `metrics`, to merge runs or cut other percentiles.

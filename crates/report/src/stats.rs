@@ -464,28 +464,12 @@ impl Accumulator {
 
     /// Computes the benchmark's report. Requests placed before or after the window by
     /// [`Window::phase`] are excluded; rates and concurrency are clipped to the window.
-    pub fn finish(self, meta: BenchmarkMeta) -> BenchmarkReport {
-        let window = Window {
-            close: meta.window.close.max(meta.window.open),
-            ..meta.window
-        };
-        let SteadyState {
-            scope,
-            steady: steady_state,
-            fill,
-        } = self.steady_state(&meta, &window);
-        let mut pass = Pass::new(window, &self.chunks, self.opts.goodput.as_ref());
-        pass.steady = steady_state;
-        pass.batches = fill.and_then(|f| {
-            let (from, to) = steady_state.map_or((window.open, window.close), |s| {
-                (s.from, s.to.unwrap_or(window.close))
-            });
-            Batches::new(from, to, f)
-        });
-        for r in self.requests.iter() {
-            pass.add(r);
-        }
-        pass.counts.total = pass.counts.completed + pass.counts.incomplete + pass.counts.errored;
+    pub fn finish(mut self, meta: BenchmarkMeta) -> BenchmarkReport {
+        let error_samples = std::mem::take(&mut self.error_samples);
+        let records = std::mem::take(&mut self.records);
+        let (mut pass, scope) = self.pass(&meta);
+        let window = pass.window;
+        let steady_state = pass.steady;
         let first_output = self.requests.iter().filter_map(|r| r.first).min();
         let steady = pass.steady_rates(&meta, first_output);
         let rates = pass.rates(&meta, &steady);
@@ -523,15 +507,16 @@ impl Accumulator {
             stop_reason: meta.stop_reason,
             requests: pass.counts,
             errors: pass.errors,
-            error_samples: self.error_samples,
+            error_samples,
             tokens: pass.tokens,
             rates,
             goodput,
             latency_scope: scope,
             intervals,
+            precision: None,
             metrics,
             histograms,
-            records: self.opts.keep_records.then_some(self.records),
+            records: self.opts.keep_records.then_some(records),
             server_metrics: None,
             sessions,
             cached_tokens: self.cached.report(),
@@ -541,6 +526,44 @@ impl Accumulator {
 }
 
 impl Accumulator {
+    /// The 95% intervals [`Accumulator::finish`] would state for `meta`, without consuming
+    /// the accumulator: the same pass over every request (its cost grows with the requests
+    /// and their chunks; `--precision` confirms with it: docs/performance.md).
+    pub fn intervals_at(&self, meta: &BenchmarkMeta) -> Option<Intervals> {
+        let (mut pass, _) = self.pass(meta);
+        let first_output = self.requests.iter().filter_map(|r| r.first).min();
+        let steady = pass.steady_rates(meta, first_output);
+        let rates = pass.rates(meta, &steady);
+        pass.intervals(&rates)
+    }
+
+    /// The pass over every request in `meta`'s window, with its steady state and batches, and
+    /// the latency scope.
+    fn pass(&self, meta: &BenchmarkMeta) -> (Pass<'_>, LatencyScope) {
+        let window = Window {
+            close: meta.window.close.max(meta.window.open),
+            ..meta.window
+        };
+        let SteadyState {
+            scope,
+            steady: steady_state,
+            fill,
+        } = self.steady_state(meta, &window);
+        let mut pass = Pass::new(window, &self.chunks, self.opts.goodput.as_ref());
+        pass.steady = steady_state;
+        pass.batches = fill.and_then(|f| {
+            let (from, to) = steady_state.map_or((window.open, window.close), |s| {
+                (s.from, s.to.unwrap_or(window.close))
+            });
+            Batches::new(from, to, f)
+        });
+        for r in self.requests.iter() {
+            pass.add(r);
+        }
+        pass.counts.total = pass.counts.completed + pass.counts.incomplete + pass.counts.errored;
+        (pass, scope)
+    }
+
     /// The steady state of the latency figures ([`Steady::of`], the one rule), with the scope
     /// it gives: `TooShort` (and no steady state) when fewer than
     /// [`bench_core::MIN_STEADY_REQUESTS`] completed requests lie in it.

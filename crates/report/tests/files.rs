@@ -170,7 +170,22 @@ fn json_validates_against_the_published_schema() {
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let row = reader.records().next().expect("row").expect("valid row");
     assert_eq!(&row[col("capacity_max_is_lower_bound")], "true");
+    // A run with --precision: its verdict validates and round-trips.
+    let mut with_precision = common::sample_run(&opts());
+    for b in &mut with_precision.benchmarks {
+        let p = bench_core::Precision {
+            target: 0.05,
+            budget_s: 60.0,
+        };
+        b.precision = Some(bench_report::judge_precision(b, &p));
+        b.stop_reason = "precise".into();
+    }
+    let (pj, py) = (dir.join("p.json"), dir.join("p.yaml"));
+    write_outputs(&with_precision, &[pj.clone(), py.clone()]).expect("write");
+    assert_eq!(read_run(&pj).expect("json"), with_precision);
+    assert_eq!(read_run(&py).expect("yaml"), with_precision);
     for run in [
+        with_precision,
         common::sample_run(&opts()),
         common::sample_run(&keep),
         common::sample_run(&StatsOptions::default()),

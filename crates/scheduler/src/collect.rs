@@ -197,6 +197,8 @@ struct Collector<'a, B> {
     closed_loop: bool,
     saturation: Option<OverSaturation>,
     samples: VecDeque<SaturationSample>,
+    /// The plan runs to a precision target ([`crate::StopHandle::precise`] may end it).
+    watch_precise: bool,
 }
 
 impl<B: Backend> Scheduler<B> {
@@ -270,6 +272,7 @@ impl<B: Backend> Scheduler<B> {
             closed_loop: plan.strategy.release() != Release::Scheduled,
             saturation: plan.limits.over_saturation.filter(|_| rate.is_some()),
             samples: VecDeque::new(),
+            watch_precise: plan.limits.precision.is_some(),
         };
         c.collect(rx, &tokens, &mut sink).await;
         let (specs, pacer_end, not_sent) = pacer.join().await;
@@ -390,6 +393,23 @@ impl<B: Backend> Collector<'_, B> {
         {
             self.begin_stop(StopReason::ErrorLimit, self.sched.clock.now());
         }
+        // Only with --precision: the observer may have found the benchmark precise at the
+        // record it was just handed; the window closes there, not at the next tick.
+        if self.watch_precise {
+            self.precise_stop();
+        }
+    }
+
+    /// Ends the benchmark as precise when the stop handle asked for it.
+    fn precise_stop(&mut self) {
+        if self.stop_reason.is_none()
+            && self.sched.precise.load(Ordering::Acquire) == self.index + 1
+        {
+            tracing::info!(label = %self.plan.strategy.label(), "precise; stopping the benchmark");
+            let now = self.sched.clock.now();
+            let at = self.sched.precise_at.load(Ordering::Relaxed);
+            self.begin_stop(StopReason::Precise, at.clamp(self.bounds.t0, now));
+        }
     }
 
     fn on_tick(&mut self) {
@@ -397,6 +417,9 @@ impl<B: Backend> Collector<'_, B> {
         if self.stop_reason.is_none() && self.saturated(now) {
             tracing::info!(label = %self.plan.strategy.label(), "over-saturated; stopping the benchmark");
             self.begin_stop(StopReason::OverSaturated, now);
+        }
+        if self.watch_precise {
+            self.precise_stop();
         }
         let phase = if self.stop_reason.is_some() {
             ProgressPhase::Draining

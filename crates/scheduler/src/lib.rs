@@ -25,6 +25,7 @@ pub use progress::{Progress, ProgressPhase};
 pub use session::Work;
 pub use sweep::{Observer, RunOutcome};
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,18 +90,35 @@ impl Default for SchedulerOptions {
 /// Stops a running [`Scheduler`] gracefully: the current benchmark stops dispatching, its
 /// in-flight requests are cancelled (incomplete), it is closed as partial, and no further
 /// benchmark starts. Cheap to clone; safe to call from a signal handler task.
+///
+/// It also ends one benchmark as precise ([`StopHandle::precise`]) and lets the run go on.
 #[derive(Debug, Clone)]
-pub struct StopHandle(CancellationToken);
+pub struct StopHandle {
+    interrupt: CancellationToken,
+    precise: Arc<AtomicUsize>,
+    precise_at: Arc<AtomicU64>,
+}
 
 impl StopHandle {
     /// Requests the graceful stop.
     pub fn stop(&self) {
-        self.0.cancel();
+        self.interrupt.cancel();
     }
 
     /// Whether a stop was requested.
     pub fn is_stopped(&self) -> bool {
-        self.0.is_cancelled()
+        self.interrupt.is_cancelled()
+    }
+
+    /// Ends benchmark `index` (of [`Observer`]'s calls), when its plan has a precision target,
+    /// because its key figures met it as of `at` (run clock, not in the future): called from
+    /// [`Observer::record`], the benchmark stops right after that record (else at its next
+    /// progress tick), its window closing at `at`, cancels what is in flight, and closes with
+    /// [`StopReason::Precise`]; the run goes on. A call for a benchmark that already ended
+    /// does nothing.
+    pub fn precise(&self, index: usize, at: bench_core::Nanos) {
+        self.precise_at.store(at, Ordering::Relaxed);
+        self.precise.store(index + 1, Ordering::Release);
     }
 }
 
@@ -111,6 +129,9 @@ pub struct Scheduler<B> {
     clock: Clock,
     options: SchedulerOptions,
     interrupt: CancellationToken,
+    /// `index + 1` of the benchmark to end as precise (0: none), and as of when.
+    precise: Arc<AtomicUsize>,
+    precise_at: Arc<AtomicU64>,
     progress: watch::Sender<Option<Progress>>,
 }
 
@@ -122,13 +143,19 @@ impl<B: Backend> Scheduler<B> {
             clock,
             options,
             interrupt: CancellationToken::new(),
+            precise: Arc::new(AtomicUsize::new(0)),
+            precise_at: Arc::new(AtomicU64::new(0)),
             progress: watch::channel(None).0,
         }
     }
 
     /// The handle that stops the run gracefully.
     pub fn stop_handle(&self) -> StopHandle {
-        StopHandle(self.interrupt.clone())
+        StopHandle {
+            interrupt: self.interrupt.clone(),
+            precise: self.precise.clone(),
+            precise_at: self.precise_at.clone(),
+        }
     }
 
     /// Progress snapshots of the running benchmark (`None` before the first starts).

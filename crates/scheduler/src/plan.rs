@@ -76,7 +76,14 @@ impl BenchmarkPlan {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let max_seconds = self.limits.max_seconds.map(nanos);
+        // Run to a precision target, a benchmark ends at its budget at the latest.
+        let max_seconds = self.limits.deadline_seconds().map(nanos);
+        if self.limits.precision.is_some() && self.cooldown.is_some_and(|c| !c.is_zero()) {
+            return Err(self.invalid(
+                "a cooldown needs a known end, and a benchmark run to a precision target ends when it is met"
+                    .into(),
+            ));
+        }
         // A trace ends with its last row.
         let ends_by_itself = self.strategy.speedup().is_some();
         if count.is_none() && max_seconds.is_none() && !ends_by_itself {

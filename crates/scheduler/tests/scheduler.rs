@@ -761,3 +761,66 @@ async fn ctrl_c_during_the_drain_cancels_at_once() {
     assert_eq!(out.sending_end, 520 * MS);
     assert_eq!((out.completed, out.incomplete), (0, 3));
 }
+
+/// Ends the first benchmark as precise at the 10th record, as of that record's end.
+struct Precise {
+    stop: bench_scheduler::StopHandle,
+    seen: usize,
+    at: Nanos,
+    finished: Vec<BenchmarkOutcome>,
+}
+
+impl Observer for Precise {
+    fn record(&mut self, index: usize, record: RequestRecord, _phase: Phase) {
+        self.seen += 1;
+        if index == 0 && self.seen == 10 {
+            self.at = record.end;
+            self.stop.precise(index, record.end);
+        }
+    }
+    fn benchmark_finished(&mut self, _index: usize, outcome: &BenchmarkOutcome) {
+        self.finished.push(outcome.clone());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_precise_stop_ends_one_benchmark_at_its_instant_and_the_run_goes_on() {
+    let sched = Scheduler::new(Arc::new(Fake::new(30, 5, 4)), Clock::start(), opts());
+    let limits = Limits {
+        max_seconds: Some(1.0),
+        precision: Some(bench_core::Precision {
+            target: 0.05,
+            budget_s: 10.0,
+        }),
+        ..Limits::default()
+    };
+    let profile = Profile::Fixed {
+        benchmarks: vec![constant(10.0, None), constant(10.0, None)],
+    };
+    let mut obs = Precise {
+        stop: sched.stop_handle(),
+        seen: 0,
+        at: 0,
+        finished: Vec::new(),
+    };
+    let (out, _) = sched
+        .run_profile(&profile, &limits, &None, &None, specs(), &mut obs)
+        .await
+        .expect("valid");
+    assert!(!out.interrupted);
+    let [first, second] = &obs.finished[..] else {
+        panic!("{} benchmarks", obs.finished.len())
+    };
+    assert_eq!(first.stop_reason, StopReason::Precise);
+    assert_eq!(
+        first.sending_end, obs.at,
+        "the window closes at the stated instant"
+    );
+    assert_eq!(first.window.close, obs.at);
+    // 10 requests 100 ms apart, the 10th ended 45 ms after its send: long before the budget.
+    assert_eq!(first.sent, 10);
+    // The second is not stopped by the first's call: it runs to its budget, not its least
+    // length (max_seconds).
+    assert_eq!(second.stop_reason, StopReason::MaxSeconds);
+    assert_eq!(second.end - second.start, 10 * S);
+}

@@ -219,6 +219,14 @@ pub struct LoadArgs {
     /// Seconds per benchmark (default 30; 5 with --mock).
     #[arg(long, allow_negative_numbers = true)]
     pub max_seconds: Option<f64>,
+    /// Run each benchmark until the 95% intervals of its key figures (requests/s, output
+    /// tok/s, TTFT and ITL medians) are within this of each figure, e.g. 5% (or 0.05);
+    /// --max-seconds is then the least a benchmark runs, --precision-budget the most.
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub precision: Option<String>,
+    /// With --precision: the most seconds a benchmark runs (default 4 x --max-seconds).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub precision_budget: Option<f64>,
     /// Seconds a time-boxed benchmark waits, after it stops sending, for the requests in
     /// flight to finish (default 300; 0 cancels them at once); those still unfinished are
     /// counted as incomplete.

@@ -115,6 +115,10 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain_timeout: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision_budget: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_requests: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_errors: Option<u64>,
@@ -170,6 +174,26 @@ pub struct FileSettings {
     pub metadata: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+}
+
+/// `precision:` in a file: a fraction or a percentage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PrecisionValue {
+    /// `precision: 0.05`
+    Fraction(f64),
+    /// `precision: 5%`
+    Text(String),
+}
+
+impl PrecisionValue {
+    /// As the user wrote it.
+    pub fn text(&self) -> String {
+        match self {
+            PrecisionValue::Fraction(f) => f.to_string(),
+            PrecisionValue::Text(t) => t.clone(),
+        }
+    }
 }
 
 /// `rate:` in a file: one number, a list, or a comma-separated string.

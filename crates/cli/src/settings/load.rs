@@ -299,9 +299,63 @@ fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<
         max_errors: c.max_errors.or(f.max_errors),
         max_error_rate: c.max_error_rate.or(f.max_error_rate),
         over_saturation: over,
+        precision: precision(src, max_seconds)?,
     };
     limits.validate().map_err(|e| usage(e.to_string()))?;
     Ok(limits)
+}
+
+/// `--precision` and its budget (docs/metrics.md, "Precision"): a target in (0%, 100%), a
+/// benchmark limited by time (`max_seconds`, the least it runs), a budget at least that long
+/// (default [`bench_core::DEFAULT_BUDGET_LENGTHS`] times it), and no cooldown.
+fn precision(
+    src: &Sources<'_>,
+    max_seconds: Option<f64>,
+) -> anyhow::Result<Option<bench_core::Precision>> {
+    let (c, f) = (&src.cli.load, src.file);
+    let budget_origin = || src.origin("precision-budget", c.precision_budget.is_some());
+    let Some(text) = c
+        .precision
+        .clone()
+        .or(f.precision.as_ref().map(|p| p.text()))
+    else {
+        if c.precision_budget.or(f.precision_budget).is_some() {
+            return Err(usage(format!(
+                "{}: applies with --precision",
+                budget_origin()
+            )));
+        }
+        return Ok(None);
+    };
+    let origin = src.origin("precision", c.precision.is_some());
+    let target = text
+        .parse::<bench_core::Target>()
+        .map_err(|e| usage(format!("{origin}: {e}")))?;
+    let Some(least) = max_seconds else {
+        return Err(usage(format!(
+            "{origin}: runs a benchmark by time (at least --max-seconds, at most --precision-budget); it does not apply to a benchmark that ends by count (--max-requests, --num-prompts, burst, trace)"
+        )));
+    };
+    if c.cooldown.is_some() || f.cooldown.is_some() {
+        return Err(usage(format!(
+            "{}: a cooldown needs a known end, and a benchmark run to {origin} ends when it is met; drop one",
+            src.origin("cooldown", c.cooldown.is_some())
+        )));
+    }
+    let budget = c
+        .precision_budget
+        .or(f.precision_budget)
+        .unwrap_or(least * bench_core::DEFAULT_BUDGET_LENGTHS);
+    if !(budget.is_finite() && budget >= least) {
+        return Err(usage(format!(
+            "{}: expected seconds at least --max-seconds ({least}), got {budget}",
+            budget_origin()
+        )));
+    }
+    Ok(Some(bench_core::Precision {
+        target: target.0,
+        budget_s: budget,
+    }))
 }
 
 fn transient(

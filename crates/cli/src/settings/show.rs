@@ -5,7 +5,7 @@
 
 use bench_profile::{RateType, SweepMode};
 
-use super::file::{DataValue, FileSettings, RateList};
+use super::file::{DataValue, FileSettings, PrecisionValue, RateList};
 use super::Settings;
 
 impl Settings {
@@ -70,6 +70,11 @@ impl Settings {
             slo_tolerance: l.build.slo.as_ref().map(|_| l.build.slo_tolerance),
             max_seconds: l.limits.max_seconds,
             drain_timeout: l.limits.drain_timeout,
+            precision: l
+                .limits
+                .precision
+                .map(|p| PrecisionValue::Text(bench_core::Target(p.target).to_string())),
+            precision_budget: l.limits.precision.map(|p| p.budget_s),
             max_requests: l.limits.max_requests,
             max_errors: l.limits.max_errors,
             max_error_rate: l.limits.max_error_rate,

@@ -1,0 +1,156 @@
+//! `--precision` during a run (docs/metrics.md, "Precision"): feeds each measured request to
+//! the report's running estimate ([`bench_report::PrecisionCheck`]); about once a second of
+//! the run clock, once the benchmark has run its least length (`--max-seconds`, a ladder
+//! rung's share of it), looks at the estimate, and when it is near the target confirms with
+//! the report's own intervals as they stand ([`bench_report::Accumulator::intervals_at`]);
+//! when those meet the target, ends the benchmark as precise at that record. The finished
+//! benchmark is judged on its final intervals.
+//!
+//! Nothing of this runs without `--precision` (the observer holds no watch). With it, each
+//! record costs one histogram entry per chunk, each look a merge of the estimate's bins, and
+//! each confirmation one pass over the benchmark's requests, spaced at least 20 times its own
+//! cost apart (docs/performance.md, "Precision").
+
+use std::time::Instant;
+
+use bench_core::{Nanos, Phase, Precision, RequestRecord, Strategy, Window};
+use bench_profile::ResolvedTransient;
+use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, PrecisionCheck};
+use bench_scheduler::{BenchmarkPlan, StopHandle};
+
+/// Run-clock time between two looks at the estimate.
+const CHECK_EVERY: Nanos = 1_000_000_000;
+/// The estimate is confirmed when it is within this many targets (it is a little off the
+/// report's own figures: docs/metrics.md, "Precision").
+const NEAR: f64 = 1.5;
+/// A confirmation waits at least this many times the last one's cost.
+const COST_SPACING: u32 = 20;
+
+/// The watch over the running benchmark.
+struct Running {
+    index: usize,
+    strategy: Strategy,
+    start: Nanos,
+    check: PrecisionCheck,
+    /// Not checked before this (the benchmark's least length).
+    least: Nanos,
+    /// The next look, at a record's end at or after this.
+    next: Nanos,
+    /// The next confirmation, not before this.
+    next_confirm: Nanos,
+    stopped: bool,
+}
+
+/// The precision watch of a run.
+pub(crate) struct PrecisionWatch {
+    precision: Precision,
+    stop: StopHandle,
+    wall_epoch: std::time::SystemTime,
+    running: Option<Running>,
+}
+
+impl PrecisionWatch {
+    /// A watch for `precision`, stopping benchmarks through `stop`.
+    pub(crate) fn new(
+        precision: Precision,
+        stop: StopHandle,
+        wall_epoch: std::time::SystemTime,
+    ) -> Self {
+        Self {
+            precision,
+            stop,
+            wall_epoch,
+            running: None,
+        }
+    }
+
+    /// Benchmark `index` of `plan` starts at `now` (run clock).
+    pub(crate) fn started(&mut self, index: usize, plan: &BenchmarkPlan, now: Nanos) {
+        let least = plan.limits.max_seconds.unwrap_or(0.0);
+        // The window opens at the start, after a warmup by time, or at a send a warmup by
+        // count decides (then the first measured send stands for it).
+        let warmup = plan
+            .warmup
+            .filter(|w| !w.is_zero())
+            .map(|w| w.resolve(&plan.limits, plan.strategy.request_count()));
+        let open = match warmup {
+            None => Some(now),
+            Some(Ok(ResolvedTransient::Time(w))) => Some(now.saturating_add(w)),
+            Some(_) => None,
+        };
+        self.running = Some(Running {
+            index,
+            strategy: plan.strategy.clone(),
+            start: now,
+            check: PrecisionCheck::new(plan.strategy.clone(), now, open),
+            least: now.saturating_add((least * 1e9) as Nanos),
+            next: 0,
+            next_confirm: 0,
+            stopped: false,
+        });
+    }
+
+    /// One finished request, before the accumulator takes it: `Some(now)` when a look is due.
+    pub(crate) fn add(&mut self, record: &RequestRecord, phase: Phase) -> Option<Nanos> {
+        let r = self.running.as_mut()?;
+        r.check.add(record, phase == Phase::Measured);
+        let now = record.end;
+        if r.stopped || now < r.least || now < r.next {
+            return None;
+        }
+        r.next = now.saturating_add(CHECK_EVERY);
+        Some(now)
+    }
+
+    /// Looks at the estimate at `now` and, when it is near the target, confirms with the
+    /// intervals `acc` would give if the benchmark ended now; ends the benchmark when they
+    /// meet the target.
+    pub(crate) fn look(&mut self, now: Nanos, acc: &Accumulator) {
+        let Some(r) = self.running.as_mut() else {
+            return;
+        };
+        let Some(estimate) = r.check.estimate(now) else {
+            return;
+        };
+        let generated = r.check.generated();
+        let near = Precision {
+            target: self.precision.target * NEAR,
+            ..self.precision
+        };
+        if !near.met(&estimate.key_figures(), generated) || now < r.next_confirm {
+            return;
+        }
+        let Some(open) = r.check.opening() else {
+            return;
+        };
+        let mut meta = BenchmarkMeta::new(r.strategy.clone(), r.start, now, self.wall_epoch);
+        meta.window = Window {
+            open,
+            close: now,
+            cooldown: false,
+        };
+        let took = Instant::now();
+        let confirmed = bench_report::half_widths(acc.intervals_at(&meta).as_ref());
+        let cost = took.elapsed();
+        r.next_confirm = now.saturating_add((cost * COST_SPACING).as_nanos() as Nanos);
+        let met = self.precision.met(&confirmed.key_figures(), generated);
+        tracing::debug!(
+            index = r.index,
+            ?estimate,
+            ?confirmed,
+            ?cost,
+            met,
+            "precision"
+        );
+        if met {
+            r.stopped = true;
+            self.stop.precise(r.index, now);
+        }
+    }
+
+    /// The finished benchmark's verdict, on its own intervals.
+    pub(crate) fn finished(&mut self, report: &mut BenchmarkReport) {
+        self.running = None;
+        report.precision = Some(bench_report::judge_precision(report, &self.precision));
+    }
+}

@@ -1,0 +1,267 @@
+//! `--precision` against the simulator (docs/metrics.md, "Precision"): a loose target stops a
+//! benchmark early, as precise, with every key figure's 95% interval in the JSON within the
+//! target; a target no benchmark can meet runs it to its budget and says so; a sweep stretches
+//! every benchmark; bad values are one-line usage errors naming the flag.
+//!
+//! Nothing is timed: the assertions read the report's intervals, its verdict and stop reason,
+//! and compare durations with the budget the run was given (generous, so that a slow machine
+//! only makes the run longer). 4-token answers keep the simulator's work small.
+
+mod common;
+
+use serde_json::Value;
+
+/// The relative half-width `(high - low) / (high + low)` of the interval at `path`.
+fn relative(b: &Value, path: &[&str]) -> f64 {
+    let mut iv = &b["intervals"];
+    for p in path {
+        iv = &iv[*p];
+    }
+    let (low, high) = (common::f(iv, &["low"]), common::f(iv, &["high"]));
+    if high <= low {
+        return 0.0;
+    }
+    (high - low) / (high + low)
+}
+
+/// The key figures' relative half-widths, read from the benchmark's `intervals`.
+fn key_half_widths(b: &Value) -> [f64; 4] {
+    [
+        relative(b, &["requests_per_s"]),
+        relative(b, &["output_tokens_per_s"]),
+        relative(b, &["metrics", "ttft_ms", "median"]),
+        relative(b, &["metrics", "itl_ms", "median"]),
+    ]
+}
+
+fn run(name: &str, precision: &str, budget: &str) -> Value {
+    let dir = common::fresh("precision", name);
+    let run = common::mock_report(
+        "run",
+        name,
+        &dir,
+        None,
+        &[
+            "--rate-type",
+            "constant",
+            "--rate",
+            "25",
+            "--max-seconds",
+            "1",
+            "--precision",
+            precision,
+            "--precision-budget",
+            budget,
+            "--data",
+            "prompt_tokens=32,output_tokens=4",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    run
+}
+
+#[test]
+fn a_loose_target_stops_the_benchmark_early_with_its_intervals_within_it() {
+    let _one = common::serial();
+    let run = run("loose", "30%", "120");
+    let b = &run["benchmarks"][0];
+    let p = &b["precision"];
+    assert_eq!(b["stop_reason"], "precise", "{p}");
+    assert_eq!(p["met"], true, "{p}");
+    assert_eq!(common::f(p, &["target"]), 0.3);
+    assert_eq!(common::f(p, &["budget_s"]), 120.0);
+    // Stopped by the target, not the budget: well before it.
+    assert!(common::f(b, &["duration_s"]) < 60.0, "{}", b["duration_s"]);
+    let from_intervals = key_half_widths(b);
+    for (key, h) in [
+        "requests_per_s",
+        "output_tokens_per_s",
+        "ttft_median",
+        "itl_median",
+    ]
+    .iter()
+    .zip(from_intervals)
+    {
+        assert!(
+            h <= 0.3,
+            "{key}: the interval is ±{:.1}%: {}",
+            h * 100.0,
+            b["intervals"]
+        );
+        let stated = common::f(p, &["half_widths", key]);
+        assert!(
+            (stated - h).abs() < 1e-9,
+            "{key}: stated {stated}, intervals {h}"
+        );
+    }
+}
+
+#[test]
+fn a_target_out_of_reach_runs_to_the_budget_and_says_so() {
+    let _one = common::serial();
+    let run = run("tight", "0.01%", "3");
+    let b = &run["benchmarks"][0];
+    let p = &b["precision"];
+    assert_eq!(b["stop_reason"], "max_seconds", "{p}");
+    assert_eq!(p["met"], false, "{p}");
+    // The window ran the whole budget, not the least length (1 s).
+    assert!(
+        (common::f(b, &["duration_s"]) - 3.0).abs() < 0.01,
+        "{}",
+        b["duration_s"]
+    );
+    // The intervals it reached are stated, and wider than the target.
+    let widest = key_half_widths(b).into_iter().fold(0.0, f64::max);
+    assert!(widest > 0.0001, "{}", b["intervals"]);
+    assert!(common::f(p, &["half_widths", "requests_per_s"]) >= 0.0);
+}
+
+#[test]
+fn bad_precision_values_are_one_line_usage_errors() {
+    for (args, culprit) in [
+        (vec!["--precision", "0"], "--precision"),
+        (vec!["--precision", "abc"], "--precision"),
+        (vec!["--precision", "150%"], "--precision"),
+        (
+            vec!["--precision", "5%", "--precision-budget", "0.5"],
+            "--precision-budget",
+        ),
+        (vec!["--precision-budget", "10"], "--precision-budget"),
+        (vec!["--precision", "5%", "--cooldown", "0.1"], "--cooldown"),
+    ] {
+        let mut all = vec![
+            "run",
+            "--mock",
+            "--rate-type",
+            "constant",
+            "--rate",
+            "5",
+            "--max-seconds",
+            "1",
+        ];
+        all.extend(&args);
+        let out = common::bench(&all);
+        let err = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].contains(culprit), "{args:?}: {err}");
+    }
+    // Shards would each stop on their own share.
+    let out = common::bench(&[
+        "run",
+        "--mock",
+        "--rate-type",
+        "constant",
+        "--rate",
+        "5",
+        "--precision",
+        "5%",
+        "--shard",
+        "0/2",
+        "--start-at",
+        "2030-01-01T00:00:00Z",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::text(&out.stderr));
+    assert!(common::text(&out.stderr).contains("--precision"));
+    // A benchmark that ends by count has no time to lengthen.
+    let out = common::bench(&[
+        "run",
+        "--mock",
+        "--rate-type",
+        "burst",
+        "--rate",
+        "5",
+        "--precision",
+        "5%",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::text(&out.stderr).contains("--precision"));
+}
+
+/// The profile keys resolve like the flags (and `--show-config` writes them back).
+#[test]
+fn the_profile_keys_set_the_target_and_the_budget() {
+    let dir = common::fresh("precision", "profile");
+    let p = dir.join("p.yaml");
+    std::fs::write(
+        &p,
+        "mock: true\nrate_type: constant\nrate: 5\nmax_seconds: 2\nprecision: 5%\nprecision_budget: 30\n",
+    )
+    .expect("write");
+    let out = common::bench(&[
+        "run",
+        "--profile",
+        p.to_str().expect("utf8"),
+        "--show-config",
+    ]);
+    let text = common::text(&out.stdout);
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    assert!(text.contains("precision: 5%"), "{text}");
+    assert!(text.contains("precision_budget: 30"), "{text}");
+    // Default budget: four times --max-seconds.
+    std::fs::write(
+        &p,
+        "mock: true\nrate_type: constant\nrate: 5\nmax_seconds: 2\nprecision: 0.1\n",
+    )
+    .expect("write");
+    let out = common::bench(&[
+        "run",
+        "--profile",
+        p.to_str().expect("utf8"),
+        "--show-config",
+    ]);
+    let text = common::text(&out.stdout);
+    assert!(text.contains("precision: 10%"), "{text}");
+    assert!(text.contains("precision_budget: 8"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A sweep runs every benchmark, probes, rungs and rates, to the target or the budget: each
+/// says which, and none outlasts the budget.
+#[test]
+fn a_sweep_runs_every_benchmark_to_the_target_or_the_budget() {
+    let _one = common::serial();
+    let dir = common::fresh("precision", "sweep");
+    let run = common::mock_report(
+        "sweep",
+        "sweep",
+        &dir,
+        None,
+        &[
+            "--max-seconds",
+            "1",
+            "--precision",
+            "30%",
+            "--precision-budget",
+            "4",
+            "--sweep-size",
+            "4",
+            "--data",
+            "prompt_tokens=32,output_tokens=4",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let benchmarks = run["benchmarks"].as_array().expect("benchmarks");
+    assert!(benchmarks.len() >= 4, "{}", benchmarks.len());
+    let mut precise = 0;
+    for b in benchmarks {
+        let p = &b["precision"];
+        let (label, reason) = (&b["label"], &b["stop_reason"]);
+        let span = common::f(b, &["duration_s"]) + common::f(b, &["warmup_s"]);
+        assert!(span <= 4.0 + 1e-6, "{label}: {span} s past the budget");
+        match reason.as_str() {
+            Some("precise") => {
+                precise += 1;
+                assert_eq!(p["met"], true, "{label}: {p}");
+                assert!(key_half_widths(b).iter().all(|&h| h <= 0.3), "{label}: {p}");
+            }
+            Some("max_seconds") => {
+                assert!((span - 4.0).abs() < 0.01, "{label}: {span} s");
+            }
+            other => panic!("{label}: stopped by {other:?}"),
+        }
+    }
+    assert!(precise >= 1, "no benchmark met a 30% target");
+    assert!(run["capacity"]["max_requests_per_s"].as_f64().is_some());
+}
