@@ -16,41 +16,52 @@ fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
 
+/// The report path of a test's run, in a fresh directory named `tag` and this process.
+fn report_path(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    dir.join("run.json")
+}
+
+/// `bench run --target ADDR LOAD... --output JSON`, the arguments `Llama::run` takes.
+fn run_args(addr: &str, load: &[&str], json: &std::path::Path) -> Vec<String> {
+    let mut a = args(&["run", "--target", addr]);
+    a.extend(args(load));
+    a.extend(["--output".to_string(), json.display().to_string()]);
+    a
+}
+
 #[test]
 fn short_run_against_llama_cpp_matches_the_server() {
     // One at a time: llama.cpp is CPU-bound. Three servers at once on 2 cores slowed each
     // other's requests, and the sweep sizes its benchmarks from one request's time: this
     // file took 41-437 s in full runs, 32 s with the tests one at a time.
     let _one = common::serial();
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let json = dir.join("run.json");
+    let json = report_path("bench-llamacpp");
     let Ran {
         server,
         out,
         before,
     } = Llama::start("short").run("short", |addr| {
-        let mut a = args(&[
-            "run",
-            "--target",
+        run_args(
             addr,
-            "--rate-type",
-            "concurrent",
-            "--rate",
-            "2",
-            "--max-requests",
-            "4",
-            "--data",
-            "prompt_tokens=16,output_tokens=8",
-            "--console",
-            "vllm",
-            "--quiet",
-            "--server-metrics-interval",
-            "0.1",
-            "--output",
-        ]);
-        a.push(json.display().to_string());
-        a
+            &[
+                "--rate-type",
+                "concurrent",
+                "--rate",
+                "2",
+                "--max-requests",
+                "4",
+                "--data",
+                "prompt_tokens=16,output_tokens=8",
+                "--console",
+                "vllm",
+                "--quiet",
+                "--server-metrics-interval",
+                "0.1",
+            ],
+            &json,
+        )
     });
     let stdout = String::from_utf8_lossy(&out.stdout);
     let after = server.metrics();
@@ -253,35 +264,31 @@ fn two_turn_sessions_against_llama_cpp() {
     // other's requests, and the sweep sizes its benchmarks from one request's time: this
     // file took 41-437 s in full runs, 32 s with the tests one at a time.
     let _one = common::serial();
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-s-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let json = dir.join("run.json");
+    let json = report_path("bench-llamacpp-s");
     // Issue 20: this run once waited 600 s for a request llama.cpp never started; the run's
     // short timeouts and the watch in `server` make such a stall fail in seconds, naming the
     // server's state, and retry only when the server is shown to be at fault.
     Llama::start("turns").run("turns", |addr| {
-        let mut a = args(&[
-            "run",
-            "--target",
+        run_args(
             addr,
-            "--rate-type",
-            "concurrent",
-            "--rate",
-            "1",
-            "--max-requests",
-            "4",
-            "--data",
-            "turns=2,prompt_tokens=16,output_tokens=8",
-            "--think-time",
-            "50ms",
-            "--save-records",
-            "--console",
-            "vllm",
-            "--quiet",
-            "--output",
-        ]);
-        a.push(json.display().to_string());
-        a
+            &[
+                "--rate-type",
+                "concurrent",
+                "--rate",
+                "1",
+                "--max-requests",
+                "4",
+                "--data",
+                "turns=2,prompt_tokens=16,output_tokens=8",
+                "--think-time",
+                "50ms",
+                "--save-records",
+                "--console",
+                "vllm",
+                "--quiet",
+            ],
+            &json,
+        )
     });
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
@@ -361,9 +368,7 @@ fn first_benchmark(json: &std::path::Path, stdout: &str) -> serde_json::Value {
 #[test]
 fn embeddings_against_llama_cpp() {
     let _one = common::serial();
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-emb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let json = dir.join("run.json");
+    let json = report_path("bench-llamacpp-emb");
     let lines: Vec<String> = (0..12)
         .map(|i| {
             format!(
@@ -372,31 +377,29 @@ fn embeddings_against_llama_cpp() {
             )
         })
         .collect();
-    let data = dir.join("inputs.txt");
+    let data = json.with_file_name("inputs.txt");
     std::fs::write(&data, lines.join("\n")).expect("data");
     let spec = format!("path={},batch_size=3", data.display());
     let Ran { server, out, .. } = Llama::start_embedding("embeddings").run("embeddings", |addr| {
-        let mut a = args(&[
-            "run",
-            "--target",
+        run_args(
             addr,
-            "--backend",
-            "openai-embeddings",
-            "--rate-type",
-            "concurrent",
-            "--rate",
-            "2",
-            "--max-requests",
-            "4",
-            "--data",
-            &spec,
-            "--console",
-            "vllm",
-            "--quiet",
-            "--output",
-        ]);
-        a.push(json.display().to_string());
-        a
+            &[
+                "--backend",
+                "openai-embeddings",
+                "--rate-type",
+                "concurrent",
+                "--rate",
+                "2",
+                "--max-requests",
+                "4",
+                "--data",
+                &spec,
+                "--console",
+                "vllm",
+                "--quiet",
+            ],
+            &json,
+        )
     });
     let stdout = String::from_utf8_lossy(&out.stdout);
     let b = first_benchmark(&json, &stdout);
@@ -438,36 +441,32 @@ fn embeddings_against_llama_cpp() {
 #[test]
 fn non_streamed_chat_against_llama_cpp() {
     let _one = common::serial();
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-nostream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let json = dir.join("run.json");
+    let json = report_path("bench-llamacpp-nostream");
     let Ran {
         server,
         out,
         before,
     } = Llama::start("nostream").run("nostream", |addr| {
-        let mut a = args(&[
-            "run",
-            "--target",
+        run_args(
             addr,
-            "--backend",
-            "openai-chat",
-            "--no-stream",
-            "--rate-type",
-            "concurrent",
-            "--rate",
-            "2",
-            "--max-requests",
-            "4",
-            "--data",
-            "prompt_tokens=16,output_tokens=8",
-            "--console",
-            "vllm",
-            "--quiet",
-            "--output",
-        ]);
-        a.push(json.display().to_string());
-        a
+            &[
+                "--backend",
+                "openai-chat",
+                "--no-stream",
+                "--rate-type",
+                "concurrent",
+                "--rate",
+                "2",
+                "--max-requests",
+                "4",
+                "--data",
+                "prompt_tokens=16,output_tokens=8",
+                "--console",
+                "vllm",
+                "--quiet",
+            ],
+            &json,
+        )
     });
     let stdout = String::from_utf8_lossy(&out.stdout);
     let after = server.metrics();
@@ -490,33 +489,29 @@ fn non_streamed_chat_against_llama_cpp() {
 #[test]
 fn repeated_trials_against_llama_cpp() {
     let _one = common::serial();
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-repeat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    let json = dir.join("run.json");
+    let json = report_path("bench-llamacpp-repeat");
     let Ran {
         server,
         out,
         before,
     } = Llama::start("repeat").run("repeat", |addr| {
-        let mut a = args(&[
-            "run",
-            "--target",
+        run_args(
             addr,
-            "--rate-type",
-            "concurrent",
-            "--rate",
-            "2",
-            "--max-requests",
-            "4",
-            "--repeat",
-            "3",
-            "--data",
-            "prompt_tokens=16,output_tokens=8",
-            "--quiet",
-            "--output",
-        ]);
-        a.push(json.display().to_string());
-        a
+            &[
+                "--rate-type",
+                "concurrent",
+                "--rate",
+                "2",
+                "--max-requests",
+                "4",
+                "--repeat",
+                "3",
+                "--data",
+                "prompt_tokens=16,output_tokens=8",
+                "--quiet",
+            ],
+            &json,
+        )
     });
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Trials: 3 of 3 ran"), "{stdout}");
