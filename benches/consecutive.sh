@@ -18,8 +18,8 @@ tmp=$(mktemp -d)
 server=$!
 trap 'kill $server; rm -rf "$tmp"' EXIT
 sleep 1
-# Warms the simulator's prompt-count cache (the seeded 4,096 prompts).
-"$1" run --target "http://127.0.0.1:$port" --rate-type constant --rate 1000 --max-seconds 3 \
+# Warms the simulator's prompt-count cache: 6,000 requests cover the seeded 4,096 prompts.
+"$1" run --target "http://127.0.0.1:$port" --rate-type constant --rate 1000 --max-seconds 6 \
     --data "$data" --quiet --console none --output "$tmp/w.json" 2>/dev/null
 for bin in "$@"; do
     /usr/bin/time -f "%U %S %M" -o "$tmp/t.txt" "$bin" run --target "http://127.0.0.1:$port" \

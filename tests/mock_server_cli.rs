@@ -109,3 +109,40 @@ fn bad_flags_exit_with_2_and_name_the_culprit() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/sim.yaml"));
 }
+
+/// The binary frees memory on jemalloc's background threads, not inline on a runtime worker
+/// (src/main.rs; docs/performance.md, "At the end of stop 29"): the threads exist in a running
+/// `bench mock-server` once it has served a request.
+#[cfg(target_os = "linux")]
+#[test]
+fn returns_memory_on_jemallocs_background_threads() {
+    let (server, url) = start(&["--port", "0", "--zero-delay"]);
+    let out = http1_post(
+        &url,
+        "/v1/completions",
+        r#"{"prompt":"hi","max_tokens":4,"ignore_eos":true}"#,
+    );
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let pid = server.0.id();
+    let names = || -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                    .map(|c| c.trim().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // jemalloc starts its background threads with its first arenas; allow it a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut seen = names();
+    while !seen.iter().any(|n| n == "jemalloc_bg_thd") && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        seen = names();
+    }
+    assert!(
+        seen.iter().any(|n| n == "jemalloc_bg_thd"),
+        "no jemalloc background thread among {seen:?}"
+    );
+}
