@@ -3,7 +3,9 @@
 builds against one zero-delay simulator process streaming 128-token answers, each rate run by
 every build in turn (A, B, A, B, ...) so that the machine's noise falls on both alike; prints
 every run, then per build and rate the medians of: achieved req/s, dispatch delay p50 and p99
-(ms), client CPU seconds per 1,000 requests and client peak RSS (MiB); then every run's
+(ms), client CPU seconds per 1,000 requests, client peak RSS (MiB), the client's and the
+simulator's cores, and the steal time of the run (% of the machine's CPU time the hypervisor
+gave to others: on a shared virtual machine, the noise the run met); then every run's
 dispatch p99 and how many were under 1 ms (a median hides a bimodal spread: on this shared
 machine a run is either about 0.1-1 ms or 3-100+ ms, docs/performance.md).
 
@@ -25,7 +27,15 @@ import scheduler
 from client_ab import run
 from scheduler import proc_cpu, start_server
 
-COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "client_cores", "sim_cores"]
+COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "client_cores", "sim_cores", "steal_pct"]
+
+
+def cpu_ticks():
+    """(steal, total) jiffies of all CPUs so far (Linux /proc/stat): steal is time the
+    hypervisor ran something else while a virtual CPU of this machine wanted to run."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[7] if len(v) > 7 else 0, sum(v[:8])
 
 
 def line(build, rate, x):
@@ -50,18 +60,21 @@ def main():
     srv, url = start_server(["--zero-delay", "--ignore-eos"])
     runs = {}
     header = ("| build | target req/s | achieved req/s | dispatch p50 ms | dispatch p99 ms | client CPU s per 1k req "
-              "| peak RSS MiB | errors | client cores | simulator cores |")
+              "| peak RSS MiB | errors | client cores | simulator cores | steal % |")
     try:
         # Warms the simulator's prompt-count cache with all 4,096 seeded prompts (3 s at 1,000 req/s
         # left 1,096 of them to be tokenized in the first measured run: its stall at 0.2 s).
         run(a.a, url, 1000, 6, out)
         print(header)
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for rate in rates:
             for _ in range(a.repeats):
                 for name, binary in builds:
                     before = proc_cpu(srv.pid)
+                    steal0, total0 = cpu_ticks()
                     x = run(binary, url, rate, a.seconds, out)
+                    steal1, total1 = cpu_ticks()
+                    x["steal_pct"] = 100.0 * (steal1 - steal0) / max(1, total1 - total0)
                     # CPU per second of the run, client and simulator: what the 2 cores carried.
                     x["sim_cores"] = (proc_cpu(srv.pid) - before) / a.seconds
                     x["client_cores"] = x["cpu_per_1k"] * x["achieved"] / 1000
@@ -72,7 +85,7 @@ def main():
         srv.wait()
     print("\nMedians (errors: the most in one run):\n")
     print(header)
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for rate in rates:
         for name, _ in builds:
             xs = runs[(name, rate)]
