@@ -24,7 +24,7 @@ import statistics
 import tempfile
 
 import scheduler
-from client_ab import run
+from client_ab import run, warm
 from scheduler import proc_cpu, start_server
 
 COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "client_cores", "sim_cores", "steal_pct"]
@@ -61,12 +61,11 @@ def main():
     runs = {}
     header = ("| build | target req/s | achieved req/s | dispatch p50 ms | dispatch p99 ms | client CPU s per 1k req "
               "| peak RSS MiB | errors | client cores | simulator cores | steal % |")
+    rule = "|---" * (header.count("|") - 1) + "|"
     try:
-        # Warms the simulator's prompt-count cache with all 4,096 seeded prompts (3 s at 1,000 req/s
-        # left 1,096 of them to be tokenized in the first measured run: its stall at 0.2 s).
-        run(a.a, url, 1000, 6, out)
+        warm(a.a, url, out)
         print(header)
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print(rule)
         for rate in rates:
             for _ in range(a.repeats):
                 for name, binary in builds:
@@ -85,7 +84,7 @@ def main():
         srv.wait()
     print("\nMedians (errors: the most in one run):\n")
     print(header)
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(rule)
     for rate in rates:
         for name, _ in builds:
             xs = runs[(name, rate)]

@@ -134,15 +134,16 @@ fn returns_memory_on_jemallocs_background_threads() {
             })
             .unwrap_or_default()
     };
+    let has_background = |seen: &[String]| seen.iter().any(|n| n == "jemalloc_bg_thd");
     // jemalloc starts its background threads with its first arenas; allow it a moment.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut seen = names();
-    while !seen.iter().any(|n| n == "jemalloc_bg_thd") && std::time::Instant::now() < deadline {
+    while !has_background(&seen) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
         seen = names();
     }
     assert!(
-        seen.iter().any(|n| n == "jemalloc_bg_thd"),
+        has_background(&seen),
         "no jemalloc background thread among {seen:?}"
     );
 }
