@@ -1,7 +1,9 @@
 //! Steady-state latency (docs/metrics.md, "Steady state") against the simulator's engine model
 //! (docs/simulator.md), with its default timings and 256/128-token requests: issue 22's case,
 //! where 5 s open-loop benchmarks read ITL medians about 4% low and the SLO search stated 8%
-//! too high a rate, because a third of their requests ran while the server filled or drained.
+//! too high a rate, because a third of their requests ran while the server filled or drained;
+//! and the in-flight count's settling, which takes about two latencies here (a fill of one
+//! latency left 5 s benchmarks 0.5-1.8% low, and the SLO answer up to 4% high).
 //!
 //! Closed form, open loop at `λ` below capacity (`b` = 8 ms step base, `q` = 0.1 ms per held
 //! slot, `P` = 2 ms + 256 / 10,000 s = 27.6 ms prefill, `n` = 128 tokens): a request holds its
@@ -51,14 +53,90 @@ fn engine_gaps(log: &[serde_json::Value], from: u64, to: u64) -> Vec<f64> {
     gaps
 }
 
-/// The ITL median of 5 s open-loop benchmarks: within 1% of the engine's own steady-state gaps
+/// The mean count of requests the simulator held (arrival to last token, from its log) over
+/// `[from, to]` (Unix ns), sampled every millisecond.
+fn held(log: &[serde_json::Value], from: u64, to: u64) -> f64 {
+    let spans: Vec<(u64, u64)> = log
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["arrival_unix_ns"].as_u64()?,
+                e["last_token_unix_ns"].as_u64()?,
+            ))
+        })
+        .collect();
+    let ticks: Vec<u64> = (from..to).step_by(1_000_000).collect();
+    let total: usize = ticks
+        .iter()
+        .map(|&t| spans.iter().filter(|&&(a, b)| a <= t && t < b).count())
+        .sum();
+    total as f64 / ticks.len() as f64
+}
+
+/// A 5 s benchmark at 22.4 req/s is too short for the simulator's in-flight count to settle
+/// (requests sent while it filled saw short steps and end early, so the count climbs for about
+/// two latencies): its figures are marked `settling`, and the simulator's log shows the count
+/// at the fill still more than a slot below its level over the last second.
+#[test]
+fn a_5s_benchmark_near_capacity_says_its_count_was_still_settling() {
+    let _one = common::serial();
+    let dir = common::fresh("steady", "settling");
+    let log = dir.join("log.jsonl");
+    let cfg = common::write_sim(&dir, "", Some(&log));
+    let args = [
+        "--rate-type",
+        "constant",
+        "--rate",
+        "22.4",
+        "--max-seconds",
+        "5",
+    ];
+    let run = common::mock_report("run", "settling", &dir, Some(&cfg), &args);
+    let b = &run["benchmarks"][0];
+    assert_eq!(b["latency_scope"], "settling", "{}", b["timeline"]);
+    let log = common::read_log(&log);
+    let (at, end) = unix_clock(b, &log);
+    let (fill, last) = (
+        held(
+            &log,
+            at("steady_start_ns") - 50_000_000,
+            at("steady_start_ns") + 50_000_000,
+        ),
+        held(&log, end - 1_000_000_000, end),
+    );
+    eprintln!("held {fill:.2} at the fill, {last:.2} over the last second");
+    assert!(
+        fill + 1.0 < last,
+        "held {fill} at the fill, {last} at the end"
+    );
+}
+
+/// The Unix-ns time of a benchmark's timeline key (from the simulator's first arrival), and
+/// the closing of its window.
+fn unix_clock<'a>(
+    b: &'a serde_json::Value,
+    log: &[serde_json::Value],
+) -> (impl Fn(&str) -> u64 + 'a, u64) {
+    let tl = |k: &str| common::f(b, &["timeline", k]) as u64;
+    let first = log
+        .iter()
+        .filter_map(|e| e["arrival_unix_ns"].as_u64())
+        .min()
+        .expect("arrivals");
+    let at = move |k: &str| first + tl(k) - tl("start_ns");
+    let end = at("measure_end_ns");
+    (at, end)
+}
+
+/// The ITL median of open-loop benchmarks: within 1% of the engine's own steady-state gaps
 /// (its token log, the ground truth of the run: the closed form's mean held count is continuous,
 /// the engine's is a whole number of slots, and the gaps are weighted by the sequences in each
 /// step), and within 3% of the closed form (the SLO search's tolerance).
 #[test]
-fn the_itl_median_of_a_5s_open_loop_benchmark_is_the_engine_models_step_within_1pct() {
+fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_1pct() {
     let _one = common::serial();
-    for rate in [13.0, 22.4] {
+    // 22.4 req/s needs 8 s: its in-flight count settles about 3 s in (docs/metrics.md).
+    for (rate, secs) in [(13.0, 5), (22.4, 8)] {
         let dir = common::fresh("steady", &format!("itl-{rate}"));
         let log = dir.join("log.jsonl");
         let cfg = common::write_sim(&dir, "log_token_times: true\n", Some(&log));
@@ -73,20 +151,26 @@ fn the_itl_median_of_a_5s_open_loop_benchmark_is_the_engine_models_step_within_1
                 "--rate",
                 &rate.to_string(),
                 "--max-seconds",
-                "5",
+                &secs.to_string(),
             ],
         );
         let b = &run["benchmarks"][0];
         assert_eq!(b["latency_scope"], "steady", "{}", b["requests"]);
         assert!(common::f(b, &["requests", "excluded_unsteady"]) > 0.0);
-        let tl = |k: &str| common::f(b, &["timeline", k]) as u64;
         let log = common::read_log(&log);
-        let first = log
-            .iter()
-            .filter_map(|e| e["arrival_unix_ns"].as_u64())
-            .min()
-            .expect("arrivals");
-        let at = |k: &str| first + tl(k) - tl("start_ns");
+        let (at, end) = unix_clock(b, &log);
+        let (fill, last) = (
+            held(
+                &log,
+                at("steady_start_ns") - 50_000_000,
+                at("steady_start_ns") + 50_000_000,
+            ),
+            held(&log, end - 1_000_000_000, end),
+        );
+        assert!(
+            (fill - last).abs() <= 1.0,
+            "{rate} req/s: held {fill} at the fill, {last} over the last second"
+        );
         let gaps = engine_gaps(&log, at("steady_start_ns"), at("steady_end_ns"));
         let engine = gaps[gaps.len() / 2];
         let (got, model) = (
@@ -106,7 +190,7 @@ fn the_itl_median_of_a_5s_open_loop_benchmark_is_the_engine_models_step_within_1
 }
 
 #[test]
-fn the_slo_answer_of_a_5s_sweep_is_the_engine_models_within_3pct() {
+fn the_slo_answer_of_an_8s_sweep_is_the_engine_models_within_3pct() {
     let _one = common::serial();
     let dir = common::fresh("steady", "slo");
     let run = common::mock_report(
@@ -114,7 +198,7 @@ fn the_slo_answer_of_a_5s_sweep_is_the_engine_models_within_3pct() {
         "slo sweep",
         &dir,
         None,
-        &["--max-seconds", "5", "--slo", "itl_p50=11"],
+        &["--max-seconds", "8", "--slo", "itl_p50=11"],
     );
     let (got, want) = (
         common::f(&run, &["capacity", "slo_max_requests_per_s"]),

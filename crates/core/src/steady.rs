@@ -1,13 +1,15 @@
 //! The steady state of a benchmark: which measured requests its latency figures take
 //! ([`Steady::of`]), beside the window rule ([`crate::Window`]) that its counts and rates use.
 //!
-//! A server that starts a benchmark empty takes about one request latency to fill: until then
-//! the requests in flight are fewer than the load will hold, and the requests sent in that
+//! A server that starts a benchmark empty takes at least one request latency to fill: until
+//! then the requests in flight are fewer than the load will hold, and the requests sent in that
 //! ramp see a lighter server. When the sending stops, the requests still in flight drain with
 //! no new ones beside them, and see a lighter server too. Both ends flatter latency under load:
 //! in a 5 s open-loop benchmark with 1.4 s latencies they are more than half of the data. The
-//! rule (docs/metrics.md, "Steady state"): the fill time `F` is the 90th percentile (nearest
-//! rank) of the end-to-end latencies of the measured completed requests; a measured request is
+//! rule (docs/metrics.md, "Steady state"): the fill time `F` is the later of the 90th
+//! percentile (nearest rank) of the end-to-end latencies of the measured completed requests and
+//! the time the in-flight count settles ([`crate::settle_time`]: on a server whose steps slow
+//! with its batch the count goes on climbing for about a second latency); a measured request is
 //! *steady* when it was sent at or after `open + F` and ended at or before `close`, the
 //! window's closing, when the sending stopped. An explicit warmup replaces the fill (`F = 0`:
 //! the user's window opens after their own ramp); an explicit cooldown keeps the load on after
@@ -43,12 +45,15 @@ impl Steady {
     /// measurement `window` and `latencies` the end-to-end latencies of its measured completed
     /// requests (reordered). `None` when every measured request counts: the load has no ramp
     /// (synchronous, throughput, burst), the user set both a warmup and a cooldown, or there
-    /// is no latency.
+    /// is no latency. `settle` is when the load settled after the opening
+    /// ([`crate::settle_time`]; 0 when unknown): the fill is the later of it and the
+    /// latency quantile.
     pub fn of(
         strategy: &Strategy,
         start: Nanos,
         window: &Window,
         latencies: &mut [Nanos],
+        settle: Nanos,
     ) -> Option<Steady> {
         let ramps = match strategy.release() {
             Release::Scheduled => true,
@@ -62,7 +67,11 @@ impl Steady {
         if (warmup && window.cooldown) || latencies.is_empty() {
             return None;
         }
-        let fill = if warmup { 0 } else { Self::fill(latencies) };
+        let fill = if warmup {
+            0
+        } else {
+            Self::fill(latencies).max(settle)
+        };
         Some(Steady {
             from: window.open.saturating_add(fill),
             to: (!window.cooldown).then_some(window.close),
@@ -112,7 +121,7 @@ mod tests {
     #[test]
     fn the_fill_is_the_90th_percentile_latency_and_the_drain_is_cut_at_the_closing() {
         let mut lat: Vec<Nanos> = (1..=10).map(|i| i * S / 10).collect();
-        let s = Steady::of(&constant(), 0, &window(0, 5 * S, false), &mut lat).expect("steady");
+        let s = Steady::of(&constant(), 0, &window(0, 5 * S, false), &mut lat, 0).expect("steady");
         assert_eq!(
             s,
             Steady {
@@ -127,10 +136,25 @@ mod tests {
     }
 
     #[test]
+    fn the_fill_waits_for_the_count_to_settle_when_it_settles_later() {
+        let mut lat = vec![S; 4];
+        let w = window(0, 5 * S, false);
+        let late = Steady::of(&constant(), 0, &w, &mut lat, 2 * S).expect("steady");
+        assert_eq!(late.from, 2 * S);
+        let early = Steady::of(&constant(), 0, &w, &mut lat, S / 2).expect("steady");
+        assert_eq!(early.from, S);
+        let warm = window(S, 5 * S, false);
+        assert_eq!(
+            Steady::of(&constant(), 0, &warm, &mut lat, 3 * S).map(|s| s.from),
+            Some(S)
+        );
+    }
+
+    #[test]
     fn an_explicit_warmup_replaces_the_fill_and_a_cooldown_the_drain() {
         let mut lat = vec![S; 4];
         let warm =
-            Steady::of(&constant(), 0, &window(2 * S, 5 * S, false), &mut lat).expect("steady");
+            Steady::of(&constant(), 0, &window(2 * S, 5 * S, false), &mut lat, 0).expect("steady");
         assert_eq!(
             warm,
             Steady {
@@ -138,10 +162,11 @@ mod tests {
                 to: Some(5 * S)
             }
         );
-        let cool = Steady::of(&constant(), 0, &window(0, 5 * S, true), &mut lat).expect("steady");
+        let cool =
+            Steady::of(&constant(), 0, &window(0, 5 * S, true), &mut lat, 0).expect("steady");
         assert_eq!(cool, Steady { from: S, to: None });
         assert_eq!(
-            Steady::of(&constant(), 0, &window(S, 5 * S, true), &mut lat),
+            Steady::of(&constant(), 0, &window(S, 5 * S, true), &mut lat, 0),
             None
         );
     }
@@ -149,15 +174,15 @@ mod tests {
     #[test]
     fn loads_without_a_ramp_and_empty_benchmarks_keep_every_request() {
         let w = window(0, 5 * S, false);
-        assert_eq!(Steady::of(&Strategy::Synchronous, 0, &w, &mut [S]), None);
+        assert_eq!(Steady::of(&Strategy::Synchronous, 0, &w, &mut [S], 0), None);
         assert_eq!(
-            Steady::of(&Strategy::Burst { count: 3 }, 0, &w, &mut [S]),
+            Steady::of(&Strategy::Burst { count: 3 }, 0, &w, &mut [S], 0),
             None
         );
         let all_at_once = Strategy::Throughput { max_concurrency: 8 };
-        assert_eq!(Steady::of(&all_at_once, 0, &w, &mut [S]), None);
-        assert_eq!(Steady::of(&constant(), 0, &w, &mut []), None);
+        assert_eq!(Steady::of(&all_at_once, 0, &w, &mut [S], 0), None);
+        assert_eq!(Steady::of(&constant(), 0, &w, &mut [], 0), None);
         let closed = Strategy::Concurrent { streams: 4 };
-        assert!(Steady::of(&closed, 0, &w, &mut [S]).is_some());
+        assert!(Steady::of(&closed, 0, &w, &mut [S], 0).is_some());
     }
 }

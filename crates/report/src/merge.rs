@@ -341,13 +341,18 @@ pub(crate) fn merge_benchmark(
 
 /// The steady state, the intervals, the server's cached tokens and the images: a shard's
 /// steady bounds are its own, so the merged run keeps the earliest opening and the latest
-/// closing, and its scope only when every shard agrees; batch intervals do not merge (each
+/// closing, and its scope only when every shard agrees (`settling` when some shards had
+/// settled and others not, else `too_short`); batch intervals do not merge (each
 /// shard's batches saw a share of the load), so a merged run has none, nor a precision
 /// verdict; cached tokens and images add up.
 fn merge_newer(out: &mut BenchmarkReport, shards: &[&BenchmarkReport]) {
+    use crate::LatencyScope::{Settling, Steady, TooShort};
     let scope = out.latency_scope;
     if shards.iter().any(|b| b.latency_scope != scope) {
-        out.latency_scope = crate::LatencyScope::TooShort;
+        let steadyish = shards
+            .iter()
+            .all(|b| matches!(b.latency_scope, Steady | Settling));
+        out.latency_scope = if steadyish { Settling } else { TooShort };
     }
     let t = |f: fn(&BenchmarkReport) -> Option<u64>| shards.iter().filter_map(move |b| f(b));
     out.timeline.steady_start_ns = t(|b| b.timeline.steady_start_ns).min();

@@ -307,6 +307,12 @@ pub enum LatencyScope {
     /// The steady state: requests sent during the fill ramp or ending in the drain are left
     /// out (`requests.excluded_unsteady`).
     Steady,
+    /// The steady state after one fill (the 90th percentile latency), though the in-flight
+    /// count was still climbing after it: it settled too late to leave
+    /// `bench_core::MIN_STEADY_REQUESTS` steady requests, or never (a benchmark shorter than
+    /// about three request latencies on a server whose steps slow with its batch, or a load
+    /// near or over capacity). The figures flatter latency under load a little.
+    Settling,
     /// The rule applies but fewer than `bench_core::MIN_STEADY_REQUESTS` (10) completed
     /// requests lie in the steady state (a benchmark shorter than about two request latencies
     /// or than a few requests, or a load over capacity whose latencies grow through it): every

@@ -565,8 +565,10 @@ impl Accumulator {
     }
 
     /// The steady state of the latency figures ([`Steady::of`], the one rule), with the scope
-    /// it gives: `TooShort` (and no steady state) when fewer than
-    /// [`bench_core::MIN_STEADY_REQUESTS`] completed requests lie in it.
+    /// it gives: the fill waits for the in-flight count to settle
+    /// ([`bench_core::settle_time`]) when enough steady requests are left after it, else it is
+    /// the latency quantile alone (`Settling`); `TooShort` (and no steady state) when fewer
+    /// than [`bench_core::MIN_STEADY_REQUESTS`] completed requests lie in either.
     fn steady_state(&self, meta: &BenchmarkMeta, window: &Window) -> SteadyState {
         let done = || {
             self.requests
@@ -575,15 +577,29 @@ impl Accumulator {
         };
         let mut latencies: Vec<Nanos> = done().map(Compact::e2el).collect();
         let fill = (!latencies.is_empty()).then(|| Steady::fill(&mut latencies));
-        let (scope, steady) = match Steady::of(&meta.strategy, meta.start, window, &mut latencies) {
-            None => (LatencyScope::Window, None),
-            Some(s)
-                if done().filter(|r| s.holds(r.dispatched, r.end)).count()
-                    >= bench_core::MIN_STEADY_REQUESTS =>
-            {
-                (LatencyScope::Steady, Some(s))
+        // A closed loop holds its streams in flight from the start: its count says nothing.
+        let open_loop = meta.strategy.release() == bench_core::Release::Scheduled;
+        let settle = fill.and_then(|f| {
+            if !open_loop {
+                return Some(0);
             }
-            Some(_) => (LatencyScope::TooShort, None),
+            let latest = (window.close - window.open).saturating_sub(f);
+            let spans = self.requests.iter().map(|r| (r.dispatched, r.end));
+            bench_core::settle_time(window, spans, latest)
+        });
+        let mut of =
+            |settle| Steady::of(&meta.strategy, meta.start, window, &mut latencies, settle);
+        let enough = |s: &Steady| {
+            done().filter(|r| s.holds(r.dispatched, r.end)).count()
+                >= bench_core::MIN_STEADY_REQUESTS
+        };
+        let (scope, steady) = match (of(settle.unwrap_or(0)), settle) {
+            (None, _) => (LatencyScope::Window, None),
+            (Some(s), Some(_)) if enough(&s) => (LatencyScope::Steady, Some(s)),
+            _ => match of(0) {
+                Some(s) if enough(&s) => (LatencyScope::Settling, Some(s)),
+                _ => (LatencyScope::TooShort, None),
+            },
         };
         SteadyState {
             scope,
@@ -1268,6 +1284,41 @@ mod tests {
             ),
             (0, 10)
         );
+    }
+
+    /// 40 constant-rate requests 100 ms apart (a 4 s window) whose `i`th lasts `lat(i)` ms.
+    fn open_loop(lat: impl Fn(u64) -> u64) -> BenchmarkReport {
+        let mut acc = Accumulator::new(&StatsOptions::default());
+        for i in 0..40 {
+            let (sent, end) = (i * 100, i * 100 + lat(i));
+            acc.add(rec(sent, &[sent + 1, end], end, 1, Outcome::Completed));
+        }
+        let constant = Strategy::Constant {
+            rate: 10.0,
+            max_concurrency: None,
+        };
+        acc.finish(BenchmarkMeta::new(
+            constant,
+            0,
+            4_000 * MS,
+            SystemTime::UNIX_EPOCH,
+        ))
+    }
+
+    #[test]
+    fn the_fill_waits_for_the_in_flight_count_to_settle() {
+        // Requests sent in the first second last 100 ms, later ones 300 ms: the count climbs
+        // from 1 to 3 between 1.0 and 1.2 s, long after the 300 ms latency fill.
+        let b = open_loop(|i| if i < 10 { 100 } else { 300 });
+        assert_eq!(b.latency_scope, LatencyScope::Steady);
+        let from = b.timeline.steady_start_ns.expect("steady") / MS;
+        assert!((1_150..=1_250).contains(&from), "{from} ms");
+        assert!(close(b.metrics.e2el_ms.mean, 300.0) && close(b.metrics.e2el_ms.min, 300.0));
+        // Over capacity each request waits 20 ms longer than the one before: the count climbs
+        // throughout, so the fill is the latency alone (p90: 800 ms) and the scope says so.
+        let over = open_loop(|i| 100 + 20 * i);
+        assert_eq!(over.latency_scope, LatencyScope::Settling);
+        assert_eq!(over.timeline.steady_start_ns, Some(800 * MS));
     }
 
     #[test]

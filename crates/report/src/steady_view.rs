@@ -20,6 +20,7 @@ pub(crate) fn scope_name(s: LatencyScope) -> &'static str {
     match s {
         LatencyScope::Window => "window",
         LatencyScope::Steady => "steady",
+        LatencyScope::Settling => "settling",
         LatencyScope::TooShort => "too_short",
     }
 }
@@ -57,13 +58,18 @@ pub(crate) fn describe(b: &BenchmarkReport) -> Option<String> {
     let completed = b.requests.completed;
     match b.latency_scope {
         LatencyScope::Window => None,
-        LatencyScope::Steady => {
+        LatencyScope::Steady | LatencyScope::Settling => {
             let (from, to) = b.steady_secs();
             Some(format!(
-                "steady state, {} of {completed} requests (fill {:.2} s{})",
+                "steady state, {} of {completed} requests (fill {:.2} s{}){}",
                 b.latency_requests(),
                 from.unwrap_or(0.0) - b.warmup_s,
-                if to.is_some() { ", drain cut" } else { "" }
+                if to.is_some() { ", drain cut" } else { "" },
+                if b.latency_scope == LatencyScope::Settling {
+                    "; in flight still climbing after the fill (flatters latency under load)"
+                } else {
+                    ""
+                }
             ))
         }
         LatencyScope::TooShort => Some(format!(

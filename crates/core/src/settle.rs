@@ -1,0 +1,145 @@
+//! When a benchmark's load settles: the truncation point of its in-flight count found by MSER-5
+//! (White's Marginal Standard Error Rule on batch means of 5, the initial-transient rule that
+//! simulation output analysis recommends: Hoad, Robinson and Davies 2010), for the steady state
+//! (docs/metrics.md, "Steady state").
+//!
+//! Why the count, and why not one request latency: on a server whose step time grows with its
+//! batch, the requests sent while it fills see shorter steps and end early, so the in-flight
+//! count goes on climbing after the first latency, until the requests ending are themselves
+//! ones sent into a full server: about two latencies, longer near capacity. A request sent
+//! before the count settles runs part of its life on a lighter server. The simulator at
+//! 21.85 req/s (256/128 tokens, 1.45 s latencies) holds 28 sequences at 1.45 s, 31 at 2.5 s and
+//! 31-32 after; a 5 s benchmark's ITL median over requests sent after one latency read about
+//! 1% below its steady value.
+
+use crate::{Nanos, Window};
+
+/// Bins of the in-flight count's time average over the window.
+pub const SETTLE_BINS: usize = 500;
+/// Bins per MSER batch (MSER-5).
+const BATCH: usize = 5;
+
+/// The time from `window.open` at which the in-flight count of requests in flight over `spans`
+/// (`(sent, ended)`, any status) settles: MSER-5's truncation point over `[open, close]`,
+/// searched up to `latest` after the opening (no later truncation could leave a request that is
+/// sent after it and ends by the closing). `None` when the rule's minimum lies at that bound:
+/// the count was still moving (a load over capacity, or a benchmark too short to tell).
+pub fn settle_time(
+    window: &Window,
+    spans: impl IntoIterator<Item = (Nanos, Nanos)>,
+    latest: Nanos,
+) -> Option<Nanos> {
+    let len = window.close.checked_sub(window.open).filter(|&l| l > 0)?;
+    let bins = SETTLE_BINS.min(len as usize / BATCH * BATCH).max(BATCH);
+    let width = len as f64 / bins as f64;
+    let counts = binned_counts(window.open, width, bins, spans);
+    let means: Vec<f64> = counts
+        .chunks(BATCH)
+        .map(|c| c.iter().sum::<f64>() / BATCH as f64)
+        .collect();
+    let last = ((latest as f64 / (width * BATCH as f64)) as usize).min(means.len() - 1);
+    let d = mser_argmin(&means, last);
+    (d < last).then_some((d as f64 * width * BATCH as f64) as Nanos)
+}
+
+/// The time-average in-flight count in each of `bins` bins of `width` ns from `open`.
+fn binned_counts(
+    open: Nanos,
+    width: f64,
+    bins: usize,
+    spans: impl IntoIterator<Item = (Nanos, Nanos)>,
+) -> Vec<f64> {
+    let mut area = vec![0.0; bins + 1];
+    let mut full = vec![0.0; bins + 1];
+    let end = bins as f64;
+    for (a, b) in spans {
+        let x0 = (a.saturating_sub(open) as f64 / width).min(end);
+        let x1 = (b.saturating_sub(open) as f64 / width).min(end);
+        if b <= open || x1 <= x0 {
+            continue;
+        }
+        let (i0, i1) = (x0 as usize, x1 as usize);
+        if i0 == i1 {
+            area[i0] += x1 - x0;
+            continue;
+        }
+        area[i0] += (i0 + 1) as f64 - x0;
+        area[i1] += x1 - i1 as f64;
+        full[i0 + 1] += 1.0;
+        full[i1] -= 1.0;
+    }
+    let mut run = 0.0;
+    for (a, f) in area.iter_mut().zip(&full) {
+        run += f;
+        *a += run;
+    }
+    area.truncate(bins);
+    area
+}
+
+/// MSER's truncation point of `y` searched over `0..=last`: the `d` that minimises the
+/// variance of the mean of `y[d..]`, `sum((y_i - mean)^2) / (n - d)^2`.
+fn mser_argmin(y: &[f64], last: usize) -> usize {
+    let n = y.len();
+    let (mut s1, mut s2) = (0.0, 0.0);
+    let mut stat = vec![f64::INFINITY; n];
+    for d in (0..n).rev() {
+        s1 += y[d];
+        s2 += y[d] * y[d];
+        let k = (n - d) as f64;
+        stat[d] = (s2 - s1 * s1 / k).max(0.0) / (k * k);
+    }
+    (0..=last.min(n - 1))
+        .min_by(|&a, &b| stat[a].total_cmp(&stat[b]))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    fn window(close: Nanos) -> Window {
+        Window {
+            open: 0,
+            close,
+            cooldown: false,
+        }
+    }
+
+    /// Spans of a constant-rate load every `gap` ns whose requests last `life(sent)`.
+    fn load(gap: Nanos, until: Nanos, life: impl Fn(Nanos) -> Nanos) -> Vec<(Nanos, Nanos)> {
+        (0..until / gap)
+            .map(|i| (i * gap, i * gap + life(i * gap)))
+            .collect()
+    }
+
+    #[test]
+    fn bins_hold_the_time_average_count() {
+        // One request over the 2nd and 3rd bins and half the 4th, one over half the 1st.
+        let c = binned_counts(0, 10.0, 5, [(10, 35), (5, 10), (60, 70)]);
+        assert_eq!(c, vec![0.5, 1.0, 1.0, 0.5, 0.0]);
+    }
+
+    #[test]
+    fn a_flat_count_settles_at_once_and_a_ramp_after_it() {
+        // 20 req/s of 1 s requests: the count climbs to 20 over the first second.
+        let flat = load(S / 20, 10 * S, |_| S);
+        let t = settle_time(&window(10 * S), flat, 9 * S).expect("settles");
+        assert!((S..=S + S / 5).contains(&t), "{t}");
+        // Requests sent in the first 2 s last 0.5 s, then 1 s: the count falls back to 10 at
+        // 0.5 s and climbs again from 2.5 s to 3 s.
+        let slow = load(S / 20, 10 * S, |s| if s < 2 * S { S / 2 } else { S });
+        let t = settle_time(&window(10 * S), slow, 9 * S).expect("settles");
+        assert!((3 * S..=3 * S + S / 5).contains(&t), "{t}");
+    }
+
+    #[test]
+    fn a_count_that_keeps_climbing_never_settles() {
+        // Over capacity: each request waits longer than the one before.
+        let over = load(S / 20, 10 * S, |s| S + s);
+        assert_eq!(settle_time(&window(10 * S), over, 8 * S), None);
+        assert_eq!(settle_time(&window(0), [(0, S)], 0), None);
+    }
+}
