@@ -26,7 +26,7 @@ pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, K
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
 };
-pub use settle::{settle_time, SETTLE_BINS};
+pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;
 pub use steady::{Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};

@@ -19,15 +19,25 @@ pub const SETTLE_BINS: usize = 500;
 /// Bins per MSER batch (MSER-5).
 const BATCH: usize = 5;
 
+/// The requests by which the in-flight count after the latency fill must fall short of its
+/// level after the settling point, on average, for the fill to wait for it: below one, a later
+/// truncation point is the rule finding flat ground in the noise of a small count (five
+/// requests of random lengths wander by half a request over a second), and would only cost
+/// steady requests.
+pub const SETTLE_SHORTFALL: f64 = 1.0;
+
 /// The time from `window.open` at which the in-flight count of requests in flight over `spans`
-/// (`(sent, ended)`, any status) settles: MSER-5's truncation point over `[open, close]`,
-/// searched up to `latest` after the opening (no later truncation could leave a request that is
-/// sent after it and ends by the closing). `None` when the rule's minimum lies at that bound:
-/// the count was still moving (a load over capacity, or a benchmark too short to tell).
+/// (`(sent, ended)`, any status) settles, for a benchmark whose latency fill is `fill`: MSER-5's
+/// truncation point over `[open, close]`, searched up to `close - fill` (no later truncation
+/// could leave a request that is sent after it and ends by the closing). A point after the fill
+/// counts only when the count between the two fell short of its level after the point by
+/// [`SETTLE_SHORTFALL`] requests or more; otherwise the count had settled by the fill (`Some(0)`).
+/// `None` when the rule's minimum lies at the bound with such a shortfall: the count was still
+/// climbing (a load near or over capacity, or a benchmark too short to tell).
 pub fn settle_time(
     window: &Window,
     spans: impl IntoIterator<Item = (Nanos, Nanos)>,
-    latest: Nanos,
+    fill: Nanos,
 ) -> Option<Nanos> {
     let len = window.close.checked_sub(window.open).filter(|&l| l > 0)?;
     let bins = SETTLE_BINS.min(len as usize / BATCH * BATCH).max(BATCH);
@@ -37,9 +47,15 @@ pub fn settle_time(
         .chunks(BATCH)
         .map(|c| c.iter().sum::<f64>() / BATCH as f64)
         .collect();
-    let last = ((latest as f64 / (width * BATCH as f64)) as usize).min(means.len() - 1);
+    let batch = width * BATCH as f64;
+    let last = ((len.saturating_sub(fill) as f64 / batch) as usize).min(means.len() - 1);
     let d = mser_argmin(&means, last);
-    (d < last).then_some((d as f64 * width * BATCH as f64) as Nanos)
+    let (at, from) = (d * BATCH, ((fill as f64 / width).ceil() as usize).min(bins));
+    let mean = |b: &[f64]| b.iter().sum::<f64>() / b.len().max(1) as f64;
+    if at <= from || mean(&counts[from..at]) + SETTLE_SHORTFALL > mean(&counts[at..]) {
+        return Some(0);
+    }
+    (d < last).then_some((d as f64 * batch) as Nanos)
 }
 
 /// The time-average in-flight count in each of `bins` bins of `width` ns from `open`.
@@ -126,20 +142,28 @@ mod tests {
     fn a_flat_count_settles_at_once_and_a_ramp_after_it() {
         // 20 req/s of 1 s requests: the count climbs to 20 over the first second.
         let flat = load(S / 20, 10 * S, |_| S);
-        let t = settle_time(&window(10 * S), flat, 9 * S).expect("settles");
-        assert!((S..=S + S / 5).contains(&t), "{t}");
+        let t = settle_time(&window(10 * S), flat, S).expect("settles");
+        assert_eq!(t, 0, "settled by the 1 s fill");
         // Requests sent in the first 2 s last 0.5 s, then 1 s: the count falls back to 10 at
         // 0.5 s and climbs again from 2.5 s to 3 s.
         let slow = load(S / 20, 10 * S, |s| if s < 2 * S { S / 2 } else { S });
-        let t = settle_time(&window(10 * S), slow, 9 * S).expect("settles");
+        let t = settle_time(&window(10 * S), slow, S).expect("settles");
         assert!((3 * S..=3 * S + S / 5).contains(&t), "{t}");
+    }
+
+    #[test]
+    fn wiggles_without_a_trend_settle_by_the_fill() {
+        // Latencies alternating 1 s and 1.2 s with small pseudo-random lengthenings: a count
+        // that only wobbles after its 1.2 s fill.
+        let wobbly = load(S / 20, 10 * S, |s| S + (s * 7919 % (S / 5)));
+        assert_eq!(settle_time(&window(10 * S), wobbly, S + S / 5), Some(0));
     }
 
     #[test]
     fn a_count_that_keeps_climbing_never_settles() {
         // Over capacity: each request waits longer than the one before.
         let over = load(S / 20, 10 * S, |s| S + s);
-        assert_eq!(settle_time(&window(10 * S), over, 8 * S), None);
+        assert_eq!(settle_time(&window(10 * S), over, 2 * S), None);
         assert_eq!(settle_time(&window(0), [(0, S)], 0), None);
     }
 }

@@ -583,9 +583,8 @@ impl Accumulator {
             if !open_loop {
                 return Some(0);
             }
-            let latest = (window.close - window.open).saturating_sub(f);
             let spans = self.requests.iter().map(|r| (r.dispatched, r.end));
-            bench_core::settle_time(window, spans, latest)
+            bench_core::settle_time(window, spans, f)
         });
         let mut of =
             |settle| Steady::of(&meta.strategy, meta.start, window, &mut latencies, settle);
