@@ -200,21 +200,22 @@ fn check_the_premise() {
 /// independent of the machine's load, which at worst leaves fewer trials counted.
 const STARVED_MS: f64 = 10.0;
 
-/// Issue 22 point 6 for the TTFT median: 200 benchmarks of 3 s (about 50 steady requests
+/// Issue 22 point 6 for the TTFT median: 150 benchmarks of 3 s (about 50 steady requests
 /// each, 5 at a time), each stating a 95% interval of its TTFT median, which must contain the
 /// engine model's 202 ms in at least 9 of 10 of the counted trials (at least 100 counted).
 /// Counted, so it can fail: an interval that ignored the batches' spread, or one off-centre
 /// by the standard error of a 50-request median (about 18 ms), would miss 202 ms in far more
 /// than one trial of ten. Measured while building it: 193 of 200 (96.5%, all on time), the
 /// medians 0.3 ms above the model on average (the client's own overhead); 146 s on the
-/// shared 2-core box. The model holds for every
+/// shared 2-core box. 150 trials since (CI's 25 minutes): at that 96.5%, fewer than 135
+/// covered happens about 8 times in 100,000 runs (binomial). The model holds for every
 /// request the simulator serves here (see [`PREFILL_SIM`], [`TTFT_DATA`],
 /// [`check_the_premise`]).
 #[test]
 fn the_ttft_median_interval_covers_the_engine_models_median_in_nine_trials_of_ten() {
     let _one = common::serial();
     check_the_premise();
-    let trials: u64 = 200;
+    let trials: u64 = 150;
     // 5 at a time: latency, unlike a request count, carries the client's own wait for a core
     // if the trials crowd the machine.
     let results: Vec<(u64, TtftTrial)> = (1..=trials)

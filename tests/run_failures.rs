@@ -121,6 +121,41 @@ fn a_concurrency_over_the_open_file_limit_is_refused_before_the_run() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// Over HTTP/2 the same 1,000 streams share one connection, so the same limit lets the run go
+/// on, and every request completes.
+#[test]
+fn http2_streams_share_a_connection_under_the_open_file_limit() {
+    let dir = std::env::temp_dir().join(format!("bench-h2-nofile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let json = dir.join("run.json");
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 256 && exec {} run --mock --http2 --quiet --console none --rate-type \
+                 concurrent --rate 1000 --max-requests 2000 --data \
+                 prompt_tokens=16,output_tokens=4 --output {}",
+                env!("CARGO_BIN_EXE_bench"),
+                json.display()
+            ),
+        ])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("bash");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let r = &run["benchmarks"][0]["requests"];
+    assert_eq!(
+        (r["errored"].as_u64(), r["completed"].as_u64()),
+        (Some(0), Some(2000)),
+        "{r}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// An uncapped open-loop run whose requests pile up past the client's open-file limit (an
 /// in-process simulator taking seconds per answer, `ulimit -n 200`): the run stops with one
 /// line naming the client's limit and exit 1, not "the server stopped answering".

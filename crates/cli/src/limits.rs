@@ -1,5 +1,5 @@
-//! The open-file limit. Every request in flight holds a socket (two with `--mock`: the
-//! simulator's end is in the same process), so a run whose concurrency does not fit under
+//! The open-file limit. Every request in flight over HTTP/1.1 holds a socket (two with
+//! `--mock`: the simulator's end is in the same process; HTTP/2 streams share one), so a run whose concurrency does not fit under
 //! `RLIMIT_NOFILE` turns into a storm of "Too many open files" errors. At start the soft
 //! limit is raised to the hard limit; a run that still cannot fit is refused before it starts.
 
@@ -28,6 +28,17 @@ pub fn raise_open_files(want: Option<u64>) -> Option<u64> {
         return Some(hard);
     }
     Some(soft)
+}
+
+/// The descriptors each request in flight holds: over HTTP/1.1 its own connection (and, with
+/// `--mock`, the simulator's end of it in this process); over HTTP/2 none, since its streams
+/// share one connection per server (taken from the reserve).
+pub fn descriptors_per_request(http2: bool, mock: bool) -> u64 {
+    match (http2, mock) {
+        (true, _) => 0,
+        (false, true) => 2,
+        (false, false) => 1,
+    }
 }
 
 /// The descriptors `concurrency` requests need (`per_request` each, plus the reserve).

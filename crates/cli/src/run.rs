@@ -101,7 +101,7 @@ fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::R
     // fit under the open-file limit (raised to the hard limit first).
     outputs::check(&settings.report.output)?;
     let planned = limits::planned_concurrency(&settings.load.profile);
-    let per_request = if settings.target.mock { 2 } else { 1 };
+    let per_request = limits::descriptors_per_request(settings.target.http2, settings.target.mock);
     let soft = limits::raise_open_files(planned.map(|c| limits::descriptors(c, per_request)));
     if let (Some(soft), Some(c)) = (soft, planned) {
         limits::check_fits(c, per_request, soft)?;
