@@ -229,6 +229,9 @@ impl MockServer {
 /// the backlog wait a SYN retransmission (a second or more) each.
 const BACKLOG: u32 = 65_535;
 
+/// The HTTP/2 connection receive window (see `serve`).
+const H2_CONNECTION_WINDOW: u32 = 64 << 20;
+
 async fn bind(host: &str, port: u16) -> Result<TcpListener, Error> {
     let r = match host.parse::<IpAddr>() {
         Ok(ip) => listen(SocketAddr::new(ip, port)),
@@ -316,9 +319,14 @@ async fn serve_conn(state: Arc<State>, tcp: TcpStream, tls: Option<tokio_rustls:
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(None);
+    // A connection window of 64 MiB: with hyper's 1 MiB, thousands of request bodies sent at
+    // once outrun it, the client's h2 splits them into small DATA frames to fit what is left,
+    // and h2's budget for small unread frames (half the window) ends the connection with
+    // GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames" (20,000 streams at once did).
     builder
         .http2()
         .timer(TokioTimer::new())
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
         .max_concurrent_streams(4096);
     if let Err(e) = builder.serve_connection(TokioIo::new(io), svc).await {
         tracing::debug!(error = %e, "connection ended with an error");
