@@ -12,12 +12,15 @@ raised where the OS allows (root), else the run is refused naming it.
 Prints per N: peak in flight, completed, errored, client CPU s, client peak RSS (MiB), RSS per
 stream (KiB, over the smallest N's RSS), and the simulator's peak RSS.
 
+With --http2, every stream rides one HTTP/2 connection (the simulator allows N + 100 streams
+on it), so one process holds N streams whatever its open-file limit.
+
 With --procs P, each N is held by P client processes at once, each with N/P streams against a
 simulator of its own (for machines whose per-process open-file limit is below N and cannot be
 raised: a process without CAP_SYS_RESOURCE cannot pass its hard limit); the figures are the
 sums over the P clients.
 
-    python3 benches/streams.py [--streams 1000,10000,100000] [--step-ms 1000] [--output 30] [--procs 1]
+    python3 benches/streams.py [--streams 1000,10000,100000] [--step-ms 1000] [--output 30] [--procs 1] [--http2]
 """
 import argparse
 import json
@@ -39,12 +42,13 @@ def peak_rss_mib(pid):
     return 0.0
 
 
-def streams(n, step_ms, output, tmp, procs=1):
+def streams(n, step_ms, output, tmp, procs=1, http2=False):
     if procs > 1:
         return together(n, step_ms, output, tmp, procs)
     srv, url = start_server(["--max-batch", str(n + 100), "--step-base-ms", str(step_ms),
                              "--step-per-seq-ms", "0", "--prefill-overhead-ms", "0",
-                             "--prefill-rate", "0", "--ignore-eos"])
+                             "--prefill-rate", "0", "--ignore-eos",
+                             "--http2-max-streams", str(n + 100)])
     try:
         os.makedirs(tmp, exist_ok=True)
         out = os.path.join(tmp, f"streams-{n}.json")
@@ -54,7 +58,8 @@ def streams(n, step_ms, output, tmp, procs=1):
         cpu, rss, rc = timed([scheduler.BIN, "run", "--target", url, "--rate-type", "concurrent",
                               "--rate", str(n), "--max-seconds", str(seconds),
                               "--data", f"prompt_tokens=16,output_tokens={output}",
-                              "--quiet", "--console", "none", "--output", out])
+                              "--quiet", "--console", "none", "--output", out]
+                             + (["--http2"] if http2 else []))
         wall = time.time() - t0
         srv_rss = peak_rss_mib(srv.pid)
         if rc != 0:
@@ -89,6 +94,8 @@ def main():
     ap.add_argument("--output", type=int, default=30, help="tokens per stream")
     ap.add_argument("--bin", default=scheduler.BIN)
     ap.add_argument("--procs", type=int, default=1, help="client processes (each with its own simulator)")
+    ap.add_argument("--http2", action="store_true",
+                    help="HTTP/2: every stream on one connection (no descriptor per stream)")
     a = ap.parse_args()
     scheduler.BIN = a.bin
     tmp = tempfile.mkdtemp(prefix="bench-streams-")
@@ -97,7 +104,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     base = None
     for n in [int(x) for x in a.streams.split(",") if x]:
-        s = streams(n, a.step_ms, a.output, tmp, a.procs if n > 1000 else 1)
+        s = streams(n, a.step_ms, a.output, tmp, a.procs if n > 1000 else 1, a.http2)
         per = "" if base is None else f"{(s['rss_mib'] - base[1]) * 1024 / (n - base[0]):.1f}"
         if base is None:
             base = (n, s["rss_mib"])

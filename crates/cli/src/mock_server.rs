@@ -69,6 +69,9 @@ pub struct MockServerArgs {
     /// Tokens the simulated KV cache holds (KV usage = held tokens / this) [default: 65536].
     #[arg(long, value_name = "N")]
     pub kv_cache_tokens: Option<u64>,
+    /// HTTP/2 streams one connection may hold open at once [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub http2_max_streams: Option<u32>,
     /// Always generate the output limit, as if every request set ignore_eos.
     #[arg(long)]
     pub ignore_eos: bool,
@@ -173,6 +176,7 @@ impl MockServerArgs {
             default_max_tokens => default_max_tokens,
             max_model_len => max_model_len,
             kv_cache_tokens => kv_cache_tokens,
+            http2_max_streams => http2_max_streams,
             seed => seed,
             reasoning_tokens => reasoning_tokens,
             pool_base_ms => pool_base_ms,

@@ -55,6 +55,9 @@ pub struct MockConfig {
     /// Tokens the simulated KV cache holds; `vllm:kv_cache_usage_perc` is the tokens held by
     /// running requests (prompt + output so far) over this. Default 65536.
     pub kv_cache_tokens: u64,
+    /// HTTP/2 streams one connection may hold open at once (its `SETTINGS_MAX_CONCURRENT_STREAMS`);
+    /// a client's further streams wait for one to end. Default 4096.
+    pub http2_max_streams: u32,
     /// Treat every request as if it set `ignore_eos`: always generate the output limit.
     /// Default false.
     pub ignore_eos: bool,
@@ -151,6 +154,7 @@ impl Default for MockConfig {
             default_max_tokens: 128,
             max_model_len: 131_072,
             kv_cache_tokens: 65_536,
+            http2_max_streams: 4096,
             ignore_eos: false,
             seed: 0,
             tokenizer: None,
@@ -251,6 +255,9 @@ impl MockConfig {
         }
         if self.default_max_tokens == 0 {
             return Err(invalid("default_max_tokens", "must be at least 1"));
+        }
+        if self.http2_max_streams == 0 {
+            return Err(invalid("http2_max_streams", "must be at least 1"));
         }
         if self.kv_cache_tokens == 0 {
             return Err(invalid("kv_cache_tokens", "must be at least 1"));

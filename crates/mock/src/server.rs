@@ -306,6 +306,7 @@ async fn serve_conn(state: Arc<State>, tcp: TcpStream, tls: Option<tokio_rustls:
             }
         }
     };
+    let max_streams = state.cfg.http2_max_streams;
     let svc = hyper::service::service_fn(move |req| {
         let state = state.clone();
         let conn = conn.clone();
@@ -327,7 +328,7 @@ async fn serve_conn(state: Arc<State>, tcp: TcpStream, tls: Option<tokio_rustls:
         .http2()
         .timer(TokioTimer::new())
         .initial_connection_window_size(H2_CONNECTION_WINDOW)
-        .max_concurrent_streams(4096);
+        .max_concurrent_streams(max_streams);
     if let Err(e) = builder.serve_connection(TokioIo::new(io), svc).await {
         tracing::debug!(error = %e, "connection ended with an error");
     }
