@@ -12,6 +12,8 @@
 /// inline in a `malloc`/`free` on a runtime worker, where it held up every task queued behind it.
 /// In the simulator (`bench mock-server`, the same binary) that pause was one of the starts of
 /// the slow 15,000 req/s runs of issue 25 (docs/performance.md, "At the end of stop 29").
+/// Freed pages wait 30 s before they go back to the OS (`dirty_decay_ms`, compiled in by
+/// `.cargo/config.toml`; docs/performance.md, "At the end of stop 30").
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
