@@ -110,6 +110,29 @@ fn bad_flags_exit_with_2_and_name_the_culprit() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/sim.yaml"));
 }
 
+/// The binary's jemalloc keeps freed pages 30 s before returning them (`.cargo/config.toml`;
+/// docs/performance.md, "At the end of stop 30"): jemalloc itself confirms the options it was
+/// built with and set.
+#[test]
+fn keeps_freed_pages_for_thirty_seconds() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("--version")
+        .env("_RJEM_MALLOC_CONF", "confirm_conf:true")
+        .output()
+        .expect("bench --version");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for set in [
+        "background_thread:true",
+        "dirty_decay_ms:30000",
+        "muzzy_decay_ms:30000",
+    ] {
+        assert!(
+            err.contains(&format!("-- Set conf value: {set}")),
+            "{set} not set: {err}"
+        );
+    }
+}
+
 /// The binary frees memory on jemalloc's background threads, not inline on a runtime worker
 /// (src/main.rs; docs/performance.md, "At the end of stop 29"): the threads exist in a running
 /// `bench mock-server` once it has served a request.
