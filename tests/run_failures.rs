@@ -22,6 +22,21 @@ fn tmp(name: &str) -> PathBuf {
     common::tmp("fail", name)
 }
 
+/// Runs `bench <args>` under an open-file limit of `limit` (`ulimit -n`), logs off.
+fn under_open_file_limit(limit: u32, args: &str) -> Output {
+    Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n {limit} && exec {} {args}",
+                env!("CARGO_BIN_EXE_bench")
+            ),
+        ])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("bash")
+}
+
 fn err_lines(o: &Output) -> Vec<String> {
     String::from_utf8_lossy(&o.stderr)
         .lines()
@@ -101,17 +116,10 @@ fn a_server_killed_mid_run_ends_the_run_with_a_clear_message() {
 /// the run, naming the limit.
 #[test]
 fn a_concurrency_over_the_open_file_limit_is_refused_before_the_run() {
-    let out = Command::new("bash")
-        .args([
-            "-c",
-            &format!(
-                "ulimit -n 256 && exec {} run --mock --rate-type concurrent --rate 1000 --max-seconds 1",
-                env!("CARGO_BIN_EXE_bench")
-            ),
-        ])
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("bash");
+    let out = under_open_file_limit(
+        256,
+        "run --mock --rate-type concurrent --rate 1000 --max-seconds 1",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -125,30 +133,22 @@ fn a_concurrency_over_the_open_file_limit_is_refused_before_the_run() {
 /// on, and every request completes. 8,000 request bodies sent at once also outrun a 1 MiB
 /// connection window (hyper's default): the client's h2 then splits them into small DATA
 /// frames, and the simulator's h2 ended the connection with GOAWAY ENHANCE_YOUR_CALM
-/// "too_many_data_frames" (12,270 of 16,000 requests errored) until its window was 64 MiB.
+/// "too_many_data_frames" (10,719 of 16,000 requests errored) until its window was 64 MiB.
 #[test]
 fn http2_streams_share_a_connection_under_the_open_file_limit() {
-    let dir = std::env::temp_dir().join(format!("bench-h2-nofile-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = tmp("h2-nofile");
     let (json, cfg) = (dir.join("run.json"), dir.join("sim.yaml"));
     let zero = "step_base_ms: 0\nstep_per_seq_ms: 0\nprefill_overhead_ms: 0\nprefill_rate: 0\n";
     std::fs::write(&cfg, zero).expect("config");
-    let out = Command::new("bash")
-        .args([
-            "-c",
-            &format!(
-                "ulimit -n 256 && exec {} run --mock --mock-config {} --http2 --quiet --console \
-                 none --rate-type concurrent --rate 8000 --max-requests 16000 --data \
-                 prompt_tokens=64,output_tokens=8 --output {}",
-                env!("CARGO_BIN_EXE_bench"),
-                cfg.display(),
-                json.display()
-            ),
-        ])
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("bash");
+    let out = under_open_file_limit(
+        256,
+        &format!(
+            "run --mock --mock-config {} --http2 --quiet --console none --rate-type concurrent \
+             --rate 8000 --max-requests 16000 --data prompt_tokens=64,output_tokens=8 --output {}",
+            cfg.display(),
+            json.display()
+        ),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let run: serde_json::Value =
@@ -174,21 +174,15 @@ fn running_out_of_file_descriptors_names_the_client_limit_not_the_server() {
     // 50 tokens at 100 ms each: 5 s per request, so 400 req/s needs ~2,000 sockets.
     std::fs::write(&cfg, "step_base_ms: 100\n").expect("write");
     let json = d.join("run.json");
-    let out = Command::new("bash")
-        .args([
-            "-c",
-            &format!(
-                "ulimit -n 200 && exec {} run --mock --mock-config {} --rate-type constant \
-                 --rate 400 --max-seconds 30 --data prompt_tokens=8,output_tokens=50 -q \
-                 --console none --output {}",
-                env!("CARGO_BIN_EXE_bench"),
-                cfg.display(),
-                json.display()
-            ),
-        ])
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("bash");
+    let out = under_open_file_limit(
+        200,
+        &format!(
+            "run --mock --mock-config {} --rate-type constant --rate 400 --max-seconds 30 \
+             --data prompt_tokens=8,output_tokens=50 -q --console none --output {}",
+            cfg.display(),
+            json.display()
+        ),
+    );
     let e = err_lines(&out);
     assert_eq!(out.status.code(), Some(1), "{e:?}");
     assert_eq!(e.len(), 1, "{e:?}");

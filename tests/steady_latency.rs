@@ -95,20 +95,23 @@ fn a_5s_benchmark_near_capacity_says_its_count_was_still_settling() {
     let b = &run["benchmarks"][0];
     assert_eq!(b["latency_scope"], "settling", "{}", b["timeline"]);
     let log = common::read_log(&log);
-    let (at, end) = unix_clock(b, &log);
-    let (fill, last) = (
-        held(
-            &log,
-            at("steady_start_ns") - 50_000_000,
-            at("steady_start_ns") + 50_000_000,
-        ),
-        held(&log, end - 1_000_000_000, end),
-    );
+    let (fill, last) = held_at_fill_and_end(b, &log);
     eprintln!("held {fill:.2} at the fill, {last:.2} over the last second");
     assert!(
         fill + 1.0 < last,
         "held {fill} at the fill, {last} at the end"
     );
+}
+
+/// The simulator's mean held count over the 100 ms around benchmark `b`'s steady start, and
+/// over the last second of its window.
+fn held_at_fill_and_end(b: &serde_json::Value, log: &[serde_json::Value]) -> (f64, f64) {
+    let (at, end) = unix_clock(b, log);
+    let fill = at("steady_start_ns");
+    (
+        held(log, fill - 50_000_000, fill + 50_000_000),
+        held(log, end - 1_000_000_000, end),
+    )
 }
 
 /// The Unix-ns time of a benchmark's timeline key (from the simulator's first arrival), and
@@ -158,15 +161,8 @@ fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_with
         assert_eq!(b["latency_scope"], "steady", "{}", b["requests"]);
         assert!(common::f(b, &["requests", "excluded_unsteady"]) > 0.0);
         let log = common::read_log(&log);
-        let (at, end) = unix_clock(b, &log);
-        let (fill, last) = (
-            held(
-                &log,
-                at("steady_start_ns") - 50_000_000,
-                at("steady_start_ns") + 50_000_000,
-            ),
-            held(&log, end - 1_000_000_000, end),
-        );
+        let (at, _) = unix_clock(b, &log);
+        let (fill, last) = held_at_fill_and_end(b, &log);
         // At 22.4 req/s the fill waited for the count (about 3.8 s in); at 13 req/s the count
         // was about 1.2 short at the latency fill and within a request on average after it,
         // under the rule's threshold (bench_core::SETTLE_SHORTFALL), so the fill is the latency.
