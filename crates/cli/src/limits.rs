@@ -1,7 +1,8 @@
 //! The open-file limit. Every request in flight over HTTP/1.1 holds a socket (two with
-//! `--mock`: the simulator's end is in the same process; HTTP/2 streams share one), so a run whose concurrency does not fit under
-//! `RLIMIT_NOFILE` turns into a storm of "Too many open files" errors. At start the soft
-//! limit is raised to the hard limit; a run that still cannot fit is refused before it starts.
+//! `--mock`: the simulator's end is in the same process; HTTP/2 streams share one), so a run
+//! whose concurrency does not fit under `RLIMIT_NOFILE` turns into a storm of "Too many open
+//! files" errors. At start the soft limit is raised to the hard limit; a run that still cannot
+//! fit is refused before it starts.
 
 use std::net::{IpAddr, Ipv4Addr};
 
