@@ -28,7 +28,7 @@ pub use session::{
 };
 pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;
-pub use steady::{Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
+pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 

@@ -296,29 +296,7 @@ pub struct Timeline {
     pub steady_end_ns: Option<Nanos>,
 }
 
-/// Which measured requests the latency distributions take ([`bench_core::Steady`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LatencyScope {
-    /// Every measured request: the load has no fill ramp (synchronous, burst), or the user's
-    /// warmup and cooldown set the window (or a report older than the rule).
-    #[default]
-    Window,
-    /// The steady state: requests sent during the fill ramp or ending in the drain are left
-    /// out (`requests.excluded_unsteady`).
-    Steady,
-    /// The steady state after one fill (the 90th percentile latency), though the in-flight
-    /// count was still climbing after it: it settled too late to leave
-    /// `bench_core::MIN_STEADY_REQUESTS` steady requests, or never (a benchmark shorter than
-    /// about three request latencies on a server whose steps slow with its batch, or a load
-    /// near or over capacity). The figures flatter latency under load a little.
-    Settling,
-    /// The rule applies but fewer than `bench_core::MIN_STEADY_REQUESTS` (10) completed
-    /// requests lie in the steady state (a benchmark shorter than about two request latencies
-    /// or than a few requests, or a load over capacity whose latencies grow through it): every
-    /// measured request, and the figures flatter latency under load.
-    TooShort,
-}
+pub use bench_core::LatencyScope;
 
 /// Request counts. `completed + incomplete + errored` are the requests inside the window
 /// (requests that ended before it opened or were sent after it closed are excluded).

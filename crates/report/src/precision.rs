@@ -282,8 +282,8 @@ impl PrecisionCheck {
         let fill = (fill_us * 1e3) as Nanos;
         // The live estimate takes the latency fill only: the settling of the in-flight count
         // (which can only move the fill later) is the report's, over the whole benchmark.
-        let from = Steady::of(&self.strategy, self.start, &window, &mut [fill], 0)
-            .map_or(open, |s| s.from);
+        let from =
+            Steady::of(&self.strategy, self.start, &window, fill, 0).map_or(open, |s| s.from);
         let span = now.checked_sub(from).filter(|&s| s > 0)?;
         let k = (span / fill.max(1)).min(MAX_BATCHES as u64) as usize;
         if k < MIN_BATCHES {

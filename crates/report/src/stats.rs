@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Steady, Strategy,
-    TokenSource, Window, WindowRates,
+    Found, Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Steady,
+    Strategy, TokenSource, Window, WindowRates,
 };
 
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
@@ -544,7 +544,7 @@ impl Accumulator {
             close: meta.window.close.max(meta.window.open),
             ..meta.window
         };
-        let SteadyState {
+        let Found {
             scope,
             steady: steady_state,
             fill,
@@ -564,55 +564,23 @@ impl Accumulator {
         (pass, scope)
     }
 
-    /// The steady state of the latency figures ([`Steady::of`], the one rule), with the scope
-    /// it gives: the fill waits for the in-flight count to settle
-    /// ([`bench_core::settle_time`]) when enough steady requests are left after it, else it is
-    /// the latency quantile alone (`Settling`); `TooShort` (and no steady state) when fewer
-    /// than [`bench_core::MIN_STEADY_REQUESTS`] completed requests lie in either.
-    fn steady_state(&self, meta: &BenchmarkMeta, window: &Window) -> SteadyState {
+    /// The steady state of the latency figures and its scope ([`Steady::find`], the one rule).
+    fn steady_state(&self, meta: &BenchmarkMeta, window: &Window) -> Found {
         let done = || {
             self.requests
                 .iter()
                 .filter(|r| r.status == Status::Completed && r.phase(window) == Phase::Measured)
         };
         let mut latencies: Vec<Nanos> = done().map(Compact::e2el).collect();
-        let fill = (!latencies.is_empty()).then(|| Steady::fill(&mut latencies));
-        // A closed loop holds its streams in flight from the start: its count says nothing.
-        let open_loop = meta.strategy.release() == bench_core::Release::Scheduled;
-        let settle = fill.and_then(|f| {
-            if !open_loop {
-                return Some(0);
-            }
-            let spans = self.requests.iter().map(|r| (r.dispatched, r.end));
-            bench_core::settle_time(window, spans, f)
-        });
-        let mut of =
-            |settle| Steady::of(&meta.strategy, meta.start, window, &mut latencies, settle);
-        let enough = |s: &Steady| {
-            done().filter(|r| s.holds(r.dispatched, r.end)).count()
-                >= bench_core::MIN_STEADY_REQUESTS
-        };
-        let (scope, steady) = match (of(settle.unwrap_or(0)), settle) {
-            (None, _) => (LatencyScope::Window, None),
-            (Some(s), Some(_)) if enough(&s) => (LatencyScope::Steady, Some(s)),
-            _ => match of(0) {
-                Some(s) if enough(&s) => (LatencyScope::Settling, Some(s)),
-                _ => (LatencyScope::TooShort, None),
-            },
-        };
-        SteadyState {
-            scope,
-            steady,
-            fill,
-        }
+        Steady::find(
+            &meta.strategy,
+            meta.start,
+            window,
+            &mut latencies,
+            || self.requests.iter().map(|r| (r.dispatched, r.end)),
+            |s| done().filter(|r| s.holds(r.dispatched, r.end)).count(),
+        )
     }
-}
-
-/// Which requests the latency figures take, and the fill time (the batches' least length).
-struct SteadyState {
-    scope: LatencyScope,
-    steady: Option<Steady>,
-    fill: Option<Nanos>,
 }
 
 /// One pass over a benchmark's compact requests: counts, tokens, latency distributions,
@@ -1318,6 +1286,10 @@ mod tests {
         let over = open_loop(|i| 100 + 20 * i);
         assert_eq!(over.latency_scope, LatencyScope::Settling);
         assert_eq!(over.timeline.steady_start_ns, Some(800 * MS));
+        // The console says so, and names the remedy only then.
+        let said = |b: &BenchmarkReport| crate::steady_view::vllm_line(b).expect("a line");
+        assert!(said(&over).contains("still climbing") && said(&over).contains("--max-seconds"));
+        assert!(!said(&b).contains("still climbing") && !said(&b).contains("--max-seconds"));
     }
 
     #[test]

@@ -93,12 +93,36 @@ pub(crate) fn guidellm_note(run: &RunReport, width: Option<u16>) -> Option<Strin
     for l in lines {
         out.push_str(&crate::guidellm::wrap(&l, width, 2));
     }
+    if run.benchmarks.iter().any(flattered) {
+        out.push_str(&crate::guidellm::wrap(REMEDY, width, 2));
+    }
     Some(out)
+}
+
+/// What a user can do about figures that flatter latency under load.
+const REMEDY: &str = "Longer benchmarks (--max-seconds, or max_seconds in a profile) \
+    leave more steady requests after the fill and let the in-flight count settle; a load near or \
+    over capacity may never settle.";
+
+/// Whether a benchmark's latency figures flatter latency under load (said on the output, with
+/// [`REMEDY`]).
+fn flattered(b: &BenchmarkReport) -> bool {
+    matches!(
+        b.latency_scope,
+        LatencyScope::Settling | LatencyScope::TooShort
+    )
 }
 
 /// The line under a vLLM block, or `None` for the whole window.
 pub(crate) fn vllm_line(b: &BenchmarkReport) -> Option<String> {
-    describe(b).map(|d| format!("Latency figures: {d}\n"))
+    describe(b).map(|d| {
+        let mut line = format!("Latency figures: {d}\n");
+        if flattered(b) {
+            line.push_str(REMEDY);
+            line.push('\n');
+        }
+        line
+    })
 }
 
 /// The HTML counts-table row.
@@ -109,5 +133,12 @@ pub(crate) fn html_row(h: &mut String, b: &BenchmarkReport) {
             "<tr><td>latency figures</td><td colspan=\"4\">{}</td></tr>",
             crate::html::esc(&d)
         );
+        if flattered(b) {
+            let _ = writeln!(
+                h,
+                "<tr><td></td><td colspan=\"4\">{}</td></tr>",
+                crate::html::esc(REMEDY)
+            );
+        }
     }
 }
