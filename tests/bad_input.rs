@@ -17,7 +17,8 @@ struct Case {
 }
 
 fn fixtures() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-bad-input-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-bad-input-{}", std::process::id()));
     std::fs::create_dir_all(d.join("dir.json")).expect("mkdir");
     let w = |name: &str, text: &[u8]| std::fs::write(d.join(name), text).expect("write");
     w("empty.jsonl", b"");
@@ -518,7 +519,8 @@ fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
         e.starts_with("error: --rate: rate must be a positive number"),
         "{e}"
     );
-    let p = std::env::temp_dir().join(format!("bench-bad-key-{}.yaml", std::process::id()));
+    let p = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-bad-key-{}.yaml", std::process::id()));
     std::fs::write(
         &p,
         "rate_type: constant\nrate: -5\nmax_requests: 1\nthink_time: soon\n",

@@ -30,7 +30,8 @@ struct Case {
 }
 
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-fault-matrix-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-fault-matrix-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("mkdir");
     d
 }

@@ -128,7 +128,7 @@ proptest! {
     #[test]
     fn data_files_never_panic(bytes in sse_bytes(), ext in 0usize..4) {
         let ext = ["txt", "jsonl", "json", "csv"][ext];
-        let dir = std::env::temp_dir().join(format!("bench-fuzz-data-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-fuzz-data-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
         let p = dir.join(format!("f.{ext}"));
         std::fs::File::create(&p).and_then(|mut f| f.write_all(&bytes)).expect("write");
@@ -144,7 +144,7 @@ proptest! {
     /// Simulator configs and saved reports: never a panic.
     #[test]
     fn simulator_configs_and_saved_reports_never_panic(bytes in sse_bytes(), json in any::<bool>()) {
-        let dir = std::env::temp_dir().join(format!("bench-fuzz-cfg-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-fuzz-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
         let p = dir.join(if json { "c.json" } else { "c.yaml" });
         std::fs::write(&p, &bytes).expect("write");

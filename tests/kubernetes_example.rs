@@ -60,7 +60,8 @@ fn manifests_validate_against_the_kubernetes_schemas() {
     assert!(ok, "{text}");
     // The check can fail: a misspelt field is refused.
     let job = std::fs::read_to_string(example().join("shards-job.yaml")).expect("job");
-    let broken = std::env::temp_dir().join(format!("bench-k8s-{}.yaml", std::process::id()));
+    let broken = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-k8s-{}.yaml", std::process::id()));
     std::fs::write(&broken, job.replace("parallelism:", "paralelism:")).expect("write");
     let (ok, text) = validate(&[broken]);
     assert!(!ok, "a misspelt field passed: {text}");

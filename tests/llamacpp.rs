@@ -18,7 +18,8 @@ fn args(a: &[&str]) -> Vec<String> {
 
 /// The report path of a test's run, in a fresh directory named `tag` and this process.
 fn report_path(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     dir.join("run.json")
 }
@@ -158,7 +159,8 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     // file took 41-437 s in full runs, 32 s with the tests one at a time.
     let _one = common::serial();
     let server = Llama::start("sweep");
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-sweep-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-llamacpp-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let json = dir.join("sweep.json");
     // Benchmarks long enough for a dozen sequential requests: a shared machine under load can
@@ -567,7 +569,8 @@ fn key_half_widths(b: &serde_json::Value) -> [Option<f64>; 4] {
 fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target() {
     let _one = common::serial();
     let server = Llama::start("precision");
-    let dir = std::env::temp_dir().join(format!("bench-llamacpp-prec-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-llamacpp-prec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let report = |name: &str, extra: &[&str]| -> serde_json::Value {
         let json = dir.join(format!("{name}.json"));

@@ -217,7 +217,8 @@ fn check(m: Misbehaviour, backend: &str, dir: &std::path::Path) -> Result<(), St
 
 #[test]
 fn raw_socket_misbehaviours_are_errors_not_panics_and_all_counted() {
-    let dir: PathBuf = std::env::temp_dir().join(format!("bench-raw-{}", std::process::id()));
+    let dir: PathBuf = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-raw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let mut handles = Vec::new();
     for m in ALL {

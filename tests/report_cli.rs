@@ -62,7 +62,8 @@ fn report_reproduces_the_original_vllm_console() {
 
 #[test]
 fn report_writes_other_formats_and_compares_runs() {
-    let dir = std::env::temp_dir().join(format!("bench-report-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-report-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let s = sample();

@@ -12,7 +12,8 @@ fn bench(args: &[&str]) -> Output {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-e2e-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-e2e-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).expect("mkdir");
     d
 }

@@ -14,14 +14,16 @@ use serde_json::Value;
 /// The scratch directory `bench-<prefix>-<pid>-<name>` under the system's temporary directory,
 /// created if missing (what an earlier call put there stays).
 pub fn tmp(prefix: &str, name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-{prefix}-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-{prefix}-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).expect("mkdir");
     d
 }
 
 /// [`tmp`], emptied first.
 pub fn fresh(prefix: &str, name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bench-{prefix}-{}-{name}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-{prefix}-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("mkdir");
     d

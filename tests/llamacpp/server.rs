@@ -77,7 +77,7 @@ impl Llama {
             py.display()
         );
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llamacpp/serve.py");
-        let log = std::env::temp_dir().join(format!(
+        let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "bench-llamacpp-{}-{name}-server.log",
             std::process::id()
         ));
@@ -198,7 +198,7 @@ impl Llama {
     /// output when it succeeded. On failure: `Err` with the server's state when the server is
     /// shown to be at fault (see the module's doc), else a panic with that state.
     pub fn try_run(&self, args: &[&str]) -> Result<Output, String> {
-        let dir = std::env::temp_dir();
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
         let (out_path, err_path) = (
             dir.join(format!(
                 "bench-llamacpp-{}-{}.out",

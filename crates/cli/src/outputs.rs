@@ -104,6 +104,7 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(&d).expect("dir").count();
         assert_eq!(leftovers, 0, "no probe file left behind");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -120,5 +121,6 @@ mod tests {
         let f = w.failures().expect("one failure");
         assert!(f.contains("a.json"), "{f}");
         assert_eq!(w.failed.len(), 1, "reported once");
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -90,7 +90,8 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
 
-    let dir = std::env::temp_dir().join(format!("bench-loader-bench-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-loader-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let book = dir.join("book.txt");
     std::fs::write(&book, bench_tokenizer::corpus::builtin_corpus(5, 3_000_000)).expect("write");

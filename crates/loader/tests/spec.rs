@@ -126,7 +126,8 @@ fn errors_name_the_culprit() {
 
 #[test]
 fn file_forms() {
-    let dir = std::env::temp_dir().join(format!("bench-loader-spec-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-loader-spec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let txt = dir.join("book.txt");
     std::fs::write(&txt, "some text\n").expect("write");

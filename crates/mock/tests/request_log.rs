@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 
 #[tokio::test]
 async fn log_lines_and_in_process_records_match_the_client() {
-    let dir = std::env::temp_dir().join(format!("bench-mock-log-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-mock-log-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("requests.jsonl");
     let _ = std::fs::remove_file(&path);

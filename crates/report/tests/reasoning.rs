@@ -104,7 +104,8 @@ fn every_output_carries_the_reasoning_figures() {
         value["benchmarks"][0]["records"][0]["reasoning"]["source"],
         "usage"
     );
-    let dir = std::env::temp_dir().join(format!("bench-reasoning-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-reasoning-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let (json, yaml) = (dir.join("r.json"), dir.join("r.yaml"));
     write_outputs(&run, &[json.clone(), yaml.clone()]).expect("write");

@@ -7,7 +7,8 @@ use bench_tokenizer::Tokenizer;
 
 #[test]
 fn environment_variables_are_honoured() {
-    let home = std::env::temp_dir().join(format!("bench-tok-env-{}", std::process::id()));
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-tok-env-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     std::fs::create_dir_all(&home).expect("mkdir");
     std::fs::write(home.join("token"), "hf_from_file\n").expect("token");

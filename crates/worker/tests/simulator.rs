@@ -29,7 +29,7 @@ async fn worker(srv: &MockServer, backend: BackendKind, http2: bool) -> Worker {
         ..WorkerConfig::default()
     };
     if let Some(pem) = srv.tls_certificate_pem() {
-        let path = std::env::temp_dir().join(format!(
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "bench-worker-sim-{}-{}.pem",
             std::process::id(),
             srv.addr().port()

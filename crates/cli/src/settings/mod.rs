@@ -318,6 +318,7 @@ mod tests {
         assert_eq!(s.report.console, Console::Vllm, "default");
         let s = resolve(&cli, None, &["4".into()], false).expect("valid");
         assert_eq!(s.load.rate, vec![4.0]);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -345,6 +346,7 @@ mod tests {
         let e = resolve(&cli, None, &[], false).expect_err("bad kind");
         assert!(is_usage(&e));
         assert!(format!("{e:#}").contains("fast"));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -429,6 +431,7 @@ mod tests {
             s.data.data,
             format!("path={},format=book,prompt_tokens=10000", book.display())
         );
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl Server {
 
     /// Writes the certificate to a fresh file and returns its path.
     pub fn cert_file(&self) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!(
+        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "bench-worker-test-{}-{}.pem",
             std::process::id(),
             self.addr.port()
