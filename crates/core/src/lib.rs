@@ -12,6 +12,7 @@
 
 mod image;
 mod interval;
+mod pages;
 mod precision;
 mod session;
 mod settle;
@@ -22,6 +23,7 @@ mod window;
 
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{CapacityIntervals, CrossingInterval, Interval};
+pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use session::{
     ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,

@@ -6,8 +6,8 @@
 use bench_core::{ImageCounts, Phase, TokenSource, Window};
 use serde::{Deserialize, Serialize};
 
-use crate::pages::Pages;
 use crate::stats::Compact;
+use bench_core::Pages;
 
 /// The images of a benchmark's included requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

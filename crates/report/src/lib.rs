@@ -45,7 +45,6 @@ mod interval;
 mod merge;
 mod model;
 mod options;
-mod pages;
 mod precision;
 mod reasoning_view;
 mod server;

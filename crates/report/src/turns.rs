@@ -7,8 +7,8 @@ use bench_core::{Phase, RequestRecord, SessionCounts, SessionTurn, Status, Windo
 
 use crate::hist::Dist;
 use crate::model::{RequestCounts, SessionReport, TokenSummary, TurnReport, TURN_ROWS};
-use crate::pages::Pages;
 use crate::stats::{us, ChunkStore, Compact};
+use bench_core::Pages;
 
 /// The durations of completed sessions, recorded when their last turn arrives: the record
 /// carries the session's start, so no state is kept per session.

@@ -1,5 +1,6 @@
 //! Append-only storage in pages that never move: what a benchmark keeps per request and per
-//! chunk grows while the requests stream in, on the runtime thread that also sends them.
+//! chunk grows while the requests stream in, on the runtime thread that also sends them (the
+//! report's accumulator, the scheduler's departures).
 //!
 //! A `Vec` that doubles copies everything it holds at each doubling, and for a moment holds
 //! both copies: at 15,000 requests/s of 128 chunks, the chunk offsets of a 10 s benchmark are
@@ -12,7 +13,7 @@
 
 /// Pages of `T`, each at least `min_page` items long (longer for a longer run).
 #[derive(Debug, Clone)]
-pub(crate) struct Pages<T> {
+pub struct Pages<T> {
     pages: Vec<Vec<T>>,
     min_page: usize,
     len: usize,
@@ -22,9 +23,18 @@ pub(crate) struct Pages<T> {
 const OFFSET_BITS: u32 = 32;
 const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
 
+/// The least page length of [`Pages::default`], in items.
+pub const DEFAULT_PAGE: usize = 1 << 12;
+
+impl<T> Default for Pages<T> {
+    fn default() -> Self {
+        Self::new(DEFAULT_PAGE)
+    }
+}
+
 impl<T> Pages<T> {
     /// Empty storage whose pages hold at least `min_page` items.
-    pub(crate) const fn new(min_page: usize) -> Self {
+    pub const fn new(min_page: usize) -> Self {
         Self {
             pages: Vec::new(),
             min_page,
@@ -34,7 +44,7 @@ impl<T> Pages<T> {
 
     /// Appends `items` as one run, in the current page if they fit in what it has left, else
     /// in a new page; returns the run's position. Nothing stored before moves.
-    pub(crate) fn push_run(&mut self, items: impl ExactSizeIterator<Item = T>) -> u64 {
+    pub fn push_run(&mut self, items: impl ExactSizeIterator<Item = T>) -> u64 {
         let n = items.len();
         let fits = self
             .pages
@@ -57,13 +67,13 @@ impl<T> Pages<T> {
     }
 
     /// Appends one item; returns its position.
-    pub(crate) fn push(&mut self, item: T) -> u64 {
+    pub fn push(&mut self, item: T) -> u64 {
         self.push_run(std::iter::once(item))
     }
 
     /// The `len` items from `at` (a position [`Pages::push_run`] returned), or as many of
     /// them as are stored.
-    pub(crate) fn run(&self, at: u64, len: usize) -> &[T] {
+    pub fn run(&self, at: u64, len: usize) -> &[T] {
         let Some(page) = self.pages.get((at >> OFFSET_BITS) as usize) else {
             return &[];
         };
@@ -72,23 +82,33 @@ impl<T> Pages<T> {
     }
 
     /// The item `i` places after position `at` in its run.
-    pub(crate) fn get(&self, at: u64, i: usize) -> Option<&T> {
+    pub fn get(&self, at: u64, i: usize) -> Option<&T> {
         self.run(at, i.saturating_add(1)).get(i)
     }
 
     /// Every item, in the order pushed.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + Clone {
+    pub fn iter(&self) -> impl Iterator<Item = &T> + Clone {
         self.pages.iter().flatten()
     }
 
     /// Items stored.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether nothing is stored.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Every item, in the order pushed, in one `Vec` (one allocation of the whole, made when
+    /// the storing is over).
+    pub fn into_vec(self) -> Vec<T> {
+        let mut all = Vec::with_capacity(self.len);
+        for page in self.pages {
+            all.extend(page);
+        }
+        all
     }
 }
 
@@ -125,6 +145,16 @@ mod tests {
         // Only the last page is filled: the room left after [4, 5] is not gone back to.
         assert_eq!(p.pages.len(), 4);
         assert_eq!(d >> OFFSET_BITS, 3);
+        let all = p.into_vec();
+        assert_eq!(all.capacity(), 16);
+        assert_eq!(
+            all,
+            [1, 2, 3, 4, 5]
+                .into_iter()
+                .chain(10..20)
+                .chain([7])
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
