@@ -4,16 +4,19 @@ builds against one zero-delay simulator process streaming 128-token answers, eac
 every build in turn (A, B, A, B, ...) so that the machine's noise falls on both alike; prints
 every run, then per build and rate the medians of: achieved req/s, dispatch delay p50 and p99
 (ms), client CPU seconds per 1,000 requests, client peak RSS (MiB), the client's and the
-simulator's cores, and the steal time of the run (% of the machine's CPU time the hypervisor
-gave to others: on a shared virtual machine, the noise the run met); then every run's
+simulator's cores, the steal time of the run (% of the machine's CPU time the hypervisor
+gave to others: on a shared virtual machine, the noise the run met), and the noise probe's
+figures (benches/noise_probe.py: how much slower than the machine's fastest a fixed unit of
+work ran during the run, in CPU time, the noise steal does not show); then every run's
 dispatch p99 and how many were under 1 ms (a median hides a bimodal spread: on this shared
 machine a run is either about 0.1-1 ms or 3-100+ ms, docs/performance.md).
 
     python3 benches/ceiling.py --a target/release/bench [--b OLD/target/release/bench] \
-        [--server SIM_BIN] [--rates 10000,15000,20000,25000] [--seconds 10] [--repeats 2]
+        [--server SIM_BIN] [--rates 10000,15000,20000,25000] [--seconds 10] [--repeats 2] [--http2]
 
-The simulator is --a's build unless --server names another: a build's simulator is part of the
-machine the clients share (docs/performance.md, "At the end of stop 29": the simulator's
+The simulator is --a's build unless --server names another, run with its allocator's purging off
+(benches/scheduler.py, SIM_ENV: on this virtual machine a purging simulator stalls the client
+beside it); a build's simulator is part of the machine the clients share (docs/performance.md, "At the end of stop 29": the simulator's
 allocator purging on its runtime threads started the slow runs).
 
 The runs and their data are client_ab.py's (same simulator flags, same seeded 4,096 prompts).
@@ -25,9 +28,11 @@ import tempfile
 
 import scheduler
 from client_ab import run, warm
-from scheduler import proc_cpu, start_server
+from noise_probe import Probe, calibrate
+from scheduler import SIM_ENV, proc_cpu, start_server
 
-COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "client_cores", "sim_cores", "steal_pct"]
+COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "client_cores", "sim_cores", "steal_pct",
+        "probe_p50", "probe_p90", "probe_slow_pct"]
 
 
 def cpu_ticks():
@@ -51,18 +56,25 @@ def main():
     ap.add_argument("--rates", default="10000,15000,20000,25000")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--http2", action="store_true",
+                    help="every client sends over HTTP/2 (one connection, streams) instead of HTTP/1.1")
     a = ap.parse_args()
+    extra = ["--http2"] if a.http2 else []
     builds = [("A", a.a)] + ([("B", a.b)] if a.b else [])
     scheduler.BIN = a.server or a.a
     rates = [int(r) for r in a.rates.split(",")]
     tmp = tempfile.mkdtemp(prefix="bench-ceiling-")
     out = os.path.join(tmp, "x.json")
-    srv, url = start_server(["--zero-delay", "--ignore-eos"])
+    srv, url = start_server(["--zero-delay", "--ignore-eos"], env=SIM_ENV)
     runs = {}
     header = ("| build | target req/s | achieved req/s | dispatch p50 ms | dispatch p99 ms | client CPU s per 1k req "
-              "| peak RSS MiB | errors | client cores | simulator cores | steal % |")
+              "| peak RSS MiB | errors | client cores | simulator cores | steal % | probe p50 | probe p90 "
+              "| probe units over 1.25x % |")
     rule = "|---" * (header.count("|") - 1) + "|"
     try:
+        base = calibrate()
+        print(f"noise probe: one unit takes {base:.3f} CPU ms at the machine's fastest")
+        print(f"simulator environment: {SIM_ENV} (benches/scheduler.py, SIM_ENV)\n")
         warm(a.a, url, out)
         print(header)
         print(rule)
@@ -71,7 +83,9 @@ def main():
                 for name, binary in builds:
                     before = proc_cpu(srv.pid)
                     steal0, total0 = cpu_ticks()
-                    x = run(binary, url, rate, a.seconds, out)
+                    probe = Probe()
+                    x = run(binary, url, rate, a.seconds, out, extra)
+                    x.update(probe.stop(base))
                     steal1, total1 = cpu_ticks()
                     x["steal_pct"] = 100.0 * (steal1 - steal0) / max(1, total1 - total0)
                     # CPU per second of the run, client and simulator: what the 2 cores carried.
@@ -93,13 +107,15 @@ def main():
             med["errors"] = max(x["errors"] for x in xs)
             print(line(name, rate, med))
     print("\nDispatch p99 of every run (ms), and the runs under 1 ms:\n")
-    print("| build | target req/s | dispatch p99, run by run | under 1 ms |")
-    print("|---|---|---|---|")
+    print("| build | target req/s | dispatch p99, run by run | under 1 ms | probe units over 1.25x %, run by run |")
+    print("|---|---|---|---|---|")
     for rate in rates:
         for name, _ in builds:
-            p99s = [x["disp_p99"] for x in runs[(name, rate)]]
+            xs = runs[(name, rate)]
+            p99s = [x["disp_p99"] for x in xs]
             under = sum(p < 1.0 for p in p99s)
-            print(f"| {name} | {rate} | " + ", ".join(f"{p:.3f}" for p in p99s) + f" | {under} of {len(p99s)} |")
+            slow = ", ".join(f"{x['probe_slow_pct']:.1f}" for x in xs)
+            print(f"| {name} | {rate} | " + ", ".join(f"{p:.3f}" for p in p99s) + f" | {under} of {len(p99s)} | {slow} |")
 
 
 if __name__ == "__main__":

@@ -20,15 +20,15 @@ import statistics
 import subprocess
 import tempfile
 
-from scheduler import start_server, timed
+from scheduler import SIM_ENV, start_server, timed
 
 DATA = "prompt_tokens=32,output_tokens=128,samples=4096,seed=7"
 
 
-def run(binary, url, rate, seconds, out):
+def run(binary, url, rate, seconds, out, extra=()):
     cpu, rss, rc = timed([binary, "run", "--target", url, "--rate-type", "constant", "--rate", str(rate),
                           "--max-seconds", str(seconds), "--data", DATA, "--quiet", "--console", "none",
-                          "--output", out])
+                          "--output", out, *extra])
     b = json.load(open(out))["benchmarks"][0]
     m = b["metrics"]
     return {
@@ -72,7 +72,7 @@ def main():
     import scheduler
     scheduler.BIN = a.server or a.b
     tmp = tempfile.mkdtemp(prefix="bench-ab-")
-    srv, url = start_server(["--zero-delay", "--ignore-eos"])
+    srv, url = start_server(["--zero-delay", "--ignore-eos"], env=SIM_ENV)
     runs = {"A": [], "B": []}
     try:
         out = os.path.join(tmp, "x.json")
