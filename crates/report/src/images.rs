@@ -3,11 +3,10 @@
 //! aside for the few benchmarks that send images, so that a benchmark without images costs
 //! nothing.
 
-use bench_core::{ImageCounts, Phase, TokenSource, Window};
+use bench_core::{ImageCounts, Pages, Phase, TokenSource, Window};
 use serde::{Deserialize, Serialize};
 
 use crate::stats::Compact;
-use bench_core::Pages;
 
 /// The images of a benchmark's included requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Found, Nanos, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Steady,
+    Found, Nanos, Pages, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Steady,
     Strategy, TokenSource, Window, WindowRates,
 };
 
@@ -16,7 +16,6 @@ use crate::model::{
 };
 use crate::options::{Metric, StatsOptions};
 use crate::turns::SessionDurations;
-use bench_core::Pages;
 
 /// What the scheduler knows about a finished benchmark, handed to [`Accumulator::finish`].
 #[derive(Debug, Clone)]

@@ -3,12 +3,11 @@
 //! window's phase) are the compact request's, shared with the benchmark-wide figures; this
 //! module only groups them by turn. Nothing here runs for benchmarks without sessions.
 
-use bench_core::{Phase, RequestRecord, SessionCounts, SessionTurn, Status, Window};
+use bench_core::{Pages, Phase, RequestRecord, SessionCounts, SessionTurn, Status, Window};
 
 use crate::hist::Dist;
 use crate::model::{RequestCounts, SessionReport, TokenSummary, TurnReport, TURN_ROWS};
 use crate::stats::{us, ChunkStore, Compact};
-use bench_core::Pages;
 
 /// The durations of completed sessions, recorded when their last turn arrives: the record
 /// carries the session's start, so no state is kept per session.
