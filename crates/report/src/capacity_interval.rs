@@ -78,7 +78,8 @@ fn kept_up_exactly(rate: f64, b: &BenchmarkReport) -> Sure {
 }
 
 /// The 95% interval of the knee ([`crate::knee`]): where median TTFT crosses
-/// [`knee_threshold_ms`] of the lowest rate's median (taken as exact), or the completed rate
+/// [`knee_threshold_ms`] of the lowest rate's median (taken as exact, so that rate is judged by
+/// keeping up alone, with or without intervals), or the completed rate
 /// falls below [`bench_core::KEPT_UP`] of the offered one (also taken as exact). `None` without a knee, or when no
 /// open-loop rate has intervals.
 pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
@@ -89,17 +90,21 @@ pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> 
     if !measured(&rates) {
         return None;
     }
+    // The lowest rate's median sets the threshold and is taken as exact, so it lies within
+    // it (`m < 2 m + 10`) whatever its interval: only keeping up judges that rate.
     let verdicts: Vec<(f64, Sure)> = rates
         .iter()
-        .map(|&(r, b)| {
+        .enumerate()
+        .map(|(i, &(r, b))| {
             let iv = b
                 .intervals
                 .as_ref()
                 .and_then(|i| i.percentile(Metric::Ttft, 50.0));
-            (
-                r,
-                all([at_most(median(b), iv, threshold), kept_up_exactly(r, b)]),
-            )
+            let ttft = match i {
+                0 => Sure::Pass,
+                _ => at_most(median(b), iv, threshold),
+            };
+            (r, all([ttft, kept_up_exactly(r, b)]))
         })
         .collect();
     Some(crossing(&verdicts))

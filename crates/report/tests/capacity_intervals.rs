@@ -161,6 +161,17 @@ fn no_interval_without_a_method_or_without_any_intervals() {
     let low = |iv: Option<CrossingInterval>| iv.map(|i| (i.low, i.high));
     assert_eq!(low(slo_interval(&short, c)), Some((2.0, Some(8.0))));
     assert_eq!(low(knee_interval(&short, c)), Some((2.0, Some(10.0))));
+    // The lowest rate sets the knee's threshold and is taken as exact: without intervals it
+    // still surely lies on the plateau (the knee's lower end stays 4), while the SLO judges it
+    // by its intervals (unsure, so the SLO's lower end falls to 0).
+    let mut first = run.clone();
+    first.benchmarks[2].intervals = None;
+    let c = first.capacity.as_ref().expect("capacity");
+    assert_eq!(low(knee_interval(&first, c)), Some((4.0, Some(10.0))));
+    assert_eq!(low(slo_interval(&first, c)), Some((0.0, Some(8.0))));
+    // Unless it did not keep up: then even the lowest rate is past the knee.
+    first.benchmarks[2].rates.requests_per_s = 1.5;
+    assert_eq!(low(knee_interval(&first, c)), Some((0.0, Some(2.0))));
     // Nor can it be surely past: without intervals at 10 req/s the knee's is open above.
     let mut top = run.clone();
     top.benchmarks[6].intervals = None;
