@@ -11,87 +11,87 @@ use crate::options::Metric;
 type Getter = fn(&BenchmarkReport) -> Option<f64>;
 type IntervalOf = fn(&BenchmarkReport) -> Option<Interval>;
 
-/// A compared figure: title, value, digits, and its 95% interval (`None` where the figure has
-/// no interval method).
-pub(crate) struct Figure {
-    pub title: &'static str,
-    pub get: Getter,
-    pub digits: usize,
-    pub interval: Option<IntervalOf>,
+/// Where a compared figure comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// A rate or count, with its 95% interval where it has one.
+    Rate {
+        get: Getter,
+        interval: Option<IntervalOf>,
+    },
+    /// A latency percentile (ms), with its interval.
+    Latency(Metric, f64),
 }
 
-fn pct_iv(b: &BenchmarkReport, m: Metric, p: f64) -> Option<Interval> {
-    b.intervals.as_ref()?.percentile(m, p)
+/// A compared figure: its title, digits and source.
+pub(crate) struct Figure {
+    pub title: &'static str,
+    pub digits: usize,
+    source: Source,
+}
+
+impl Figure {
+    const fn rate(
+        title: &'static str,
+        digits: usize,
+        get: Getter,
+        interval: Option<IntervalOf>,
+    ) -> Self {
+        Self {
+            title,
+            digits,
+            source: Source::Rate { get, interval },
+        }
+    }
+
+    const fn latency(title: &'static str, m: Metric, p: f64) -> Self {
+        Self {
+            title,
+            digits: 1,
+            source: Source::Latency(m, p),
+        }
+    }
+
+    /// The figure in `b`.
+    pub(crate) fn value(&self, b: &BenchmarkReport) -> Option<f64> {
+        match self.source {
+            Source::Rate { get, .. } => get(b),
+            Source::Latency(m, p) => b.percentile_ms(m, p),
+        }
+    }
+
+    /// Its 95% interval in `b` (`None` without an interval method or without intervals).
+    fn interval(&self, b: &BenchmarkReport) -> Option<Interval> {
+        match self.source {
+            Source::Rate { interval, .. } => interval.and_then(|iv| iv(b)),
+            Source::Latency(m, p) => b.intervals.as_ref()?.percentile(m, p),
+        }
+    }
 }
 
 /// The compared figures.
 pub(crate) const FIGURES: &[Figure] = &[
-    Figure {
-        title: "Req/s",
-        get: |b| Some(b.rates.requests_per_s),
-        digits: 2,
-        interval: Some(|b| Some(b.intervals.as_ref()?.requests_per_s)),
-    },
-    Figure {
-        title: "Out Tok/s",
-        get: |b| Some(b.rates.output_tokens_per_s),
-        digits: 1,
-        interval: Some(|b| Some(b.intervals.as_ref()?.output_tokens_per_s)),
-    },
-    Figure {
-        title: "Concurrency",
-        get: |b| Some(b.rates.concurrency),
-        digits: 2,
-        interval: None,
-    },
-    Figure {
-        title: "Errored",
-        get: |b| Some(b.requests.errored as f64),
-        digits: 0,
-        interval: None,
-    },
-    Figure {
-        title: "TTFT p50 (ms)",
-        get: |b| b.percentile_ms(Metric::Ttft, 50.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::Ttft, 50.0)),
-    },
-    Figure {
-        title: "TTFT p99 (ms)",
-        get: |b| b.percentile_ms(Metric::Ttft, 99.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::Ttft, 99.0)),
-    },
-    Figure {
-        title: "ITL p50 (ms)",
-        get: |b| b.percentile_ms(Metric::Itl, 50.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::Itl, 50.0)),
-    },
-    Figure {
-        title: "ITL p99 (ms)",
-        get: |b| b.percentile_ms(Metric::Itl, 99.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::Itl, 99.0)),
-    },
-    Figure {
-        title: "TPOT p50 (ms)",
-        get: |b| b.percentile_ms(Metric::Tpot, 50.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::Tpot, 50.0)),
-    },
-    Figure {
-        title: "E2EL p50 (ms)",
-        get: |b| b.percentile_ms(Metric::E2el, 50.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::E2el, 50.0)),
-    },
-    Figure {
-        title: "E2EL p99 (ms)",
-        get: |b| b.percentile_ms(Metric::E2el, 99.0),
-        digits: 1,
-        interval: Some(|b| pct_iv(b, Metric::E2el, 99.0)),
-    },
+    Figure::rate(
+        "Req/s",
+        2,
+        |b| Some(b.rates.requests_per_s),
+        Some(|b| Some(b.intervals.as_ref()?.requests_per_s)),
+    ),
+    Figure::rate(
+        "Out Tok/s",
+        1,
+        |b| Some(b.rates.output_tokens_per_s),
+        Some(|b| Some(b.intervals.as_ref()?.output_tokens_per_s)),
+    ),
+    Figure::rate("Concurrency", 2, |b| Some(b.rates.concurrency), None),
+    Figure::rate("Errored", 0, |b| Some(b.requests.errored as f64), None),
+    Figure::latency("TTFT p50 (ms)", Metric::Ttft, 50.0),
+    Figure::latency("TTFT p99 (ms)", Metric::Ttft, 99.0),
+    Figure::latency("ITL p50 (ms)", Metric::Itl, 50.0),
+    Figure::latency("ITL p99 (ms)", Metric::Itl, 99.0),
+    Figure::latency("TPOT p50 (ms)", Metric::Tpot, 50.0),
+    Figure::latency("E2EL p50 (ms)", Metric::E2el, 50.0),
+    Figure::latency("E2EL p99 (ms)", Metric::E2el, 99.0),
 ];
 
 /// How a figure of a later run compares with the same benchmark's in the first run.
@@ -155,10 +155,7 @@ pub(crate) fn counterpart<'a>(
 
 /// How figure `f` of `b` compares with `a`'s.
 pub(crate) fn figure_change(f: &Figure, a: &BenchmarkReport, b: &BenchmarkReport) -> Change {
-    match f.interval {
-        Some(iv) => change(iv(a), iv(b)),
-        None => Change::Unjudged,
-    }
+    change(f.interval(a), f.interval(b))
 }
 
 /// The rate a benchmark sits at when runs are overlaid: its offered rate (open loop), else the
@@ -200,7 +197,10 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
                 .flatten();
             for f in FIGURES {
                 let mark = reference.map_or("", |a| figure_change(f, a, b).mark());
-                row.push((f.get)(b).map_or("-".into(), |v| format!("{v:.*}{mark}", f.digits)));
+                row.push(
+                    f.value(b)
+                        .map_or("-".into(), |v| format!("{v:.*}{mark}", f.digits)),
+                );
             }
             row
         })

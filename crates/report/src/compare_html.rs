@@ -45,8 +45,8 @@ pub(crate) fn changes(h: &mut String, runs: &[RunReport], names: &[String]) {
                     "<td class=\"{}\" title=\"{}\">{} &rarr; {} {}</td>",
                     class(c),
                     c.words(),
-                    v((f.get)(a)),
-                    v((f.get)(b)),
+                    v(f.value(a)),
+                    v(f.value(b)),
                     c.mark()
                 );
             }
