@@ -33,6 +33,7 @@
 mod cached;
 mod capacity;
 mod capacity_interval;
+mod chunks;
 mod compare;
 mod compare_html;
 mod files;
@@ -52,6 +53,8 @@ mod stats;
 mod steady_view;
 mod svg;
 mod sweep_html;
+#[cfg(test)]
+mod test_support;
 mod time_fmt;
 mod trials;
 mod turns;

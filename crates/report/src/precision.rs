@@ -344,34 +344,16 @@ fn batch_half_widths(batches: &[(Bin, Nanos)]) -> HalfWidths {
 mod tests {
     use super::*;
     use crate::{Accumulator, BenchmarkMeta, StatsOptions};
-    use bench_core::{Chunk, Outcome, TokenSource};
 
     const MS: Nanos = 1_000_000;
 
     /// A request sent at `sent_ms` whose 8 chunks come `gap_ms` apart after `ttft_ms`.
     fn rec(sent_ms: u64, ttft_ms: u64, gap_ms: u64) -> RequestRecord {
         let sent = sent_ms * MS;
-        let chunks: Vec<Chunk> = (0..8)
-            .map(|i| Chunk::answer(sent + (ttft_ms + i * gap_ms) * MS, 1))
-            .collect();
+        let chunks: Vec<Nanos> = (0..8).map(|i| sent + (ttft_ms + i * gap_ms) * MS).collect();
         RequestRecord {
-            cached_tokens: None,
-            session: None,
-            reasoning: None,
-            images: None,
-            id: 0,
-            scheduled: sent,
-            slot: sent,
-            dispatched: sent,
-            headers: None,
-            end: chunks.last().map_or(sent, |c| c.at),
-            chunks,
-            prompt_tokens: 8,
-            prompt_tokens_source: TokenSource::Usage,
-            output_tokens: 8,
-            output_tokens_source: TokenSource::Usage,
             requested_output_tokens: Some(8),
-            outcome: Outcome::Completed,
+            ..crate::test_support::record(sent, &chunks, chunks[7])
         }
     }
 

@@ -8,6 +8,7 @@ use bench_core::{
     Strategy, TokenSource, Window, WindowRates,
 };
 
+use crate::chunks::{ChunkStore, Chunks, Reasoning};
 use crate::hist::{Dist, SIGNIFICANT_FIGURES};
 use crate::interval::{Batches, Intervals};
 use crate::model::{
@@ -88,168 +89,8 @@ pub(crate) struct Compact {
     chunks: Chunks,
 }
 
-/// Where one request's chunks are in a [`ChunkStore`]: `len` offsets from `start`, and, for
-/// the few requests that need more (chunks of several tokens, reasoning), an entry of the
-/// store's side table ([`NO_SIDE`] for none), so the common entry stays 16 bytes.
-#[derive(Debug, Clone, Copy)]
-struct Chunks {
-    start: u64,
-    len: u32,
-    side: u32,
-}
-
-impl Default for Chunks {
-    fn default() -> Self {
-        Self {
-            start: 0,
-            len: 0,
-            side: NO_SIDE,
-        }
-    }
-}
-
-/// No side-table entry.
-const NO_SIDE: u32 = u32::MAX;
-
-/// What a request needs kept beyond its chunks' arrival offsets.
-#[derive(Debug, Clone, Copy, Default)]
-struct Side {
-    /// Where its chunks' token counts are in the store (`None`: one token each).
-    tokens: Option<u64>,
-    /// Its reasoning, when it carried any.
-    reasoning: Option<Reasoning>,
-}
-
-/// One request's reasoning (docs/metrics.md, "Reasoning").
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Reasoning {
-    /// Reasoning tokens (part of the output tokens) and where the count came from.
-    pub(crate) tokens: u32,
-    pub(crate) source: TokenSource,
-    /// Where its chunks' reasoning flags are in the store (`None`: no chunk was reasoning).
-    flags: Option<u64>,
-    /// The first answer chunk's arrival, exact.
-    first_answer: Option<Nanos>,
-}
-
-/// The chunks of every request of a benchmark, in buffers shared by all of them: arrival
-/// offsets from the request's first chunk (microseconds, saturating) and, only for the
-/// requests that need them, the tokens per chunk and which chunks were reasoning. Not one
-/// `Vec` per request: a few allocations per benchmark instead of one or two per request, and
-/// nothing left scattered over the allocator's heaps when the benchmark ends
-/// (docs/reliability.md, Soak).
-#[derive(Debug, Clone)]
-pub(crate) struct ChunkStore {
-    us: Pages<u32>,
-    tokens: Pages<u32>,
-    reasoning: Pages<bool>,
-    sides: Vec<Side>,
-}
-
-/// Items per page of the chunk buffers (256 KiB of offsets).
-const CHUNK_PAGE: usize = 1 << 16;
 /// Requests per page of an accumulator (512 KiB).
 const REQUEST_PAGE: usize = 1 << 12;
-
-impl Default for ChunkStore {
-    fn default() -> Self {
-        Self {
-            us: Pages::new(CHUNK_PAGE),
-            tokens: Pages::new(CHUNK_PAGE),
-            reasoning: Pages::new(CHUNK_PAGE),
-            sides: Vec::new(),
-        }
-    }
-}
-
-impl ChunkStore {
-    /// Stores `r`'s chunks, as offsets from `first` (no offsets when there is no first chunk).
-    fn push(&mut self, r: &RequestRecord, first: Option<Nanos>) -> Chunks {
-        let mut side = Side {
-            tokens: None,
-            reasoning: r.reasoning.map(|rt| Reasoning {
-                tokens: rt.tokens,
-                source: rt.source,
-                flags: None,
-                first_answer: r.first_answer(),
-            }),
-        };
-        let Some(f) = first else {
-            return Chunks {
-                side: self.side(side),
-                ..Chunks::default()
-            };
-        };
-        let start = self.us.push_run(
-            r.chunks
-                .iter()
-                .map(|c| (c.at.saturating_sub(f) / 1_000).min(u32::MAX as u64) as u32),
-        );
-        if !r.chunks.iter().all(|c| c.tokens == 1) {
-            side.tokens = Some(self.tokens.push_run(r.chunks.iter().map(|c| c.tokens)));
-        }
-        if let Some(rs) = side.reasoning.as_mut() {
-            if r.chunks.iter().any(|c| c.reasoning) {
-                rs.flags = Some(
-                    self.reasoning
-                        .push_run(r.chunks.iter().map(|c| c.reasoning)),
-                );
-            }
-        }
-        Chunks {
-            start,
-            len: u32::try_from(r.chunks.len()).unwrap_or(u32::MAX),
-            side: self.side(side),
-        }
-    }
-
-    /// Keeps `side` when it holds anything; its index, or [`NO_SIDE`].
-    fn side(&mut self, side: Side) -> u32 {
-        if side.tokens.is_none() && side.reasoning.is_none() {
-            return NO_SIDE;
-        }
-        match u32::try_from(self.sides.len()) {
-            Ok(i) if i != NO_SIDE => {
-                self.sides.push(side);
-                i
-            }
-            // Four billion requests with reasoning in one benchmark: not kept.
-            _ => NO_SIDE,
-        }
-    }
-
-    fn side_of(&self, c: &Chunks) -> Option<&Side> {
-        self.sides.get(c.side as usize)
-    }
-
-    /// The arrival offsets of `c`.
-    fn us(&self, c: &Chunks) -> &[u32] {
-        self.us.run(c.start, c.len as usize)
-    }
-
-    /// Tokens of the `i`-th chunk of `c`.
-    fn weight(&self, c: &Chunks, i: usize) -> f64 {
-        self.side_of(c)
-            .and_then(|s| s.tokens)
-            .and_then(|t| self.tokens.get(t, i))
-            .copied()
-            .unwrap_or(1) as f64
-    }
-
-    /// The reasoning of the request whose chunks are `c`.
-    fn reasoning(&self, c: &Chunks) -> Option<&Reasoning> {
-        self.side_of(c).and_then(|s| s.reasoning.as_ref())
-    }
-
-    /// Whether the `i`-th chunk of `c` was reasoning.
-    fn is_reasoning(&self, c: &Chunks, i: usize) -> bool {
-        self.reasoning(c)
-            .and_then(|r| r.flags)
-            .and_then(|f| self.reasoning.get(f, i))
-            .copied()
-            .unwrap_or(false)
-    }
-}
 
 impl Compact {
     fn from_record(r: &RequestRecord, store: &mut ChunkStore) -> Self {
@@ -305,10 +146,10 @@ impl Compact {
 
     /// Every gap between consecutive content chunks, microseconds.
     pub(crate) fn itl_us<'a>(&self, store: &'a ChunkStore) -> impl Iterator<Item = f64> + 'a {
-        store
-            .us(&self.chunks)
-            .windows(2)
-            .map(|w| w[1].saturating_sub(w[0]) as f64)
+        let o = store.offsets(&self.chunks);
+        o.clone()
+            .zip(o.skip(1))
+            .map(|(a, b)| b.saturating_sub(a) as f64)
     }
 
     /// Every gap between two consecutive chunks of the same phase, microseconds, with whether
@@ -319,13 +160,13 @@ impl Compact {
         store: &'a ChunkStore,
     ) -> impl Iterator<Item = (bool, f64)> + 'a {
         let c = self.chunks;
-        store
-            .us(&self.chunks)
-            .windows(2)
+        let o = store.offsets(&c);
+        o.clone()
+            .zip(o.skip(1))
             .enumerate()
-            .filter_map(move |(i, w)| {
+            .filter_map(move |(i, (t0, t1))| {
                 let (a, b) = (store.is_reasoning(&c, i), store.is_reasoning(&c, i + 1));
-                (a == b).then(|| (a, w[1].saturating_sub(w[0]) as f64))
+                (a == b).then(|| (a, t1.saturating_sub(t0) as f64))
             })
     }
 
@@ -360,9 +201,9 @@ impl Compact {
         &'a self,
         store: &'a ChunkStore,
     ) -> impl Iterator<Item = (Nanos, f64)> + 'a {
-        let us = store.us(&self.chunks);
+        let us = store.offsets(&self.chunks);
         let n = self.output_tokens as f64;
-        let first = self.first.filter(|_| !us.is_empty());
+        let first = self.first.filter(|_| us.len() > 0);
         let scale = match first {
             Some(_) => {
                 let total: f64 = (0..us.len()).map(|i| store.weight(&self.chunks, i)).sum();
@@ -375,9 +216,9 @@ impl Compact {
             None => 0.0,
         };
         let per_chunk = first.into_iter().flat_map(move |f| {
-            us.iter()
+            us.clone()
                 .enumerate()
-                .map(move |(i, &u)| (f + u as u64 * 1_000, store.weight(&self.chunks, i) * scale))
+                .map(move |(i, u)| (f + u as u64 * 1_000, store.weight(&self.chunks, i) * scale))
         });
         per_chunk.chain(first.is_none().then_some((self.end, n)))
     }
@@ -385,8 +226,9 @@ impl Compact {
 
 /// Collects one benchmark's requests as they finish and computes its report.
 ///
-/// Memory stays compact: per request a few integers plus one `u32` per chunk (its arrival
-/// offset in microseconds, in a buffer shared by the benchmark's requests); whole [`RequestRecord`]s are kept only with
+/// Memory stays compact: per request a few integers plus 2 bytes per chunk (4 for a request
+/// with a gap of 65.5 ms or more between two chunks), in buffers shared by the benchmark's
+/// requests; whole [`RequestRecord`]s are kept only with
 /// [`StatsOptions::keep_records`]. The measurement window is applied in [`Accumulator::finish`],
 /// because warmup and cooldown may only be known when the benchmark ends.
 #[derive(Debug, Clone)]
@@ -997,7 +839,7 @@ fn source_name(s: TokenSource) -> &'static str {
 mod tests {
     use super::*;
     use crate::options::Goodput;
-    use bench_core::{Chunk, Outcome};
+    use bench_core::Outcome;
     use proptest::{prop_assert, prop_assert_eq, proptest};
 
     const MS: Nanos = 1_000_000;
@@ -1009,27 +851,11 @@ mod tests {
         prompt: u32,
         outcome: Outcome,
     ) -> RequestRecord {
+        let chunks: Vec<Nanos> = chunks_ms.iter().map(|&c| c * MS).collect();
         RequestRecord {
-            cached_tokens: None,
-            session: None,
-            reasoning: None,
-            images: None,
-            id: 0,
-            scheduled: dispatched_ms * MS,
-            slot: dispatched_ms * MS,
-            dispatched: dispatched_ms * MS,
-            headers: None,
-            chunks: chunks_ms
-                .iter()
-                .map(|&c| Chunk::answer(c * MS, 1))
-                .collect(),
-            end: end_ms * MS,
             prompt_tokens: prompt,
-            prompt_tokens_source: TokenSource::Usage,
-            output_tokens: chunks_ms.len() as u32,
-            output_tokens_source: TokenSource::Usage,
-            requested_output_tokens: None,
             outcome,
+            ..crate::test_support::record(dispatched_ms * MS, &chunks, end_ms * MS)
         }
     }
 

@@ -5,9 +5,10 @@
 
 use bench_core::{Pages, Phase, RequestRecord, SessionCounts, SessionTurn, Status, Window};
 
+use crate::chunks::ChunkStore;
 use crate::hist::Dist;
 use crate::model::{RequestCounts, SessionReport, TokenSummary, TurnReport, TURN_ROWS};
-use crate::stats::{us, ChunkStore, Compact};
+use crate::stats::{us, Compact};
 
 /// The durations of completed sessions, recorded when their last turn arrives: the record
 /// carries the session's start, so no state is kept per session.
