@@ -14,10 +14,10 @@ machine a run is either about 0.1-1 ms or 3-100+ ms, docs/performance.md).
     python3 benches/ceiling.py --a target/release/bench [--b OLD/target/release/bench] \
         [--server SIM_BIN] [--rates 10000,15000,20000,25000] [--seconds 10] [--repeats 2] [--http2]
 
-The simulator is --a's build unless --server names another, run with its allocator's purging off
-(benches/scheduler.py, SIM_ENV: on this virtual machine a purging simulator stalls the client
-beside it); a build's simulator is part of the machine the clients share (docs/performance.md, "At the end of stop 29": the simulator's
-allocator purging on its runtime threads started the slow runs).
+The simulator is --a's build unless --server names another, with its build's allocator settings
+(docs/performance.md, "Stop 32": with purging off it grew without bound over HTTP/2). A build's
+simulator is part of the machine the clients share. A run that leaves no report (the client or
+the simulator failed or was killed) is printed as failed and left out of the medians.
 
 The runs and their data are client_ab.py's (same simulator flags, same seeded 4,096 prompts).
 """
@@ -27,9 +27,9 @@ import statistics
 import tempfile
 
 import scheduler
-from client_ab import run, warm
+from client_ab import RunFailed, run, warm
 from noise_probe import Probe, calibrate
-from scheduler import SIM_ENV, proc_cpu, start_server
+from scheduler import proc_cpu, start_server
 
 COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "client_cores", "sim_cores", "steal_pct",
         "probe_p50", "probe_p90", "probe_slow_pct"]
@@ -65,8 +65,8 @@ def main():
     rates = [int(r) for r in a.rates.split(",")]
     tmp = tempfile.mkdtemp(prefix="bench-ceiling-")
     out = os.path.join(tmp, "x.json")
-    srv, url = start_server(["--zero-delay", "--ignore-eos"], env=SIM_ENV)
-    runs = {}
+    srv, url = start_server(["--zero-delay", "--ignore-eos"])
+    runs, failed = {}, {}
     header = ("| build | target req/s | achieved req/s | dispatch p50 ms | dispatch p99 ms | client CPU s per 1k req "
               "| peak RSS MiB | errors | client cores | simulator cores | steal % | probe p50 | probe p90 "
               "| probe units over 1.25x % |")
@@ -74,7 +74,7 @@ def main():
     try:
         base = calibrate()
         print(f"noise probe: one unit takes {base:.3f} CPU ms at the machine's fastest")
-        print(f"simulator environment: {SIM_ENV} (benches/scheduler.py, SIM_ENV)\n")
+        print()
         warm(a.a, url, out)
         print(header)
         print(rule)
@@ -84,7 +84,13 @@ def main():
                     before = proc_cpu(srv.pid)
                     steal0, total0 = cpu_ticks()
                     probe = Probe()
-                    x = run(binary, url, rate, a.seconds, out, extra)
+                    try:
+                        x = run(binary, url, rate, a.seconds, out, extra)
+                    except RunFailed as e:
+                        probe.stop(base)
+                        failed.setdefault((name, rate), []).append(str(e))
+                        print(f"| {name} | {rate} | failed: {e} |", flush=True)
+                        continue
                     x.update(probe.stop(base))
                     steal1, total1 = cpu_ticks()
                     x["steal_pct"] = 100.0 * (steal1 - steal0) / max(1, total1 - total0)
@@ -101,7 +107,10 @@ def main():
     print(rule)
     for rate in rates:
         for name, _ in builds:
-            xs = runs[(name, rate)]
+            xs = runs.get((name, rate))
+            if not xs:
+                print(f"| {name} | {rate} | every run failed |")
+                continue
             # Errors: the most of any run, not a median.
             med = {c: statistics.median(x[c] for x in xs) for c in COLS}
             med["errors"] = max(x["errors"] for x in xs)
@@ -111,11 +120,13 @@ def main():
     print("|---|---|---|---|---|")
     for rate in rates:
         for name, _ in builds:
-            xs = runs[(name, rate)]
+            xs = runs.get((name, rate), [])
             p99s = [x["disp_p99"] for x in xs]
             under = sum(p < 1.0 for p in p99s)
+            n = len(p99s) + len(failed.get((name, rate), []))
+            lost = f" ({n - len(p99s)} failed)" if n > len(p99s) else ""
             slow = ", ".join(f"{x['probe_slow_pct']:.1f}" for x in xs)
-            print(f"| {name} | {rate} | " + ", ".join(f"{p:.3f}" for p in p99s) + f" | {under} of {len(p99s)} | {slow} |")
+            print(f"| {name} | {rate} | " + ", ".join(f"{p:.3f}" for p in p99s) + f" | {under} of {n}{lost} | {slow} |")
 
 
 if __name__ == "__main__":

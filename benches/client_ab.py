@@ -20,15 +20,25 @@ import statistics
 import subprocess
 import tempfile
 
-from scheduler import SIM_ENV, start_server, timed
+from scheduler import start_server, timed
 
 DATA = "prompt_tokens=32,output_tokens=128,samples=4096,seed=7"
 
 
+class RunFailed(Exception):
+    """A client run that left no report (it exited with an error, or was killed)."""
+
+
 def run(binary, url, rate, seconds, out, extra=()):
+    """One constant-rate run of `binary`; its figures. Raises RunFailed when the run left no
+    report: the file is removed first, so that a failed run never reads the run before it."""
+    if os.path.exists(out):
+        os.remove(out)
     cpu, rss, rc = timed([binary, "run", "--target", url, "--rate-type", "constant", "--rate", str(rate),
                           "--max-seconds", str(seconds), "--data", DATA, "--quiet", "--console", "none",
                           "--output", out, *extra])
+    if not os.path.exists(out):
+        raise RunFailed(f"{binary} at {rate} req/s exited {rc} and wrote no report")
     b = json.load(open(out))["benchmarks"][0]
     m = b["metrics"]
     return {
@@ -72,7 +82,7 @@ def main():
     import scheduler
     scheduler.BIN = a.server or a.b
     tmp = tempfile.mkdtemp(prefix="bench-ab-")
-    srv, url = start_server(["--zero-delay", "--ignore-eos"], env=SIM_ENV)
+    srv, url = start_server(["--zero-delay", "--ignore-eos"])
     runs = {"A": [], "B": []}
     try:
         out = os.path.join(tmp, "x.json")

@@ -42,22 +42,10 @@ def free_port():
     return p
 
 
-# The simulator's allocator never hands freed memory back to the OS (jemalloc's purging off).
-# On a virtual machine that reports freed pages to its host (virtio-balloon free page
-# reporting, as here), every page handed back costs a host fault when it is used again, and
-# the simulator's purges stalled it and through it the client beside it: at 15,000 req/s, 9 of
-# 9 client runs had dispatch p99 under 1 ms against a simulator that never purged, 3 of 9
-# against one that did, alternated in the same minutes (docs/performance.md, "At the end of
-# stop 31"). The simulator stands in for a server on another machine; this keeps its
-# allocator's traffic with the host out of the client's figures.
-SIM_ENV = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"}
-
-
-def start_server(args, env=None):
+def start_server(args):
     port = free_port()
     proc = subprocess.Popen([BIN, "mock-server", "--port", str(port)] + args,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=None if env is None else {**os.environ, **env})
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
