@@ -7,7 +7,9 @@ every run, then per build and rate the medians of: achieved req/s, dispatch dela
 simulator's cores, the steal time of the run (% of the machine's CPU time the hypervisor
 gave to others: on a shared virtual machine, the noise the run met), and the noise probe's
 figures (benches/noise_probe.py: how much slower than the machine's fastest a fixed unit of
-work ran during the run, in CPU time, the noise steal does not show); then every run's
+work ran during the run, in CPU time, the noise steal does not show) and the memory the kernel
+reported free to the hypervisor during the run (free page reporting, where the kernel has it);
+then every run's
 dispatch p99 and how many were under 1 ms (a median hides a bimodal spread: on this shared
 machine a run is either about 0.1-1 ms or 3-100+ ms, docs/performance.md).
 
