@@ -2,6 +2,8 @@
 //! targets, table-driven. Every case must exit 2 with one line on stderr that names the
 //! culprit, never panic, and send nothing to the server (a listener counts connections).
 
+mod common;
+
 use std::io::Read as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -17,8 +19,7 @@ struct Case {
 }
 
 fn fixtures() -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-bad-input-{}", std::process::id()));
+    let d = common::tmp("bad-input", "fixtures");
     std::fs::create_dir_all(d.join("dir.json")).expect("mkdir");
     let w = |name: &str, text: &[u8]| std::fs::write(d.join(name), text).expect("write");
     w("empty.jsonl", b"");
@@ -519,8 +520,7 @@ fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
         e.starts_with("error: --rate: rate must be a positive number"),
         "{e}"
     );
-    let p = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-bad-key-{}.yaml", std::process::id()));
+    let p = common::tmp("bad-input", "keys").join("bad-key.yaml");
     std::fs::write(
         &p,
         "rate_type: constant\nrate: -5\nmax_requests: 1\nthink_time: soon\n",

@@ -72,12 +72,7 @@ fn sweep(c: &Config) -> serde_json::Value {
     // them) batch8's concurrent@16 rung read 37.08 req/s for a capacity of 33.33, where it
     // reads within 1% run alone.
     let _one = common::serial();
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "bench-capacity-{}-{}",
-        c.name,
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = common::tmp("capacity", c.name);
     let cfg: PathBuf = dir.join("mock.yaml");
     std::fs::write(
         &cfg,

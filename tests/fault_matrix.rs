@@ -3,6 +3,8 @@
 //! a request log. In every case bench's counts equal the simulator's log (nothing lost,
 //! nothing invented), the exit code is the documented one, and nothing panics.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,10 +32,7 @@ struct Case {
 }
 
 fn dir() -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-fault-matrix-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    common::tmp("fault-matrix", "runs")
 }
 
 fn log_lines(path: &Path) -> Vec<serde_json::Value> {

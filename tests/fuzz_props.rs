@@ -5,6 +5,8 @@
 //! cases (`BENCH_FUZZ_CASES`, default 1,000 per property, a tenth for the ones that write
 //! files) so CI stays within its budget.
 
+mod common;
+
 use std::io::Write as _;
 
 use bench_worker::sse::SseParser;
@@ -128,8 +130,7 @@ proptest! {
     #[test]
     fn data_files_never_panic(bytes in sse_bytes(), ext in 0usize..4) {
         let ext = ["txt", "jsonl", "json", "csv"][ext];
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-fuzz-data-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("mkdir");
+        let dir = common::tmp("fuzz", "data");
         let p = dir.join(format!("f.{ext}"));
         std::fs::File::create(&p).and_then(|mut f| f.write_all(&bytes)).expect("write");
         if let Ok(spec) = bench_loader::DataSpec::parse(&p.display().to_string(), None) {
@@ -144,8 +145,7 @@ proptest! {
     /// Simulator configs and saved reports: never a panic.
     #[test]
     fn simulator_configs_and_saved_reports_never_panic(bytes in sse_bytes(), json in any::<bool>()) {
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-fuzz-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("mkdir");
+        let dir = common::tmp("fuzz", "cfg");
         let p = dir.join(if json { "c.json" } else { "c.yaml" });
         std::fs::write(&p, &bytes).expect("write");
         let _ = bench_mock::MockConfig::from_file(&p);

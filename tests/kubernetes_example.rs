@@ -4,6 +4,8 @@
 //! broken copy is refused (the check can fail); and the shard count agrees everywhere it is
 //! written (completions, parallelism, BENCH_SHARDS, the merge's wait).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -60,8 +62,7 @@ fn manifests_validate_against_the_kubernetes_schemas() {
     assert!(ok, "{text}");
     // The check can fail: a misspelt field is refused.
     let job = std::fs::read_to_string(example().join("shards-job.yaml")).expect("job");
-    let broken = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-k8s-{}.yaml", std::process::id()));
+    let broken = common::tmp("k8s", "broken").join("job.yaml");
     std::fs::write(&broken, job.replace("parallelism:", "paralelism:")).expect("write");
     let (ok, text) = validate(&[broken]);
     assert!(!ok, "a misspelt field passed: {text}");

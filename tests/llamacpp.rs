@@ -18,10 +18,7 @@ fn args(a: &[&str]) -> Vec<String> {
 
 /// The report path of a test's run, in a fresh directory named `tag` and this process.
 fn report_path(tag: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    dir.join("run.json")
+    common::tmp("llamacpp", tag).join("run.json")
 }
 
 /// `bench run --target ADDR LOAD... --output JSON`, the arguments `Llama::run` takes.
@@ -159,9 +156,7 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     // file took 41-437 s in full runs, 32 s with the tests one at a time.
     let _one = common::serial();
     let server = Llama::start("sweep");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-llamacpp-sweep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = common::tmp("llamacpp", "sweep");
     let json = dir.join("sweep.json");
     // Benchmarks long enough for a dozen sequential requests: a shared machine under load can
     // make llama.cpp (CPU-bound) 100x slower than when quiet.
@@ -569,9 +564,7 @@ fn key_half_widths(b: &serde_json::Value) -> [Option<f64>; 4] {
 fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target() {
     let _one = common::serial();
     let server = Llama::start("precision");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-llamacpp-prec-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = common::tmp("llamacpp", "precision");
     let report = |name: &str, extra: &[&str]| -> serde_json::Value {
         let json = dir.join(format!("{name}.json"));
         let mut a = vec![

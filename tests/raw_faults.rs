@@ -4,6 +4,8 @@
 //! or a stream of zero tokens. For each x completions / chat / TGI: no panic, one error line,
 //! the documented exit code, and bench's count equal to what the server received.
 
+mod common;
+
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -217,9 +219,7 @@ fn check(m: Misbehaviour, backend: &str, dir: &std::path::Path) -> Result<(), St
 
 #[test]
 fn raw_socket_misbehaviours_are_errors_not_panics_and_all_counted() {
-    let dir: PathBuf = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-raw-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir: PathBuf = common::tmp("raw", "runs");
     let mut handles = Vec::new();
     for m in ALL {
         let dir = dir.clone();

@@ -2,6 +2,8 @@
 //! printed it (the expected texts were rendered from the in-memory run before it was saved),
 //! writes other formats, compares runs, and rejects bad input with exit code 2.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -62,10 +64,7 @@ fn report_reproduces_the_original_vllm_console() {
 
 #[test]
 fn report_writes_other_formats_and_compares_runs() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-report-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = common::fresh("report-cli", "runs");
     let s = sample();
     let (json, html, csv) = (dir.join("b.json"), dir.join("r.html"), dir.join("r.csv"));
     let out = bench(&[

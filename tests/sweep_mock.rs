@@ -1,5 +1,7 @@
 //! End to end: the real `bench` binary against its in-process simulator (`--mock`).
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -12,10 +14,7 @@ fn bench(args: &[&str]) -> Output {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-e2e-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    common::tmp("e2e", name)
 }
 
 fn text(b: &[u8]) -> String {

@@ -11,22 +11,26 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
-/// The scratch directory `bench-<prefix>-<pid>-<name>` under the system's temporary directory,
-/// created if missing (what an earlier call put there stays).
+/// The scratch directory `bench-<prefix>-<pid>-<name>` under cargo's temporary directory for
+/// tests (`target/tmp`), created if missing (what an earlier call put there stays).
 pub fn tmp(prefix: &str, name: &str) -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-{prefix}-{}-{name}", std::process::id()));
+    let d = scratch(prefix, name);
     std::fs::create_dir_all(&d).expect("mkdir");
     d
 }
 
 /// [`tmp`], emptied first.
 pub fn fresh(prefix: &str, name: &str) -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-{prefix}-{}-{name}", std::process::id()));
+    let d = scratch(prefix, name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("mkdir");
     d
+}
+
+/// Where [`tmp`] and [`fresh`] put `prefix`/`name`: one directory per test process.
+fn scratch(prefix: &str, name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench-{prefix}-{}-{name}", std::process::id()))
 }
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
