@@ -66,7 +66,13 @@ def line(build, rate, x):
     return f"| {build} | {rate} | " + " | ".join(cells) + " |"
 
 
-def main():
+HEADER = ("| build | target req/s | achieved req/s | dispatch p50 ms | dispatch p99 ms | client CPU s per 1k req "
+          "| peak RSS MiB | errors | client cores | simulator cores | steal % | probe p50 | probe p90 "
+          "| probe units over 1.25x % | reported to host MiB |")
+RULE = "|---" * (HEADER.count("|") - 1) + "|"
+
+
+def args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--a", required=True, help="bench binary (the build measured)")
     ap.add_argument("--b", default=None, help="a second build run side by side (e.g. the previous main)")
@@ -76,55 +82,34 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--http2", action="store_true",
                     help="every client sends over HTTP/2 (one connection, streams) instead of HTTP/1.1")
-    a = ap.parse_args()
-    extra = ["--http2"] if a.http2 else []
-    builds = [("A", a.a)] + ([("B", a.b)] if a.b else [])
-    scheduler.BIN = a.server or a.a
-    rates = [int(r) for r in a.rates.split(",")]
-    tmp = tempfile.mkdtemp(prefix="bench-ceiling-")
-    out = os.path.join(tmp, "x.json")
-    srv, url = start_server(["--zero-delay", "--ignore-eos"])
-    runs, failed = {}, {}
-    header = ("| build | target req/s | achieved req/s | dispatch p50 ms | dispatch p99 ms | client CPU s per 1k req "
-              "| peak RSS MiB | errors | client cores | simulator cores | steal % | probe p50 | probe p90 "
-              "| probe units over 1.25x % | reported to host MiB |")
-    rule = "|---" * (header.count("|") - 1) + "|"
+    return ap.parse_args()
+
+
+def measured(binary, srv, url, rate, seconds, out, extra, base):
+    """One run of `binary` with the machine's figures beside it (raises RunFailed)."""
+    before = proc_cpu(srv.pid)
+    steal0, total0 = cpu_ticks()
+    reported0 = reported_mib()
+    probe = Probe()
     try:
-        base = calibrate()
-        print(f"noise probe: one unit takes {base:.3f} CPU ms at the machine's fastest")
-        print()
-        warm(a.a, url, out)
-        print(header)
-        print(rule)
-        for rate in rates:
-            for _ in range(a.repeats):
-                for name, binary in builds:
-                    before = proc_cpu(srv.pid)
-                    steal0, total0 = cpu_ticks()
-                    reported0 = reported_mib()
-                    probe = Probe()
-                    try:
-                        x = run(binary, url, rate, a.seconds, out, extra)
-                    except RunFailed as e:
-                        probe.stop(base)
-                        failed.setdefault((name, rate), []).append(str(e))
-                        print(f"| {name} | {rate} | failed: {e} |", flush=True)
-                        continue
-                    x.update(probe.stop(base))
-                    x["reported_mib"] = reported_mib() - reported0
-                    steal1, total1 = cpu_ticks()
-                    x["steal_pct"] = 100.0 * (steal1 - steal0) / max(1, total1 - total0)
-                    # CPU per second of the run, client and simulator: what the 2 cores carried.
-                    x["sim_cores"] = (proc_cpu(srv.pid) - before) / a.seconds
-                    x["client_cores"] = x["cpu_per_1k"] * x["achieved"] / 1000
-                    runs.setdefault((name, rate), []).append(x)
-                    print(line(name, rate, x), flush=True)
+        x = run(binary, url, rate, seconds, out, extra)
     finally:
-        srv.kill()
-        srv.wait()
+        noise = probe.stop(base)
+    x.update(noise)
+    x["reported_mib"] = reported_mib() - reported0
+    steal1, total1 = cpu_ticks()
+    x["steal_pct"] = 100.0 * (steal1 - steal0) / max(1, total1 - total0)
+    # CPU per second of the run, client and simulator: what the 2 cores carried.
+    x["sim_cores"] = (proc_cpu(srv.pid) - before) / seconds
+    x["client_cores"] = x["cpu_per_1k"] * x["achieved"] / 1000
+    return x
+
+
+def summary(rates, builds, runs, failed):
+    """The medians per build and rate, then every run's dispatch p99 and the machine's noise."""
     print("\nMedians (errors: the most in one run):\n")
-    print(header)
-    print(rule)
+    print(HEADER)
+    print(RULE)
     for rate in rates:
         for name, _ in builds:
             xs = runs.get((name, rate))
@@ -150,6 +135,38 @@ def main():
             reported = ", ".join(f"{x['reported_mib']:.0f}" for x in xs)
             print(f"| {name} | {rate} | " + ", ".join(f"{p:.3f}" for p in p99s)
                   + f" | {under} of {n}{lost} | {slow} | {reported} |")
+
+
+def main():
+    a = args()
+    extra = ["--http2"] if a.http2 else []
+    builds = [("A", a.a)] + ([("B", a.b)] if a.b else [])
+    scheduler.BIN = a.server or a.a
+    rates = [int(r) for r in a.rates.split(",")]
+    out = os.path.join(tempfile.mkdtemp(prefix="bench-ceiling-"), "x.json")
+    srv, url = start_server(["--zero-delay", "--ignore-eos"])
+    runs, failed = {}, {}
+    try:
+        base = calibrate()
+        print(f"noise probe: one unit takes {base:.3f} CPU ms at the machine's fastest\n")
+        warm(a.a, url, out)
+        print(HEADER)
+        print(RULE)
+        for rate in rates:
+            for _ in range(a.repeats):
+                for name, binary in builds:
+                    try:
+                        x = measured(binary, srv, url, rate, a.seconds, out, extra, base)
+                    except RunFailed as e:
+                        failed.setdefault((name, rate), []).append(str(e))
+                        print(f"| {name} | {rate} | failed: {e} |", flush=True)
+                        continue
+                    runs.setdefault((name, rate), []).append(x)
+                    print(line(name, rate, x), flush=True)
+    finally:
+        srv.kill()
+        srv.wait()
+    summary(rates, builds, runs, failed)
 
 
 if __name__ == "__main__":
