@@ -77,10 +77,7 @@ impl Llama {
             py.display()
         );
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llamacpp/serve.py");
-        let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "bench-llamacpp-{}-{name}-server.log",
-            std::process::id()
-        ));
+        let log = crate::common::tmp("llamacpp", name).join("server.log");
         let log_file = std::fs::File::create(&log).expect("server log");
         let mut child = Command::new(py)
             .arg(script)
@@ -198,19 +195,8 @@ impl Llama {
     /// output when it succeeded. On failure: `Err` with the server's state when the server is
     /// shown to be at fault (see the module's doc), else a panic with that state.
     pub fn try_run(&self, args: &[&str]) -> Result<Output, String> {
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let (out_path, err_path) = (
-            dir.join(format!(
-                "bench-llamacpp-{}-{}.out",
-                std::process::id(),
-                self.port()
-            )),
-            dir.join(format!(
-                "bench-llamacpp-{}-{}.err",
-                std::process::id(),
-                self.port()
-            )),
-        );
+        let dir = crate::common::tmp("llamacpp", &format!("port-{}", self.port()));
+        let (out_path, err_path) = (dir.join("bench.out"), dir.join("bench.err"));
         let timeout = self.timeout_s.to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
             .args(args)

@@ -168,13 +168,14 @@ impl ChunkStore {
     /// and whether they are wide. Offsets arrive in order (chunks are stamped as they are
     /// read); a later one below an earlier reads back as the earlier (a gap of 0).
     fn push_offsets(&mut self, offsets: impl ExactSizeIterator<Item = u32> + Clone) -> (u64, bool) {
-        let gaps = offsets.clone().scan(0u32, |prev, o| {
-            let gap = o.saturating_sub(*prev);
-            *prev = o.max(*prev);
-            Some(gap)
+        let mut prev = 0u32;
+        let gaps = offsets.clone().map(move |o| {
+            let gap = o.saturating_sub(prev);
+            prev = prev.max(o);
+            gap
         });
         if gaps.clone().all(|g| g <= u32::from(u16::MAX)) {
-            (self.gaps.push_run(ExactGaps(gaps, offsets.len())), false)
+            (self.gaps.push_run(gaps.map(|g| g as u16)), false)
         } else {
             (self.offsets.push_run(offsets), true)
         }
@@ -249,25 +250,6 @@ impl ChunkStore {
             .unwrap_or(false)
     }
 }
-
-/// Gaps known to fit in a `u16`, with their count ([`Pages::push_run`] takes an exact size).
-struct ExactGaps<I>(I, usize);
-
-impl<I: Iterator<Item = u32>> Iterator for ExactGaps<I> {
-    type Item = u16;
-
-    fn next(&mut self) -> Option<u16> {
-        let g = self.0.next()?;
-        self.1 = self.1.saturating_sub(1);
-        Some(g.min(u32::from(u16::MAX)) as u16)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.1, Some(self.1))
-    }
-}
-
-impl<I: Iterator<Item = u32>> ExactSizeIterator for ExactGaps<I> {}
 
 #[cfg(test)]
 mod tests {
