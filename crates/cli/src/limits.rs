@@ -7,6 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use bench_profile::{Profile, Strategy};
+use nix::fcntl::{fcntl, FcntlArg};
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
 use crate::UsageError;
@@ -29,6 +30,35 @@ pub fn raise_open_files(want: Option<u64>) -> Option<u64> {
         return Some(hard);
     }
     Some(soft)
+}
+
+/// Descriptor slots the kernel's table holds from the start of a run, unless the open-file
+/// limit is lower or the planned concurrency needs more. Each slot costs the kernel about
+/// 8 bytes (half a MiB for these).
+pub const PRESIZED_FDS: u64 = 65_536;
+
+/// The slots to reserve for `needed` descriptors (when the plan knows them) under the soft
+/// open-file limit `soft`.
+pub fn table_slots(needed: Option<u64>, soft: u64) -> u64 {
+    needed.unwrap_or(0).max(PRESIZED_FDS).min(soft)
+}
+
+/// Grows this process's descriptor table to `slots` entries now, before any connection is
+/// opened, by placing a descriptor in the last slot and closing it again (the kernel never
+/// shrinks the table).
+///
+/// Linux grows the table by doubling when a new descriptor lands past its end. In a process of
+/// several threads each growth waits for an RCU grace period, and every other thread that opens
+/// a descriptor meanwhile (a connect, an accept) waits with it: a stall of milliseconds to tens
+/// of milliseconds, mid-run, at the moment the connection count climbs, which makes it climb
+/// further (docs/performance.md, "At the end of stop 33"). Best effort: returns the slots now
+/// reserved, `None` when the OS refused (the table then grows as before).
+pub fn presize_descriptor_table(slots: u64) -> Option<u64> {
+    let last = std::os::fd::RawFd::try_from(slots.checked_sub(1)?).ok()?;
+    let null = std::fs::File::open("/dev/null").ok()?;
+    let fd = fcntl(&null, FcntlArg::F_DUPFD_CLOEXEC(last)).ok()?;
+    let _ = nix::unistd::close(fd);
+    Some(slots)
 }
 
 /// The descriptors each request in flight holds: over HTTP/1.1 its own connection (and, with
@@ -251,5 +281,42 @@ mod tests {
         assert_eq!(soft, now);
         assert_eq!(now, after);
         assert!(after == hard || after == hard + 1, "{hard} -> {after}");
+    }
+
+    /// The table size the kernel reports for this process (`FDSize` in /proc/self/status).
+    fn table_size() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").expect("readable");
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("FDSize:"))
+            .expect("FDSize");
+        line.trim().parse().expect("a number")
+    }
+
+    #[test]
+    fn the_descriptor_table_is_grown_before_the_run_and_stays_grown() {
+        let soft = raise_open_files(None).expect("readable");
+        let slots = table_slots(None, soft).min(8192);
+        assert!(
+            slots > 64,
+            "an open-file limit of {soft} leaves nothing to test"
+        );
+        assert_eq!(presize_descriptor_table(slots), Some(slots));
+        assert!(table_size() >= slots, "{} < {slots}", table_size());
+        // The slot used to grow it is free again: the next descriptor is a low one.
+        let f = std::fs::File::open("/dev/null").expect("open");
+        assert!(std::os::fd::AsRawFd::as_raw_fd(&f) < 1024);
+        // Past any open-file limit (Linux caps it under 2^30) the OS refuses, and the run
+        // goes on.
+        assert_eq!(presize_descriptor_table(1 << 30), None);
+        assert_eq!(presize_descriptor_table(0), None);
+    }
+
+    #[test]
+    fn the_table_holds_the_plan_within_the_limit() {
+        assert_eq!(table_slots(None, 1 << 20), PRESIZED_FDS);
+        assert_eq!(table_slots(Some(200_064), 1 << 20), 200_064);
+        assert_eq!(table_slots(Some(100), 20_000), 20_000);
+        assert_eq!(table_slots(None, 1024), 1024);
     }
 }

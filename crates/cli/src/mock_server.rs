@@ -232,7 +232,10 @@ pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
         .try_init();
     let config = args.resolve()?;
     // Every stream a client holds open is a socket here: as many as the OS allows.
-    let _ = crate::limits::raise_open_files(Some(SIMULATOR_OPEN_FILES));
+    // Its descriptor table is grown now, not while clients connect (see `limits`).
+    if let Some(soft) = crate::limits::raise_open_files(Some(SIMULATOR_OPEN_FILES)) {
+        crate::limits::presize_descriptor_table(crate::limits::table_slots(None, soft));
+    }
     if args.threads == Some(0) {
         return Err(UsageError::new("--threads must be at least 1").into());
     }
