@@ -6,6 +6,10 @@
 #
 #   RATE=15000 SECONDS_PER_RUN=10 bash benches/consecutive.sh NEW_BIN OLD_BIN NEW_BIN OLD_BIN ...
 #
+# Its runs inherit the shell's descriptors. Before f5de9fe a shell that leaked a high one (this
+# machine's tool shell holds fd 251) gave them a grown descriptor table, and so better tails than
+# ceiling.py's, whose Python parent closes them (docs/performance.md, "At the end of stop 33").
+#
 # The first run after the simulator starts warms it (its memory and connection set grow on the
 # same cores): read it apart (docs/performance.md, "At the end of stop 28").
 set -euo pipefail
