@@ -32,6 +32,16 @@ pub fn raise_open_files(want: Option<u64>) -> Option<u64> {
     Some(soft)
 }
 
+/// What a process that will open many connections does first: raises the open-file limit
+/// towards `limit` ([`raise_open_files`]), then grows the descriptor table for `needed`
+/// descriptors within it ([`table_slots`], [`presize_descriptor_table`]). Returns the soft
+/// limit now in force (`None` when it cannot be read; the table is then left alone).
+pub fn make_room(limit: Option<u64>, needed: Option<u64>) -> Option<u64> {
+    let soft = raise_open_files(limit)?;
+    presize_descriptor_table(table_slots(needed, soft));
+    Some(soft)
+}
+
 /// Descriptor slots the kernel's table holds from the start of a run, unless the open-file
 /// limit is lower or the planned concurrency needs more. Each slot costs the kernel about
 /// 8 bytes (half a MiB for these).

@@ -231,11 +231,9 @@ pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
         )
         .try_init();
     let config = args.resolve()?;
-    // Every stream a client holds open is a socket here: as many as the OS allows.
-    // Its descriptor table is grown now, not while clients connect (see `limits`).
-    if let Some(soft) = crate::limits::raise_open_files(Some(SIMULATOR_OPEN_FILES)) {
-        crate::limits::presize_descriptor_table(crate::limits::table_slots(None, soft));
-    }
+    // Every stream a client holds open is a socket here: as many as the OS allows, and a
+    // descriptor table grown now, not while clients connect (see `limits`).
+    let _ = crate::limits::make_room(Some(SIMULATOR_OPEN_FILES), None);
     if args.threads == Some(0) {
         return Err(UsageError::new("--threads must be at least 1").into());
     }

@@ -103,13 +103,11 @@ fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::R
     let planned = limits::planned_concurrency(&settings.load.profile);
     let per_request = limits::descriptors_per_request(settings.target.http2, settings.target.mock);
     let needed = planned.map(|c| limits::descriptors(c, per_request));
-    let soft = limits::raise_open_files(needed);
+    // The descriptor table is grown now, so that no connection waits on the kernel growing it
+    // mid-run.
+    let soft = limits::make_room(needed, needed);
     if let (Some(soft), Some(c)) = (soft, planned) {
         limits::check_fits(c, per_request, soft)?;
-    }
-    // Grown now, so that no connection waits on the kernel growing it mid-run.
-    if let Some(soft) = soft {
-        limits::presize_descriptor_table(limits::table_slots(needed, soft));
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
