@@ -11,26 +11,16 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
-/// The scratch directory `bench-<prefix>-<pid>-<name>` under cargo's temporary directory for
-/// tests (`target/tmp`), created if missing (what an earlier call put there stays).
+/// The scratch directory `bench-<prefix>-<name>-<pid>` under cargo's temporary directory for
+/// tests (`target/tmp`), created if missing (what an earlier call put there stays); the rule is
+/// `bench_test_support`'s, shared with the crates' own tests.
 pub fn tmp(prefix: &str, name: &str) -> PathBuf {
-    let d = scratch(prefix, name);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), &format!("{prefix}-{name}"))
 }
 
 /// [`tmp`], emptied first.
 pub fn fresh(prefix: &str, name: &str) -> PathBuf {
-    let d = scratch(prefix, name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
-}
-
-/// Where [`tmp`] and [`fresh`] put `prefix`/`name`: one directory per test process.
-fn scratch(prefix: &str, name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-{prefix}-{}-{name}", std::process::id()))
+    bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), &format!("{prefix}-{name}"))
 }
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

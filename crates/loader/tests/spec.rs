@@ -126,9 +126,7 @@ fn errors_name_the_culprit() {
 
 #[test]
 fn file_forms() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-loader-spec-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "loader-spec");
     let txt = dir.join("book.txt");
     std::fs::write(&txt, "some text\n").expect("write");
     let p = txt.display().to_string();

@@ -10,9 +10,7 @@ use serde_json::{json, Value};
 
 #[tokio::test]
 async fn log_lines_and_in_process_records_match_the_client() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-mock-log-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "mock-log");
     let path = dir.join("requests.jsonl");
     let _ = std::fs::remove_file(&path);
     let s = MockServer::start(MockConfig {

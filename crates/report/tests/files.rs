@@ -19,11 +19,7 @@ fn opts() -> StatsOptions {
 }
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+    bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), &format!("report-{name}"))
 }
 
 fn consoles(run: &RunReport) -> Vec<String> {

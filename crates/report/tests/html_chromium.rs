@@ -169,9 +169,7 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         eprintln!("skipped: no chromium on PATH (set BENCH_CHROMIUM or run .ci/setup)");
         return;
     };
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html-chromium");
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).expect("work dir");
+    let work = bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), "html-chromium");
 
     // Negative control: an external image and a script error must both be caught.
     let bad = work.join("bad.html");

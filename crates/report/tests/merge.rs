@@ -134,9 +134,7 @@ fn merged_run_validates_and_renders_in_every_format() {
     let v = serde_json::to_value(&merged).expect("json");
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-merge-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "merge");
     let outs: Vec<PathBuf> = ["m.json", "m.yaml", "m.csv", "m.html"]
         .iter()
         .map(|n| dir.join(n))
@@ -348,9 +346,7 @@ fn pooled_trials_equal_the_whole_run_and_state_across_trial_intervals() {
     let v = serde_json::to_value(&run).expect("json");
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-trials-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "trials");
     let outs: Vec<PathBuf> = ["t.json", "t.yaml", "t.csv", "t.html"]
         .iter()
         .map(|n| dir.join(n))

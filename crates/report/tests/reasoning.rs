@@ -104,9 +104,7 @@ fn every_output_carries_the_reasoning_figures() {
         value["benchmarks"][0]["records"][0]["reasoning"]["source"],
         "usage"
     );
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-reasoning-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "reasoning");
     let (json, yaml) = (dir.join("r.json"), dir.join("r.yaml"));
     write_outputs(&run, &[json.clone(), yaml.clone()]).expect("write");
     assert_eq!(read_run(&json).expect("json"), run);

@@ -18,10 +18,7 @@ fn loads_files_and_folders_written_by_tokenizers() {
     // A different tokenizer, trained here by the tokenizers library and saved by it.
     let corpus = bench_tokenizer::corpus::builtin_corpus(99, 50_000);
     let json = train::train_byte_level_bpe(&corpus, 600).expect("train");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-tok-files-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir = bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), "tok-files");
     let file = dir.join("tokenizer.json");
     let tk = tokenizers::Tokenizer::from_bytes(json.as_bytes()).expect("parse");
     tk.save(&file, false).expect("save");

@@ -7,10 +7,7 @@ use bench_tokenizer::Tokenizer;
 
 #[test]
 fn environment_variables_are_honoured() {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-tok-env-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).expect("mkdir");
+    let home = bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), "tok-env");
     std::fs::write(home.join("token"), "hf_from_file\n").expect("token");
     std::env::set_var("HF_HOME", &home);
     std::env::remove_var("HF_HUB_CACHE");

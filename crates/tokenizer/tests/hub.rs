@@ -65,11 +65,7 @@ fn fake_hub(route: fn(&str, &str) -> Reply) -> FakeHub {
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-tok-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), &format!("tok-{tag}"))
 }
 
 fn hub_routes(base: &str, path: &str) -> Reply {

@@ -29,11 +29,8 @@ async fn worker(srv: &MockServer, backend: BackendKind, http2: bool) -> Worker {
         ..WorkerConfig::default()
     };
     if let Some(pem) = srv.tls_certificate_pem() {
-        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "bench-worker-sim-{}-{}.pem",
-            std::process::id(),
-            srv.addr().port()
-        ));
+        let path = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "worker-sim")
+            .join(format!("{}.pem", srv.addr().port()));
         std::fs::write(&path, pem).unwrap();
         cfg.cacert = Some(path);
     }

@@ -8,11 +8,7 @@ use bench_tokenizer::Tokenizer;
 
 /// A scratch folder unique to this test process and tag.
 pub fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench-loader-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("mkdir");
-    d
+    bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), &format!("loader-{tag}"))
 }
 
 /// A byte-level BPE trained in the test by the tokenizers library on a different corpus and

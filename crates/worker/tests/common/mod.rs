@@ -99,11 +99,8 @@ impl Server {
 
     /// Writes the certificate to a fresh file and returns its path.
     pub fn cert_file(&self) -> std::path::PathBuf {
-        let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "bench-worker-test-{}-{}.pem",
-            std::process::id(),
-            self.addr.port()
-        ));
+        let path = bench_test_support::kept(env!("CARGO_TARGET_TMPDIR"), "worker-test")
+            .join(format!("{}.pem", self.addr.port()));
         std::fs::write(&path, self.cert_pem.as_deref().unwrap()).unwrap();
         path
     }
