@@ -7,19 +7,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Kills the child on every path out of a test.
-struct Killed(Child);
+use common::{mock_server, Killed};
 
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+/// The simulator, slow enough that a run's requests stay in flight. Only stdin, stdout and
+/// stderr pass to a child (Rust's `Command` opens the rest close-on-exec), so it starts from
+/// the kernel's 64 slots.
+const SIMULATOR: &[&str] = &["--port", "0", "--step-base-ms", "200"];
 
 /// A field of /proc/PID/status as a number.
 fn status(pid: u32, field: &str) -> Option<u64> {
@@ -49,32 +45,9 @@ fn grown_table(pid: u32) -> (bool, Option<u64>, Option<u64>) {
     }
 }
 
-/// Only stdin, stdout and stderr pass to the child (Rust's `Command` opens the rest
-/// close-on-exec), so it starts from the kernel's 64 slots.
-fn simulator() -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["mock-server", "--port", "0", "--step-base-ms", "200"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn bench mock-server");
-    let stdout = child.stdout.take().expect("stdout");
-    let server = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("first line");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("address")
-        .to_string();
-    (server, url)
-}
-
 #[test]
 fn the_simulator_grows_its_table_before_clients_connect() {
-    let (server, _url) = simulator();
+    let (server, _url) = mock_server(SIMULATOR);
     let pid = server.0.id();
     let (grown, size, soft) = grown_table(pid);
     assert!(grown, "FDSize {size:?} with an open-file limit of {soft:?}");
@@ -82,7 +55,7 @@ fn the_simulator_grows_its_table_before_clients_connect() {
 
 #[test]
 fn a_run_grows_its_table_before_it_sends() {
-    let (_server, url) = simulator();
+    let (_server, url) = mock_server(SIMULATOR);
     let report = common::fresh("fdtable", "run").join("run.json");
     let client = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args([

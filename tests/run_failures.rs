@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -49,17 +49,7 @@ fn err_lines(o: &Output) -> Vec<String> {
 /// why, after a bounded number of connection attempts (not a storm of 100,000 errors).
 #[test]
 fn a_server_killed_mid_run_ends_the_run_with_a_clear_message() {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["mock-server", "--port", "0", "--step-base-ms", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("address");
-    let url = line.trim().trim_start_matches("listening on ").to_string();
+    let (mut server, url) = common::mock_server(&["--port", "0", "--step-base-ms", "1"]);
     let json = tmp("gone").join("run.json");
     let run = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args([
@@ -85,8 +75,8 @@ fn a_server_killed_mid_run_ends_the_run_with_a_clear_message() {
         .spawn()
         .expect("spawn bench");
     std::thread::sleep(Duration::from_millis(1500));
-    server.kill().expect("kill -9 the server");
-    let _ = server.wait();
+    server.0.kill().expect("kill -9 the server");
+    let _ = server.0.wait();
     let t0 = Instant::now();
     let out = run.wait_with_output().expect("wait");
     let took = t0.elapsed();

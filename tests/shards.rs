@@ -7,45 +7,21 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use bench_core::RequestRecord;
 use bench_report::Dist;
-use common::{bench, fresh, read_log, text, write_sim};
+use common::{bench, fresh, mock_server, read_log, text, write_sim, Killed};
 use serde_json::Value;
 
 /// The simulator as its own process, killed on drop.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `bench mock-server --port 0` with the request log of `dir`; its URL.
-fn start_sim(dir: &Path) -> (Server, String, PathBuf) {
+fn start_sim(dir: &Path) -> (Killed, String, PathBuf) {
     let log = dir.join("log.jsonl");
     let cfg = write_sim(dir, "step_base_ms: 1\n", Some(&log));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["mock-server", "--port", "0", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn simulator");
-    let stdout = child.stdout.take().expect("stdout");
-    let server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("line");
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+    let cfg = cfg.to_str().expect("a UTF-8 path");
+    let (server, url) = mock_server(&["--port", "0", "--config", cfg]);
     (server, url, log)
 }
 

@@ -5,8 +5,9 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -140,4 +141,38 @@ pub fn logged_synchronous_run(
     let entries = read_log(&log);
     let _ = std::fs::remove_dir_all(&dir);
     (v["benchmarks"][0].clone(), entries)
+}
+
+/// A child process, killed and reaped on every path out of a test.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `bench mock-server <args>` as a user starts it (its stderr dropped), once it has printed
+/// its address: the process and the URL it serves.
+pub fn mock_server(args: &[&str]) -> (Killed, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("mock-server")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn bench mock-server");
+    let stdout = child.stdout.take().expect("stdout");
+    let server = Killed(child);
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("first line");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (server, url)
 }
