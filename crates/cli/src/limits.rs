@@ -294,6 +294,7 @@ mod tests {
     }
 
     /// The table size the kernel reports for this process (`FDSize` in /proc/self/status).
+    #[cfg(target_os = "linux")]
     fn table_size() -> u64 {
         let status = std::fs::read_to_string("/proc/self/status").expect("readable");
         let line = status
@@ -303,6 +304,7 @@ mod tests {
         line.trim().parse().expect("a number")
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_descriptor_table_is_grown_before_the_run_and_stays_grown() {
         let soft = raise_open_files(None).expect("readable");
