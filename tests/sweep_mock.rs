@@ -3,22 +3,11 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run bench")
-}
+use common::{bench, text};
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("e2e", name)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]
