@@ -265,3 +265,56 @@ fn a_sweep_runs_every_benchmark_to_the_target_or_the_budget() {
     assert!(precise >= 1, "no benchmark met a 30% target");
     assert!(run["capacity"]["max_requests_per_s"].as_f64().is_some());
 }
+
+/// A precise stop stops the sending and drains (docs/metrics.md, "Precision"): no request is
+/// cut, and an open-loop rate below the capacity (34.45 req/s, the default simulator at
+/// 256/128 tokens) reads the rate sent within 2%, its interval containing it. Cancelling the
+/// requests in flight instead read 13 req/s as 12.12 (95%: 11.80-12.43): "surely not kept up".
+#[test]
+fn a_precise_stop_drains_and_open_loop_rates_read_the_rate_sent() {
+    let _one = common::serial();
+    let dir = common::fresh("precision", "drain");
+    let run = common::mock_report(
+        "run",
+        "drain",
+        &dir,
+        None,
+        &[
+            "--rate-type",
+            "constant",
+            "--rate",
+            "13,22.4",
+            "--max-seconds",
+            "3",
+            "--precision",
+            "8%",
+            "--precision-budget",
+            "15",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut precise = 0;
+    for b in run["benchmarks"].as_array().expect("benchmarks") {
+        let label = &b["label"];
+        let offered = common::f(b, &["rates", "target_rate"]);
+        let got = common::f(b, &["rates", "requests_per_s"]);
+        eprintln!(
+            "{label}: {got:.2} ({}), {}",
+            b["intervals"]["requests_per_s"], b["stop_reason"]
+        );
+        precise += usize::from(b["stop_reason"] == "precise");
+        assert_eq!(common::f(b, &["requests", "incomplete"]), 0.0, "{label}");
+        assert!(
+            (got - offered).abs() <= 0.02 * offered,
+            "{label}: {got} vs {offered}"
+        );
+        let iv = &b["intervals"]["requests_per_s"];
+        let (low, high) = (common::f(iv, &["low"]), common::f(iv, &["high"]));
+        assert!(
+            low <= offered && offered <= high,
+            "{label}: {offered} outside {iv}"
+        );
+        assert_ne!(b["rates"]["sustained"]["verdict"], "not_kept_up", "{label}");
+    }
+    assert!(precise >= 1, "no benchmark stopped as precise");
+}

@@ -38,3 +38,19 @@ pub struct CapacityIntervals {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_max_requests_per_s: Option<CrossingInterval>,
 }
+
+/// Student's t quantile at 0.975 for `df` degrees of freedom: exact to 3 decimals for 1 to
+/// 30 (the batches, the trials, the in-flight trend's batches), the Cornish-Fisher expansion beyond (within 0.001).
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if (1..=30).contains(&df) {
+        return T[df - 1];
+    }
+    let (z, n): (f64, f64) = (1.959_964, df.max(1) as f64);
+    z + (z.powi(3) + z) / (4.0 * n)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+}

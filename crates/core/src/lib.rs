@@ -19,10 +19,11 @@ mod settle;
 mod shard;
 mod steady;
 mod strategy;
+mod sustain;
 mod window;
 
 pub use image::{image_size, ImageCounts, ImageInput};
-pub use interval::{CapacityIntervals, CrossingInterval, Interval};
+pub use interval::{t975, CapacityIntervals, CrossingInterval, Interval};
 pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use session::{
@@ -32,6 +33,7 @@ pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;
 pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
+pub use sustain::{Sustained, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
 pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
 use std::future::Future;

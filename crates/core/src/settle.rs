@@ -59,7 +59,7 @@ pub fn settle_time(
 }
 
 /// The time-average in-flight count in each of `bins` bins of `width` ns from `open`.
-fn binned_counts(
+pub(crate) fn binned_counts(
     open: Nanos,
     width: f64,
     bins: usize,

@@ -168,7 +168,7 @@ impl Steady {
 }
 
 /// The `q` quantile of `values` by nearest rank (`values` is reordered; not empty).
-fn nearest_rank(values: &mut [Nanos], q: f64) -> Nanos {
+pub(crate) fn nearest_rank(values: &mut [Nanos], q: f64) -> Nanos {
     let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
     *values.select_nth_unstable(rank - 1).1
 }

@@ -20,8 +20,8 @@ pub use profile::{
 };
 pub use sweep::{
     capacity_rates, rung_latency, rung_length, slo_bracket, slo_next_rate, Reading, SweepMode,
-    SweepPlanner, SweepRole, SweepStep, LADDER_BUDGET, LADDER_GAIN, LADDER_LENGTH,
-    LADDER_MAX_RUNGS, LADDER_WARMUP, MAX_REFINE_STEPS, RUNG_LATENCIES, SECOND_RATE, TOP_RATE,
+    SweepPlanner, SweepRole, SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS,
+    LADDER_WARMUP, LENGTHEN, MAX_LENGTH, MAX_REFINE_STEPS, RUNG_LATENCIES, SECOND_RATE, TOP_RATE,
 };
 pub use transient::{ResolvedTransient, Transient};
 

@@ -5,15 +5,17 @@
 //! Adaptive mode (the default; docs/profiles.md):
 //!
 //! 1. `synchronous`.
-//! 2. A concurrency ladder `concurrent@2, @4, @8, ...`, until a rung raises the best output
-//!    token throughput so far by less than [`LADDER_GAIN`], the cap (`--max-concurrency`,
-//!    default 512) is reached, [`LADDER_MAX_RUNGS`] rungs ran, or the next rung would take the
-//!    ladder past [`LADDER_BUDGET`] benchmark lengths. Each rung lasts long enough to hold
-//!    [`RUNG_LATENCIES`] of its predicted request latencies ([`rung_length`]), at least a
-//!    quarter of a benchmark and at most one. The capacity is the best rung (synchronous
-//!    included).
+//! 2. A concurrency ladder `concurrent@2, @4, @8, ...`, climbing until a rung raises the best
+//!    output token throughput so far by less than [`LADDER_GAIN`] (the server's batch is full),
+//!    the cap (`--max-concurrency`, default 512) is reached, or [`LADDER_MAX_RUNGS`] rungs ran.
+//!    Each rung lasts long enough to hold [`RUNG_LATENCIES`] of its predicted request latencies
+//!    ([`rung_length`]), at least a quarter of a benchmark and at most [`MAX_LENGTH`]. The
+//!    capacity is the best rung (synchronous included).
 //! 3. `size - 2` open-loop rates placed by [`capacity_rates`]: ascending, from near the
-//!    synchronous rate to 1.2x the capacity, denser near the capacity.
+//!    synchronous rate to 1.2x the capacity, denser near the capacity. A rate that cannot be
+//!    judged in its window (its in-flight count still climbing, the judgement unsure) runs
+//!    again [`LENGTHEN`] times as long, up to [`MAX_LENGTH`]; the longest run of a rate judges
+//!    it.
 //! 4. With an SLO: bisection between the highest rate that met every bound and the lowest that
 //!    did not, until `(high - low) / low <= tolerance`.
 //!
@@ -21,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use bench_core::{Capacity, SloBracket};
+use bench_core::{Capacity, SloBracket, Verdict, KEPT_UP};
 use serde::{Deserialize, Serialize};
 
 use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepSpec};
@@ -29,15 +31,22 @@ use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, Swee
 /// A ladder rung must raise the best output token throughput by more than this fraction, or
 /// the ladder stops.
 pub const LADDER_GAIN: f64 = 0.05;
-/// At most this many ladder rungs.
-pub const LADDER_MAX_RUNGS: u32 = 8;
+/// At most this many ladder rungs (2 to 1,024 streams, below the default cap of 512).
+pub const LADDER_MAX_RUNGS: u32 = 10;
 /// The shortest ladder rung, relative to the other benchmarks.
 pub const LADDER_LENGTH: f64 = 0.25;
-/// A rung lasts at least this many of its predicted request latencies (its warmup takes a
-/// quarter of them, its window the rest), so that its window holds requests of its own.
-pub const RUNG_LATENCIES: f64 = 2.0;
-/// The ladder's rungs together last at most this many benchmark lengths.
-pub const LADDER_BUDGET: f64 = 4.0;
+/// A rung lasts at least this many of its predicted request latencies: its warmup takes a
+/// quarter of them (one latency, the time the server's batch takes to settle after every
+/// stream started at once), its window the rest, so that the window holds requests that were
+/// sent after the settling and ended while the load was on.
+pub const RUNG_LATENCIES: f64 = 4.0;
+/// The longest benchmark of a sweep, in benchmark lengths: a rung whose requests last long, or
+/// an open-loop rate lengthened until it can be judged ([`LENGTHEN`]).
+pub const MAX_LENGTH: f64 = 4.0;
+/// An open-loop rate that could not be judged (unsure, its in-flight count still climbing at
+/// the closing: [`bench_core::Sustained::needs_longer`]) runs again this many times as long, up
+/// to [`MAX_LENGTH`].
+pub const LENGTHEN: f64 = 2.0;
 /// Warmup of a ladder rung (a fraction of its length) when the run sets none.
 pub const LADDER_WARMUP: f64 = 0.25;
 /// The top open-loop rate, relative to the measured capacity.
@@ -95,6 +104,12 @@ pub struct Reading {
     pub output_tokens_per_s: Option<f64>,
     /// Whether it met every SLO bound (`None`: no SLO).
     pub slo_met: Option<bool>,
+    /// An open loop that could not be judged in its window and wants a longer one
+    /// ([`bench_core::Sustained::needs_longer`]).
+    pub needs_longer: bool,
+    /// An open loop's judgement ([`bench_core::Sustained`]; `None`: not judged, or not an
+    /// open loop).
+    pub verdict: Option<Verdict>,
 }
 
 impl Reading {
@@ -153,7 +168,7 @@ pub fn rung_latency(measured: &[(u32, f64)], streams: u32) -> Option<f64> {
 /// The length of a ladder rung of `streams` streams relative to the run's `limits`: long
 /// enough for [`RUNG_LATENCIES`] of its predicted request latencies ([`rung_latency`]; a whole
 /// benchmark without a prediction), and under a request count for each stream to send
-/// [`RUNG_LATENCIES`] requests; clamped to `[LADDER_LENGTH, 1]`.
+/// [`RUNG_LATENCIES`] requests; clamped to `[LADDER_LENGTH, MAX_LENGTH]`.
 pub fn rung_length(streams: u32, latency: Option<f64>, limits: &Limits) -> f64 {
     let by_time = limits
         .max_seconds
@@ -167,7 +182,7 @@ pub fn rung_length(streams: u32, latency: Option<f64>, limits: &Limits) -> f64 {
         .into_iter()
         .flatten()
         .fold(LADDER_LENGTH, f64::max)
-        .min(1.0)
+        .min(MAX_LENGTH)
 }
 
 /// The next rate of the SLO search from the rates measured so far (`(rate, met)`), or `None`
@@ -277,10 +292,56 @@ impl SweepPlanner {
         Ok(self.refine_step())
     }
 
-    /// Records what the step returned by the last [`Self::next_step`] measured.
+    /// Records what the step returned by the last [`Self::next_step`] measured. An open-loop
+    /// rate that could not be judged runs next again, [`LENGTHEN`] times as long (up to
+    /// [`MAX_LENGTH`]).
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
         self.outstanding = self.outstanding.saturating_sub(1);
+        if self.wants_longer(&step, &reading) {
+            self.pending.push_front(SweepStep {
+                length: step.length * LENGTHEN,
+                ..step.clone()
+            });
+        }
         self.history.push((step, reading));
+    }
+
+    /// Whether an open-loop rate runs again longer: its judgement was unsure and leaned below
+    /// or had not settled ([`Reading::needs_longer`]), or it was not surely kept up though the
+    /// closed loops already departed faster than it offered (its in-flight count was still
+    /// filling toward a steady state when the window closed, on a server whose requests are
+    /// slow against the window); while a longer run stays within [`MAX_LENGTH`].
+    fn wants_longer(&self, step: &SweepStep, reading: &Reading) -> bool {
+        let open_loop = matches!(step.role, SweepRole::Rate | SweepRole::Refine);
+        if !open_loop || step.length * LENGTHEN > MAX_LENGTH + 1e-9 {
+            return false;
+        }
+        let filling = matches!(reading.verdict, Some(Verdict::NotKeptUp | Verdict::Unsure))
+            && step
+                .strategy
+                .target_rate()
+                .is_some_and(|r| r < KEPT_UP * self.closed_loop_capacity());
+        reading.needs_longer || filling
+    }
+
+    /// The most requests/s a probe or a rung completed.
+    fn closed_loop_capacity(&self) -> f64 {
+        self.history
+            .iter()
+            .filter(|(s, _)| matches!(s.role, SweepRole::Probe | SweepRole::Ladder))
+            .map(|(_, r)| r.requests_per_s)
+            .fold(0.0, f64::max)
+    }
+
+    /// The history with every benchmark that a longer run of the same load superseded left
+    /// out: the longest run of a rate judges it.
+    fn judged(&self) -> impl Iterator<Item = &(SweepStep, Reading)> {
+        self.history.iter().enumerate().filter_map(|(i, x)| {
+            let later = self.history[i + 1..]
+                .iter()
+                .any(|(s, _)| s.strategy == x.0.strategy && s.role == x.0.role);
+            (!later).then_some(x)
+        })
     }
 
     fn plan_ladder_or_rates(&mut self) -> Result<(), ProfileError> {
@@ -354,14 +415,7 @@ impl SweepPlanner {
         }
         let c = (last_c * 2).min(self.spec.throughput_concurrency);
         let measured: Vec<(u32, f64)> = rungs.iter().map(|(c, r)| (*c, r.requests_per_s)).collect();
-        let length = rung_length(c, rung_latency(&measured, c), &self.limits);
-        let spent: f64 = self
-            .history
-            .iter()
-            .filter(|(s, _)| s.role == SweepRole::Ladder)
-            .map(|(s, _)| s.length)
-            .sum();
-        (spent + length <= LADDER_BUDGET + 1e-9).then_some((c, length))
+        Some((c, rung_length(c, rung_latency(&measured, c), &self.limits)))
     }
 
     /// The benchmark with the highest throughput (the first of equals) among the probes and
@@ -369,8 +423,7 @@ impl SweepPlanner {
     /// rate sustains it, whatever the closed loops read (streams that stay in step, prefilling
     /// together and then decoding together, carry less than arrivals spread in time).
     fn best(&self) -> Option<&(SweepStep, Reading)> {
-        self.history
-            .iter()
+        self.judged()
             .filter(|(s, r)| match s.role {
                 SweepRole::Probe | SweepRole::Ladder => true,
                 SweepRole::Rate | SweepRole::Refine => kept_up(s, r),
@@ -378,6 +431,33 @@ impl SweepPlanner {
             .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
                 Some(b) if sustained(&b.0, &b.1) >= sustained(&x.0, &x.1) => Some(b),
                 _ => Some(x),
+            })
+    }
+
+    /// The open-loop rate past the capacity whose server departed the most while loaded, when
+    /// that reading lies between the highest rate kept up (less the [`KEPT_UP`] tolerance that
+    /// let it count as kept up) and the best probe or rung: what the
+    /// server carries under arrivals spread in time. Streams that start together complete in
+    /// waves, and on a server whose steps cost more when they carry prompts (chunked prefill) a
+    /// wave pays that cost once where spread arrivals pay it every step: the `vllm-cpu` preset's
+    /// closed loops read 7% above what it departs under open arrivals (docs/simulator.md). A
+    /// reading below a rate kept up was cut short by its window (requests still filling the
+    /// server when it closed) and says nothing.
+    fn saturated(&self) -> Option<&(SweepStep, Reading)> {
+        let (_, top) = self.best()?;
+        let kept = self
+            .judged()
+            .filter(|(s, r)| matches!(s.role, SweepRole::Rate | SweepRole::Refine) && kept_up(s, r))
+            .map(|(s, r)| r.requests_per_s * evidence(s, r))
+            .fold(0.0, f64::max);
+        self.judged()
+            .filter(|(s, r)| {
+                matches!(s.role, SweepRole::Rate | SweepRole::Refine)
+                    && r.verdict == Some(Verdict::NotKeptUp)
+            })
+            .max_by(|a, b| a.1.requests_per_s.total_cmp(&b.1.requests_per_s))
+            .filter(|(_, r)| {
+                r.requests_per_s >= KEPT_UP * kept && r.requests_per_s < top.requests_per_s
             })
     }
 
@@ -389,8 +469,7 @@ impl SweepPlanner {
             return None;
         }
         let rates = self
-            .history
-            .iter()
+            .judged()
             .filter(|(s, _)| s.role == SweepRole::Rate)
             .count();
         let planned = self.spec.size.saturating_sub(2) as usize;
@@ -411,8 +490,7 @@ impl SweepPlanner {
     }
 
     fn open_loop_verdicts(&self) -> Vec<(f64, bool)> {
-        self.history
-            .iter()
+        self.judged()
             .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
             .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_met?)))
             .collect()
@@ -442,8 +520,7 @@ impl SweepPlanner {
 
     /// The highest open-loop rate offered by the sweep's rates, and whether it kept up.
     fn top_rate(&self) -> Option<(f64, bool)> {
-        self.history
-            .iter()
+        self.judged()
             .filter(|(s, _)| s.role == SweepRole::Rate)
             .filter_map(|(s, r)| Some((s.strategy.target_rate()?, kept_up(s, r))))
             .max_by(|a, b| a.0.total_cmp(&b.0))
@@ -459,7 +536,7 @@ impl SweepPlanner {
     /// them); `None` before any probe. The knee is left for the
     /// report, which owns the latency figures.
     pub fn answer(&self) -> Option<Capacity> {
-        let (step, best) = self.best()?;
+        let (step, best) = self.saturated().unwrap_or(self.best()?);
         let bracket = self.spec.slo.as_ref().map(|_| {
             slo_bracket(
                 &self.open_loop_verdicts(),

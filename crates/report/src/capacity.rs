@@ -50,12 +50,15 @@ impl BenchmarkReport {
     }
 }
 
-/// The open-loop benchmarks of `run` as (offered rate, benchmark), ascending.
+/// The open-loop benchmarks of `run` as (offered rate, benchmark), ascending; of a load the
+/// sweep ran again longer (docs/profiles.md, "Kept up"), only the last run, which judges it.
 pub(crate) fn open_loop(run: &RunReport) -> Vec<(f64, &BenchmarkReport)> {
-    let mut v: Vec<(f64, &BenchmarkReport)> = run
-        .benchmarks
+    let bs = &run.benchmarks;
+    let mut v: Vec<(f64, &BenchmarkReport)> = bs
         .iter()
-        .filter_map(|b| Some((b.strategy.target_rate()?, b)))
+        .enumerate()
+        .filter(|(i, b)| !bs[i + 1..].iter().any(|l| l.strategy == b.strategy))
+        .filter_map(|(_, b)| Some((b.strategy.target_rate()?, b)))
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     v

@@ -162,7 +162,11 @@ pub fn max_interval(run: &RunReport, c: &Capacity) -> Option<Interval> {
         .iter()
         .rev()
         .find(|b| b.label == c.max_measured_by)?;
-    let iv = b.intervals.as_ref()?.requests_per_s;
+    // A rate past the capacity measured it by its departures while loaded.
+    let iv = match b.rates.sustained {
+        Some(s) if s.verdict == bench_core::Verdict::NotKeptUp => s.departures_interval,
+        _ => b.intervals.as_ref()?.requests_per_s,
+    };
     let scale =
         (b.rates.requests_per_s > 0.0).then(|| c.max_requests_per_s / b.rates.requests_per_s)?;
     Some(Interval {

@@ -27,6 +27,9 @@ pub fn render_guidellm(run: &RunReport, width: Option<u16>) -> String {
     if let Some(note) = crate::steady_view::guidellm_note(run, width) {
         out.push_str(&note);
     }
+    if let Some(note) = crate::steady_view::guidellm_sustained_note(run, width) {
+        out.push_str(&note);
+    }
     if let Some(t) = crate::reasoning_view::guidellm_table(run, width) {
         out.push_str(&t);
     }

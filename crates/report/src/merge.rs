@@ -506,6 +506,10 @@ fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>, pooling: P
         peak_output_tokens_per_s: peak(|r| r.peak_output_tokens_per_s),
         achieved_rate: rate(|r| r.achieved_rate),
         target_rate,
+        sustained: bench_core::Sustained::combine(
+            &shards.iter().map(|b| b.rates.sustained).collect::<Vec<_>>(),
+            side_by_side,
+        ),
     }
 }
 

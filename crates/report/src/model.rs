@@ -392,6 +392,10 @@ pub struct Rates {
     /// The rate asked for (open-loop strategies only).
     #[serde(default)]
     pub target_rate: Option<f64>,
+    /// Open loops: whether the load was sustained while it was on (docs/metrics.md,
+    /// "Sustained"); absent for other loads and spans too short to judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sustained: Option<bench_core::Sustained>,
 }
 
 /// Goodput: completed requests meeting every bound.

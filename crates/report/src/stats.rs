@@ -773,6 +773,7 @@ impl<'a> Pass<'a> {
             peak_output_tokens_per_s: self.buckets.iter().copied().fold(0.0, f64::max),
             achieved_rate: self.window.per_s(self.sent_in_window as f64),
             target_rate: meta.strategy.target_rate(),
+            sustained: steady.sustained,
         }
     }
 

@@ -1,8 +1,11 @@
 //! Which requests the latency figures take ([`LatencyScope`], docs/metrics.md "Steady state"),
-//! said in every output: a CSV column group, a note under the guidellm tables, a line under
-//! each vLLM block and a row of the HTML counts table.
+//! and whether an open loop was sustained ([`bench_core::Sustained`], "Sustained"), said in
+//! every output: CSV column groups, notes under the guidellm tables, lines under each vLLM
+//! block and rows of the HTML counts table.
 
 use std::fmt::Write as _;
+
+use bench_core::Verdict;
 
 use crate::model::{BenchmarkReport, LatencyScope, RunReport};
 
@@ -13,6 +16,10 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "excluded_unsteady",
     "steady_start_s",
     "steady_end_s",
+    "sustained",
+    "departures_per_s",
+    "departures_low",
+    "departures_high",
 ];
 
 /// The scope's name in files (`window`, `steady`, `too_short`).
@@ -50,7 +57,63 @@ pub(crate) fn csv_cells(b: &BenchmarkReport, num: fn(f64) -> String) -> Vec<Stri
         b.requests.excluded_unsteady.to_string(),
         from.map(num).unwrap_or_default(),
         to.map(num).unwrap_or_default(),
+        b.rates
+            .sustained
+            .map(|s| s.verdict.name().to_string())
+            .unwrap_or_default(),
+        sustained_cell(b, |s| s.departures_per_s, num),
+        sustained_cell(b, |s| s.departures_interval.low, num),
+        sustained_cell(b, |s| s.departures_interval.high, num),
     ]
+}
+
+fn sustained_cell(
+    b: &BenchmarkReport,
+    f: fn(&bench_core::Sustained) -> f64,
+    num: fn(f64) -> String,
+) -> String {
+    b.rates
+        .sustained
+        .as_ref()
+        .map(f)
+        .map(num)
+        .unwrap_or_default()
+}
+
+/// Whether an open loop was sustained, in a few words (`None` when it was not judged).
+pub(crate) fn sustained_words(b: &BenchmarkReport) -> Option<String> {
+    let s = b.rates.sustained.as_ref()?;
+    let verdict = match s.verdict {
+        Verdict::KeptUp => "kept up",
+        Verdict::NotKeptUp => "NOT kept up",
+        Verdict::Unsure => "unsure whether it kept up",
+    };
+    Some(format!(
+        "{verdict}: {:.2} req/s departed while loaded (95%: {:.2}-{:.2}) of {:.2} sent, in flight {:+.2}/s{}",
+        s.departures_per_s,
+        s.departures_interval.low,
+        s.departures_interval.high,
+        s.arrivals_per_s,
+        s.growth_per_s,
+        if s.settled { "" } else { ", not settled" }
+    ))
+}
+
+/// The sustained note under the guidellm tables, or `None` without an open loop judged.
+pub(crate) fn guidellm_sustained_note(run: &RunReport, width: Option<u16>) -> Option<String> {
+    let lines: Vec<String> = run
+        .benchmarks
+        .iter()
+        .filter_map(|b| sustained_words(b).map(|d| format!("{}: {d}", b.label)))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut out = String::from("Sustained (docs/metrics.md, \"Sustained\"):\n");
+    for l in lines {
+        out.push_str(&crate::guidellm::wrap(&l, width, 2));
+    }
+    Some(out)
 }
 
 /// What one benchmark's latency figures take, in a few words (`None` for the whole window).
@@ -113,16 +176,20 @@ fn flattered(b: &BenchmarkReport) -> bool {
     )
 }
 
-/// The line under a vLLM block, or `None` for the whole window.
+/// The lines under a vLLM block, or `None` for the whole window of a load not judged.
 pub(crate) fn vllm_line(b: &BenchmarkReport) -> Option<String> {
-    describe(b).map(|d| {
-        let mut line = format!("Latency figures: {d}\n");
+    let mut line = String::new();
+    if let Some(d) = describe(b) {
+        let _ = writeln!(line, "Latency figures: {d}");
         if flattered(b) {
             line.push_str(REMEDY);
             line.push('\n');
         }
-        line
-    })
+    }
+    if let Some(w) = sustained_words(b) {
+        let _ = writeln!(line, "Sustained: {w}");
+    }
+    (!line.is_empty()).then_some(line)
 }
 
 /// The HTML counts-table row.
@@ -140,5 +207,12 @@ pub(crate) fn html_row(h: &mut String, b: &BenchmarkReport) {
                 crate::html::esc(REMEDY)
             );
         }
+    }
+    if let Some(w) = sustained_words(b) {
+        let _ = writeln!(
+            h,
+            "<tr><td>sustained</td><td colspan=\"4\">{}</td></tr>",
+            crate::html::esc(&w)
+        );
     }
 }

@@ -359,12 +359,17 @@ impl<B: Backend> Collector<'_, B> {
         }
     }
 
-    /// How long the requests in flight may drain after the sending stopped: only at the
-    /// deadline (every other stop cancels at once), up to the plan's drain bound.
+    /// How long the requests in flight may drain after the sending stopped: at the deadline
+    /// and at a precise stop (each ends the sending of a benchmark that went as planned, so
+    /// its figures are those of every request it sent), up to the plan's drain bound; every
+    /// other stop cancels at once.
     fn drain_bound(&self) -> Option<Duration> {
         let d = self.plan.limits.drain_seconds();
-        (self.stop_reason == Some(StopReason::MaxSeconds) && d > 0.0)
-            .then(|| Duration::from_secs_f64(d))
+        let planned = matches!(
+            self.stop_reason,
+            Some(StopReason::MaxSeconds | StopReason::Precise)
+        );
+        (planned && d > 0.0).then(|| Duration::from_secs_f64(d))
     }
 
     fn begin_stop(&mut self, reason: StopReason, at: Nanos) {

@@ -185,6 +185,8 @@ impl<B: Backend> Scheduler<B> {
                 output_tokens_per_s: Some(outcome.rates.output_tokens_per_s)
                     .filter(|&t| t > 0.0 || outcome.rates.requests_per_s == 0.0),
                 slo_met: observer.slo_met(index),
+                needs_longer: outcome.rates.sustained.is_some_and(|s| s.needs_longer()),
+                verdict: outcome.rates.sustained.map(|s| s.verdict),
             };
             tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");
             let stop =

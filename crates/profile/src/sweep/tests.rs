@@ -94,6 +94,8 @@ fn drive_with(
                 requests_per_s: rps,
                 output_tokens_per_s: Some(tok),
                 slo_met,
+                needs_longer: false,
+                verdict: None,
             },
         );
         steps.push(step);
@@ -208,6 +210,8 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
             requests_per_s: 1.0,
             output_tokens_per_s: None,
             slo_met: None,
+            needs_longer: false,
+            verdict: None,
         },
     );
     assert_eq!(q.expected_len(), 10);
@@ -234,34 +238,37 @@ fn rungs_hold_several_latencies_of_their_own() {
     assert_eq!(rung_latency(&[(1, 1.0), (2, 0.9)], 4), Some(4.0 / 0.9));
     assert_eq!(rung_latency(&[(1, 0.0)], 2), None);
     assert_eq!(rung_latency(&[], 2), None);
-    // 2 latencies of 12.5 s, 25 s: a whole 20 s benchmark, a quarter of a 100 s one.
-    assert_eq!(rung_length(4, Some(12.5), &seconds(20.0)), 1.0);
-    assert!((rung_length(4, Some(12.5), &seconds(100.0)) - 0.25).abs() < 1e-9);
-    assert!((rung_length(4, Some(15.0), &seconds(100.0)) - 0.3).abs() < 1e-9);
+    // RUNG_LATENCIES (4) latencies of 12.5 s: 2.5 benchmarks of 20 s (at most MAX_LENGTH),
+    // 0.5 of a 100 s one.
+    assert!((rung_length(4, Some(12.5), &seconds(20.0)) - 2.5).abs() < 1e-9);
+    assert_eq!(rung_length(4, Some(100.0), &seconds(20.0)), MAX_LENGTH);
+    assert!((rung_length(4, Some(12.5), &seconds(100.0)) - 0.5).abs() < 1e-9);
+    assert!((rung_length(4, Some(15.0), &seconds(100.0)) - 0.6).abs() < 1e-9);
     assert_eq!(rung_length(4, Some(0.01), &seconds(20.0)), LADDER_LENGTH);
     assert_eq!(
         rung_length(4, None, &seconds(20.0)),
         1.0,
         "nothing measured"
     );
-    // Under a count, 2 requests a stream; both limits: the longer need.
+    // Under a count, 4 requests a stream; both limits: the longer need.
     let count = Limits {
         max_requests: Some(160),
         ..Limits::default()
     };
-    assert!((rung_length(32, Some(0.01), &count) - 0.4).abs() < 1e-9);
+    assert!((rung_length(32, Some(0.01), &count) - 0.8).abs() < 1e-9);
     let both = Limits {
         max_seconds: Some(20.0),
         ..count
     };
-    assert_eq!(rung_length(32, Some(10.0), &both), 1.0);
+    assert_eq!(rung_length(32, Some(10.0), &both), 2.0);
     assert_eq!(rung_length(2, None, &Limits::default()), LADDER_LENGTH);
 }
 
 #[test]
-fn a_slow_server_gets_long_rungs_within_the_budget() {
+fn a_slow_server_gets_long_rungs_and_the_ladder_climbs_while_it_gains() {
     // A 4-slot server whose requests take 3.4 s alone (llama.cpp at 256/64 tokens), 20 s
-    // benchmarks: the rungs hold 2 predicted latencies each, far more than a quarter.
+    // benchmarks: the rungs hold RUNG_LATENCIES predicted latencies each, far more than a
+    // quarter.
     let slow = |s: &Strategy| {
         let c = match s {
             Strategy::Synchronous => 1.0,
@@ -278,34 +285,41 @@ fn a_slow_server_gets_long_rungs_within_the_budget() {
         .filter(|s| s.role == SweepRole::Ladder)
         .map(|s| (s.strategy.label(), s.length))
         .collect();
-    // concurrent@2: 2 latencies of 2 / (0.29 * 2) s; concurrent@4, after a gain of 1.4x:
-    // 2 latencies of 4 / (0.406 * 1.4) s.
-    let want = [2.0 * 2.0 / (0.29 * 2.0), 2.0 * 4.0 / (0.406 * 1.4)].map(|s| s / 20.0);
+    // concurrent@2: RUNG_LATENCIES latencies of 2 / (0.29 * 2) s; concurrent@4, after a gain
+    // of 1.4x: of 4 / (0.406 * 1.4) s.
+    let want = [2.0 / (0.29 * 2.0), 4.0 / (0.406 * 1.4)].map(|s| RUNG_LATENCIES * s / 20.0);
     assert_eq!(ladder.len(), 2, "{ladder:?}");
     for ((label, length), (c, want)) in ladder.iter().zip([(2, want[0]), (4, want[1])]) {
         assert_eq!(label, &format!("concurrent@{c}"));
         assert!((length - want).abs() < 1e-9, "{ladder:?}");
     }
-    // A server that keeps gaining with 10 s requests: whole-benchmark rungs, and the
-    // ladder's budget stops it after 4.
+    // A server that keeps gaining with 10 s requests (a large batch): no fixed top and no
+    // time budget stops the ladder while it gains; each rung is at most MAX_LENGTH long.
     let gaining = |s: &Strategy| {
         let c = match s {
             Strategy::Synchronous => 1.0,
-            Strategy::Concurrent { streams } => f64::from(*streams),
+            Strategy::Concurrent { streams } => f64::from(*streams).min(256.0),
             _ => return (1.0, 64.0),
         };
         (0.1 * c, 6.4 * c)
     };
-    let (steps, _) = drive_with(&s, &seconds(20.0), gaining, 0.0);
-    let spent: f64 = steps
+    let (steps, p) = drive_with(&s, &seconds(20.0), gaining, 0.0);
+    let ladder: Vec<&SweepStep> = steps
         .iter()
         .filter(|s| s.role == SweepRole::Ladder)
-        .map(|s| s.length)
-        .sum();
-    assert!(spent <= LADDER_BUDGET + 1e-9, "{spent}");
+        .collect();
+    assert!(ladder.iter().all(|s| s.length <= MAX_LENGTH), "{ladder:?}");
+    let labels: Vec<String> = ladder.iter().map(|s| s.strategy.label()).collect();
+    // 2, 4, ..., 256 gain; 512 gains nothing over 256 (the batch is full) and ends it.
     assert_eq!(
-        steps.iter().filter(|s| s.role == SweepRole::Ladder).count(),
-        4
+        labels.last().map(String::as_str),
+        Some("concurrent@512"),
+        "{labels:?}"
+    );
+    assert_eq!(labels.len(), 9, "{labels:?}");
+    assert_eq!(
+        p.answer().expect("answer").max_measured_by,
+        "concurrent@256"
     );
 }
 
@@ -404,4 +418,141 @@ fn a_sweep_over_a_trace_offers_its_rates_as_speedups_and_states_multiples() {
         a.slo_max_requests_per_s.map(|r| r / 0.5)
     );
     assert!(t.slo_max_multiple.is_some());
+}
+
+#[test]
+fn a_rate_that_cannot_be_judged_runs_again_longer_and_its_longest_run_judges_it() {
+    // Capacity 16 req/s (batch 16 at 1 req/s a stream); the rates within 10% of it cannot be
+    // judged until they run 4 times as long, when the ones above it are found not kept up.
+    let s = spec(SweepMode::Adaptive, None);
+    let srv = server(16, 100.0);
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    let mut steps = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let (rps, _) = srv(&step.strategy);
+        let near = step
+            .strategy
+            .target_rate()
+            .is_some_and(|r| (r / 16.0 - 1.0).abs() <= 0.11);
+        let short = step.length < MAX_LENGTH;
+        // Unjudged near the capacity it reads as if kept up (the drain's flattery).
+        let rps = match step.strategy.target_rate() {
+            Some(r) if near && short => r,
+            _ => rps,
+        };
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(rps * 100.0),
+            slo_met: None,
+            needs_longer: near && short,
+            verdict: None,
+        };
+        p.record(step.clone(), reading);
+        steps.push(step);
+        assert!(steps.len() < 100, "the sweep ends");
+    }
+    let near: Vec<(String, f64)> = steps
+        .iter()
+        .filter(|s| {
+            s.strategy
+                .target_rate()
+                .is_some_and(|r| r > 15.0 && r < 17.7)
+        })
+        .map(|s| (s.strategy.label(), s.length))
+        .collect();
+    // Each near rate ran at 1, 2 and 4 lengths, in a row.
+    assert!(!near.is_empty());
+    for w in near.chunks(3) {
+        let lengths: Vec<f64> = w.iter().map(|x| x.1).collect();
+        assert_eq!(lengths, [1.0, 2.0, 4.0], "{near:?}");
+        assert!(w.iter().all(|x| x.0 == w[0].0), "{near:?}");
+    }
+    // The answer rests on the longest runs: 1.1x the capacity did not keep up there.
+    let a = p.answer().expect("answer");
+    assert!(a.max_requests_per_s <= 16.0 + 1e-9, "{a:?}");
+    assert!(!a.max_is_lower_bound, "{a:?}");
+}
+
+#[test]
+fn a_rate_below_what_the_closed_loops_carried_that_did_not_settle_runs_again_longer() {
+    // Capacity 16 req/s; in a short window every rate from 8 req/s still fills (its in-flight
+    // count climbing, judged not kept up) though the ladder carried 16: each runs again until
+    // MAX_LENGTH, when the ones below the capacity are kept up.
+    let s = spec(SweepMode::Adaptive, None);
+    let srv = server(16, 100.0);
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    let mut runs: Vec<(f64, f64)> = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let (rps, _) = srv(&step.strategy);
+        let rate = step.strategy.target_rate();
+        let filling = rate.is_some_and(|r| r >= 8.0) && step.length < MAX_LENGTH;
+        let over = rate.is_some_and(|r| r > 16.0);
+        let verdict = rate.map(|_| match (filling, over) {
+            (true, _) | (false, true) => Verdict::NotKeptUp,
+            _ => Verdict::KeptUp,
+        });
+        let rps = if filling { 0.8 * rps } else { rps };
+        if let Some(r) = rate {
+            runs.push((r, step.length));
+        }
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(rps * 100.0),
+            slo_met: None,
+            needs_longer: false,
+            verdict,
+        };
+        p.record(step, reading);
+        assert!(runs.len() < 100, "the sweep ends");
+    }
+    for &(r, _) in &runs {
+        let lengths: Vec<f64> = runs.iter().filter(|x| x.0 == r).map(|x| x.1).collect();
+        let want: &[f64] = if (8.0..0.95 * 16.0).contains(&r) {
+            &[1.0, 2.0, 4.0]
+        } else {
+            &[1.0]
+        };
+        assert_eq!(lengths, want, "{r}: {runs:?}");
+    }
+    let a = p.answer().expect("answer");
+    assert!((a.max_requests_per_s - 16.0).abs() < 1e-9, "{a:?}");
+}
+
+#[test]
+fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_above_them() {
+    // Closed loops complete in waves and read 114 req/s; arrivals spread in time are carried
+    // at 107 (the server departs 107 while loaded past it): the capacity is 107, measured by
+    // the open-loop rate that departed the most. A reading below a rate kept up (cut short by
+    // its window) is not taken.
+    let s = spec(SweepMode::Adaptive, None);
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    let mut labels = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let (rps, verdict) = match (&step.strategy, step.strategy.target_rate()) {
+            (Strategy::Synchronous, _) => (10.0, None),
+            (Strategy::Concurrent { streams }, _) => {
+                ((10.0 * f64::from(*streams)).min(114.0), None)
+            }
+            (_, Some(r)) if r <= 105.0 => (r, Some(Verdict::KeptUp)),
+            (_, Some(r)) => (106.0 + (r - 105.0) / 100.0, Some(Verdict::NotKeptUp)),
+            _ => unreachable!(),
+        };
+        labels.push(step.strategy.label());
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(rps * 32.0),
+            slo_met: None,
+            needs_longer: false,
+            verdict,
+        };
+        p.record(step, reading);
+        assert!(labels.len() < 100, "the sweep ends");
+    }
+    let a = p.answer().expect("answer");
+    assert!(
+        (106.0..107.0).contains(&a.max_requests_per_s),
+        "{a:?} {labels:?}"
+    );
+    assert!(a.max_measured_by.starts_with("constant@"), "{a:?}");
+    assert!(!a.max_is_lower_bound);
 }

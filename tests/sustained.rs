@@ -1,0 +1,257 @@
+//! "Kept up" means a steady state was reached (docs/metrics.md, "Sustained"), on a server that
+//! admits every request: the simulator's `vllm-cpu` regime (a large batch, chunked prefill
+//! with decodes first, CPU-like costs; docs/simulator.md, "Preset: vllm-cpu"), at ten times its
+//! speed and half its batch (`examples/simulator/vllm-cpu-fast.yaml`).
+//!
+//! Closed form (times in ms; `b` step base, `q` per sequence, `O` the prefill overhead of a step
+//! that carries prompt tokens, `L / ρ` a prompt's prefill time, `n` output tokens, `B` the
+//! batch): a request holds its slot for `n` steps, so with the batch full `B / n` requests leave
+//! and enter it each step, whose length is `S_B = b + O + q B + (B / n) L / ρ`; the capacity is
+//! `(B / n) / S_B`. Here `(128 / 32) / (2.5 + 3 + 6.4 + 4 × 6.4) = 4 / 37.5 ms = 106.7 req/s`.
+//! Below it, at `λ` req/ms, `S = (b + O) / (1 - λ (q n + L / ρ))`, every token one step apart:
+//! the inter-token latency reaches `X` at `λ = (1 - (b + O) / X) / (q n + L / ρ)`.
+//!
+//! Past the capacity the queue beyond the batch grows for as long as the load lasts; when the
+//! sending stops, steps lose their prefill and run four times faster, so the drained requests'
+//! departures read close to the rate sent. The judgement reads the loaded span instead.
+
+mod common;
+
+use serde_json::Value;
+
+use common::{f, fresh, mock_report, read_log, write_sim};
+
+const FAST: &str = include_str!("../examples/simulator/vllm-cpu-fast.yaml");
+const DATA: &str = "prompt_tokens=64,output_tokens=32";
+
+/// `(B / n) / S_B`, req/s.
+fn capacity() -> f64 {
+    let (b, o, q, l_rho, n, batch) = (2.5, 3.0, 0.05, 6.4, 32.0, 128.0);
+    (batch / n) / (b + o + q * batch + (batch / n) * l_rho) * 1e3
+}
+
+/// The rate (req/s) at which the inter-token latency reaches `x_ms`.
+fn itl_rate(x_ms: f64) -> f64 {
+    (1.0 - 5.5 / x_ms) / (0.05 * 32.0 + 6.4) * 1e3
+}
+
+fn verdict(b: &Value) -> &str {
+    b["rates"]["sustained"]["verdict"]
+        .as_str()
+        .unwrap_or("none")
+}
+
+/// One constant-rate benchmark of `secs` against the fast preset, logging every request.
+fn constant(name: &str, rate: f64, secs: &str) -> (Value, Vec<Value>) {
+    let dir = fresh("sustained", name);
+    let log = dir.join("log.jsonl");
+    let cfg = write_sim(&dir, FAST, Some(&log));
+    let r = format!("{rate:.3}");
+    let args = [
+        "--rate-type",
+        "constant",
+        "--rate",
+        &r,
+        "--max-seconds",
+        secs,
+        "--data",
+        DATA,
+    ];
+    let v = mock_report("run", name, &dir, Some(&cfg), &args);
+    (v["benchmarks"][0].clone(), read_log(&log))
+}
+
+/// Requests the engine finished per second over the second half of the sending (its own
+/// clock: first to last arrival), and its in-flight count at the quarter and at the end.
+fn engine_while_loaded(log: &[Value]) -> (f64, u64, u64) {
+    let t = |e: &Value, k: &str| e[k].as_u64().expect("time");
+    let first = log
+        .iter()
+        .map(|e| t(e, "arrival_unix_ns"))
+        .min()
+        .expect("log");
+    let last = log
+        .iter()
+        .map(|e| t(e, "arrival_unix_ns"))
+        .max()
+        .expect("log");
+    let mid = first + (last - first) / 2;
+    let done = log
+        .iter()
+        .filter(|e| (mid..=last).contains(&t(e, "last_token_unix_ns")))
+        .count();
+    let in_flight = |at: u64| {
+        log.iter()
+            .filter(|e| t(e, "arrival_unix_ns") <= at && t(e, "last_token_unix_ns") > at)
+            .count() as u64
+    };
+    let quarter = first + (last - first) / 4;
+    (
+        done as f64 / ((last - mid) as f64 / 1e9),
+        in_flight(quarter),
+        in_flight(last),
+    )
+}
+
+#[test]
+fn a_rate_past_the_capacity_is_surely_not_kept_up_and_reads_the_engines_departures() {
+    let _one = common::serial();
+    let cap = capacity();
+    let offered = 1.3 * cap;
+    let (b, log) = constant("over", offered, "8");
+    let (engine, early, late) = engine_while_loaded(&log);
+    let got = f(&b, &["rates", "requests_per_s"]);
+    eprintln!(
+        "offered {offered:.1}, capacity {cap:.1}: bench {got:.1} ({}), engine {engine:.1} while loaded, in flight {early} -> {late}",
+        b["rates"]["sustained"]
+    );
+    assert!(late > early + 50, "the queue grew: {early} -> {late}");
+    assert_eq!(verdict(&b), "not_kept_up", "{}", b["rates"]);
+    assert!((got - cap).abs() <= 0.1 * cap, "{got} vs capacity {cap}");
+    assert!(
+        (got - engine).abs() <= 0.1 * engine,
+        "{got} vs engine {engine}"
+    );
+    assert!(
+        f(&b, &["rates", "sustained", "departures_interval", "high"]) < 0.95 * offered,
+        "{}",
+        b["rates"]
+    );
+}
+
+#[test]
+fn a_rate_below_the_capacity_is_kept_up_and_reads_the_rate_sent() {
+    let _one = common::serial();
+    let offered = 0.6 * capacity();
+    let (b, log) = constant("under", offered, "6");
+    let (_, early, late) = engine_while_loaded(&log);
+    let got = f(&b, &["rates", "requests_per_s"]);
+    eprintln!(
+        "offered {offered:.1}: bench {got:.2}, in flight {early} -> {late}; {}",
+        b["rates"]
+    );
+    assert_ne!(verdict(&b), "not_kept_up", "{}", b["rates"]);
+    assert!(
+        (got - offered).abs() <= 0.02 * offered,
+        "{got} vs {offered}"
+    );
+}
+
+/// The sweep against the fast preset: the capacity within 5% of the closed form, no rate past
+/// it called sustained, the ladder up to the batch, and the SLO search within 5% of its
+/// closed form.
+#[test]
+fn the_sweep_states_the_capacity_of_a_server_that_admits_everything() {
+    let _one = common::serial();
+    let dir = fresh("sustained", "sweep");
+    let cfg = write_sim(&dir, FAST, None);
+    let x_ms = 20.0;
+    let slo = format!("itl_p50={x_ms}");
+    let args = [
+        "--max-seconds",
+        "4",
+        "--data",
+        DATA,
+        "--slo",
+        &slo,
+        "--slo-tolerance",
+        "0.04",
+    ];
+    let v = mock_report("sweep", "sweep", &dir, Some(&cfg), &args);
+    let c = &v["capacity"];
+    let (cap, got) = (capacity(), f(c, &["max_requests_per_s"]));
+    let rows: Vec<String> = v["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .map(|b| {
+            format!(
+                "{} {:.0}s: {:.1} req/s, {}",
+                b["label"].as_str().unwrap_or("?"),
+                f(b, &["duration_s"]),
+                f(b, &["rates", "requests_per_s"]),
+                verdict(b)
+            )
+        })
+        .collect();
+    eprintln!("capacity {got:.1} vs {cap:.1}; {c}\n{}", rows.join("\n"));
+    assert!((got - cap).abs() <= 0.05 * cap, "capacity {got} vs {cap}");
+    assert_eq!(c["max_is_lower_bound"], false, "{c}");
+    for b in v["benchmarks"].as_array().expect("benchmarks") {
+        let Some(rate) = b["rates"]["target_rate"].as_f64() else {
+            continue;
+        };
+        if rate > 1.05 * cap {
+            assert_ne!(verdict(b), "kept_up", "{rate}: {}", b["rates"]);
+            assert!(
+                f(b, &["rates", "requests_per_s"]) < 0.95 * rate,
+                "{}",
+                b["rates"]
+            );
+        }
+    }
+    let ladder_top = v["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .filter_map(|b| b["strategy"]["streams"].as_u64())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        ladder_top >= 128,
+        "the ladder reached the batch: {ladder_top}"
+    );
+    let want = itl_rate(x_ms);
+    let slo_rate = f(c, &["slo_max_requests_per_s"]);
+    assert!(
+        (slo_rate - want).abs() <= 0.05 * want,
+        "SLO rate {slo_rate} vs {want}"
+    );
+}
+
+/// The trace sweep against the fast preset: a trace of 64/32-token requests 50 ms apart
+/// (recorded rate 20 req/s), each prompt its own (no prefix sharing): the capacity it states as
+/// a multiple of the trace is the closed form's (106.7 / 20 = 5.33x) within 5%, and no
+/// speed-up past it is called sustained.
+#[test]
+fn the_trace_sweep_states_the_capacity_of_a_server_that_admits_everything() {
+    let _one = common::serial();
+    let dir = fresh("sustained", "trace");
+    let rows = 6000u64;
+    let body: String = (0..rows)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 64, \"output_length\": 32, \"hash_ids\": [{i}]}}\n",
+                i * 50
+            )
+        })
+        .collect();
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, body).expect("write trace");
+    let cfg = write_sim(&dir, FAST, None);
+    let data = format!("trace={},block_size=64", trace.display());
+    let v = mock_report(
+        "sweep",
+        "trace",
+        &dir,
+        Some(&cfg),
+        &["--data", &data, "--max-seconds", "4"],
+    );
+    let c = &v["capacity"];
+    let recorded = (rows - 1) as f64 / ((rows - 1) * 50) as f64 * 1e3;
+    let want = capacity() / recorded;
+    let got = f(c, &["trace", "max_multiple"]);
+    eprintln!("multiple {got:.3} vs {want:.3}; {c}");
+    assert!(
+        (got - want).abs() <= 0.05 * want,
+        "multiple {got} vs {want}"
+    );
+    for b in v["benchmarks"].as_array().expect("benchmarks") {
+        let Some(speedup) = b["strategy"]["speedup"].as_f64() else {
+            continue;
+        };
+        if speedup * recorded > 1.05 * capacity() {
+            assert_ne!(verdict(b), "kept_up", "{speedup}x: {}", b["rates"]);
+        }
+    }
+}
