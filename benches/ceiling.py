@@ -17,7 +17,7 @@ machine a run is either about 0.1-1 ms or 3-100+ ms, docs/performance.md).
         [--server SIM_BIN] [--rates 10000,15000,20000,25000] [--seconds 10] [--repeats 2] [--http2]
 
 The simulator is --a's build unless --server names another, with its build's allocator settings
-(docs/performance.md, "At the end of stop 32": with purging off it grew without bound over HTTP/2). A build's
+(docs/performance.md, "Allocator": with purging off it grew without bound over HTTP/2). A build's
 simulator is part of the machine the clients share. A run that leaves no report (the client or
 the simulator failed or was killed) is printed as failed and left out of the medians.
 
@@ -39,7 +39,7 @@ COLS = ["achieved", "disp_p50", "disp_p99", "cpu_per_1k", "rss", "errors", "clie
 # The guest kernel's free page reporting (virtio-balloon): how much freed memory it handed to
 # the host so far. On this machine it reports 64 MiB batches in passes about 2.1 s apart, and
 # in runs with --save-records the late requests crowded around its passes (one trigger of the
-# slow runs, not the only one: docs/performance.md, "At the end of stop 32"). Absent on
+# slow runs, not the only one: docs/performance.md, "How to read these figures"). Absent on
 # machines without it (the column reads 0).
 REPORTED_KIB = "/sys/module/page_reporting/parameters/reported_kib"
 

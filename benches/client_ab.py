@@ -59,7 +59,7 @@ def run(binary, url, rate, seconds, out, extra=()):
 def warm(binary, url, out):
     """Warms the simulator's prompt-count cache with every one of DATA's 4,096 seeded prompts:
     6,000 requests at 1,000 req/s (3,000 left 1,096 prompts to be tokenized 0.2 s into the first
-    measured run, docs/performance.md, "At the end of stop 29")."""
+    measured run, docs/performance.md, "Scheduler and client ceiling")."""
     run(binary, url, 1000, 6, out)
 
 

@@ -8,10 +8,11 @@
 #
 # Its runs inherit the shell's descriptors. Before f5de9fe a shell that leaked a high one (this
 # machine's tool shell holds fd 251) gave them a grown descriptor table, and so better tails than
-# ceiling.py's, whose Python parent closes them (docs/performance.md, "At the end of stop 33").
+# ceiling.py's, whose Python parent closes them (docs/performance.md,
+# "The descriptor table, grown before the run").
 #
 # The first run after the simulator starts warms it (its memory and connection set grow on the
-# same cores): read it apart (docs/performance.md, "At the end of stop 28").
+# same cores): read it apart (docs/performance.md, "Scheduler and client ceiling").
 set -euo pipefail
 rate=${RATE:-15000}
 secs=${SECONDS_PER_RUN:-10}

@@ -11,9 +11,9 @@
 /// memory to the OS (decay purging, `madvise`) then runs on jemalloc's own thread instead of
 /// inline in a `malloc`/`free` on a runtime worker, where it held up every task queued behind it.
 /// In the simulator (`bench mock-server`, the same binary) that pause was one of the starts of
-/// the slow 15,000 req/s runs of issue 25 (docs/performance.md, "At the end of stop 29").
+/// the slow 15,000 req/s runs of issue 25 (docs/performance.md, "Allocator").
 /// Freed pages wait 30 s before they go back to the OS (`dirty_decay_ms`, compiled in by
-/// `.cargo/config.toml`; docs/performance.md, "At the end of stop 30").
+/// `.cargo/config.toml`; docs/performance.md, "Allocator").
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -1,8 +1,8 @@
 //! `bench run` and `bench mock-server` grow their descriptor table before the first connection
 //! (crates/cli/src/limits.rs, docs/reliability.md): Linux would otherwise grow it by doubling
 //! while connections open, each growth stalling every thread that opens a socket for an RCU
-//! grace period (docs/performance.md, "At the end of stop 33"). A process started with only
-//! stdin, stdout and stderr begins with 64 slots.
+//! grace period (docs/performance.md, "The descriptor table, grown before the run"). A process
+//! started with only stdin, stdout and stderr begins with 64 slots.
 #![cfg(target_os = "linux")]
 
 mod common;

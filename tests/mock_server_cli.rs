@@ -84,7 +84,7 @@ fn bad_flags_exit_with_2_and_name_the_culprit() {
 }
 
 /// The binary's jemalloc keeps freed pages 30 s before returning them (`.cargo/config.toml`;
-/// docs/performance.md, "At the end of stop 30"): jemalloc itself confirms the options it was
+/// docs/performance.md, "Allocator"): jemalloc itself confirms the options it was
 /// built with and set.
 #[test]
 fn keeps_freed_pages_for_thirty_seconds() {
@@ -107,7 +107,7 @@ fn keeps_freed_pages_for_thirty_seconds() {
 }
 
 /// The binary frees memory on jemalloc's background threads, not inline on a runtime worker
-/// (src/main.rs; docs/performance.md, "At the end of stop 29"): the threads exist in a running
+/// (src/main.rs; docs/performance.md, "Allocator"): the threads exist in a running
 /// `bench mock-server` once it has served a request.
 #[cfg(target_os = "linux")]
 #[test]

@@ -61,8 +61,8 @@ pub fn table_slots(needed: Option<u64>, soft: u64) -> u64 {
 /// several threads each growth waits for an RCU grace period, and every other thread that opens
 /// a descriptor meanwhile (a connect, an accept) waits with it: a stall of milliseconds to tens
 /// of milliseconds, mid-run, at the moment the connection count climbs, which makes it climb
-/// further (docs/performance.md, "At the end of stop 33"). Best effort: returns the slots now
-/// reserved, `None` when the OS refused (the table then grows as before).
+/// further (docs/performance.md, "The descriptor table, grown before the run"). Best effort:
+/// returns the slots now reserved, `None` when the OS refused (the table then grows as before).
 pub fn presize_descriptor_table(slots: u64) -> Option<u64> {
     let last = std::os::fd::RawFd::try_from(slots.checked_sub(1)?).ok()?;
     let null = std::fs::File::open("/dev/null").ok()?;

@@ -5,8 +5,9 @@
 //! A `Vec` that doubles copies everything it holds at each doubling, and for a moment holds
 //! both copies: at 15,000 requests/s of 128 chunks, 4-byte chunk offsets of a 10 s benchmark
 //! are 77 MB, whose last doubling copies 64 MiB in one go (a stall of the thread that was to
-//! send the next requests, and 64 MiB more peak memory; docs/performance.md, issue 25). Pages of a
-//! fixed least size are allocated once each and filled in place instead.
+//! send the next requests, and 64 MiB more peak memory; docs/performance.md, "Client memory: pages
+//! and 2-byte chunk gaps"). Pages of a fixed least size are allocated once each and filled in
+//! place instead.
 //!
 //! A run (the items pushed together, say one request's chunks) is kept whole in one page, so
 //! that it reads back as one slice. A position is `page << 32 | offset`.
