@@ -156,7 +156,9 @@ impl Window {
     ///   between the mean end of the first and of the last tenth of them in send order:
     ///   `(N - k) / (mean_end(last k) - mean_end(first k))`, `k = max(1, N / 10)`, capped by
     ///   `N` over the window (nothing departs faster than it was sent). Below capacity it is
-    ///   the rate sent; above it, the rate the server completes.
+    ///   the rate sent; a load surely not sustained ([`Sustained::judge`]: its in-flight count
+    ///   climbed while the load was on) reads its departures while loaded instead, what the
+    ///   server completed before the drain could flatter it.
     ///
     /// Token rates of open-loop loads are requests/s times the mean tokens per request.
     pub fn steady_rates(&self, input: &mut RateInput<'_>) -> WindowRates {
@@ -258,13 +260,12 @@ impl Window {
 /// `L * C / T` requests/s, `L` the mean number of requests in flight in the window (measured:
 /// `N` for `N` streams sending back to back, less with think times or client gaps), `C` the
 /// completed requests and `T` the latencies (dispatch to end) of every finished request,
-/// completed or not, summed; over the requests sent at or after `open` (the window's own,
-/// drained), or all measured ones when no completed request was sent in the window (every
-/// request outlasted the warmup). Each stream finishes one request per latency whatever the
-/// window holds; choosing requests by when they were sent does not favour long ones, as
-/// choosing those in flight at the opening would; and counting the time of the failed ones
-/// keeps slow failures (timeouts) from reading as completions. `None` for an empty window or
-/// without completed requests.
+/// completed or not, summed; over the requests sent in the window before the first one that
+/// outlasted it (all of them ended while the load was on, and none is chosen by its length),
+/// else those sent in the window, drained, else every measured one. Each stream finishes one
+/// request per latency whatever the window holds; counting the time of the failed ones keeps
+/// slow failures (timeouts) from reading as completions. `None` for an empty window or without
+/// completed requests.
 fn little_rate(
     w: &Window,
     departures: &[(Nanos, Nanos)],

@@ -429,26 +429,31 @@ impl SweepPlanner {
                 SweepRole::Rate | SweepRole::Refine => kept_up(s, r),
             })
             .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
-                Some(b) if sustained(&b.0, &b.1) >= sustained(&x.0, &x.1) => Some(b),
+                // Equal up to rounding (1e-9): the first stays.
+                Some(b) if sustained(&b.0, &b.1) >= sustained(&x.0, &x.1) * (1.0 - 1e-9) => Some(b),
                 _ => Some(x),
             })
     }
 
     /// The open-loop rate past the capacity whose server departed the most while loaded, when
-    /// that reading lies between the highest rate kept up (less the [`KEPT_UP`] tolerance that
-    /// let it count as kept up) and the best probe or rung: what the
-    /// server carries under arrivals spread in time. Streams that start together complete in
-    /// waves, and on a server whose steps cost more when they carry prompts (chunked prefill) a
-    /// wave pays that cost once where spread arrivals pay it every step: the `vllm-cpu` preset's
-    /// closed loops read 7% above what it departs under open arrivals (docs/simulator.md). A
-    /// reading below a rate kept up was cut short by its window (requests still filling the
-    /// server when it closed) and says nothing.
+    /// that reading lies between the highest rate kept up or the synchronous rate (less the
+    /// [`KEPT_UP`] tolerance) and the best probe or rung: what the server carries under
+    /// arrivals spread in time. Streams that start together complete in waves, and on a server
+    /// whose steps cost more when they carry prompts (chunked prefill) a wave pays that cost
+    /// once where spread arrivals pay it every step: the `vllm-cpu` preset's closed loops read
+    /// 7% above what it departs under open arrivals (docs/profiles.md). A reading below a rate
+    /// kept up was cut short by its window (requests still filling the server when it closed)
+    /// and says nothing.
     fn saturated(&self) -> Option<&(SweepStep, Reading)> {
         let (_, top) = self.best()?;
         let kept = self
             .judged()
             .filter(|(s, r)| matches!(s.role, SweepRole::Rate | SweepRole::Refine) && kept_up(s, r))
             .map(|(s, r)| r.requests_per_s * evidence(s, r))
+            .chain(
+                self.reading_of(SweepRole::Probe, 0)
+                    .map(|r| r.requests_per_s),
+            )
             .fold(0.0, f64::max);
         self.judged()
             .filter(|(s, r)| {

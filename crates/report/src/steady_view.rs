@@ -113,8 +113,21 @@ pub(crate) fn guidellm_sustained_note(run: &RunReport, width: Option<u16>) -> Op
     for l in lines {
         out.push_str(&crate::guidellm::wrap(&l, width, 2));
     }
+    if run.benchmarks.iter().any(|b| {
+        b.rates
+            .sustained
+            .is_some_and(|s| s.verdict == Verdict::Unsure)
+    }) {
+        out.push_str(&crate::guidellm::wrap(UNSURE, width, 2));
+    }
     Some(out)
 }
+
+/// What an unsure judgement means, and what decides it.
+const UNSURE: &str = "Unsure: the window was too short for the in-flight count's noise, or the \
+    count had not settled; such a rate counts as kept up by its drained departures, a bound. \
+    Longer benchmarks (--max-seconds) decide it; a sweep runs such rates again up to 4 times as \
+    long.";
 
 /// What one benchmark's latency figures take, in a few words (`None` for the whole window).
 pub(crate) fn describe(b: &BenchmarkReport) -> Option<String> {
