@@ -111,12 +111,13 @@ fn mser_argmin(y: &[f64], last: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const S: Nanos = 1_000_000_000;
 
-    fn window(close: Nanos) -> Window {
+    /// A window from 0 to `close`, without a cooldown (shared with `sustain`'s tests).
+    pub(crate) fn window(close: Nanos) -> Window {
         Window {
             open: 0,
             close,
@@ -125,7 +126,11 @@ mod tests {
     }
 
     /// Spans of a constant-rate load every `gap` ns whose requests last `life(sent)`.
-    fn load(gap: Nanos, until: Nanos, life: impl Fn(Nanos) -> Nanos) -> Vec<(Nanos, Nanos)> {
+    pub(crate) fn load(
+        gap: Nanos,
+        until: Nanos,
+        life: impl Fn(Nanos) -> Nanos,
+    ) -> Vec<(Nanos, Nanos)> {
         (0..until / gap)
             .map(|i| (i * gap, i * gap + life(i * gap)))
             .collect()

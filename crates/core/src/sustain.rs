@@ -210,23 +210,9 @@ fn trend(from: Nanos, to: Nanos, spans: &[(Nanos, Nanos)]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settle::tests::{load, window};
 
     const S: Nanos = 1_000_000_000;
-
-    fn window(close: Nanos) -> Window {
-        Window {
-            open: 0,
-            close,
-            cooldown: false,
-        }
-    }
-
-    /// A constant-rate load every `gap` ns until `until`, whose requests last `life(sent)`.
-    fn load(gap: Nanos, until: Nanos, life: impl Fn(Nanos) -> Nanos) -> Vec<(Nanos, Nanos)> {
-        (0..until / gap)
-            .map(|i| (i * gap, i * gap + life(i * gap)))
-            .collect()
-    }
 
     fn judged(spans: &[(Nanos, Nanos)], close: Nanos) -> Sustained {
         let mut lat: Vec<Nanos> = spans

@@ -101,24 +101,40 @@ pub(crate) fn sustained_words(b: &BenchmarkReport) -> Option<String> {
 
 /// The sustained note under the guidellm tables, or `None` without an open loop judged.
 pub(crate) fn guidellm_sustained_note(run: &RunReport, width: Option<u16>) -> Option<String> {
+    let unsure = run.benchmarks.iter().any(|b| {
+        b.rates
+            .sustained
+            .is_some_and(|s| s.verdict == Verdict::Unsure)
+    });
+    note(
+        run,
+        width,
+        "Sustained (docs/metrics.md, \"Sustained\"):\n",
+        sustained_words,
+        unsure.then_some(UNSURE),
+    )
+}
+
+/// A note under the guidellm tables: `heading`, a line per benchmark that `says` something
+/// of, and `tail` when given; `None` when no benchmark has a line.
+fn note(
+    run: &RunReport,
+    width: Option<u16>,
+    heading: &str,
+    says: fn(&BenchmarkReport) -> Option<String>,
+    tail: Option<&str>,
+) -> Option<String> {
     let lines: Vec<String> = run
         .benchmarks
         .iter()
-        .filter_map(|b| sustained_words(b).map(|d| format!("{}: {d}", b.label)))
+        .filter_map(|b| says(b).map(|d| format!("{}: {d}", b.label)))
         .collect();
     if lines.is_empty() {
         return None;
     }
-    let mut out = String::from("Sustained (docs/metrics.md, \"Sustained\"):\n");
-    for l in lines {
-        out.push_str(&crate::guidellm::wrap(&l, width, 2));
-    }
-    if run.benchmarks.iter().any(|b| {
-        b.rates
-            .sustained
-            .is_some_and(|s| s.verdict == Verdict::Unsure)
-    }) {
-        out.push_str(&crate::guidellm::wrap(UNSURE, width, 2));
+    let mut out = String::from(heading);
+    for l in lines.iter().map(String::as_str).chain(tail) {
+        out.push_str(&crate::guidellm::wrap(l, width, 2));
     }
     Some(out)
 }
@@ -157,22 +173,13 @@ pub(crate) fn describe(b: &BenchmarkReport) -> Option<String> {
 /// The note under the guidellm tables, or `None` when every benchmark's latency figures take
 /// its whole window.
 pub(crate) fn guidellm_note(run: &RunReport, width: Option<u16>) -> Option<String> {
-    let lines: Vec<String> = run
-        .benchmarks
-        .iter()
-        .filter_map(|b| describe(b).map(|d| format!("{}: {d}", b.label)))
-        .collect();
-    if lines.is_empty() {
-        return None;
-    }
-    let mut out = String::from("Latency figures (docs/metrics.md, \"Steady state\"):\n");
-    for l in lines {
-        out.push_str(&crate::guidellm::wrap(&l, width, 2));
-    }
-    if run.benchmarks.iter().any(flattered) {
-        out.push_str(&crate::guidellm::wrap(REMEDY, width, 2));
-    }
-    Some(out)
+    note(
+        run,
+        width,
+        "Latency figures (docs/metrics.md, \"Steady state\"):\n",
+        describe,
+        run.benchmarks.iter().any(flattered).then_some(REMEDY),
+    )
 }
 
 /// What a user can do about figures that flatter latency under load.
