@@ -56,9 +56,10 @@ LONG=${LONG:-120}
 CONCURRENCY=${CONCURRENCY:-128}
 # The model is saved in bfloat16. On 2026-11-27 this machine's CPU (AVX2, no AVX512-BF16)
 # served it as bfloat16 (`--dtype auto`) at 0.17 req/s synchronous, TTFT 3.9 s for 64 prompt
-# tokens, and concurrent@2 gained nothing: far from the 5.5 req/s the issue measured. DTYPE
-# (default auto) sets `vllm serve --dtype`; float32 is the next thing to try here (not yet
-# measured).
+# tokens, and concurrent@2 gained nothing: far from the 5.5 req/s the issue measured. As
+# float32 (DTYPE=float32, which sets `vllm serve --dtype`) it served 0.26 req/s synchronous
+# (TTFT 0.69 s) and 0.79 req/s at 8 streams: use it on such a CPU. Either way a full sweep takes
+# well over half an hour here (rungs hold 4 request latencies of 10 s and more).
 DTYPE=${DTYPE:-auto}
 DATA=prompt_tokens=64,output_tokens=32
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-600}
