@@ -59,7 +59,8 @@ pub use figures::precision::{
 };
 pub use figures::stats::{Accumulator, BenchmarkMeta};
 pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
-pub use views::capacity_view::{crossing_words, render_capacity, render_capacity_vllm};
+pub use views::capacity_view::{render_capacity, render_capacity_vllm};
+pub use views::common::{crossing_words, max_concurrency};
 pub use views::compare::render_comparison;
 pub use views::files::{
     read_run, render_csv, render_json, render_yaml, write_atomic, write_outputs, OutputFormat,
@@ -69,7 +70,7 @@ pub use views::html::{render_comparison_html, render_html};
 pub use views::options::{VllmConsoleOptions, VllmLayout};
 pub use views::runs_view::{render_clocks, render_trials};
 pub use views::vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
-pub use views::vllm_result::{max_concurrency, vllm_result, vllm_result_filename, VllmResultMeta};
+pub use views::vllm_result::{vllm_result, vllm_result_filename, VllmResultMeta};
 
 /// Errors of the report crate.
 #[derive(Debug, thiserror::Error)]

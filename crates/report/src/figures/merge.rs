@@ -309,7 +309,7 @@ pub(crate) fn merge_benchmark(
 /// shard's batches saw a share of the load), so a merged run has none, nor a precision
 /// verdict; cached tokens and images add up.
 fn merge_newer(out: &mut BenchmarkReport, shards: &[&BenchmarkReport]) {
-    use crate::LatencyScope::{Settling, Steady, TooShort};
+    use crate::figures::model::LatencyScope::{Settling, Steady, TooShort};
     let scope = out.latency_scope;
     if shards.iter().any(|b| b.latency_scope != scope) {
         let steadyish = shards

@@ -30,3 +30,5 @@ pub(crate) mod time_fmt;
 pub(crate) mod trials;
 pub(crate) mod turns;
 pub(crate) mod turns_merge;
+#[cfg(test)]
+mod turns_tests;

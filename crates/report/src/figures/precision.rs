@@ -293,7 +293,8 @@ fn batch_half_widths(batches: &[(Bin, Nanos)]) -> HalfWidths {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Accumulator, BenchmarkMeta, StatsOptions};
+    use crate::figures::options::StatsOptions;
+    use crate::figures::stats::{Accumulator, BenchmarkMeta};
 
     const MS: Nanos = 1_000_000;
 

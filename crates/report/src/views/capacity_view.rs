@@ -4,69 +4,17 @@
 
 use std::fmt::Write as _;
 
-use bench_core::{Capacity, CrossingInterval};
+use bench_core::Capacity;
 
 use crate::figures::capacity::{KNEE_FACTOR, KNEE_SLACK_MS};
 use crate::figures::capacity_interval::{capacity_interval, knee_interval, slo_interval};
 use crate::figures::model::RunReport;
-
-/// Said after the maximum when the sweep's highest rate kept up (no rate crossed it).
-pub const LOWER_BOUND_NOTE: &str =
-    "; the highest rate offered kept up: the server may sustain more";
-
-/// The words around the maximum: "at least " before it and the note after it when it is a
-/// lower bound, else nothing.
-pub fn lower_bound_words(c: &Capacity) -> (&'static str, &'static str) {
-    if c.max_is_lower_bound {
-        ("at least ", LOWER_BOUND_NOTE)
-    } else {
-        ("", "")
-    }
-}
-
-/// `, N <unit>` for the capacity's output tokens/s; nothing when the sweep measured none
-/// (embeddings and rerank runs generate no token, so their capacity is in requests/s only).
-pub(crate) fn output_tokens_words(c: &Capacity, unit: &str) -> String {
-    if c.max_output_tokens_per_s.is_finite() {
-        format!(", {:.1} {unit}", c.max_output_tokens_per_s)
-    } else {
-        String::new()
-    }
-}
+use crate::views::common::{
+    crossing_words, lower_bound_words, output_tokens_words, trace_multiples_text,
+};
 
 fn rate(v: Option<f64>) -> String {
     v.map_or("-".into(), |r| format!("{r:.2} req/s"))
-}
-
-/// The answer of a sweep over a trace in words: "carries at least 2.70x the trace (recorded
-/// 3.00 req/s); knee at 2.10x; its SLO holds up to 2.10x" (`None` for other sweeps).
-pub fn trace_multiples_text(c: &Capacity) -> Option<String> {
-    let t = c.trace.as_ref()?;
-    let (before, _) = lower_bound_words(c);
-    let mut s = format!(
-        "this deployment carries {before}{:.2}x the trace (recorded mean rate {:.3} req/s)",
-        t.max_multiple, t.recorded_requests_per_s
-    );
-    if let Some(k) = t.knee_multiple {
-        let _ = write!(s, "; latency leaves its plateau above {k:.2}x");
-    }
-    if let Some(slo) = &c.slo {
-        match (t.slo_max_multiple, c.slo_bracket.and_then(|b| b.high)) {
-            (Some(m), Some(_)) => {
-                let _ = write!(s, "; its {slo} SLO holds up to {m:.2}x");
-            }
-            (Some(m), None) => {
-                let _ = write!(
-                    s,
-                    "; its {slo} SLO holds at every speed-up swept (up to {m:.2}x and more)"
-                );
-            }
-            (None, _) => {
-                let _ = write!(s, "; its {slo} SLO holds at no speed-up swept");
-            }
-        }
-    }
-    Some(s)
 }
 
 /// The lines of the answer, as (label, text).
@@ -218,30 +166,4 @@ fn interval_line(s: &mut String, key: &str, iv: Option<bench_core::CrossingInter
         format!("{:.2} to {h:.2}", iv.low)
     });
     let _ = writeln!(s, "{key:<40} {v:<10}");
-}
-
-/// ` (95%: L-H)` for a crossing's interval, ` (95%: L or more)` when it is open above;
-/// nothing without one.
-pub fn crossing_words(iv: Option<CrossingInterval>) -> String {
-    match iv {
-        Some(CrossingInterval {
-            low,
-            high: Some(high),
-        }) => format!(" (95%: {low:.2}-{high:.2})"),
-        Some(CrossingInterval { low, high: None }) => format!(" (95%: {low:.2} or more)"),
-        None => String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crossing_words_are_compact() {
-        let c = |low, high| crossing_words(Some(CrossingInterval { low, high }));
-        assert_eq!(c(20.1, Some(21.2)), " (95%: 20.10-21.20)");
-        assert_eq!(c(20.1, None), " (95%: 20.10 or more)");
-        assert_eq!(crossing_words(None), "");
-    }
 }

@@ -3,6 +3,9 @@
 //! groups, split to fit a terminal width) that the guidellm console, the server, reasoning and
 //! session tables and the comparison are drawn with. It imports figures only.
 
+use std::fmt::Write as _;
+
+use bench_core::{Capacity, CrossingInterval};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::figures::model::BenchmarkReport;
@@ -298,4 +301,105 @@ pub(crate) fn render_labelled(spec: &Spec<'_>, width: Option<u16>, label_columns
         })
         .collect();
     rendered.join("\n")
+}
+
+/// Said after the maximum when the sweep's highest rate kept up (no rate crossed it).
+pub const LOWER_BOUND_NOTE: &str =
+    "; the highest rate offered kept up: the server may sustain more";
+
+/// The words around the maximum: "at least " before it and the note after it when it is a
+/// lower bound, else nothing.
+pub fn lower_bound_words(c: &Capacity) -> (&'static str, &'static str) {
+    if c.max_is_lower_bound {
+        ("at least ", LOWER_BOUND_NOTE)
+    } else {
+        ("", "")
+    }
+}
+
+/// `, N <unit>` for the capacity's output tokens/s; nothing when the sweep measured none
+/// (embeddings and rerank runs generate no token, so their capacity is in requests/s only).
+pub(crate) fn output_tokens_words(c: &Capacity, unit: &str) -> String {
+    if c.max_output_tokens_per_s.is_finite() {
+        format!(", {:.1} {unit}", c.max_output_tokens_per_s)
+    } else {
+        String::new()
+    }
+}
+
+/// The answer of a sweep over a trace in words: "carries at least 2.70x the trace (recorded
+/// 3.00 req/s); knee at 2.10x; its SLO holds up to 2.10x" (`None` for other sweeps).
+pub fn trace_multiples_text(c: &Capacity) -> Option<String> {
+    let t = c.trace.as_ref()?;
+    let (before, _) = lower_bound_words(c);
+    let mut s = format!(
+        "this deployment carries {before}{:.2}x the trace (recorded mean rate {:.3} req/s)",
+        t.max_multiple, t.recorded_requests_per_s
+    );
+    if let Some(k) = t.knee_multiple {
+        let _ = write!(s, "; latency leaves its plateau above {k:.2}x");
+    }
+    if let Some(slo) = &c.slo {
+        match (t.slo_max_multiple, c.slo_bracket.and_then(|b| b.high)) {
+            (Some(m), Some(_)) => {
+                let _ = write!(s, "; its {slo} SLO holds up to {m:.2}x");
+            }
+            (Some(m), None) => {
+                let _ = write!(
+                    s,
+                    "; its {slo} SLO holds at every speed-up swept (up to {m:.2}x and more)"
+                );
+            }
+            (None, _) => {
+                let _ = write!(s, "; its {slo} SLO holds at no speed-up swept");
+            }
+        }
+    }
+    Some(s)
+}
+
+/// ` (95%: L-H)` for a crossing's interval, ` (95%: L or more)` when it is open above;
+/// nothing without one.
+pub fn crossing_words(iv: Option<CrossingInterval>) -> String {
+    match iv {
+        Some(CrossingInterval {
+            low,
+            high: Some(high),
+        }) => format!(" (95%: {low:.2}-{high:.2})"),
+        Some(CrossingInterval { low, high: None }) => format!(" (95%: {low:.2} or more)"),
+        None => String::new(),
+    }
+}
+
+/// The in-flight cap a benchmark ran with, as vLLM's `--max-concurrency` (also printed on
+/// the vLLM console).
+pub fn max_concurrency(strategy: &bench_core::Strategy) -> Option<u32> {
+    match strategy {
+        bench_core::Strategy::Constant {
+            max_concurrency, ..
+        }
+        | bench_core::Strategy::Poisson {
+            max_concurrency, ..
+        }
+        | bench_core::Strategy::Trace {
+            max_concurrency, ..
+        } => *max_concurrency,
+        bench_core::Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
+        bench_core::Strategy::Concurrent { streams } => Some(*streams),
+        bench_core::Strategy::Synchronous => Some(1),
+        bench_core::Strategy::Burst { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crossing_words_are_compact() {
+        let c = |low, high| crossing_words(Some(CrossingInterval { low, high }));
+        assert_eq!(c(20.1, Some(21.2)), " (95%: 20.10-21.20)");
+        assert_eq!(c(20.1, None), " (95%: 20.10 or more)");
+        assert_eq!(crossing_words(None), "");
+    }
 }

@@ -11,14 +11,14 @@ use crate::figures::capacity::{open_loop, slo_metric};
 use crate::figures::capacity_interval::{knee_interval, slo_interval};
 use crate::figures::model::{BenchmarkReport, RunReport};
 use crate::figures::options::Metric;
-use crate::views::capacity_view::crossing_words;
+use crate::views::common::crossing_words;
 use crate::views::common::esc;
 use crate::views::svg::{line_chart, Axes, Mark, Series, PALETTE};
 
 /// The capacity answer as the page's first lines.
 pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
     let Some(c) = &run.capacity else { return };
-    let (before, after) = crate::views::capacity_view::lower_bound_words(c);
+    let (before, after) = crate::views::common::lower_bound_words(c);
     let _ = write!(
         h,
         "<div class=\"answer\" id=\"capacity\"><p><b>Capacity: {before}{:.2} req/s{}{}</b> sustained (measured by {}{}).</p>",
@@ -27,7 +27,7 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
             " (95% interval {:.2} to {:.2})",
             iv.low, iv.high
         )),
-        crate::views::capacity_view::output_tokens_words(c, "output tokens/s"),
+        crate::views::common::output_tokens_words(c, "output tokens/s"),
         esc(&c.max_measured_by),
         esc(after)
     );
@@ -54,7 +54,7 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
         };
         let _ = write!(h, "<p>With {}: {text}.</p>", esc(&slo.to_string()));
     }
-    if let Some(t) = crate::views::capacity_view::trace_multiples_text(c) {
+    if let Some(t) = crate::views::common::trace_multiples_text(c) {
         let _ = write!(h, "<p id=\"trace-multiple\">Trace: {}.</p>", esc(&t));
     }
     h.push_str("</div>\n");

@@ -70,7 +70,7 @@ pub fn render_vllm_preamble(b: &BenchmarkReport) -> String {
         "inf" => "constant rate",
         _ => "Gamma distribution",
     };
-    let cap = crate::views::vllm_result::max_concurrency(&b.strategy)
+    let cap = crate::views::common::max_concurrency(&b.strategy)
         .map_or_else(|| "None".to_string(), |c| c.to_string());
     format!(
         "Traffic request rate: {rate:?}\nBurstiness factor: {burst} ({kind})\nMaximum request concurrency: {cap}\n"
@@ -112,7 +112,7 @@ fn totals_lines(out: &mut String, b: &BenchmarkReport, current: bool) {
         if b.requests.incomplete > 0 {
             line_int(out, "Incomplete requests:", b.requests.incomplete);
         }
-        if let Some(c) = crate::views::vllm_result::max_concurrency(&b.strategy) {
+        if let Some(c) = crate::views::common::max_concurrency(&b.strategy) {
             line_int(out, "Maximum request concurrency:", c as u64);
         }
         if let Some(r) = b.rates.target_rate {

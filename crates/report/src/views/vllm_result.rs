@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::figures::model::BenchmarkReport;
 use crate::figures::options::{percentile_word, Metric};
+use crate::views::common::max_concurrency;
 
 /// What vLLM's file holds besides the benchmark's figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,26 +42,6 @@ pub struct VllmResultMeta {
     pub metric_percentiles: Vec<f64>,
     /// vLLM's `date`: local `YYYYmmdd-HHMMSS` of the run.
     pub date: String,
-}
-
-/// The in-flight cap a benchmark ran with, as vLLM's `--max-concurrency` (also printed on
-/// the vLLM console).
-pub fn max_concurrency(strategy: &Strategy) -> Option<u32> {
-    match strategy {
-        Strategy::Constant {
-            max_concurrency, ..
-        }
-        | Strategy::Poisson {
-            max_concurrency, ..
-        }
-        | Strategy::Trace {
-            max_concurrency, ..
-        } => *max_concurrency,
-        Strategy::Throughput { max_concurrency } => Some(*max_concurrency),
-        Strategy::Concurrent { streams } => Some(*streams),
-        Strategy::Synchronous => Some(1),
-        Strategy::Burst { .. } => None,
-    }
 }
 
 /// vLLM's `request_rate`: the open-loop rate, else infinity (everything due at once).
