@@ -7,6 +7,18 @@
 //! It does not schedule, send, print or choose file names: the scheduler feeds an
 //! [`Accumulator`] per benchmark, the CLI prints the strings and passes the paths.
 //!
+//! # Layout: figures, then views
+//!
+//! The crate is two module trees. `figures/` computes and owns the figures: the data model and
+//! schema, histograms, the accumulator, intervals, capacity and its intervals, precision,
+//! trials, the exact merge of shards and sessions. `views/` renders them: both consoles, the
+//! CSV, JSON, YAML and HTML files, the vLLM result files and comparisons, with the helpers
+//! every view shares in `views/common.rs`. Views import figures, never the reverse, and
+//! neither tree has a circle (`tests/layers.rs` reads the imports and checks both). This file
+//! owns only the crate's [`Error`] and its public API: it re-exports, under the names the rest
+//! of the workspace uses, what the two trees make public; modules import each other by their
+//! paths (`crate::figures::model::RunReport`), never through these re-exports.
+//!
 //! # Use from the scheduler / CLI
 //!
 //! ```no_run
@@ -54,9 +66,7 @@ pub use figures::options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, DEFAULT_PERCENTILES,
 };
-pub use figures::precision::{
-    half_widths, judge as judge_precision, precision_notes, PrecisionCheck,
-};
+pub use figures::precision::{half_widths, judge as judge_precision, PrecisionCheck};
 pub use figures::stats::{Accumulator, BenchmarkMeta};
 pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
 pub use views::capacity_view::{render_capacity, render_capacity_vllm};
@@ -68,6 +78,7 @@ pub use views::files::{
 pub use views::guidellm::render_guidellm;
 pub use views::html::{render_comparison_html, render_html};
 pub use views::options::{VllmConsoleOptions, VllmLayout};
+pub use views::precision_view::precision_notes;
 pub use views::runs_view::{render_clocks, render_trials};
 pub use views::vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
 pub use views::vllm_result::{vllm_result, vllm_result_filename, VllmResultMeta};

@@ -1,4 +1,5 @@
-//! Options of the statistics and of the consoles, and the parsers of their command-line forms.
+//! Options of the statistics (what the accumulator computes) and the parsers of the command-line
+//! forms (metrics, percentiles, goodput); the views' own options are `views/options.rs`'s.
 
 use std::fmt;
 

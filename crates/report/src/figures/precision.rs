@@ -17,7 +17,7 @@ use bench_core::{Nanos, Precision, RequestRecord, Status, Steady, Strategy, Wind
 
 use crate::figures::hist::Dist;
 use crate::figures::interval::{around, needs, Interval, Intervals, MAX_BATCHES, MIN_BATCHES};
-use crate::figures::model::{BenchmarkReport, HalfWidths, PrecisionReport, RunReport};
+use crate::figures::model::{BenchmarkReport, HalfWidths, PrecisionReport};
 
 /// `(high - low) / (high + low)`: the half-width relative to the interval's centre, which is
 /// the figure; 0 for an interval of no width (every batch alike, a figure of 0 included),
@@ -61,40 +61,6 @@ pub fn judge(b: &BenchmarkReport, p: &Precision) -> PrecisionReport {
         ),
         half_widths,
     }
-}
-
-/// One console line per benchmark run with `--precision`: the target, met or not (the budget
-/// ended), and the achieved half-widths.
-pub fn precision_notes(run: &RunReport) -> Vec<String> {
-    run.benchmarks
-        .iter()
-        .filter_map(|b| {
-            let p = b.precision.as_ref()?;
-            let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", x * 100.0));
-            let h = &p.half_widths;
-            let verdict = if p.met {
-                format!("met after {:.1} s", b.duration_s)
-            } else if b.stop_reason == "max_seconds" {
-                format!("NOT met: the {} s budget ended", trim(p.budget_s))
-            } else {
-                format!("NOT met (stopped: {})", b.stop_reason)
-            };
-            Some(format!(
-                "precision {}: ±{}% {verdict}; 95% half-widths: req/s {}, output tok/s {}, TTFT p50 {}, ITL p50 {}",
-                b.label,
-                trim(p.target * 100.0),
-                pct(h.requests_per_s),
-                pct(h.output_tokens_per_s),
-                pct(h.ttft_median),
-                pct(h.itl_median),
-            ))
-        })
-        .collect()
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{:.3}", x);
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The most bins a [`PrecisionCheck`] keeps.
@@ -388,51 +354,21 @@ mod tests {
     }
 
     #[test]
-    fn the_console_line_says_met_or_which_budget_ended() {
+    fn a_loose_target_is_met_and_a_tight_one_is_not() {
         let mut acc = Accumulator::new(&StatsOptions::default());
         for r in records(20) {
             acc.add(r);
         }
-        let mut b = acc.finish(BenchmarkMeta::new(
+        let b = acc.finish(BenchmarkMeta::new(
             constant(),
             0,
             20_000 * MS,
             std::time::SystemTime::UNIX_EPOCH,
         ));
-        let mut run = RunReport::new("id", "2026-01-01T00:00:00Z");
-        assert!(precision_notes(&run).is_empty());
-        b.precision = Some(judge(
-            &b,
-            &Precision {
-                target: 0.9,
-                budget_s: 30.0,
-            },
-        ));
-        b.stop_reason = "precise".into();
-        run.benchmarks.push(b.clone());
-        b.precision = Some(judge(
-            &b,
-            &Precision {
-                target: 0.001,
-                budget_s: 20.0,
-            },
-        ));
-        b.stop_reason = "max_seconds".into();
-        run.benchmarks.push(b);
-        let lines = precision_notes(&run);
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(
-            lines[0].starts_with(
-                "precision constant@20.00: ±90% met after 20.0 s; 95% half-widths: req/s "
-            ),
-            "{}",
-            lines[0]
-        );
-        assert!(
-            lines[1].contains("±0.1% NOT met: the 20 s budget ended"),
-            "{}",
-            lines[1]
-        );
+        let judged = |target: f64, budget_s: f64| judge(&b, &Precision { target, budget_s });
+        let loose = judged(0.9, 30.0);
+        assert!(loose.met && loose.target == 0.9 && loose.budget_s == 30.0);
+        assert!(!judged(0.001, 20.0).met);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Wall-clock formatting (UTC, so re-rendering a saved run gives the same text anywhere).
+//! Wall-clock timestamps stored in the report (UTC, so re-rendering a saved run gives the same text anywhere).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

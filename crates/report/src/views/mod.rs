@@ -3,7 +3,8 @@
 //! This tree owns every output format: the guidellm console ([`guidellm`]) and the vLLM
 //! console ([`vllm`]) with their shared sections (server metrics [`server`], the steady state
 //! [`steady_view`], reasoning [`reasoning_view`], sessions [`turns_view`], images
-//! [`images_view`], capacity [`capacity_view`], trials and shard clocks [`runs_view`]), the
+//! [`images_view`], capacity [`capacity_view`], trials and shard clocks [`runs_view`], the
+//! precision check's lines [`precision_view`]), the
 //! CSV, JSON and YAML files ([`files`], [`interval_view`]), the HTML page and its SVG charts
 //! ([`html`], [`html_server`], [`sweep_html`], [`svg`]), the vLLM result files
 //! ([`vllm_result`]), the comparison of runs ([`compare`], [`compare_html`]) and the views'
@@ -26,6 +27,7 @@ pub(crate) mod html_server;
 pub(crate) mod images_view;
 pub(crate) mod interval_view;
 pub(crate) mod options;
+pub(crate) mod precision_view;
 pub(crate) mod reasoning_view;
 pub(crate) mod runs_view;
 pub(crate) mod server;
