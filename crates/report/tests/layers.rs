@@ -1,8 +1,9 @@
 //! The report crate's two layers (issue 34): `src/figures/` computes the figures, `src/views/`
 //! renders them. Read from the source files: every `crate::` and `super::` path (grouped
 //! `use crate::{a, b::{c, d}}` and nested modules included) names the module it reaches; no
-//! module under figures/ reaches one under views/, neither tree has a circle, and nothing but
-//! the crate's `Error` is taken through the crate root (which would hide the real module).
+//! module under figures/ reaches one under views/, neither tree has a circle, the views'
+//! shared helpers (`views/common.rs`) reach no other view, and nothing but the crate's `Error`
+//! is taken through the crate root (which would hide the real module).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -298,6 +299,9 @@ fn violations(src: &Path) -> Vec<String> {
             if under(m, "figures") && under(t, "views") {
                 out.push(format!("figure {} imports view {}", name(m), name(t)));
             }
+            if name(m) == "views::common" && under(t, "views") {
+                out.push(format!("the views' helpers import view {}", name(t)));
+            }
         }
     }
     for tree in ["figures", "views"] {
@@ -400,6 +404,11 @@ fn a_planted_violation_fails() {
     assert!(
         v.iter()
             .any(|l| l.starts_with("a circle in views/:") && l.contains("views::common")),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|l| l == "the views' helpers import view views::guidellm"),
         "{v:?}"
     );
 }
