@@ -7,6 +7,18 @@
 //! It does not schedule, send, print or choose file names: the scheduler feeds an
 //! [`Accumulator`] per benchmark, the CLI prints the strings and passes the paths.
 //!
+//! # Layout: figures, then views
+//!
+//! The crate is two module trees. `figures/` computes and owns the figures: the data model and
+//! schema, histograms, the accumulator, intervals, capacity and its intervals, precision,
+//! trials, the exact merge of shards and sessions. `views/` renders them: both consoles, the
+//! CSV, JSON, YAML and HTML files, the vLLM result files and comparisons, with the helpers
+//! every view shares in `views/common.rs`. Views import figures, never the reverse, and
+//! neither tree has a circle (`tests/layers.rs` reads the imports and checks both). This file
+//! owns only the crate's [`Error`] and its public API: it re-exports, under the names the rest
+//! of the workspace uses, what the two trees make public; modules import each other by their
+//! paths (`crate::figures::model::RunReport`), never through these re-exports.
+//!
 //! # Use from the scheduler / CLI
 //!
 //! ```no_run
@@ -30,77 +42,46 @@
 //! # let _ = (text, vllm); Ok(()) }
 //! ```
 
-mod cached;
-mod capacity;
-mod capacity_interval;
-mod chunks;
-mod compare;
-mod compare_html;
-mod files;
-mod guidellm;
-mod hist;
-mod html;
-mod html_server;
-mod images;
-mod interval;
-mod merge;
-mod model;
-mod options;
-mod precision;
-mod reasoning_view;
-mod server;
-mod stats;
-mod steady_view;
-mod svg;
-mod sweep_html;
+mod figures;
 #[cfg(test)]
 mod test_support;
-mod time_fmt;
-mod trials;
-mod turns;
-mod turns_merge;
-mod turns_view;
-mod vllm;
-mod vllm_result;
+mod views;
 
-pub use cached::CachedTokensReport;
-pub use capacity::{
-    knee, knee_threshold_ms, render_capacity, render_capacity_vllm, slo_metric, KNEE_FACTOR,
-    KNEE_SLACK_MS,
+pub use figures::cached::CachedTokensReport;
+pub use figures::capacity::{knee, knee_threshold_ms, slo_metric, KNEE_FACTOR, KNEE_SLACK_MS};
+pub use figures::capacity_interval::{
+    capacity_interval, capacity_intervals, knee_interval, max_interval, slo_interval,
 };
-pub use capacity_interval::{
-    capacity_interval, capacity_intervals, crossing_words, knee_interval, max_interval,
-    slo_interval,
+pub use figures::hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
+pub use figures::images::ImageReport;
+pub use figures::interval::{Interval, Intervals, MetricIntervals};
+pub use figures::merge::{are_shards, merge_shards, ShardFile};
+pub use figures::model::{
+    AcrossTrials, BenchmarkReport, Environment, GoodputReport, HalfWidths, Histograms,
+    LatencyScope, MergedRun, MergedShard, Metrics, PrecisionReport, Rates, RequestCounts,
+    RunReport, SessionReport, ShardClock, ShardRun, Timeline, TokenCounts, TokenStat, TokenSummary,
+    Tokens, Trial, Trials, TurnReport, SCHEMA_VERSION, TURN_ROWS,
 };
-pub use compare::render_comparison;
-pub use files::{
+pub use figures::options::{
+    parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
+    StatsOptions, DEFAULT_PERCENTILES,
+};
+pub use figures::precision::{half_widths, judge as judge_precision, PrecisionCheck};
+pub use figures::stats::{Accumulator, BenchmarkMeta};
+pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
+pub use views::capacity_view::{render_capacity, render_capacity_vllm};
+pub use views::common::{crossing_words, max_concurrency};
+pub use views::compare::render_comparison;
+pub use views::files::{
     read_run, render_csv, render_json, render_yaml, write_atomic, write_outputs, OutputFormat,
 };
-pub use guidellm::render_guidellm;
-pub use hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
-pub use html::{render_comparison_html, render_html};
-pub use images::ImageReport;
-pub use interval::{Interval, Intervals, MetricIntervals};
-pub use merge::{are_shards, merge_shards, render_clocks, ShardFile};
-pub use model::{
-    BenchmarkReport, Environment, GoodputReport, Histograms, LatencyScope, MergedRun, MergedShard,
-    Metrics, Rates, RequestCounts, RunReport, SessionReport, ShardClock, ShardRun, Timeline,
-    TokenCounts, TokenStat, TokenSummary, Tokens, TurnReport, SCHEMA_VERSION, TURN_ROWS,
-};
-pub use options::{
-    parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
-    StatsOptions, VllmConsoleOptions, VllmLayout, DEFAULT_PERCENTILES,
-};
-pub use precision::{
-    half_widths, judge as judge_precision, precision_notes, HalfWidths, PrecisionCheck,
-    PrecisionReport,
-};
-pub use stats::{Accumulator, BenchmarkMeta};
-pub use trials::{
-    not_converged, pool, render_trials, AcrossTrials, Trial, Trials, MIN_TRIALS_TO_STOP,
-};
-pub use vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
-pub use vllm_result::{max_concurrency, vllm_result, vllm_result_filename, VllmResultMeta};
+pub use views::guidellm::render_guidellm;
+pub use views::html::{render_comparison_html, render_html};
+pub use views::options::{VllmConsoleOptions, VllmLayout};
+pub use views::precision_view::precision_notes;
+pub use views::runs_view::{render_clocks, render_trials};
+pub use views::vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
+pub use views::vllm_result::{vllm_result, vllm_result_filename, VllmResultMeta};
 
 /// Errors of the report crate.
 #[derive(Debug, thiserror::Error)]
