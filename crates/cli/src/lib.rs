@@ -4,6 +4,7 @@
 //! Each subcommand lives in its own module with its `Args` and its `run`.
 
 mod completions;
+mod console_out;
 mod data;
 mod endings;
 mod error;
@@ -19,6 +20,7 @@ mod report_cmd;
 mod run;
 pub mod settings;
 mod shard;
+mod shard_merge;
 mod signals;
 mod trace_cmd;
 mod vllm_files;
