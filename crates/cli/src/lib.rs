@@ -9,6 +9,8 @@ mod data;
 mod endings;
 mod error;
 mod fidelity;
+#[cfg(test)]
+mod layout;
 mod limits;
 mod merge_cmd;
 mod metadata;
