@@ -4,10 +4,13 @@
 //! Each subcommand lives in its own module with its `Args` and its `run`.
 
 mod completions;
+mod console_out;
 mod data;
 mod endings;
 mod error;
 mod fidelity;
+#[cfg(test)]
+mod layout;
 mod limits;
 mod merge_cmd;
 mod metadata;
@@ -19,6 +22,7 @@ mod report_cmd;
 mod run;
 pub mod settings;
 mod shard;
+mod shard_merge;
 mod signals;
 mod trace_cmd;
 mod vllm_files;

@@ -1,0 +1,191 @@
+//! Finishing a run: the sweep's capacity added, the consoles printed, the warnings said after
+//! them, and the exit code (with one line saying why when it is not a success).
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use bench_report::RunReport;
+use bench_worker::Worker;
+
+use super::observer::ReportObserver;
+use crate::settings::{Console, Settings};
+use crate::{data, signals, UsageError};
+
+/// After the benchmarks ran (or failed: `result`): a sweep's capacity, the consoles, the
+/// warnings, then the run's error or its exit code.
+pub(super) fn conclude(
+    s: &Settings,
+    observer: &mut ReportObserver,
+    result: anyhow::Result<(bench_scheduler::RunOutcome, data::WorkStream)>,
+    resent: &Worker,
+    interrupted: &signals::Interrupted,
+    data_failure: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if let Ok((outcome, _)) = &result {
+        if !outcome.interrupted && observer.run.trials.is_none() {
+            observer.set_capacity(outcome.capacity.clone());
+        }
+    }
+    print_console(s, &observer.run)?;
+    warn_after(
+        &observer.ending_notes,
+        resent.resent_requests(),
+        resent.ignored_events(),
+    );
+    let (_outcome, _) = result.context("the run failed")?;
+    finish(s, observer, interrupted, data_failure)
+}
+
+/// The exit code of a finished run, with one line saying why when it is not a success.
+fn finish(
+    s: &Settings,
+    observer: &ReportObserver,
+    interrupted: &signals::Interrupted,
+    data_failure: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(e) = observer.files.failures() {
+        anyhow::bail!("writing the report files failed (the other files were written): {e}");
+    }
+    if let Some(e) = &observer.write_error {
+        anyhow::bail!("writing the vLLM result file failed: {e}");
+    }
+    if let Some(why) = &observer.server_gone {
+        anyhow::bail!("{why}; the run was stopped (finished benchmarks are in the report)");
+    }
+    if let Some(code) = interrupted.exit_code() {
+        eprintln!("run interrupted; the last benchmark is partial");
+        return Ok(ExitCode::from(code));
+    }
+    if let Some(e) = data_failure {
+        // Bad data is bad input, even when it shows only mid-run (finished benchmarks are in
+        // the report).
+        return Err(UsageError::new(format!("the data stream broke during the run: {e}")).into());
+    }
+    if !s.report.allow_empty {
+        if let Some(line) = empty_benchmarks(&observer.run, &s.report.output) {
+            anyhow::bail!("{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Warnings printed after the consoles: requests ended by a timeout or rate limited (see
+/// [`crate::endings`]), resent requests.
+fn warn_after(ending_notes: &[String], resent: u64, ignored: u64) {
+    for note in ending_notes {
+        eprintln!("warning: {note}");
+    }
+    if resent > 0 {
+        eprintln!(
+            "warning: {resent} request(s) were resent because the server closed a kept-alive \
+             connection before answering them; their latencies include the failed attempt"
+        );
+    }
+    if ignored > 0 {
+        eprintln!(
+            "warning: {ignored} /v1/responses event(s) of unknown types were ignored \
+             (docs/backends.md, \"Responses\")"
+        );
+    }
+}
+
+/// One line naming the benchmarks that completed no request and what became of their requests,
+/// `None` when every benchmark completed at least one.
+fn empty_benchmarks(run: &RunReport, outputs: &[std::path::PathBuf]) -> Option<String> {
+    let empty: Vec<String> = run
+        .benchmarks
+        .iter()
+        .filter(|b| b.requests.completed == 0)
+        .map(|b| {
+            let r = &b.requests;
+            format!(
+                "{} ({} errored, {} cut off unfinished at the end of the benchmark)",
+                b.label, r.errored, r.incomplete
+            )
+        })
+        .collect();
+    if empty.is_empty() && !run.benchmarks.is_empty() {
+        return None;
+    }
+    let what = if run.benchmarks.is_empty() {
+        "no benchmark ran".to_string()
+    } else {
+        format!("no request completed in {}", empty.join(", "))
+    };
+    let see = if outputs.is_empty() {
+        "the error samples are logged above".to_string()
+    } else {
+        format!(
+            "the report ({}) has the details",
+            outputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(format!("{what}; {see} (--allow-empty accepts such a run)"))
+}
+
+/// The consoles `--console` asks for, with the fidelity lines, the trials' block and the
+/// precision notes after them.
+fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
+    let console = s.report.console;
+    if run.benchmarks.is_empty() || console == Console::None {
+        return Ok(());
+    }
+    let width = if std::io::stdout().is_terminal() {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<u16>().ok())
+            .or(Some(160))
+    } else {
+        None
+    };
+    if matches!(console, Console::Guidellm | Console::Both) {
+        println!("{}", bench_report::render_guidellm(run, width));
+    }
+    if matches!(console, Console::Vllm | Console::Both) {
+        println!("{}", bench_report::render_vllm(run, &s.report.vllm_console));
+    }
+    for line in crate::fidelity::lines(run) {
+        println!("{line}");
+    }
+    let trials = bench_report::render_trials(run);
+    if !trials.is_empty() {
+        print!("{trials}");
+    }
+    for line in bench_report::precision_notes(run) {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bench_report::{Accumulator, BenchmarkMeta, StatsOptions};
+
+    use super::*;
+
+    #[test]
+    fn an_empty_benchmark_is_named_with_what_became_of_its_requests() {
+        let mut run = RunReport::new("id", "2026-01-01T00:00:00Z");
+        assert!(empty_benchmarks(&run, &[])
+            .expect("no benchmark ran")
+            .contains("no benchmark ran"));
+        let empty = Accumulator::new(&StatsOptions::default()).finish(BenchmarkMeta::new(
+            bench_core::Strategy::Synchronous,
+            0,
+            1_000_000_000,
+            std::time::SystemTime::UNIX_EPOCH,
+        ));
+        run.benchmarks.push(empty);
+        let line = empty_benchmarks(&run, &["out.json".into()]).expect("empty");
+        assert!(line.contains("synchronous (0 errored, 0 cut off"), "{line}");
+        assert!(
+            line.contains("out.json") && line.contains("--allow-empty"),
+            "{line}"
+        );
+    }
+}

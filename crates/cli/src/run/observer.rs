@@ -1,0 +1,308 @@
+//! The scheduler's observer: feeds every record into the running benchmark's accumulator
+//! (and the `--precision` watch), watches for a server gone, and as each benchmark ends
+//! finishes its report, says what went wrong with it and writes the files.
+
+use bench_core::{Clock, RequestRecord, Slo};
+use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, RunReport, StatsOptions};
+use bench_scheduler::{BenchmarkOutcome, BenchmarkPlan, Observer, Phase};
+
+use crate::settings::Settings;
+use crate::{data, limits, outputs};
+
+/// After this long with nothing but failed connections, the server is taken for gone and the
+/// run stops (see docs/reliability.md).
+const SERVER_GONE_AFTER: bench_core::Nanos = 3_000_000_000;
+
+/// Collects records into the report crate's accumulator and writes files after each benchmark.
+pub(super) struct ReportObserver {
+    pub(super) run: RunReport,
+    stats: StatsOptions,
+    acc: Option<Accumulator>,
+    pub(super) files: outputs::Writer,
+    wall_epoch: std::time::SystemTime,
+    pub(super) write_error: Option<String>,
+    scraper: Option<bench_servermetrics::Scraper>,
+    scrape_warned: bool,
+    vllm_files: Option<crate::vllm_files::VllmFiles>,
+    /// The vLLM-fields hint was printed.
+    hinted: bool,
+    slo: Option<Slo>,
+    /// Whether each benchmark met the SLO, by index.
+    pub(super) verdicts: std::collections::HashMap<usize, bool>,
+    /// Since when (run clock) every finished request failed to connect, and how many did.
+    unanswered: Option<(bench_core::Nanos, u64)>,
+    /// Set when the server stopped answering (or the client ran out of file descriptors):
+    /// why; the run is then stopped through `stop`.
+    pub(super) server_gone: Option<String>,
+    /// The soft open-file limit in force (raised at start), named when it is reached.
+    fd_limit: Option<u64>,
+    stop: bench_scheduler::StopHandle,
+    /// How the running benchmark's requests ended badly (timeouts, rate limits).
+    endings: crate::endings::Endings,
+    /// What those endings were, one line per kind and benchmark, said after the report.
+    pub(super) ending_notes: Vec<String>,
+    /// The timeouts in force, which the notes name.
+    timeouts: bench_worker::Timeouts,
+    /// Starts a trace over at each benchmark.
+    pub(super) rewind: data::Rewind,
+    /// This process's shard (its report states its share of the target rate).
+    pub(super) shard: Option<bench_core::Shard>,
+    /// The run clock (a shard reads its wall clock against it as each benchmark ends).
+    clock: Clock,
+    /// With `--precision`: ends each benchmark once precise.
+    precision: Option<crate::precise::PrecisionWatch>,
+}
+
+impl ReportObserver {
+    /// Watches for a server that stopped answering: only connection failures for
+    /// [`SERVER_GONE_AFTER`] (at least 3 of them) stop the run with a message. A connection
+    /// that failed for want of a file descriptor stops it at once, naming the client's limit.
+    fn watch_connects(&mut self, record: &RequestRecord) {
+        let connect_timeout = bench_core::Outcome::Timeout {
+            phase: bench_core::TimeoutPhase::Connect,
+        };
+        let failure = match &record.outcome {
+            bench_core::Outcome::Connect { message } => Some(message.as_str()),
+            o if *o == connect_timeout => Some("connect timed out"),
+            _ => None,
+        };
+        match failure {
+            // The client's own limit: the server is not to blame, and every request from now
+            // on would measure the client. Stop at once, naming the limit.
+            Some(message) if bench_worker::is_open_file_limit(message) => {
+                if self.server_gone.is_none() {
+                    self.server_gone = Some(limits::exhausted(self.fd_limit, message));
+                    self.stop.stop();
+                }
+            }
+            Some(message) => {
+                let (since, n) = self.unanswered.get_or_insert((record.end, 0));
+                *n += 1;
+                let (since, n) = (*since, *n);
+                if self.server_gone.is_none()
+                    && n >= 3
+                    && record.end.saturating_sub(since) >= SERVER_GONE_AFTER
+                {
+                    self.server_gone = Some(format!(
+                        "the server stopped answering: the last {n} requests over {:.1} s could not connect ({message})",
+                        record.end.saturating_sub(since) as f64 / 1e9
+                    ));
+                    self.stop.stop();
+                }
+            }
+            None if record.outcome == bench_core::Outcome::Cancelled => {}
+            None => self.unanswered = None,
+        }
+    }
+
+    /// The server's view of `[start, end]`, after a scrape taken now (the benchmark has
+    /// drained). Warns once when scraping failed; the report then has no server metrics.
+    fn server_metrics(
+        &mut self,
+        span: bench_servermetrics::Span,
+    ) -> Option<bench_servermetrics::ServerMetrics> {
+        let sc = self.scraper.as_ref()?;
+        let handle = tokio::runtime::Handle::current();
+        if sc.failure().is_none()
+            && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            // Between benchmarks, off the request path: at most the scrape timeout.
+            tokio::task::block_in_place(|| handle.block_on(sc.scrape_now()));
+        }
+        if let Some(f) = sc.failure() {
+            if !self.scrape_warned {
+                self.scrape_warned = true;
+                tracing::warn!(
+                    "server metrics from {}: {f}; the report has none from this benchmark on (--no-server-metrics turns scraping off)",
+                    sc.url()
+                );
+            }
+            return None;
+        }
+        sc.summarize(span)
+    }
+}
+
+impl Observer for ReportObserver {
+    fn benchmark_started(&mut self, index: usize, _total: usize, plan: &BenchmarkPlan) {
+        self.rewind.benchmark_started();
+        self.acc = Some(Accumulator::new(&self.stats));
+        if let Some(w) = self.precision.as_mut() {
+            w.started(index, plan, self.clock.now());
+        }
+    }
+
+    fn record(&mut self, _index: usize, record: RequestRecord, phase: Phase) {
+        self.watch_connects(&record);
+        self.endings.add(&record);
+        let look = self.precision.as_mut().and_then(|w| w.add(&record, phase));
+        // The accumulator applies the measurement window itself (same rule as the scheduler).
+        if let Some(acc) = self.acc.as_mut() {
+            acc.add(record);
+            if let (Some(now), Some(w)) = (look, self.precision.as_mut()) {
+                w.look(now, acc);
+            }
+        }
+    }
+
+    fn benchmark_finished(&mut self, index: usize, o: &BenchmarkOutcome) {
+        let Some(acc) = self.acc.take() else {
+            return;
+        };
+        let report = self.finish_report(acc, o);
+        if let Some(slo) = &self.slo {
+            self.verdicts.insert(index, report.meets(slo));
+        }
+        self.warn_benchmark(o, &report);
+        self.write_vllm_file(&report);
+        let closed_loop = o.strategy.release() == bench_core::Release::ClosedLoop;
+        let notes = self
+            .endings
+            .take_notes(&o.strategy.label(), closed_loop, &self.timeouts);
+        self.ending_notes.extend(notes);
+        self.keep(report);
+    }
+
+    fn slo_met(&mut self, index: usize) -> Option<bool> {
+        self.verdicts.get(&index).copied()
+    }
+}
+
+impl ReportObserver {
+    /// The observer of a run about to start: nothing collected, nothing written yet.
+    pub(super) fn new(
+        s: &Settings,
+        run: RunReport,
+        scraper: Option<bench_servermetrics::Scraper>,
+        model: &str,
+        clock: Clock,
+        stop: bench_scheduler::StopHandle,
+    ) -> Self {
+        let stats = StatsOptions {
+            goodput: s.report.goodput.clone(),
+            keep_records: s.report.save_records,
+            ..StatsOptions::default()
+        };
+        ReportObserver {
+            run,
+            stats,
+            acc: None,
+            files: outputs::Writer::new(s.report.output.clone()),
+            wall_epoch: clock.wall_epoch(),
+            write_error: None,
+            scraper,
+            scrape_warned: false,
+            vllm_files: crate::vllm_files::VllmFiles::new(s, model),
+            hinted: false,
+            slo: s.load.build.slo.clone(),
+            verdicts: Default::default(),
+            unanswered: None,
+            server_gone: None,
+            fd_limit: limits::open_files(),
+            endings: Default::default(),
+            ending_notes: Vec::new(),
+            timeouts: s.target.timeouts,
+            rewind: data::Rewind::default(),
+            shard: None,
+            clock,
+            precision: s
+                .load
+                .limits
+                .precision
+                .map(|p| crate::precise::PrecisionWatch::new(p, stop.clone(), clock.wall_epoch())),
+            stop,
+        }
+    }
+}
+
+impl ReportObserver {
+    /// The finished benchmark's report: its figures, with the precision reached, a shard's
+    /// share of the target rate, and the server's metrics.
+    fn finish_report(&mut self, acc: Accumulator, o: &BenchmarkOutcome) -> BenchmarkReport {
+        let meta = BenchmarkMeta {
+            strategy: o.strategy.clone(),
+            start: o.start,
+            end: o.end,
+            window: o.window,
+            sending_end: o.sending_end,
+            rates: Some(o.rates),
+            wall_epoch: self.wall_epoch,
+            stop_reason: o.stop_reason.name().to_string(),
+            label: None,
+            sessions: o.sessions,
+        };
+        let mut report = acc.finish(meta);
+        if let Some(w) = self.precision.as_mut() {
+            w.finished(&mut report);
+        }
+        if let Some(sh) = self.shard.filter(|sh| !sh.is_whole()) {
+            // This shard's share of the rate asked for (every N-th arrival).
+            report.rates.target_rate = report.rates.target_rate.map(|r| r / f64::from(sh.count));
+        }
+        // Gauges over the window the latency figures describe (docs/metrics.md).
+        let tl = &report.timeline;
+        report.server_metrics = self.server_metrics(bench_servermetrics::Span {
+            start: o.start,
+            end: o.end,
+            open: tl.steady_start_ns.unwrap_or(o.window.open),
+            close: tl.steady_end_ns.unwrap_or(o.window.close),
+        });
+        report
+    }
+
+    /// Logs the benchmark's error samples (with a hint, once, when the server refused vLLM's
+    /// body fields), and the requests never sent or abandoned.
+    fn warn_benchmark(&mut self, o: &BenchmarkOutcome, report: &BenchmarkReport) {
+        for (kind, messages) in &report.error_samples {
+            for m in messages {
+                tracing::warn!(label = %o.strategy.label(), kind = %kind, "request errored: {m}");
+                if kind == "http_400" && !self.hinted {
+                    if let Some(field) = bench_worker::rejected_vllm_field(400, m) {
+                        self.hinted = true;
+                        eprintln!(
+                            "hint: the server refused vLLM's `{field}` body field (HTTP 400); \
+                             this API does not take vLLM's extensions: run with --vllm-extensions off"
+                        );
+                    }
+                }
+            }
+        }
+        if o.not_sent > 0 {
+            tracing::warn!(
+                label = %o.strategy.label(),
+                not_sent = o.not_sent,
+                "requests were due but never got a concurrency slot"
+            );
+        }
+        if o.abandoned > 0 {
+            tracing::warn!(label = %o.strategy.label(), abandoned = o.abandoned, "requests ignored cancellation and were abandoned");
+        }
+    }
+
+    /// Writes the benchmark's vLLM result file (`--save-result`), keeping a failure for the
+    /// exit.
+    fn write_vllm_file(&mut self, report: &BenchmarkReport) {
+        if let Some(files) = self.vllm_files.as_mut() {
+            match files.write(report) {
+                Ok(p) => tracing::info!(path = %p.display(), "vLLM result file written"),
+                Err(e) => {
+                    tracing::error!("writing the vLLM result file failed: {e:#}");
+                    self.write_error = Some(format!("{e:#}"));
+                }
+            }
+        }
+    }
+
+    /// Adds the benchmark to the run (or its running trial) and writes the files.
+    fn keep(&mut self, report: BenchmarkReport) {
+        match self.run.trials.as_mut().and_then(|t| t.runs.last_mut()) {
+            // Each trial's benchmarks are written as they finish, as a run's are.
+            Some(trial) => trial.benchmarks.push(report),
+            None => self.run.benchmarks.push(report),
+        }
+        if let Some(c) = self.run.shard.as_mut().and_then(|s| s.clock.as_mut()) {
+            c.wall_minus_run_end_ms = Some(crate::shard::wall_minus_run_ms(&self.clock));
+        }
+        self.files.write(&self.run);
+    }
+}

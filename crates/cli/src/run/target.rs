@@ -1,0 +1,117 @@
+//! Reaching the server: the worker built from the target and request settings, checked,
+//! connected to the target (or the simulator `--mock` starts) and told the model it serves.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use bench_mock::MockServer;
+use bench_tokenizer::Tokenizer;
+use bench_worker::{Worker, WorkerConfig};
+
+use crate::settings::{Settings, VllmExtensions};
+use crate::{limits, UsageError};
+
+/// The worker's configuration: every setting of the target and request groups.
+fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerConfig {
+    let (t, r) = (&s.target, &s.request);
+    WorkerConfig {
+        target: target.to_string(),
+        backend: t.backend,
+        endpoint: t.endpoint.clone(),
+        model: t.model.clone(),
+        api_key: t.api_key.clone(),
+        headers: t.headers.clone(),
+        http2: t.http2,
+        insecure: t.insecure,
+        cacert: t.cacert.clone(),
+        timeouts: t.timeouts,
+        extra_body: r.body_extra(t.backend == bench_worker::BackendKind::Tgi),
+        vllm_extensions,
+        ignore_eos: r.ignore_eos,
+        // A run that lets the server stop at EOS does not force a minimum either.
+        min_tokens: r.ignore_eos,
+        include_usage: true,
+        silence_notice: bench_core::SILENCE_NOTICE,
+        stream: r.stream,
+        think_tags: r.think_tags,
+        source_addresses: if t.source_addresses.is_empty() {
+            limits::loopback_sources(
+                target,
+                limits::planned_concurrency(&s.load.profile),
+                limits::ports_per_source(),
+            )
+        } else {
+            t.source_addresses.clone()
+        },
+    }
+}
+
+/// Builds the worker, checks the target, and settles `--vllm-extensions auto` from what the
+/// server says it is.
+async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
+    let on = s.request.vllm_extensions != VllmExtensions::Off;
+    let shown = bench_worker::redact_url(target);
+    let worker = Worker::new(worker_config(s, target, on))
+        .await
+        .map_err(|e| UsageError::new(format!("--target: {e}")))?;
+    worker.health_check().await.map_err(|e| match e {
+        bench_worker::Error::Unreachable { .. } => {
+            anyhow::Error::new(e).context(format!("the target {shown} is not answering"))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    if s.request.vllm_extensions != VllmExtensions::Auto
+        || s.target.backend == bench_worker::BackendKind::Tgi
+        || s.target.backend.pooling()
+    {
+        return Ok(worker);
+    }
+    let owner = worker.model_owner().await;
+    if bench_worker::vllm_extensions_wanted(owner.as_deref()) {
+        return Ok(worker);
+    }
+    tracing::warn!(
+        "the server does not identify as vLLM, SGLang or llama.cpp (owned_by: {}): not sending \
+         ignore_eos / min_tokens, so outputs may stop before their asked length; \
+         --vllm-extensions on sends them",
+        owner.as_deref().unwrap_or("none")
+    );
+    Worker::new(worker_config(s, target, false))
+        .await
+        .map_err(|e| UsageError::new(format!("--target: {e}")).into())
+}
+
+/// The server a run talks to: its URL, the worker connected to it and the model it serves,
+/// and the in-process simulator when it is the one.
+pub(super) struct Server {
+    pub mock: Option<MockServer>,
+    pub target: String,
+    pub worker: Worker,
+    pub model: String,
+}
+
+/// Starts the simulator (with `--mock`), connects to the server and finds its model; the
+/// worker counts output tokens with `tokenizer`.
+pub(super) async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Server> {
+    let mock = super::services::start_mock(s, tokenizer).await?;
+    let target = match (&mock, &s.target.target) {
+        (Some(m), _) => m.url(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => return Err(UsageError::new("no target").into()),
+    };
+    let worker = connect(s, &target).await?;
+    let model = worker.discover_model().await.with_context(|| {
+        format!(
+            "finding the model served at {}",
+            bench_worker::redact_url(&target)
+        )
+    })?;
+    let counter_tk = tokenizer.clone();
+    let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
+    Ok(Server {
+        mock,
+        target,
+        worker,
+        model,
+    })
+}
