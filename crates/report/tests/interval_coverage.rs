@@ -23,7 +23,7 @@ use bench_core::{Chunk, Nanos, Outcome, RequestRecord, Strategy, TokenSource};
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, StatsOptions};
 
 const MS: f64 = 1e6;
-const TRIALS: u64 = 1_000;
+const TRIALS: u64 = 500;
 
 /// SplitMix64: a small seeded generator, so the trials need no dependency and never change.
 struct Rng(u64);
