@@ -127,6 +127,30 @@ pub(crate) struct Batches {
     ended: Vec<(f64, f64)>,
     /// Per batch and metric of [`METRICS`]: the values of the requests sent in it.
     dists: Vec<[Dist; 4]>,
+    /// Per latency batch (by send time), Little's law's terms for a closed loop: the time
+    /// spent in flight within the batch (ns, clipped to it), and of the requests sent in it
+    /// the completed ones, their output tokens, and the latencies (s) of every finished one.
+    little: Vec<Little>,
+}
+
+/// Little's law's terms of one batch ([`Batches::sent`], [`Batches::in_flight`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Little {
+    busy_ns: f64,
+    completed: f64,
+    tokens: f64,
+    latency_s: f64,
+}
+
+impl Little {
+    /// `L × completed / latency`, `L` the mean in flight over a batch of `width` ns: the
+    /// closed loop's completion rate over the batch, as [`bench_core::Window::steady_rates`]
+    /// reads it over the window (`None` with nothing finished).
+    fn rate(&self, width: Nanos) -> Option<f64> {
+        let in_flight = self.busy_ns / width as f64;
+        (self.latency_s > 0.0 && self.completed > 0.0)
+            .then(|| in_flight * self.completed / self.latency_s)
+    }
 }
 
 impl Batches {
@@ -141,6 +165,7 @@ impl Batches {
             sent_width: (span.saturating_sub(fill) / k as u64).max(1),
             ended: vec![(0.0, 0.0); k],
             dists: (0..k).map(|_| Default::default()).collect(),
+            little: vec![Little::default(); k],
         })
     }
 
@@ -157,6 +182,31 @@ impl Batches {
         }
     }
 
+    /// A measured request, completed or not, in flight from `sent` to `end` with `tokens`
+    /// output tokens: Little's law's terms of the batch it was sent in, and its time in flight
+    /// within each batch.
+    pub(crate) fn sent(&mut self, sent: Nanos, end: Nanos, completed: bool, tokens: u32) {
+        let w = self.sent_width;
+        if let Some(i) = self.index(sent, w) {
+            let l = &mut self.little[i];
+            l.latency_s += end.saturating_sub(sent) as f64 / 1e9;
+            if completed {
+                l.completed += 1.0;
+                l.tokens += f64::from(tokens);
+            }
+        }
+        let (from, k) = (self.from, self.little.len() as u64);
+        let first = sent.saturating_sub(from) / w;
+        let last = (end.saturating_sub(from) / w).min(k.saturating_sub(1));
+        for i in first..=last {
+            let (a, b) = (from + i * w, from + (i + 1) * w);
+            let (lo, hi) = (sent.max(a), end.min(b));
+            if hi > lo {
+                self.little[i as usize].busy_ns += (hi - lo) as f64;
+            }
+        }
+    }
+
     /// A value (microseconds) of metric `m` of a request sent at `sent`.
     pub(crate) fn value(&mut self, sent: Nanos, m: Metric, us: f64) {
         let Some(j) = METRICS.iter().position(|&x| x == m) else {
@@ -167,17 +217,37 @@ impl Batches {
         }
     }
 
-    /// The intervals around the pooled figures: `rates` (requests/s, output tokens/s) and
-    /// `pooled`, the percentile (ms) of a metric of [`METRICS`] over every request.
+    /// The throughputs' batch values: per batch, Little's law's completion rate and its
+    /// output tokens per second when `little` (a closed loop read by Little's law), else the
+    /// completions that ended in it and their tokens, per second.
+    fn throughputs(&self, little: bool) -> (Vec<f64>, Vec<f64>) {
+        if little {
+            let rates: Option<Vec<(f64, f64)>> = self
+                .little
+                .iter()
+                .map(|l| {
+                    let r = l.rate(self.sent_width)?;
+                    Some((r, r * l.tokens / l.completed))
+                })
+                .collect();
+            if let Some(rates) = rates {
+                return rates.into_iter().unzip();
+            }
+        }
+        let secs = self.width as f64 / 1e9;
+        self.ended.iter().map(|b| (b.0 / secs, b.1 / secs)).unzip()
+    }
+
+    /// The intervals around the pooled figures: `rates` (requests/s, output tokens/s, and
+    /// whether they are a closed loop's Little's-law rates) and `pooled`, the percentile (ms)
+    /// of a metric of [`METRICS`] over every request.
     pub(crate) fn finish(
         &self,
-        rates: (f64, f64),
+        rates: (f64, f64, bool),
         pooled: impl Fn(Metric, f64) -> Option<f64>,
     ) -> Intervals {
         let secs = self.width as f64 / 1e9;
-        let per_s = |f: fn(&(f64, f64)) -> f64| -> Vec<f64> {
-            self.ended.iter().map(|b| f(b) / secs).collect()
-        };
+        let (requests, tokens) = self.throughputs(rates.2);
         let mut metrics = std::collections::BTreeMap::new();
         for (j, &m) in METRICS.iter().enumerate() {
             let stat = |p: f64| -> Option<Interval> {
@@ -203,8 +273,8 @@ impl Batches {
             level: LEVEL,
             batches: self.ended.len() as u32,
             batch_s: secs,
-            requests_per_s: around(rates.0, &per_s(|b| b.0)),
-            output_tokens_per_s: around(rates.1, &per_s(|b| b.1)),
+            requests_per_s: around(rates.0, &requests),
+            output_tokens_per_s: around(rates.1, &tokens),
             metrics,
         }
     }
@@ -248,7 +318,7 @@ mod tests {
                 b.ended(i as u64 * S + S / 2, 2);
             }
         }
-        let iv = b.finish((10.0, 20.0), |_, _| None);
+        let iv = b.finish((10.0, 20.0, false), |_, _| None);
         let half = 3.182 * (8.0f64 / 3.0 / 4.0).sqrt();
         assert!(
             (iv.requests_per_s.low - (10.0 - half)).abs() < 1e-9,
@@ -273,7 +343,9 @@ mod tests {
         }
         // Sent in the last fill time: in no batch.
         b.value(2 * S + 1, Metric::Ttft, 1e9);
-        let iv = b.finish((0.0, 0.0), |_, p| Some(if p == 50.0 { 20.0 } else { 28.0 }));
+        let iv = b.finish((0.0, 0.0, false), |_, p| {
+            Some(if p == 50.0 { 20.0 } else { 28.0 })
+        });
         let ttft = &iv.metrics["ttft_ms"];
         assert!(ttft.median.is_some() && ttft.p90.is_some(), "{ttft:?}");
         assert_eq!(ttft.p99, None, "20 values a batch are too few for a p99");
