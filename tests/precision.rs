@@ -360,7 +360,6 @@ fn knee(name: &str, cfg: Option<&str>, data: &str, precision: Option<&str>) -> (
 /// 7-11% low, and the knee fell to the synchronous rate), on the default simulator and on the
 /// vLLM-like fast preset (`tests/sustained.rs`). Each knee lies in the other sweep's interval.
 #[test]
-#[ignore = "written, not yet run (issue 37, point 3)"]
 fn the_knee_under_precision_is_the_knee_without_it() {
     let _one = common::serial();
     let fast = include_str!("../examples/simulator/vllm-cpu-fast.yaml");
