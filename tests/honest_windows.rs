@@ -238,6 +238,7 @@ fn quick(name: &str, args: &[&str]) -> Value {
 
 #[test]
 fn every_run_is_salted_and_records_its_seed() {
+    let _one = common::serial();
     let data = "prompt_tokens=32,output_tokens=4";
     let a = quick("salt-a", &["--data", data]);
     let b = quick("salt-b", &["--data", data]);
@@ -271,6 +272,7 @@ fn llama3() -> Option<PathBuf> {
 
 #[test]
 fn the_in_process_simulator_counts_with_the_runs_tokenizer() {
+    let _one = common::serial();
     let Some(tk) = llama3() else { return };
     let v = quick(
         "tokenizer",

@@ -146,6 +146,7 @@ fn sweep_and_slo_search_find_the_closed_form_capacity() {
 
 #[test]
 fn batch_options_that_do_not_fit_the_backend_are_usage_errors() {
+    let _one = common::serial();
     let cases: [(&str, &str, &str); 4] = [
         ("openai-chat", "prompt_tokens=8,batch_size=3", "batch_size=3 applies to the openai-embeddings, rerank and cohere-rerank backends, not openai-chat"),
         ("rerank", "prompt_tokens=8", "needs batch_size >= 2 (got 1)"),

@@ -12,6 +12,7 @@ fn tmp(name: &str) -> PathBuf {
 
 #[test]
 fn sweep_mock_runs_every_benchmark_and_writes_the_report() {
+    let _one = common::serial();
     let dir = tmp("sweep");
     let json = dir.join("run.json");
     let csv = dir.join("run.csv");
@@ -103,6 +104,7 @@ fn sweep_mock_runs_every_benchmark_and_writes_the_report() {
 
 #[test]
 fn run_mock_each_kind_completes() {
+    let _one = common::serial();
     for args in [
         &["run", "--rate-type", "burst", "--rate", "1,4"][..],
         &[
@@ -163,6 +165,7 @@ fn run_mock_each_kind_completes() {
 
 #[test]
 fn usage_errors_exit_2_naming_the_culprit() {
+    let _one = common::serial();
     let out = bench(&["run", "--mock", "--rate-type", "warp"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("warp"));
@@ -238,6 +241,7 @@ fn usage_errors_exit_2_naming_the_culprit() {
 
 #[test]
 fn show_config_prints_the_resolved_settings() {
+    let _one = common::serial();
     let dir = tmp("show");
     let p = dir.join("p.yaml");
     std::fs::write(&p, "rate_type: constant\nrate: [2, 3]\nmax_seconds: 9\n").expect("write");
@@ -298,6 +302,7 @@ fn show_config_prints_the_resolved_settings() {
 
 #[test]
 fn save_records_puts_every_request_in_the_json_and_only_when_asked() {
+    let _one = common::serial();
     for (flag, want) in [
         (Some("--save-records"), true),
         (Some("--save-detailed"), true),
