@@ -373,7 +373,7 @@ fn listener() -> (String, Arc<AtomicUsize>) {
 /// Runs one case; `Err` says what was wrong.
 fn check(case: &Case, url: &str, dir: &Path) -> Result<(), String> {
     let args: Vec<String> = case.args.iter().map(|a| a.replace("{T}", url)).collect();
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args(&args)
         .current_dir(dir)
         .env("RUST_LOG", "info")
@@ -498,7 +498,7 @@ fn every_bad_input_exits_2_with_one_line_naming_the_culprit_and_sends_nothing() 
 #[test]
 fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        let out = common::bench_command()
             .args(args)
             .env("RUST_LOG", "off")
             .output()

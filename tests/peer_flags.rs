@@ -128,7 +128,7 @@ fn capture(owner: &'static str, reply: Reply) -> (String, Arc<Mutex<Vec<Seen>>>)
 }
 
 fn bench(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
+    let mut c = common::bench_command();
     c.args(args)
         .env("RUST_LOG", "warn")
         .env_remove("BENCH_API_KEY")

@@ -21,7 +21,7 @@ fn expected(name: &str) -> String {
 }
 
 fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bench"))
+    common::bench_command()
         .args(args)
         .output()
         .expect("run bench")

@@ -70,27 +70,42 @@ fn default_name(at: SystemTime, kind: &str, n: u32) -> String {
     }
 }
 
+/// A default file claimed for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reserved {
+    /// The file, created empty.
+    pub path: PathBuf,
+    /// Its directory did not exist before: removed again when the run leaves nothing in it.
+    made_dir: bool,
+}
+
 /// Claims a new default file in `dir` (created if missing) for a run of `kind` started at
 /// `at`: created empty with `create_new`, so an earlier run's file is never replaced and two
 /// runs never share a name; the writer then replaces it after every benchmark. A directory
 /// that cannot be made or written is a usage error naming it (the run has not started).
-pub fn reserve(dir: &Path, kind: &str, at: SystemTime) -> Result<PathBuf, UsageError> {
+pub fn reserve(dir: &Path, kind: &str, at: SystemTime) -> Result<Reserved, UsageError> {
     let refuse = |what: &Path, e: std::io::Error| {
         UsageError::new(format!(
             "cannot keep the run's result in {}: {e}; name a file with --output, or run with --no-output",
             what.display()
         ))
     };
-    std::fs::create_dir_all(dir).map_err(|e| refuse(dir, e))?;
-    for n in 1..=1000 {
+    let made_dir = !dir.is_dir();
+    let mut n = 1;
+    let mut remade = 0;
+    while n <= 1000 {
+        std::fs::create_dir_all(dir).map_err(|e| refuse(dir, e))?;
         let path = dir.join(default_name(at, kind, n));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)
         {
-            Ok(_) => return Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Ok(_) => return Ok(Reserved { path, made_dir }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            // Another run removed the directory it had made as this one claimed its name:
+            // made again, and the same name tried again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && remade < 3 => remade += 1,
             Err(e) => return Err(refuse(&path, e)),
         }
     }
@@ -101,13 +116,19 @@ pub fn reserve(dir: &Path, kind: &str, at: SystemTime) -> Result<PathBuf, UsageE
 }
 
 /// After the run: a claimed default file no benchmark was written to (the run failed before
-/// its first one ended) is removed, so a failed start leaves nothing behind. Returns whether
-/// the file holds the run.
-pub fn settle_default(path: &Path) -> bool {
-    match std::fs::metadata(path) {
+/// its first one ended) is removed, with the directory when the claim made it and it is now
+/// empty, so a failed start leaves nothing behind. Returns whether the file holds the run.
+pub fn settle_default(r: &Reserved) -> bool {
+    match std::fs::metadata(&r.path) {
         Ok(m) if m.len() > 0 => true,
         Ok(_) => {
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&r.path);
+            if r.made_dir {
+                if let Some(dir) = r.path.parent() {
+                    // Fails, as it should, when another run's file is in it.
+                    let _ = std::fs::remove_dir(dir);
+                }
+            }
             false
         }
         Err(_) => false,
@@ -192,15 +213,21 @@ mod tests {
         let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_811_826);
         let dir = d.join(DEFAULT_DIR);
         let a = reserve(&dir, "sweep", at).expect("first");
-        assert_eq!(a, dir.join("20261127T203706Z-sweep.json"));
-        std::fs::write(&a, b"{}").expect("earlier run");
+        assert_eq!(a.path, dir.join("20261127T203706Z-sweep.json"));
+        assert!(a.made_dir);
+        std::fs::write(&a.path, b"{}").expect("earlier run");
         // The same second, the same kind: a new name; the earlier file is untouched.
         let b = reserve(&dir, "sweep", at).expect("second");
-        assert_eq!(b, dir.join("20261127T203706Z-sweep-2.json"));
-        assert_eq!(std::fs::read(&a).expect("a"), b"{}");
+        assert_eq!(b.path, dir.join("20261127T203706Z-sweep-2.json"));
+        assert_eq!(std::fs::read(&a.path).expect("a"), b"{}");
         // Nothing written to it: removed after the run; written: kept.
-        assert!(!settle_default(&b) && !b.exists());
-        assert!(settle_default(&a) && a.exists());
+        assert!(!settle_default(&b) && !b.path.exists());
+        assert!(settle_default(&a) && a.path.exists());
+        // A run that wrote nothing leaves no directory it made.
+        std::fs::remove_file(&a.path).expect("rm");
+        std::fs::remove_dir(&dir).expect("rmdir");
+        let c = reserve(&dir, "constant", at).expect("third");
+        assert!(!settle_default(&c) && !dir.exists());
         // A directory that cannot be made is a usage error naming it.
         std::fs::write(d.join("file"), b"").expect("file");
         let e = reserve(&d.join("file/sub"), "constant", at).expect_err("not a directory");

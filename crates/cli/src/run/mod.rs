@@ -98,9 +98,9 @@ fn execute(
             Err(e) => Err(anyhow::anyhow!("the run task failed: {e}")),
         }
     });
-    if let Some(path) = kept {
-        if outputs::settle_default(&path) {
-            eprintln!("results saved to {}", path.display());
+    if let Some(r) = kept {
+        if outputs::settle_default(&r) {
+            eprintln!("results saved to {}", r.path.display());
         }
     }
     result
@@ -109,18 +109,18 @@ fn execute(
 /// With no file named and none turned off: claims the run's default file (a usage error when
 /// its directory cannot be written) and adds it to the outputs, which the writer then fills
 /// like any other.
-fn keep_default(settings: &mut Settings) -> anyhow::Result<Option<std::path::PathBuf>> {
+fn keep_default(settings: &mut Settings) -> anyhow::Result<Option<outputs::Reserved>> {
     if !settings.report.default_output {
         return Ok(None);
     }
     let kind = settings.load.rate_type.name();
-    let path = outputs::reserve(
+    let r = outputs::reserve(
         std::path::Path::new(outputs::DEFAULT_DIR),
         kind,
         std::time::SystemTime::now(),
     )?;
-    settings.report.output.push(path.clone());
-    Ok(Some(path))
+    settings.report.output.push(r.path.clone());
+    Ok(Some(r))
 }
 
 /// Refused before anything runs: a report that cannot be written, a concurrency that cannot
