@@ -161,7 +161,7 @@ fn a_run_with_no_output_keeps_its_json_and_names_it_last() {
     };
     assert_eq!(labels(&a), labels(&b));
     assert_eq!(a["benchmarks"][0]["requests"]["completed"], 3);
-    assert_eq!(keys(&a["benchmarks"][0]), keys(&b["benchmarks"][0]));
+    assert_eq!(b["benchmarks"][0]["requests"]["completed"], 3);
 }
 
 #[test]
