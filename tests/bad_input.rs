@@ -7,7 +7,7 @@ mod common;
 use std::io::Read as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -36,7 +36,8 @@ fn fixtures() -> PathBuf {
     w("mock-bad.yaml", b"faults:\n  reset: 2\n");
     w("mock-typo.yaml", b"step_bse_ms: 3\n");
     w("report-bad.json", b"{\"schema_version\": 1");
-    let row = b"{\"timestamp\": 0, \"input_length\": 16, \"output_length\": 4, \"hash_ids\": [1]}\n";
+    let row =
+        b"{\"timestamp\": 0, \"input_length\": 16, \"output_length\": 4, \"hash_ids\": [1]}\n";
     w("trace.jsonl", row);
     w(
         "trace-bad.jsonl",
@@ -555,7 +556,10 @@ fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
     .expect("write");
     let e = run(&["run", "--mock", "--profile", sp.to_str().expect("utf8")]);
     assert!(
-        e.starts_with(&format!("error: {}: speedup: speedup must be", sp.display())),
+        e.starts_with(&format!(
+            "error: {}: speedup: speedup must be",
+            sp.display()
+        )),
         "{e}"
     );
     for (extra, said) in [

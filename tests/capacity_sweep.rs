@@ -23,7 +23,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 struct Config {
     name: &'static str,

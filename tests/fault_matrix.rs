@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

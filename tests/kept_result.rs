@@ -55,7 +55,10 @@ fn kept(cwd: &Path) -> Vec<PathBuf> {
         .map(|d| {
             d.filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+                .filter(|p| {
+                    !p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                })
                 .collect()
         })
         .unwrap_or_default();

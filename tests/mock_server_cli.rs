@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
+
 use std::time::Duration;
 
 use common::mock_server as start;

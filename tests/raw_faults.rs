@@ -9,7 +9,7 @@ mod common;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use bench_core::RequestRecord;
 use bench_report::Dist;

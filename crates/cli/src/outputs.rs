@@ -231,7 +231,10 @@ mod tests {
         // A directory that cannot be made is a usage error naming it.
         std::fs::write(d.join("file"), b"").expect("file");
         let e = reserve(&d.join("file/sub"), "constant", at).expect_err("not a directory");
-        assert!(e.to_string().contains("file/sub") && e.to_string().contains("--no-output"), "{e}");
+        assert!(
+            e.to_string().contains("file/sub") && e.to_string().contains("--no-output"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -64,7 +64,10 @@ pub(crate) fn check_text(path: &Path) -> Result<(), Error> {
         }
         line += 1;
         if let Err(e) = std::str::from_utf8(&buf) {
-            return Err(read_err(path, format!("line {line}: {}", not_utf8(&buf, &e))));
+            return Err(read_err(
+                path,
+                format!("line {line}: {}", not_utf8(&buf, &e)),
+            ));
         }
     }
 }
