@@ -7,7 +7,7 @@ mod common;
 use std::io::Read as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -36,6 +36,13 @@ fn fixtures() -> PathBuf {
     w("mock-bad.yaml", b"faults:\n  reset: 2\n");
     w("mock-typo.yaml", b"step_bse_ms: 3\n");
     w("report-bad.json", b"{\"schema_version\": 1");
+    let row =
+        b"{\"timestamp\": 0, \"input_length\": 16, \"output_length\": 4, \"hash_ids\": [1]}\n";
+    w("trace.jsonl", row);
+    w(
+        "trace-bad.jsonl",
+        &[&row[..], b"{\"timestamp\": 5, \"input_length\": 1\xff}\n"].concat(),
+    );
     w(
         "report-new.json",
         b"{\"schema_version\": 999, \"benchmarks\": []}",
@@ -224,6 +231,13 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("run --target {T} --rate-type constant --rate 5 --num-prompts 4 --max-requests 3", "--num-prompts 4"),
         ("run --target {T} --rate-type poisson --rate 5 --max-seconds 1 --burstiness -2", "burstiness"),
         ("run --target {T} --rate-type constant --rate 5 --max-seconds 1 --warmup 0.6 --cooldown 0.6", "warmup"),
+        // The flag typed is named (issue 36: `--speedup 0` said `--rate: ...`).
+        ("run --target {T} --data trace={D}/trace.jsonl --speedup 0", "--speedup: speedup must be a positive number"),
+        ("run --target {T} --data trace={D}/trace.jsonl --speedup 2e6", "--speedup: speedup must be a positive number"),
+        // A trace that is not UTF-8: its line, byte and column, as a data file's (issue 36).
+        ("trace {D}/trace-bad.jsonl", "trace-bad.jsonl line 2: not UTF-8 text (byte 0xff at column 35)"),
+        ("trace trace={D}/trace-bad.jsonl,format=mooncake", "line 2: not UTF-8 text (byte 0xff at column 35)"),
+        ("run --target {T} --data trace={D}/trace-bad.jsonl", "line 2: not UTF-8 text (byte 0xff at column 35)"),
     ] {
         add(args, culprit);
     }
@@ -373,7 +387,7 @@ fn listener() -> (String, Arc<AtomicUsize>) {
 /// Runs one case; `Err` says what was wrong.
 fn check(case: &Case, url: &str, dir: &Path) -> Result<(), String> {
     let args: Vec<String> = case.args.iter().map(|a| a.replace("{T}", url)).collect();
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args(&args)
         .current_dir(dir)
         .env("RUST_LOG", "info")
@@ -498,7 +512,7 @@ fn every_bad_input_exits_2_with_one_line_naming_the_culprit_and_sends_nothing() 
 #[test]
 fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        let out = common::bench_command()
             .args(args)
             .env("RUST_LOG", "off")
             .output()
@@ -527,6 +541,27 @@ fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
     )
     .expect("write");
     let file = p.display().to_string();
+    // A profile's `speedup:` is named as its key, not `rate`.
+    let sp = common::tmp("bad-input", "keys").join("bad-speedup.yaml");
+    let trace = common::tmp("bad-input", "keys").join("trace.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 16, \"output_length\": 4, \"hash_ids\": [1]}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        &sp,
+        format!("data: trace={}\nspeedup: 0\n", trace.display()),
+    )
+    .expect("write");
+    let e = run(&["run", "--mock", "--profile", sp.to_str().expect("utf8")]);
+    assert!(
+        e.starts_with(&format!(
+            "error: {}: speedup: speedup must be",
+            sp.display()
+        )),
+        "{e}"
+    );
     for (extra, said) in [
         (&[][..], format!("error: {file}: rate: rate must be")),
         (&["--rate", "2"][..], format!("error: {file}: think_time: ")),

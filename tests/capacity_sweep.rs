@@ -23,7 +23,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 struct Config {
     name: &'static str,
@@ -85,7 +84,7 @@ fn sweep(c: &Config) -> serde_json::Value {
     let json = dir.join("run.json");
     let slo = format!("tpot_mean={:.4}", c.tpot_bound_ms());
     let data = format!("prompt_tokens=16,output_tokens={}", c.tokens);
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args(["sweep", "--mock", "--mock-config"])
         .arg(&cfg)
         .args([

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{mock_server, Killed};
@@ -57,7 +57,7 @@ fn the_simulator_grows_its_table_before_clients_connect() {
 fn a_run_grows_its_table_before_it_sends() {
     let (_server, url) = mock_server(SIMULATOR);
     let report = common::fresh("fdtable", "run").join("run.json");
-    let client = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let client = common::bench_command()
         .args([
             "run",
             "--target",

@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -87,7 +87,7 @@ fn check(c: &Case, dir: &Path, i: usize) -> Result<(), String> {
     if c.http2 {
         args.push("--http2".into());
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args(&args)
         .env("RUST_LOG", "error")
         .output()

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
+
 use std::time::Duration;
 
 use common::mock_server as start;
@@ -68,14 +68,14 @@ fn serves_h2_prior_knowledge() {
 
 #[test]
 fn bad_flags_exit_with_2_and_name_the_culprit() {
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args(["mock-server", "--port", "0", "--reset-rate", "1.5"])
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("faults.reset"), "{err}");
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args(["mock-server", "--config", "/nonexistent/sim.yaml"])
         .output()
         .expect("run");
@@ -88,7 +88,7 @@ fn bad_flags_exit_with_2_and_name_the_culprit() {
 /// built with and set.
 #[test]
 fn keeps_freed_pages_for_thirty_seconds() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .arg("--version")
         .env("_RJEM_MALLOC_CONF", "confirm_conf:true")
         .output()

@@ -6,7 +6,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use common::text;
@@ -128,7 +128,7 @@ fn capture(owner: &'static str, reply: Reply) -> (String, Arc<Mutex<Vec<Seen>>>)
 }
 
 fn bench(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
+    let mut c = common::bench_command();
     c.args(args)
         .env("RUST_LOG", "warn")
         .env_remove("BENCH_API_KEY")

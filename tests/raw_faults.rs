@@ -9,7 +9,7 @@ mod common;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -144,7 +144,7 @@ fn check(m: Misbehaviour, backend: &str, dir: &std::path::Path) -> Result<(), St
     let (url, posts) = server(m);
     let t0 = std::time::Instant::now();
     let json = dir.join(format!("{m:?}-{backend}.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args([
             "run",
             "--target",

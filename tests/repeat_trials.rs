@@ -275,7 +275,7 @@ fn an_interrupted_repeat_keeps_every_finished_trial() {
     let _one = common::serial();
     let dir = common::fresh("repeat", "interrupt");
     let json = dir.join("run.json");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+    let child = common::bench_command()
         .args([
             "run",
             "--mock",

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bench"))
+    common::bench_command()
         .args(args)
         .env("RUST_LOG", "off")
         .output()
@@ -32,6 +32,7 @@ fn under_open_file_limit(limit: u32, args: &str) -> Output {
                 env!("CARGO_BIN_EXE_bench")
             ),
         ])
+        .current_dir(common::run_dir())
         .env("RUST_LOG", "off")
         .output()
         .expect("bash")
@@ -51,7 +52,7 @@ fn err_lines(o: &Output) -> Vec<String> {
 fn a_server_killed_mid_run_ends_the_run_with_a_clear_message() {
     let (mut server, url) = common::mock_server(&["--port", "0", "--step-base-ms", "1"]);
     let json = tmp("gone").join("run.json");
-    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let run = common::bench_command()
         .args([
             "run",
             "--target",
@@ -280,7 +281,7 @@ fn a_model_list_that_is_not_json_is_named_as_such() {
 
 /// Runs bench on `data` against the simulator with its default logging; (exit code, stderr).
 fn run_on_data(data: &std::path::Path) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let out = common::bench_command()
         .args([
             "run",
             "--mock",

@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use bench_core::RequestRecord;
 use bench_report::Dist;
@@ -39,7 +39,7 @@ fn run_shards(dir: &Path, url: &str, count: u32, args: &[&str]) -> Vec<PathBuf> 
     let children: Vec<(PathBuf, Child)> = (0..count)
         .map(|i| {
             let out = dir.join(format!("shard-{i}.json"));
-            let child = Command::new(env!("CARGO_BIN_EXE_bench"))
+            let child = common::bench_command()
                 .args(["run", "--target", url, "--quiet", "--console", "none"])
                 .args(["--save-records", "--start-at", &at])
                 .arg("--shard")

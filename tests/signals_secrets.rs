@@ -16,7 +16,7 @@ fn tmp(name: &str) -> PathBuf {
 
 /// A sweep of 1-second benchmarks writing `json`, its stderr piped.
 fn sweep(json: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_bench"))
+    common::bench_command()
         .args([
             "sweep",
             "--mock",
@@ -181,7 +181,7 @@ fn secrets_never_reach_the_console_the_logs_or_the_files() {
             for o in &outs {
                 args.extend(["--output".to_string(), o.display().to_string()]);
             }
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_bench"));
+            let mut cmd = common::bench_command();
             cmd.args(&args)
                 .env("BENCH_API_KEY", SECRET_ENV)
                 .env("OPENAI_API_KEY", SECRET_OPENAI);
@@ -208,7 +208,7 @@ fn secrets_never_reach_the_console_the_logs_or_the_files() {
             cases += 1;
         }
         // URL credentials: refused, and never echoed.
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bench"));
+        let mut cmd = common::bench_command();
         cmd.args([
             "run",
             "--target",

@@ -32,9 +32,24 @@ pub fn serial() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs the `bench` binary with `args` (`RUST_LOG=warn`).
+/// The directory the tests run `bench` in: a run with no `--output` keeps its result in
+/// `bench-results/` under its current directory (docs/cli.md, "The result is kept"), which
+/// must land in scratch space, never in the repository. Paths given to `bench` are absolute.
+pub fn run_dir() -> PathBuf {
+    tmp("cwd", "runs")
+}
+
+/// The `bench` binary as the tests run it: in [`run_dir`], with its default result file on as a
+/// user has it (`RUST_LOG` and the rest are the caller's).
+pub fn bench_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
+    c.current_dir(run_dir());
+    c
+}
+
+/// Runs the `bench` binary with `args` (`RUST_LOG=warn`) in [`run_dir`].
 pub fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bench"))
+    bench_command()
         .args(args)
         .env("RUST_LOG", "warn")
         .output()
@@ -62,7 +77,7 @@ pub fn write_sim(dir: &Path, yaml: &str, log: Option<&Path>) -> PathBuf {
 /// succeeded (naming `name`) and returns the whole JSON report.
 pub fn mock_report(cmd: &str, name: &str, dir: &Path, cfg: Option<&Path>, args: &[&str]) -> Value {
     let json = dir.join("run.json");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bench"));
+    let mut c = bench_command();
     c.args([cmd, "--mock", "--quiet", "--console", "none"]);
     if let Some(cfg) = cfg {
         c.args(["--mock-config", cfg.to_str().expect("utf8")]);

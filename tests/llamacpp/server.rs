@@ -198,7 +198,7 @@ impl Llama {
         let dir = crate::common::tmp("llamacpp", &format!("port-{}", self.port()));
         let (out_path, err_path) = (dir.join("bench.out"), dir.join("bench.err"));
         let timeout = self.timeout_s.to_string();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        let mut child = crate::common::bench_command()
             .args(args)
             .args(["--first-byte-timeout", &timeout, "--idle-timeout", &timeout])
             .stdout(std::fs::File::create(&out_path).expect("stdout file"))

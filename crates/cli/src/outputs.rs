@@ -2,8 +2,13 @@
 //! each file is written on its own after every finished benchmark, so one bad path never stops
 //! the others from being written. A failure is reported once per path, not after every
 //! benchmark.
+//!
+//! With no file named (and none turned off), the run's JSON is kept anyway: a new file under
+//! [`DEFAULT_DIR`], claimed before the run ([`reserve`]) so that no other run, even one
+//! started the same second, can take its name, and written by the same [`Writer`].
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use bench_report::{OutputFormat, RunReport};
 
@@ -34,6 +39,100 @@ fn check_one(path: &Path) -> Result<(), String> {
     std::fs::write(&probe, b"").map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
+}
+
+/// Where a run's JSON goes when no `--output` names a file: `bench-results/` in the current
+/// directory.
+pub const DEFAULT_DIR: &str = "bench-results";
+
+/// The default file's name for a run of `kind` (the rate type, `sweep` for a sweep) started
+/// at `at`: `<UTC time>-<kind>.json`, the time in ISO 8601's basic form
+/// (`20261127T203706Z`), so that names sort in time order and hold no `:`; `n` > 1 (a
+/// second run the same second) adds `-n`.
+fn default_name(at: SystemTime, kind: &str, n: u32) -> String {
+    let t = time::OffsetDateTime::from(at);
+    let stamp = format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    );
+    let kind: String = kind
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    match n {
+        1 => format!("{stamp}-{kind}.json"),
+        n => format!("{stamp}-{kind}-{n}.json"),
+    }
+}
+
+/// A default file claimed for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reserved {
+    /// The file, created empty.
+    pub path: PathBuf,
+    /// Its directory did not exist before: removed again when the run leaves nothing in it.
+    made_dir: bool,
+}
+
+/// Claims a new default file in `dir` (created if missing) for a run of `kind` started at
+/// `at`: created empty with `create_new`, so an earlier run's file is never replaced and two
+/// runs never share a name; the writer then replaces it after every benchmark. A directory
+/// that cannot be made or written is a usage error naming it (the run has not started).
+pub fn reserve(dir: &Path, kind: &str, at: SystemTime) -> Result<Reserved, UsageError> {
+    let refuse = |what: &Path, e: std::io::Error| {
+        UsageError::new(format!(
+            "cannot keep the run's result in {}: {e}; name a file with --output, or run with --no-output",
+            what.display()
+        ))
+    };
+    let made_dir = !dir.is_dir();
+    let mut n = 1;
+    let mut remade = 0;
+    while n <= 1000 {
+        std::fs::create_dir_all(dir).map_err(|e| refuse(dir, e))?;
+        let path = dir.join(default_name(at, kind, n));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => return Ok(Reserved { path, made_dir }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            // Another run removed the directory it had made as this one claimed its name:
+            // made again, and the same name tried again.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && remade < 3 => remade += 1,
+            Err(e) => return Err(refuse(&path, e)),
+        }
+    }
+    Err(UsageError::new(format!(
+        "cannot keep the run's result in {}: 1000 runs this second already have their file; name a file with --output",
+        dir.display()
+    )))
+}
+
+/// After the run: a claimed default file no benchmark was written to (the run failed before
+/// its first one ended) is removed, with the directory when the claim made it and it is now
+/// empty, so a failed start leaves nothing behind. Returns whether the file holds the run.
+pub fn settle_default(r: &Reserved) -> bool {
+    match std::fs::metadata(&r.path) {
+        Ok(m) if m.len() > 0 => true,
+        Ok(_) => {
+            let _ = std::fs::remove_file(&r.path);
+            if r.made_dir {
+                if let Some(dir) = r.path.parent() {
+                    // Fails, as it should, when another run's file is in it.
+                    let _ = std::fs::remove_dir(dir);
+                }
+            }
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// Writes the report to each path independently and remembers which paths failed.
@@ -104,6 +203,38 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(&d).expect("dir").count();
         assert_eq!(leftovers, 0, "no probe file left behind");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_default_file_is_new_every_time_and_named_by_time_and_kind() {
+        let d = tmp("default");
+        let _ = std::fs::remove_dir_all(&d);
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_795_811_826);
+        let dir = d.join(DEFAULT_DIR);
+        let a = reserve(&dir, "sweep", at).expect("first");
+        assert_eq!(a.path, dir.join("20261127T203706Z-sweep.json"));
+        assert!(a.made_dir);
+        std::fs::write(&a.path, b"{}").expect("earlier run");
+        // The same second, the same kind: a new name; the earlier file is untouched.
+        let b = reserve(&dir, "sweep", at).expect("second");
+        assert_eq!(b.path, dir.join("20261127T203706Z-sweep-2.json"));
+        assert_eq!(std::fs::read(&a.path).expect("a"), b"{}");
+        // Nothing written to it: removed after the run; written: kept.
+        assert!(!settle_default(&b) && !b.path.exists());
+        assert!(settle_default(&a) && a.path.exists());
+        // A run that wrote nothing leaves no directory it made.
+        std::fs::remove_file(&a.path).expect("rm");
+        std::fs::remove_dir(&dir).expect("rmdir");
+        let c = reserve(&dir, "constant", at).expect("third");
+        assert!(!settle_default(&c) && !dir.exists());
+        // A directory that cannot be made is a usage error naming it.
+        std::fs::write(d.join("file"), b"").expect("file");
+        let e = reserve(&d.join("file/sub"), "constant", at).expect_err("not a directory");
+        assert!(
+            e.to_string().contains("file/sub") && e.to_string().contains("--no-output"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -72,8 +72,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints the settings (`--show-config`), or checks the outputs and the open-file limit, sets
-/// up logging and runs on a new runtime.
-fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::Result<ExitCode> {
+/// up logging and runs on a new runtime. A run with no file named keeps its JSON in a new
+/// default file, whose path is the last line said (stderr) once it holds the run.
+fn execute(
+    mut settings: Settings,
+    shard: ShardPlan,
+    show_config: bool,
+) -> anyhow::Result<ExitCode> {
     if show_config {
         print!("{settings}");
         return Ok(ExitCode::SUCCESS);
@@ -84,14 +89,38 @@ fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::R
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let kept = keep_default(&mut settings)?;
     // The whole run is a task on the runtime, not the main thread's `block_on`: records then
     // travel between tasks of one runtime, without waking a third thread for each of them.
-    rt.block_on(async {
+    let result = rt.block_on(async {
         match tokio::spawn(run_async(settings, shard)).await {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("the run task failed: {e}")),
         }
-    })
+    });
+    if let Some(r) = kept {
+        if outputs::settle_default(&r) {
+            eprintln!("results saved to {}", r.path.display());
+        }
+    }
+    result
+}
+
+/// With no file named and none turned off: claims the run's default file (a usage error when
+/// its directory cannot be written) and adds it to the outputs, which the writer then fills
+/// like any other.
+fn keep_default(settings: &mut Settings) -> anyhow::Result<Option<outputs::Reserved>> {
+    if !settings.report.default_output {
+        return Ok(None);
+    }
+    let kind = settings.load.rate_type.name();
+    let r = outputs::reserve(
+        std::path::Path::new(outputs::DEFAULT_DIR),
+        kind,
+        std::time::SystemTime::now(),
+    )?;
+    settings.report.output.push(r.path.clone());
+    Ok(Some(r))
 }
 
 /// Refused before anything runs: a report that cannot be written, a concurrency that cannot

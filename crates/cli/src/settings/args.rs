@@ -269,9 +269,15 @@ pub struct LoadArgs {
 #[command(next_help_heading = "Report")]
 pub struct ReportArgs {
     /// Write the report to this file (.json, .yaml, .csv, .html); repeatable. Written after
-    /// every finished benchmark. guidellm: --output-path.
+    /// every finished benchmark. guidellm: --output-path. Without it (nor --no-output) the
+    /// run's JSON goes to a new file, bench-results/<UTC time>-<kind>.json, named on the last
+    /// line.
     #[arg(long, visible_alias = "output-path")]
     pub output: Vec<PathBuf>,
+    /// Write no report file, not even the default bench-results/<UTC time>-<kind>.json
+    /// (`output: []` in a profile).
+    #[arg(long, conflicts_with = "output")]
+    pub no_output: bool,
     /// Console report: guidellm (default for sweep), vllm (default for run), both, none.
     #[arg(long, value_enum)]
     pub console: Option<Console>,

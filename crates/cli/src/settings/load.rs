@@ -383,8 +383,16 @@ pub(crate) fn resolve(
     let rate_type = rate_type(src, cli_rate_type, force_sweep, trace)?;
     let rate = rates(src, cli_rate, rate_type)?;
     let build = build_options(src, rate_type)?;
+    // The values came from --speedup (or `speedup:`) when given: the error names that flag.
+    let (key, from_cli) = if !src.cli.load.speedup.is_empty() {
+        ("speedup", true)
+    } else if src.file.speedup.is_some() {
+        ("speedup", false)
+    } else {
+        ("rate", !cli_rate.is_empty())
+    };
     let profile = Profile::build(rate_type, &rate, &build)
-        .map_err(|e| usage(format!("{}: {e}", src.origin("rate", !cli_rate.is_empty()))))?;
+        .map_err(|e| usage(format!("{}: {e}", src.origin(key, from_cli))))?;
     let limits = limits(src, rate_type, mock)?;
     let warmup = transient(&src.cli.load.warmup, &src.file.warmup, "warmup")?;
     let cooldown = transient(&src.cli.load.cooldown, &src.file.cooldown, "cooldown")?;

@@ -23,6 +23,9 @@ pub struct VllmResult {
 pub struct ReportSettings {
     /// Report files.
     pub output: Vec<PathBuf>,
+    /// No file named and none turned off (`--no-output`, `output: []`): the run's JSON goes to
+    /// a new file under [`crate::outputs::DEFAULT_DIR`], added to `output` when it is made.
+    pub default_output: bool,
     /// Console report.
     pub console: Console,
     /// No progress.
@@ -123,10 +126,18 @@ pub(crate) fn resolve(
     pooling: bool,
 ) -> anyhow::Result<ReportSettings> {
     let (c, f) = (&src.cli.report, src.file);
-    let mut output = c.output.clone();
-    if output.is_empty() {
-        output = f.output.clone().unwrap_or_default();
-    }
+    // Named files (the flag's, else the profile's) are exactly the outputs; `--no-output` or
+    // the profile's `output: []` means none; otherwise the default file.
+    let (output, default_output) = if c.no_output {
+        (Vec::new(), false)
+    } else if !c.output.is_empty() {
+        (c.output.clone(), false)
+    } else {
+        match &f.output {
+            Some(named) => (named.clone(), false),
+            None => (Vec::new(), true),
+        }
+    };
     for p in &output {
         bench_report::OutputFormat::from_path(p).map_err(|e| usage(format!("--output: {e}")))?;
     }
@@ -172,6 +183,7 @@ pub(crate) fn resolve(
     }
     Ok(ReportSettings {
         output,
+        default_output,
         console,
         quiet: c.quiet || f.quiet.unwrap_or(false),
         percentile_metrics,

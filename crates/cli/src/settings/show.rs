@@ -89,7 +89,8 @@ impl Settings {
                 .repeat
                 .until
                 .map(|u| serde_yaml::Value::String(format!("{}%", u * 100.0))),
-            output: (!o.output.is_empty()).then(|| o.output.clone()),
+            // No file and no default: `output: []` keeps it off when loaded again.
+            output: (!o.output.is_empty() || !o.default_output).then(|| o.output.clone()),
             console: Some(o.console),
             vllm_layout: o.vllm_layout.clone(),
             quiet: o.quiet.then_some(true),

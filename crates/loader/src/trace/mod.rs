@@ -232,14 +232,17 @@ pub(crate) fn bad(path: &Path, line: u64, message: impl Into<String>) -> Error {
 /// (Bailian when it also has `chat_id`), a plain JSONL record, or a CSV header; anything else
 /// is an error naming the columns seen and the ones each format needs.
 pub fn detect(path: &Path) -> Result<TraceFormat, Error> {
-    use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(|e| Error::Read {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
     let mut first = String::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.map_err(|e| bad(path, 0, e.to_string()))?;
+    let (mut r, mut buf, mut n) = (std::io::BufReader::new(file), Vec::new(), 0u64);
+    while let Some(line) =
+        crate::files::next_line(&mut r, &mut buf).map_err(|e| bad(path, n + 1, e.to_string()))?
+    {
+        n += 1;
+        let line = line.map_err(|e| bad(path, n, e))?;
         if !line.trim().is_empty() {
             first = line;
             break;

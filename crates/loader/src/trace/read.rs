@@ -1,7 +1,7 @@
 //! Reading a trace file one row at a time, checking each row as it comes.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -26,7 +26,8 @@ pub struct TraceReader {
 
 enum Rows {
     Json {
-        lines: std::io::Lines<BufReader<File>>,
+        lines: BufReader<File>,
+        buf: Vec<u8>,
         line: u64,
     },
     Csv {
@@ -97,7 +98,8 @@ impl TraceReader {
         let rows = match config.format {
             TraceFormat::Azure | TraceFormat::Burstgpt => open_csv(path, config.format)?,
             _ => Rows::Json {
-                lines: BufReader::new(open(path)?).lines(),
+                lines: BufReader::new(open(path)?),
+                buf: Vec::new(),
                 line: 0,
             },
         };
@@ -200,12 +202,14 @@ impl TraceReader {
     fn next_raw(&mut self) -> Result<Option<Raw>, Error> {
         let config = &self.config;
         match &mut self.rows {
-            Rows::Json { lines, line } => loop {
-                let Some(text) = lines.next() else {
+            Rows::Json { lines, buf, line } => loop {
+                let next = crate::files::next_line(lines, buf)
+                    .map_err(|e| bad(&config.path, *line + 1, e.to_string()))?;
+                let Some(text) = next else {
                     return Ok(None);
                 };
                 *line += 1;
-                let text = text.map_err(|e| bad(&config.path, *line, e.to_string()))?;
+                let text = text.map_err(|e| bad(&config.path, *line, e))?;
                 if text.trim().is_empty() {
                     continue;
                 }
