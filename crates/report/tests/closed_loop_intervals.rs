@@ -1,5 +1,5 @@
 //! The closed loop's request-rate interval (docs/metrics.md, "Intervals"): batch means of
-//! Little's law, checked over 1,000 seeded benchmarks in process against the simulator's
+//! Little's law, checked over 300 seeded benchmarks in process against the simulator's
 //! closed-form capacity (docs/simulator.md, "Steady-state capacity"), as
 //! `interval_coverage.rs` checks the open loop's.
 //!
@@ -25,7 +25,7 @@ use std::time::SystemTime;
 use bench_core::{Chunk, Nanos, Outcome, RequestRecord, Strategy, TokenSource};
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, StatsOptions};
 
-const TRIALS: u64 = 1_000;
+const TRIALS: u64 = 300;
 /// The default simulator's engine (`MockConfig::default()`).
 const MAX_BATCH: usize = 64;
 const STEP_BASE_MS: f64 = 8.0;
