@@ -1,7 +1,7 @@
 //! Writes the small example traces of `examples/traces/`, one per format, from a fixed seed:
 //! `cargo run -p bench-loader --example make_traces [DIR]` (default `examples/traces`). The
 //! files are ours, made here (never copied from a published trace); a test
-//! (`crates/loader/tests/trace.rs`) checks that the shipped files are exactly what this makes
+//! (`crates/loader/tests/it/trace.rs`) checks that the shipped files are exactly what this makes
 //! and that each parses.
 
 use std::fmt::Write as _;

@@ -13,7 +13,7 @@
 //! shifting later tokens; a wrong engine (step time not growing with the batch, prefill not
 //! counted, slots not refilled at once) misses by far more than 5%.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 
@@ -82,6 +82,8 @@ fn slope(times: &[Instant]) -> f64 {
 }
 
 async fn run(case: Case) {
+    // Never next to the other closed-loop case or the many-at-once burst of transport.rs.
+    let _timing = timing_lock().await;
     let server = MockServer::start(MockConfig {
         max_batch: case.max_batch,
         step_base_ms: case.step_base_ms,

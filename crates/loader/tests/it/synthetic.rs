@@ -1,7 +1,7 @@
 //! Synthetic prompts: exact counts under every tokenizer and distribution, determinism,
 //! distinct starts, shared prefixes.
 
-mod common;
+use crate::common;
 
 use bench_loader::{DataSpec, Loader, Mode};
 use bench_tokenizer::Tokenizer;

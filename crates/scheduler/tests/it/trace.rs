@@ -1,7 +1,7 @@
 //! Trace replay on tokio's paused clock: every request is dispatched at its recorded offset
 //! over the speed-up, exactly; the window limits cut a long trace.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -552,6 +552,7 @@ async fn cancellation_returns_promptly_with_the_chunks_so_far() {
 
 #[tokio::test]
 async fn long_prompt_and_multi_megabyte_response() {
+    let _cpu = common::cpu_heavy_lock().await;
     // ~600 KB prompt (a 128k-token context) and a 4 MB reply in 64 KB events.
     let piece = "y".repeat(64 << 10);
     let event = format!(r#"{{"choices":[{{"text":"{piece}"}}]}}"#);
@@ -717,6 +718,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// is generous because the test machine is shared.
 #[tokio::test]
 async fn ttft_and_gaps_match_the_server_send_times() {
+    let _timing = common::timing_lock().await;
     const CHUNKS: usize = 20;
     let mut steps = vec![Step::Sleep(Duration::from_millis(20))];
     for i in 0..CHUNKS {

@@ -413,6 +413,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// because the test machine is shared.
 #[tokio::test]
 async fn ttft_and_gaps_agree_with_the_simulator_log() {
+    let _timing = crate::common::timing_lock().await;
     let srv = MockServer::start(MockConfig {
         record_requests: true,
         log_token_times: true,

@@ -1,6 +1,6 @@
 //! The API surface: shapes of OpenAI and TGI responses, errors, output length rules.
 
-mod common;
+use crate::common;
 
 use bench_mock::{MockConfig, MockServer};
 use common::*;

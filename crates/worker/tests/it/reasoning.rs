@@ -166,6 +166,7 @@ async fn responses_without_reasoning_have_none() {
 /// is what the log shows.
 #[tokio::test]
 async fn the_phase_boundary_agrees_with_the_simulator_log() {
+    let _timing = crate::common::timing_lock().await;
     let srv = server(REASONING, true).await;
     let w = worker(&srv, BackendKind::OpenAiChat, true).await;
     let clock = Clock::start();

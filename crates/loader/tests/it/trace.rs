@@ -1,7 +1,7 @@
 //! Traces: every format parses with its units; bad files are one-line errors naming the file
 //! and line; prompts share prefixes exactly where hash ids agree.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
@@ -400,7 +400,7 @@ fn yaml_form_and_format_prefix() {
     assert!(matches!(b, Ok(DataSpec::Trace(ref c)) if c.block_size == 512));
 }
 
-#[path = "../examples/make_traces.rs"]
+#[path = "../../examples/make_traces.rs"]
 mod make_traces;
 
 /// The shipped example traces are exactly what `make_traces` writes, each is recognised as its

@@ -2,7 +2,7 @@
 //! server finds them in its cache, logs the hit, counts it in `/metrics`, and prefills only the
 //! rest.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Conversations for sessions: synthetic turns of exact lengths, ShareGPT and `messages` files
 //! replayed turn by turn, and the errors.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
@@ -191,6 +191,8 @@ async fn session_turns_send_their_history_as_the_input_list() {
 /// `R` reasoning tokens' decode steps; not streamed, the same tokens from the response object.
 #[tokio::test]
 async fn records_agree_with_the_simulator_closed_form_and_log() {
+    // The reasoning phase's length as the client saw it, against the decode steps.
+    let _timing = common::timing_lock().await;
     const R: u32 = 3;
     const N: u32 = 10;
     const STEP_MS: u64 = 2;

@@ -1,4 +1,8 @@
-//! The Hub configuration read from the environment (its own test binary: it sets variables).
+//! The Hub configuration read from the environment. This test sets process-wide variables and
+//! shares its process with the other modules of this binary: they never depend on them (`hub`
+//! passes an explicit `HubConfig`, `builtin` resolves an existing path, which ignores it), and
+//! std serializes `set_var` with every `std::env` read. A new test here that reads these
+//! variables must not assume their values.
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! from latency, `--max-requests` counting turns, sessions cut by the end of a benchmark or
 //! ended by an error, and the history growing turn by turn.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

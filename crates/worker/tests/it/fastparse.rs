@@ -9,9 +9,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod fastparse {
-    pub mod reference_sse;
-}
+mod reference_sse;
 
 use bench_worker::sse::SseParser;
 use bench_worker::{BackendKind, Progress, StreamRecorder};
@@ -21,7 +19,7 @@ use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, ValueTree};
 use proptest::test_runner::{Config, TestRunner};
 
-use fastparse::reference_sse::RefParser;
+use reference_sse::RefParser;
 
 // ---------------------------------------------------------------------------------------------
 // Generators. Every generator yields JSON text (usually valid, sometimes not).
@@ -536,6 +534,7 @@ fn run_cases<T: std::fmt::Debug>(
 /// scanner answered, so that the property cannot hold by the scanner always declining.
 #[test]
 fn fast_path_agrees_with_serde_on_generated_events() {
+    let _cpu = crate::common::cpu_heavy_lock_blocking();
     let cases = 2000;
     let scanned = run_cases(cases, event(), |d| check_event(d));
     // Each case runs up to 12 recorders; a realistic share of the events must be scanned.
@@ -609,6 +608,7 @@ fn realistic_events_take_the_fast_path() {
 /// pieces: both paths agree after every piece.
 #[test]
 fn fast_path_agrees_with_serde_on_chunked_streams() {
+    let _cpu = crate::common::cpu_heavy_lock_blocking();
     let stream = (vec(event(), 1..6), vec(any::<prop::sample::Index>(), 0..8)).boxed();
     run_cases(300, stream, |(events, cuts)| {
         let mut body = Vec::new();
@@ -666,6 +666,7 @@ fn sse_bytes() -> BoxedStrategy<Vec<u8>> {
 /// input cut at any points.
 #[test]
 fn sse_parser_agrees_with_the_previous_one() {
+    let _cpu = crate::common::cpu_heavy_lock_blocking();
     let case = (sse_bytes(), vec(any::<prop::sample::Index>(), 0..8)).boxed();
     run_cases(1000, case, |(input, cuts)| {
         let mut points: Vec<usize> = cuts.iter().map(|c| c.index(input.len() + 1)).collect();
@@ -753,6 +754,7 @@ fn sse_parser_agrees_with_the_previous_one() {
 /// The generators are not degenerate: they produce some valid events of each backend's shape.
 #[test]
 fn generators_produce_valid_events() {
+    let _cpu = crate::common::cpu_heavy_lock_blocking();
     let mut runner = TestRunner::deterministic();
     let mut valid = 0;
     for _ in 0..200 {
@@ -822,6 +824,7 @@ fn string_content() -> BoxedStrategy<Vec<u8>> {
 /// both paths agree after every event, and the template path is really taken.
 #[test]
 fn template_path_agrees_with_serde_on_repeated_shapes() {
+    let _cpu = crate::common::cpu_heavy_lock_blocking();
     let ev = (0..SHAPES.len(), string_content());
     let shaped = prop_oneof![6 => Just(None), 1 => (0..SHAPES.len()).prop_map(Some)];
     let stream = (ev, vec((shaped, string_content()), 1..30)).boxed();

@@ -1,6 +1,6 @@
 //! Ground truth: the request log file and the in-process records agree with what a client saw.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,6 +1,6 @@
 //! Exact scheduler behaviour on tokio's paused clock with a fake backend.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Real data files: formats, columns, ShareGPT filtering, book slices, errors.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

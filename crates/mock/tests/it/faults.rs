@@ -1,6 +1,6 @@
 //! Fault injection: each fault does what it says, faults combine, and draws are seeded.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
