@@ -141,7 +141,13 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 29] = [
+    const NOT_OURS: [&str; 35] = [
+        "--workspace",                    // cargo (docs/testing.md)
+        "--all-targets",                  // cargo clippy
+        "--check",                        // cargo fmt
+        "--no-run",                       // cargo test
+        "--lanes",                        // .ci/lanes.py
+        "--timings",                      // cargo build
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve
         "--embedding",                    // llama.cpp server (tests/llamacpp/serve.py)
