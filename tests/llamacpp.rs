@@ -226,10 +226,13 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     assert!(cap >= sync, "capacity {cap} below synchronous {sync}");
     // The sweep's 3 open-loop rates come right after the probes, then any extensions above
     // them (when the top rate kept up), all ascending, the last past the capacity.
-    let rates: Vec<f64> = b
+    // A rate whose judgement was unsure runs again, 2x and then 4x as long, right after
+    // itself (docs/profiles.md, "Rung length"): the same rate, counted once.
+    let mut rates: Vec<f64> = b
         .iter()
         .filter_map(|x| x["strategy"]["rate"].as_f64())
         .collect();
+    rates.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
     assert!((3..=6).contains(&rates.len()), "{stdout}");
     assert!(rates.windows(2).all(|w| w[1] > w[0]), "{rates:?}");
     let top = rates[rates.len() - 1];
