@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs every test binary of the workspace in two lanes at once, then the doc tests.
 
-Why (docs/testing.md, "How the suite runs"): `cargo test` runs its test binaries one after
+Why (docs/testing.md, "Two lanes"): `cargo test` runs its test binaries one after
 another, and most of the suite's time is real time spent waiting on a simulator, a server or a
 timeout, with the cores mostly idle. The *timed* lane holds the root test files that compare
 measured timings with the simulator's closed form or drive a CPU-bound real server (each such
