@@ -19,11 +19,14 @@
 //! estimator's error: 52% wide on average over these trials). The first test here fails on
 //! that method.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
 use bench_core::{Chunk, Nanos, Outcome, RequestRecord, Strategy, TokenSource};
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, StatsOptions};
+use common::SplitMix as Rng;
 
 const TRIALS: u64 = 300;
 /// The default simulator's engine (`MockConfig::default()`).
@@ -42,20 +45,6 @@ fn capacity() -> f64 {
     let s = STEP_BASE_MS + STEP_PER_SEQ_MS * MAX_BATCH as f64;
     let c = ((PREFILL_MS / s).ceil() + f64::from(TOKENS) - 1.0) * s;
     MAX_BATCH as f64 / (c / 1e3)
-}
-
-/// SplitMix64, seeded.
-struct Rng(u64);
-
-impl Rng {
-    fn unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
 }
 
 /// A sequence holding a slot.

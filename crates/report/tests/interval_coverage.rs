@@ -17,36 +17,16 @@
 //! error 1 point at most), one that ignored the batches' spread, or sat off-centre by a
 //! standard error, covers well under 80% and always fails.
 
+mod common;
+
 use std::time::SystemTime;
 
 use bench_core::{Chunk, Nanos, Outcome, RequestRecord, Strategy, TokenSource};
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, StatsOptions};
+use common::SplitMix as Rng;
 
 const MS: f64 = 1e6;
 const TRIALS: u64 = 500;
-
-/// SplitMix64: a small seeded generator, so the trials need no dependency and never change.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1).
-    fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        (-2.0 * self.unit().ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
-    }
-}
 
 /// One request as the simulator serves it below capacity (no queue): sent at `sent` (ms), its
 /// first token `ttft` ms later, then one token per `step` ms, `tokens` in all. The client's
