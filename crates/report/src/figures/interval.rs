@@ -105,10 +105,19 @@ pub(crate) fn needs(p: f64) -> u64 {
 /// `point ± t × sd(values) / √k`, the lower end at least 0 (every figure given an interval is a
 /// rate or a latency, never negative).
 pub(crate) fn around(point: f64, values: &[f64]) -> Interval {
+    widened(point, values, 0.0)
+}
+
+/// [`around`] with the standard error's square widened by `resolution`: the variance a figure
+/// has whatever its batches say. A rate counted over a span is known only to one request in
+/// it (where the count's edges fall: a uniform error of variance `1 / 12` request squared),
+/// and batches that all held the same count, as regular arrivals on a steady server give,
+/// would otherwise state an interval of zero width.
+pub(crate) fn widened(point: f64, values: &[f64], resolution: f64) -> Interval {
     let k = values.len() as f64;
     let mean = values.iter().sum::<f64>() / k;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1.0);
-    let half = t975(values.len() - 1) * (var / k).sqrt();
+    let half = t975(values.len() - 1) * (var / k + resolution).sqrt();
     Interval {
         low: (point - half).max(0.0),
         high: point + half,
@@ -220,7 +229,7 @@ impl Batches {
     /// The throughputs' batch values: per batch, Little's law's completion rate and its
     /// output tokens per second when `little` (a closed loop read by Little's law), else the
     /// completions that ended in it and their tokens, per second.
-    fn throughputs(&self, little: bool) -> (Vec<f64>, Vec<f64>) {
+    fn throughputs(&self, little: bool) -> (Vec<f64>, Vec<f64>, bool) {
         if little {
             let rates: Option<Vec<(f64, f64)>> = self
                 .little
@@ -231,11 +240,13 @@ impl Batches {
                 })
                 .collect();
             if let Some(rates) = rates {
-                return rates.into_iter().unzip();
+                let (r, t) = rates.into_iter().unzip();
+                return (r, t, false);
             }
         }
         let secs = self.width as f64 / 1e9;
-        self.ended.iter().map(|b| (b.0 / secs, b.1 / secs)).unzip()
+        let (r, t) = self.ended.iter().map(|b| (b.0 / secs, b.1 / secs)).unzip();
+        (r, t, true)
     }
 
     /// The intervals around the pooled figures: `rates` (requests/s, output tokens/s, and
@@ -247,7 +258,21 @@ impl Batches {
         pooled: impl Fn(Metric, f64) -> Option<f64>,
     ) -> Intervals {
         let secs = self.width as f64 / 1e9;
-        let (requests, tokens) = self.throughputs(rates.2);
+        let (requests, tokens, counted) = self.throughputs(rates.2);
+        // A counted rate's resolution: one request over the batches' span (and its tokens).
+        let span = secs * self.ended.len() as f64;
+        let per_request = if rates.0 > 0.0 {
+            rates.1 / rates.0
+        } else {
+            0.0
+        };
+        let resolution = |size: f64| {
+            if counted {
+                (size / span).powi(2) / 12.0
+            } else {
+                0.0
+            }
+        };
         let mut metrics = std::collections::BTreeMap::new();
         for (j, &m) in METRICS.iter().enumerate() {
             let stat = |p: f64| -> Option<Interval> {
@@ -273,8 +298,8 @@ impl Batches {
             level: LEVEL,
             batches: self.ended.len() as u32,
             batch_s: secs,
-            requests_per_s: around(rates.0, &requests),
-            output_tokens_per_s: around(rates.1, &tokens),
+            requests_per_s: widened(rates.0, &requests, resolution(1.0)),
+            output_tokens_per_s: widened(rates.1, &tokens, resolution(per_request)),
             metrics,
         }
     }
@@ -319,12 +344,26 @@ mod tests {
             }
         }
         let iv = b.finish((10.0, 20.0, false), |_, _| None);
-        let half = 3.182 * (8.0f64 / 3.0 / 4.0).sqrt();
+        // Widened by the count's resolution: one request over the 4 s span, 2 tokens each.
+        let half = 3.182 * (8.0f64 / 3.0 / 4.0 + 1.0 / 16.0 / 12.0).sqrt();
         assert!(
             (iv.requests_per_s.low - (10.0 - half)).abs() < 1e-9,
             "{iv:?}"
         );
         assert!((iv.output_tokens_per_s.high - (20.0 + 2.0 * half)).abs() < 1e-9);
+        // Batches that all held the same count still state the count's resolution.
+        let mut b = Batches::new(0, 4 * S, S).expect("batches");
+        for i in 0..4u64 {
+            for _ in 0..10 {
+                b.ended(i * S + S / 2, 2);
+            }
+        }
+        let iv = b.finish((10.0, 20.0, false), |_, _| None);
+        let half = 3.182 * (1.0f64 / 16.0 / 12.0).sqrt();
+        assert!(
+            (iv.requests_per_s.high - (10.0 + half)).abs() < 1e-9,
+            "{iv:?}"
+        );
         assert_eq!(iv.metrics["ttft_ms"].median, None);
     }
 
