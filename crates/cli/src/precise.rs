@@ -112,6 +112,9 @@ impl PrecisionWatch {
         let Some(estimate) = r.check.estimate(now) else {
             return;
         };
+        if r.check.falling_behind(now) {
+            return;
+        }
         let generated = r.check.generated();
         let near = Precision {
             target: self.precision.target * NEAR,

@@ -188,18 +188,7 @@ impl PrecisionCheck {
     /// The estimated relative half-widths of the key figures if the benchmark ended at `now`,
     /// `None` when the span holds fewer than [`MIN_BATCHES`] batches of a fill time.
     pub fn estimate(&self, now: Nanos) -> Option<HalfWidths> {
-        let open = self.opening()?;
-        let window = Window {
-            open,
-            close: now,
-            cooldown: false,
-        };
-        let fill_us = self.e2el.percentile_us(bench_core::FILL_QUANTILE * 100.0)?;
-        let fill = (fill_us * 1e3) as Nanos;
-        // The live estimate takes the latency fill only: the settling of the in-flight count
-        // (which can only move the fill later) is the report's, over the whole benchmark.
-        let from =
-            Steady::of(&self.strategy, self.start, &window, fill, 0).map_or(open, |s| s.from);
+        let (from, fill) = self.span(now)?;
         let span = now.checked_sub(from).filter(|&s| s > 0)?;
         let k = (span / fill.max(1)).min(MAX_BATCHES as u64) as usize;
         if k < MIN_BATCHES {
@@ -217,6 +206,51 @@ impl PrecisionCheck {
             batches[j].1 += self.width;
         }
         Some(batch_half_widths(&batches))
+    }
+}
+
+impl PrecisionCheck {
+    /// The start of the span the report would batch if the benchmark ended at `now`, and the
+    /// fill time (the latency fill only: the settling of the in-flight count, which can only
+    /// move the start later, is the report's, over the whole benchmark).
+    fn span(&self, now: Nanos) -> Option<(Nanos, Nanos)> {
+        let open = self.opening()?;
+        let window = Window {
+            open,
+            close: now,
+            cooldown: false,
+        };
+        let fill_us = self.e2el.percentile_us(bench_core::FILL_QUANTILE * 100.0)?;
+        let fill = (fill_us * 1e3) as Nanos;
+        let from =
+            Steady::of(&self.strategy, self.start, &window, fill, 0).map_or(open, |s| s.from);
+        Some((from, fill))
+    }
+
+    /// Whether a constant or Poisson load is falling behind at `now`: its measured requests
+    /// completed over the span at less than [`bench_core::KEPT_UP`] of the rate sent. Such a
+    /// load is not stationary (its queue and latencies grow for as long as it lasts), so no
+    /// interval of its figures settles, and the estimate, which sees only the requests that
+    /// completed, misses the longest ones still in flight: a sweep's rung past the capacity
+    /// once stopped as precise and its report, with the drained requests' latencies, had no
+    /// interval at all. Such a benchmark runs to its budget.
+    pub fn falling_behind(&self, now: Nanos) -> bool {
+        let rate = match self.strategy {
+            Strategy::Constant { rate, .. } | Strategy::Poisson { rate, .. } => rate,
+            _ => return false,
+        };
+        let Some((from, _)) = self.span(now) else {
+            return false;
+        };
+        let (mut ended, mut covered) = (0.0, 0);
+        for (i, b) in self.bins.iter().enumerate() {
+            let lo = self.start + i as Nanos * self.width;
+            if lo >= from && lo + self.width <= now {
+                ended += b.ended;
+                covered += self.width;
+            }
+        }
+        covered > 0 && ended / (covered as f64 / 1e9) < bench_core::KEPT_UP * rate
     }
 }
 
@@ -337,6 +371,29 @@ mod tests {
                 "{name}: estimate {e} against the report's {t}"
             );
         }
+    }
+
+    #[test]
+    fn a_load_past_the_servers_pace_is_falling_behind() {
+        // 20 req/s sent; the server completes them all (kept up), or only every other one
+        // within the benchmark (10 req/s departing: the rest still queued).
+        let mut kept = PrecisionCheck::new(constant(), 0, Some(0));
+        let mut behind = PrecisionCheck::new(constant(), 0, Some(0));
+        for (i, r) in records(30).iter().enumerate() {
+            kept.add(r, true);
+            if i % 2 == 0 {
+                behind.add(r, true);
+            }
+        }
+        let end = 30_000 * MS;
+        assert!(!kept.falling_behind(end));
+        assert!(behind.falling_behind(end));
+        // A closed loop has no rate sent to fall behind.
+        let mut closed = PrecisionCheck::new(Strategy::Synchronous, 0, Some(0));
+        for r in records(30).iter().step_by(2) {
+            closed.add(r, true);
+        }
+        assert!(!closed.falling_behind(end));
     }
 
     #[test]
