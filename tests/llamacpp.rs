@@ -147,8 +147,8 @@ fn short_run_against_llama_cpp_matches_the_server() {
     );
 }
 
-/// A short adaptive sweep against llama.cpp (4 slots): the stated capacity is never below the
-/// synchronous rate, the open-loop rates ascend, and the top one passes the capacity.
+/// A short adaptive sweep against llama.cpp (4 slots): the stated capacity is never surely below
+/// the synchronous rate, the open-loop rates ascend, and the top one passes the capacity.
 #[test]
 fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     // One at a time: llama.cpp is CPU-bound. Three servers at once on 2 cores slowed each
@@ -223,7 +223,17 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
         .expect("capacity");
     let sync = b[0]["rates"]["requests_per_s"].as_f64().expect("sync");
     assert_eq!(b[0]["label"], "synchronous");
-    assert!(cap >= sync, "capacity {cap} below synchronous {sync}");
+    // The capacity is never surely below the synchronous rate. It may read a little below it:
+    // llama.cpp on 2 cores serves its 4 slots hardly faster than one request at a time, so
+    // the saturated rung's departures and the synchronous rate are the same figure within
+    // noise (one CI run: 2.72 req/s, 95% 2.62-2.83, against synchronous 2.77).
+    let cap_high = run["capacity"]["intervals"]["max_requests_per_s"]["high"]
+        .as_f64()
+        .unwrap_or(cap);
+    assert!(
+        cap_high >= sync,
+        "capacity {cap} (95% up to {cap_high}) surely below synchronous {sync}\n{stdout}"
+    );
     // The sweep's 3 open-loop rates come right after the probes, then any extensions above
     // them (when the top rate kept up), all ascending, the last past the capacity.
     // A rate whose judgement was unsure runs again, 2x and then 4x as long, right after

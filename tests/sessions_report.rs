@@ -54,8 +54,13 @@ fn ttft_ms(k: u64, cache: bool) -> f64 {
     OVERHEAD_MS + (prompt(k) - c) as f64 / RATE * 1000.0
 }
 
-/// Two users, four-turn sessions back to back, 16 turns: 4 sessions, all completed.
-fn two_users(name: &str, cache_blocks: u32) -> (Value, Vec<Value>) {
+/// One user, four-turn sessions back to back, 16 turns: 4 sessions, all completed. One user,
+/// so no two prefills share a step and every turn's TTFT is the closed form's: with two users
+/// the sessions ran in step when the machine was quiet, but under load (a timed test beside
+/// this one) their phases drifted, turn 4's prefills shared steps, and its mean TTFT read
+/// 129.1 ms against the unloaded 85.2 (the simulator's log agreed with the client: the test's
+/// premise, not bench, was at fault).
+fn one_user(name: &str, cache_blocks: u32) -> (Value, Vec<Value>) {
     let sim = format!(
         "max_batch: 64\nstep_base_ms: 4\nstep_per_seq_ms: 0\nprefill_overhead_ms: {OVERHEAD_MS}\nprefill_rate: {RATE}\nprefix_cache_blocks: {cache_blocks}\nblock_size: {BLOCK}\n"
     );
@@ -67,7 +72,7 @@ fn two_users(name: &str, cache_blocks: u32) -> (Value, Vec<Value>) {
             "--rate-type",
             "concurrent",
             "--rate",
-            "2",
+            "1",
             "--max-requests",
             "16",
             "--data",
@@ -111,8 +116,8 @@ fn check_turn_ttft(b: &Value, log: &[Value], cache: bool) {
 #[test]
 fn per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it() {
     let _one = serial();
-    let (on, on_log) = two_users("cache-on", 4096);
-    let (off, off_log) = two_users("cache-off", 0);
+    let (on, on_log) = one_user("cache-on", 4096);
+    let (off, off_log) = one_user("cache-off", 0);
     for (b, log, cache) in [(&on, &on_log, true), (&off, &off_log, false)] {
         assert_eq!(turns(b).len(), 4, "{b}");
         assert_eq!(f(b, &["sessions", "started"]), 4.0);

@@ -30,6 +30,16 @@ fn capacity() -> f64 {
     (batch / n) / (b + o + q * batch + (batch / n) * l_rho) * 1e3
 }
 
+/// The lowest rate a test may require a verdict other than "kept up" for. "Kept up" means
+/// departing at least `KEPT_UP` (95%) of the arrivals, so any rate up to `capacity / 0.95`
+/// (5.3% over it) is truly kept up; 2% more leaves room for the simulator's steps against the
+/// closed form (the sweep reads the capacity 0.5% high). A sweep once ran 112.15 req/s, 5.1%
+/// over the capacity, for 16 s and judged it kept up with 108.7 req/s departing (97%): right,
+/// and a test that called any rate 5% over the capacity "not kept up" failed on it.
+fn past_keeping_up() -> f64 {
+    1.02 * capacity() / bench_core::KEPT_UP
+}
+
 /// The rate (req/s) at which the inter-token latency reaches `x_ms`.
 fn itl_rate(x_ms: f64) -> f64 {
     (1.0 - 5.5 / x_ms) / (0.05 * 32.0 + 6.4) * 1e3
@@ -181,7 +191,7 @@ fn the_sweep_states_the_capacity_of_a_server_that_admits_everything() {
         let Some(rate) = b["rates"]["target_rate"].as_f64() else {
             continue;
         };
-        if rate > 1.05 * cap {
+        if rate > past_keeping_up() {
             assert_ne!(verdict(b), "kept_up", "{rate}: {}", b["rates"]);
             assert!(
                 f(b, &["rates", "requests_per_s"]) < 0.95 * rate,
@@ -250,7 +260,7 @@ fn the_trace_sweep_states_the_capacity_of_a_server_that_admits_everything() {
         let Some(speedup) = b["strategy"]["speedup"].as_f64() else {
             continue;
         };
-        if speedup * recorded > 1.05 * capacity() {
+        if speedup * recorded > past_keeping_up() {
             assert_ne!(verdict(b), "kept_up", "{speedup}x: {}", b["rates"]);
         }
     }

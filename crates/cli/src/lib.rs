@@ -141,12 +141,13 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 35] = [
+    const NOT_OURS: [&str; 36] = [
         "--workspace",                    // cargo (docs/testing.md)
         "--all-targets",                  // cargo clippy
         "--check",                        // cargo fmt
         "--no-run",                       // cargo test
-        "--lanes",                        // .ci/lanes.py
+        "--workers",                      // .ci/lanes.py
+        "--exact",                        // the test harness (.ci/lanes.py)
         "--timings",                      // cargo build
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve

@@ -242,9 +242,17 @@ async fn records_agree_with_the_simulator_closed_form_and_log() {
             let kinds: Vec<bool> = r.chunks.iter().map(|c| c.reasoning).collect();
             let want: Vec<bool> = (0..N).map(|i| i < R).collect();
             assert_eq!(kinds, want);
-            // The answer's first token comes R decode steps after the first reasoning token.
-            let ttfo = r.first_answer().unwrap() - r.first_token().unwrap();
-            assert!(ttfo >= u64::from(R) * STEP_MS * 1_000_000, "{ttfo}");
+            // The answer's first token is the chunk after the R reasoning ones (above), so the
+            // worker times it no earlier than the first reasoning token. How much later is the
+            // server's R decode steps less the client's read lag, which depends on the
+            // machine's load: under a loaded CI run the first token was read late and the gap
+            // came out short of R steps, and beside another timed test every chunk came in one
+            // read, stamped alike. reasoning.rs checks the gap against the simulator's log.
+            let (first, answer) = (r.first_token().unwrap(), r.first_answer().unwrap());
+            assert!(
+                answer >= first,
+                "first answer {answer} ns, first token {first} ns"
+            );
         } else {
             assert!(r.chunks.is_empty());
             assert!(r.end - r.dispatched >= u64::from(N) * STEP_MS * 1_000_000);
