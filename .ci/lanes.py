@@ -9,20 +9,20 @@ core). The lanes:
 - **other**: every binary that times nothing (unit tests, format and error checks, fault
   injection), one after another, then the doc tests, at the lowest CPU priority (nice 19): it
   takes only the CPU the timed lanes leave.
-- **timed**, two workers: the *timed* tests, those that compare measured timings with the
+- **timed**, three workers: the *timed* tests, those that compare measured timings with the
   simulator's closed form or drive a real server. A root test file is timed when its tests take
   the file's one-at-a-time lock (`serial()`); its tests are run one per process (`--exact`), so
-  the two workers share them out, longest first. The simulator's and the worker's integration
+  the workers share them out, longest first. The simulator's and the worker's integration
   tests run as whole binaries (they hold their own lock between timing and CPU-heavy tests). At
-  most two timed tests run at once.
+  most three timed tests run at once.
 - **alone**: the timed tests that must have the machine's timed share to themselves (listed
   in ALONE: a CPU-bound real server, the 1% closed-form claims) run first, one after another,
-  before the two workers start; the other lane runs beside them at nice 19.
+  before the workers start; the other lane runs beside them at nice 19.
 
 Each unit's output is printed whole when it ends (never interleaved), then a table of every
 unit's wall time, slowest first. Exit status: 0 when every unit and the doc tests passed.
 
-Usage: python3 .ci/lanes.py [--workers N]   (N timed workers, default 2; 1 runs them one by one)
+Usage: python3 .ci/lanes.py [--workers N]   (N timed workers, default 3; 1 runs them one by one)
 """
 
 import json
@@ -170,7 +170,7 @@ def timed_lanes(results, queue, workers):
 
 
 def main():
-    workers = 2
+    workers = 3
     if "--workers" in sys.argv:
         workers = int(sys.argv[sys.argv.index("--workers") + 1])
     started = time.monotonic()

@@ -55,11 +55,8 @@ fn ttft_ms(k: u64, cache: bool) -> f64 {
 }
 
 /// One user, four-turn sessions back to back, 16 turns: 4 sessions, all completed. One user,
-/// so no two prefills share a step and every turn's TTFT is the closed form's: with two users
-/// the sessions ran in step when the machine was quiet, but under load (a timed test beside
-/// this one) their phases drifted, turn 4's prefills shared steps, and its mean TTFT read
-/// 129.1 ms against the unloaded 85.2 (the simulator's log agreed with the client: the test's
-/// premise, not bench, was at fault).
+/// so no two prefills ever share a step and every turn's unloaded TTFT is the closed form's
+/// (two users' sessions ran in step on a quiet machine, and apart under load).
 fn one_user(name: &str, cache_blocks: u32) -> (Value, Vec<Value>) {
     let sim = format!(
         "max_batch: 64\nstep_base_ms: 4\nstep_per_seq_ms: 0\nprefill_overhead_ms: {OVERHEAD_MS}\nprefill_rate: {RATE}\nprefix_cache_blocks: {cache_blocks}\nblock_size: {BLOCK}\n"
@@ -82,18 +79,22 @@ fn one_user(name: &str, cache_blocks: u32) -> (Value, Vec<Value>) {
 }
 
 /// Client TTFT can only exceed the simulator's (request and response travel, parsing); on a
-/// loaded machine the simulator itself runs late by some milliseconds (its log shows it).
+/// loaded machine the simulator itself runs late (its log shows it): in a CI run with two
+/// timed tests beside this one, turn 4's mean read 130.0 ms against the closed form's 85.2,
+/// one user alone. So the closed form is held by each turn's fastest request (at least one of
+/// its four ran on time), and the mean by the simulator's log of the same requests.
 fn check_turn_ttft(b: &Value, log: &[Value], cache: bool) {
     for (i, t) in turns(b).iter().enumerate() {
         let k = i as u64 + 1;
         assert_eq!(f(t, &["turn"]), k as f64);
         assert_eq!(f(t, &["requests", "completed"]), 4.0, "turn {k}: {t}");
         let want = ttft_ms(k, cache);
-        let got = f(t, &["ttft_ms", "mean"]);
+        let fastest = f(t, &["ttft_ms", "min"]);
         assert!(
-            got >= want - 1.0 && got <= want + 40.0,
-            "cache {cache}, turn {k}: TTFT mean {got:.1} ms, closed form {want:.1} ms"
+            fastest >= want - 1.0 && fastest <= want + 40.0,
+            "cache {cache}, turn {k}: least TTFT {fastest:.1} ms, closed form {want:.1} ms"
         );
+        let got = f(t, &["ttft_ms", "mean"]);
         // The simulator's own view of the same requests (log: arrival to first token).
         let server: Vec<f64> = log
             .iter()
@@ -133,10 +134,11 @@ fn per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it() {
     }
     // Turn 4: 2 + 1648 / 5000 s = 331.6 ms without the cache, 2 + 416 / 5000 s = 85.2 ms with
     // it (turn 1: 82 ms either way).
-    let t = |b: &Value, k: usize| f(&turns(b)[k - 1], &["ttft_ms", "mean"]);
+    // Each turn's fastest request: the cache's effect, free of the machine's stalls.
+    let t = |b: &Value, k: usize| f(&turns(b)[k - 1], &["ttft_ms", "min"]);
     for k in 1..=4 {
         eprintln!(
-            "turn {k}: TTFT mean {:.1} ms with the cache (closed form {:.1}), {:.1} ms without ({:.1})",
+            "turn {k}: least TTFT {:.1} ms with the cache (closed form {:.1}), {:.1} ms without ({:.1})",
             t(&on, k),
             ttft_ms(k as u64, true),
             t(&off, k),
