@@ -41,12 +41,15 @@ MARK = "serial()"
 TIMED_CRATES = ("crates/mock/", "crates/worker/")
 
 # Timed tests that run with no other timed test beside them: (file, test name; "*" every test
-# of the file). llama.cpp takes both cores (its server runs 2 threads); the other two state a
-# closed form within 1%, against which a second sweep's throughput probe is not negligible.
+# of the file). llama.cpp takes both cores (its server runs 2 threads); the ITL test and the 30 s
+# throughput test state a closed form within 2% and 1%; the sustained sweep's closed-loop rungs
+# read 114.8 req/s for a capacity of 106.7 with two other timed tests beside it (a fresh-clone run
+# with three workers), within the test's 5% with one or none (107.2 alone).
 ALONE = (
     ("tests/llamacpp.rs", "*"),
     ("tests/steady_latency.rs",
-     "the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_1pct"),
+     "the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_2pct"),
+    ("tests/sustained.rs", "the_sweep_states_the_capacity_of_a_server_that_admits_everything"),
     ("tests/honest_windows.rs",
      "a_30s_throughput_benchmark_reads_the_closed_form_capacity_within_1_percent"),
 )

@@ -137,12 +137,16 @@ fn unix_clock<'a>(
     (at, end)
 }
 
-/// The ITL median of open-loop benchmarks: within 1% of the engine's own steady-state gaps
+/// The ITL median of open-loop benchmarks: within 2% of the engine's own steady-state gaps
 /// (its token log, the ground truth of the run: the closed form's mean held count is continuous,
 /// the engine's is a whole number of slots, and the gaps are weighted by the sequences in each
-/// step), and within 3% of the closed form (the SLO search's tolerance).
+/// step), and within 3% of the closed form (the SLO search's tolerance). 2%, not 1%: on a quiet
+/// machine the client read +0.01% to +0.58% over the engine, but in fresh-clone CI runs, with
+/// the rest of the suite beside it at nice 19, +1.10% and +1.36% (the client's reads of 33
+/// sequences' chunks written each step fall later when the cores are busy); issue 22's defect,
+/// which this guards, read 4% low.
 #[test]
-fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_1pct() {
+fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_2pct() {
     let _one = common::serial();
     // 22.4 req/s needs 8 s: its in-flight count settles about 3 s in (docs/metrics.md).
     for (rate, secs) in [(13.0, 5), (22.4, 8)] {
@@ -185,7 +189,7 @@ fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_with
         );
         eprintln!("{rate} req/s: ITL median {got:.3} ms, engine {engine:.3} ms, closed form {model:.3} ms");
         assert!(
-            (got - engine).abs() <= 0.01 * engine,
+            (got - engine).abs() <= 0.02 * engine,
             "{rate} req/s: ITL median {got} ms vs the engine's {engine} ms"
         );
         assert!(
