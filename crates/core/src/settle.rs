@@ -50,13 +50,13 @@ pub fn settle_time(
     let batch = width * BATCH as f64;
     let last = ((len.saturating_sub(fill) as f64 / batch) as usize).min(means.len() - 1);
     let d = mser_argmin(&means, last);
-    let (at, from) = (d * BATCH, ((fill as f64 / width).ceil() as usize).min(bins));
+    let fill_bins = (fill as f64 / width).ceil() as usize;
+    let (at, from) = (d * BATCH, fill_bins.min(bins));
     if at > from && mean(&counts[from..at]) + SETTLE_SHORTFALL <= mean(&counts[at..]) {
         return (d < last).then_some((d as f64 * batch) as Nanos);
     }
     // MSER found no later point worth waiting for; check the count after the fill itself.
-    let step = ((fill as f64 / width).ceil() as usize).max(BATCH);
-    match settled_from(&counts, from, step, last * BATCH) {
+    match settled_from(&counts, from, fill_bins.max(BATCH), last * BATCH) {
         Some(p) if p == from => Some(0),
         Some(p) => Some((p as f64 * width) as Nanos),
         None => None,
