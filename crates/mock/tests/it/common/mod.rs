@@ -222,26 +222,5 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The one lock of this binary's timing tests. All of this crate's integration tests now run in
-/// one process (`tests/it/main.rs`, libtest's default thread count: 2 on the test machine)
-/// where each former file was a process of its own, so a test that compares wall-clock times
-/// with a closed form or with the simulator's log could now run next to a CPU-bound test of
-/// another file. Timing tests hold it exclusively ([`timing_lock`]): they run one at a time
-/// against each other and never next to a CPU-heavy test, which holds it shared
-/// ([`cpu_heavy_lock`], [`cpu_heavy_lock_blocking`]) and so still runs next to anything else.
-static TIMING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
-
-/// Taken by a test that compares wall-clock timings: see [`TIMING`].
-pub async fn timing_lock() -> tokio::sync::RwLockWriteGuard<'static, ()> {
-    TIMING.write().await
-}
-
-/// Taken by an async test that loads the CPU: see [`TIMING`].
-pub async fn cpu_heavy_lock() -> tokio::sync::RwLockReadGuard<'static, ()> {
-    TIMING.read().await
-}
-
-/// Taken by a synchronous test that loads the CPU (never inside a runtime): see [`TIMING`].
-pub fn cpu_heavy_lock_blocking() -> tokio::sync::RwLockReadGuard<'static, ()> {
-    TIMING.blocking_read()
-}
+/// The binary's timing lock (`bench_test_support`: timing tests exclusive, CPU-heavy ones shared).
+pub use bench_test_support::{cpu_heavy_lock, timing_lock};
