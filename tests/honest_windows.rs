@@ -97,18 +97,12 @@ fn throughput(name: &str, sim: Sim, secs: &str) -> (f64, f64) {
 fn a_5s_throughput_benchmark_reads_the_closed_form_capacity_within_3_percent() {
     let _one = serial();
     for (name, sim) in [("default", DEFAULT_SIM), ("small", SMALL_SIM)] {
-        let measure = || {
-            let (got, want) = throughput(&format!("thr5-{name}"), sim, "5");
-            eprintln!("throughput 5 s, {name} simulator: {got:.3} req/s, closed form {want:.3}");
-            (got, want)
-        };
-        // A 5 s window is short enough for a burst of load from elsewhere on a shared 2-core
-        // machine to delay the in-process simulator itself (its output then falls behind its
-        // own closed form): one fresh measurement is allowed, under the same tolerance.
-        let (mut got, mut want) = measure();
-        if (got / want - 1.0).abs() >= 0.03 {
-            (got, want) = measure();
-        }
+        // 128 streams' tokens (4,400 SSE events/s) through a debug build's simulator and
+        // client: starved to a third of a core (two nice-0 busy loops beside it) the process
+        // falls behind its own token stream and reads 3.7-8% high, so the lanes run it alone
+        // (.ci/lanes.py). Quiet, 34.42-34.50 against 34.45 (docs/testing.md).
+        let (got, want) = throughput(&format!("thr5-{name}"), sim, "5");
+        eprintln!("throughput 5 s, {name} simulator: {got:.3} req/s, closed form {want:.3}");
         assert!(
             (got / want - 1.0).abs() < 0.03,
             "{name}: {got:.2} req/s vs the closed form's {want:.2}"

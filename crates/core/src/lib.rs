@@ -10,6 +10,7 @@
 //! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
+mod arrivals;
 mod image;
 mod interval;
 mod pages;
@@ -22,6 +23,7 @@ mod strategy;
 mod sustain;
 mod window;
 
+pub use arrivals::{TokenArrivals, SKIP_FRACTION};
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{t975, CapacityIntervals, CrossingInterval, Interval};
 pub use pages::Pages;
@@ -34,7 +36,7 @@ pub use shard::Shard;
 pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use sustain::{Sustained, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
-pub use window::{tokens_in, BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
+pub use window::{BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
 use std::future::Future;
 use std::sync::Arc;

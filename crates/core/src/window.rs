@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Nanos, RequestRecord, Strategy, Sustained, Verdict};
+use crate::{Nanos, Strategy, Sustained, TokenArrivals, Verdict};
 
 /// Which part of the benchmark a record belongs to. Only [`Phase::Measured`] records enter the
 /// per-request statistics; the others ran but are excluded.
@@ -173,7 +173,7 @@ impl Window {
                 .map_or(self.open, |f| f.clamp(self.open, self.close)),
             ..*self
         };
-        let token_rate = producing.per_s(input.output_tokens_in_window);
+        let token_rate = input.arrivals.rate(producing.open, producing.close);
         let little = input
             .streams
             .filter(|&n| n > 0)
@@ -317,8 +317,8 @@ fn little_rate(
 pub struct RateInput<'a> {
     /// The load is the same from the first instant (closed loop, or all due at t0).
     pub closed_loop: bool,
-    /// Output tokens arriving in the window, from every request ([`tokens_in`]).
-    pub output_tokens_in_window: f64,
+    /// Output tokens arriving in the window, from every request, by arrival time.
+    pub arrivals: &'a TokenArrivals,
     /// The arrival of the benchmark's first output token, of any request.
     pub first_output: Option<Nanos>,
     /// The fixed number of closed-loop streams (synchronous 1, concurrent N): such loads are
@@ -351,31 +351,6 @@ pub struct WindowRates {
     /// ([`Sustained::judge`]); `None` for other loads or a span too short to judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained: Option<Sustained>,
-}
-
-/// Output tokens of `r` arriving in `[open, close]`: its output count spread over its chunks
-/// in proportion to the tokens each carried, all at its end when it had no chunk.
-pub fn tokens_in(r: &RequestRecord, open: Nanos, close: Nanos) -> f64 {
-    let inside = |t: Nanos| t >= open && t <= close;
-    if r.chunks.is_empty() {
-        return if inside(r.end) {
-            f64::from(r.output_tokens)
-        } else {
-            0.0
-        };
-    }
-    let (mut all, mut hit) = (0u64, 0u64);
-    for c in &r.chunks {
-        all += u64::from(c.tokens);
-        if inside(c.at) {
-            hit += u64::from(c.tokens);
-        }
-    }
-    if all == 0 {
-        0.0
-    } else {
-        f64::from(r.output_tokens) * hit as f64 / all as f64
-    }
 }
 
 /// What a finished benchmark did, in the scheduler's terms (statistics are the report's).
@@ -496,7 +471,7 @@ mod tests {
         window
             .steady_rates(&mut RateInput {
                 closed_loop: false,
-                output_tokens_in_window: 0.0,
+                arrivals: &TokenArrivals::default(),
                 first_output: None,
                 streams: None,
                 failed: &[],
@@ -583,9 +558,10 @@ mod tests {
             close: 3_750_000_000,
             cooldown: false,
         };
+        let none = TokenArrivals::default();
         let input = |departures| RateInput {
             closed_loop: true,
-            output_tokens_in_window: 108.0,
+            arrivals: &none,
             first_output: Some(2_400_000_000),
             streams: Some(2),
             failed: &[],
@@ -602,7 +578,7 @@ mod tests {
         // 4 requests over a 3.75 s window, 1.07 req/s, for a server sustaining about 0.4).
         let mut late = [(0, 10 * S), (0, 10 * S), (0, 10 * S), (0, 10 * S)];
         let rates = w.steady_rates(&mut RateInput {
-            output_tokens_in_window: 0.0,
+            arrivals: &TokenArrivals::default(),
             first_output: Some(7 * S),
             streams: Some(4),
             ..input(&mut late)
@@ -630,7 +606,7 @@ mod tests {
         ];
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
-            output_tokens_in_window: 0.0,
+            arrivals: &TokenArrivals::default(),
             first_output: Some(S),
             streams: Some(2),
             failed: &[],
@@ -659,7 +635,7 @@ mod tests {
         ];
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
-            output_tokens_in_window: 40.0,
+            arrivals: &TokenArrivals::default(),
             first_output: Some(S),
             streams: Some(1),
             failed: &[],
@@ -674,7 +650,7 @@ mod tests {
         let mut d = [(0, 9 * S)];
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
-            output_tokens_in_window: 10.0,
+            arrivals: &TokenArrivals::default(),
             first_output: Some(S),
             streams: Some(1),
             failed: &[],
@@ -692,10 +668,15 @@ mod tests {
             close: 2 * S,
             cooldown: false,
         };
-        // 400 tokens in 2 s, 10 tokens per request, 4 prompt tokens per request.
+        // 400 tokens in 2 s (one every 5 ms), 10 tokens per request, 4 prompt tokens per
+        // request.
+        let mut arrivals = TokenArrivals::default();
+        for i in 0..400 {
+            arrivals.add(0, i * 5_000_000, 1.0);
+        }
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
-            output_tokens_in_window: 400.0,
+            arrivals: &arrivals,
             first_output: None,
             streams: None,
             failed: &[],
@@ -710,31 +691,6 @@ mod tests {
             rates.input_tokens_per_s,
             rates.total_tokens_per_s - rates.output_tokens_per_s
         );
-    }
-
-    #[test]
-    fn tokens_in_spreads_the_count_over_the_chunks() {
-        let r = RequestRecord {
-            cached_tokens: None,
-            session: None,
-            reasoning: None,
-            images: None,
-            id: 0,
-            scheduled: 0,
-            slot: 0,
-            dispatched: 0,
-            headers: None,
-            chunks: vec![crate::Chunk::answer(10, 1), crate::Chunk::answer(20, 3)],
-            end: 30,
-            prompt_tokens: 1,
-            prompt_tokens_source: crate::TokenSource::Usage,
-            output_tokens: 8,
-            output_tokens_source: crate::TokenSource::Usage,
-            requested_output_tokens: None,
-            outcome: crate::Outcome::Completed,
-        };
-        assert_eq!(tokens_in(&r, 0, 15), 2.0);
-        assert_eq!(tokens_in(&r, 15, 30), 6.0);
     }
 
     #[test]
@@ -756,7 +712,7 @@ mod tests {
             .collect();
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
-            output_tokens_in_window: 80.0,
+            arrivals: &TokenArrivals::default(),
             first_output: Some(0),
             streams: Some(2),
             departures: &mut d,
@@ -779,7 +735,7 @@ mod tests {
         let mut done = [(0, 2 * S), (0, 2 * S)];
         let rates = w.steady_rates(&mut RateInput {
             closed_loop: true,
-            output_tokens_in_window: 20.0,
+            arrivals: &TokenArrivals::default(),
             first_output: Some(S),
             streams: Some(2),
             departures: &mut done,

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bench_core::{
-    tokens_in, Backend, BenchmarkOutcome, CancellationToken, Nanos, Pages, Phase, RateInput,
-    Release, RequestRecord, Status, StopReason, Window,
+    Backend, BenchmarkOutcome, CancellationToken, Nanos, Pages, Phase, RateInput, Release,
+    RequestRecord, Status, StopReason, TokenArrivals, Window,
 };
 use bench_profile::{OverSaturation, ResolvedTransient, SaturationSample, StrategyExt as _};
 use tokio::sync::mpsc;
@@ -128,7 +128,7 @@ struct Tally {
     departed_output: u64,
     departed_prompt: u64,
     /// Output tokens arriving in the window from every request (closed-loop kinds).
-    tokens_in_window: f64,
+    tokens_in_window: TokenArrivals,
     /// The first output token of the benchmark.
     first_output: Option<Nanos>,
 }
@@ -389,8 +389,8 @@ impl<B: Backend> Collector<'_, B> {
                 .close(&self.shared)
                 .unwrap_or(u64::MAX)
                 .min(self.stop_at.unwrap_or(u64::MAX));
-            self.tally.tokens_in_window +=
-                tokens_in(&record, self.bounds.open(&self.shared), close);
+            let open = self.bounds.open(&self.shared);
+            self.tally.tokens_in_window.add_record(&record, open, close);
         }
         sink(record, phase);
         if self
@@ -500,7 +500,7 @@ impl<B: Backend> Collector<'_, B> {
         let failed = std::mem::take(&mut self.tally.failed).into_vec();
         let rates = window.steady_rates(&mut RateInput {
             closed_loop: self.closed_loop,
-            output_tokens_in_window: self.tally.tokens_in_window,
+            arrivals: &self.tally.tokens_in_window,
             first_output: self.tally.first_output,
             streams: self.plan.strategy.closed_loop_streams(),
             departures: &mut departures,

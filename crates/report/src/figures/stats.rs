@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use bench_core::{
     Found, Nanos, Pages, Phase, RateInput, Release, RequestRecord, SessionCounts, Status, Steady,
-    Strategy, TokenSource, Window, WindowRates,
+    Strategy, TokenArrivals, TokenSource, Window, WindowRates,
 };
 
 use crate::figures::chunks::ChunkStore;
@@ -302,7 +302,7 @@ struct Pass<'a> {
     good: u64,
     departures: Vec<(Nanos, Nanos)>,
     failed: Vec<(Nanos, Nanos)>,
-    tokens_all_in_window: f64,
+    tokens_all_in_window: TokenArrivals,
     /// The steady state the latency distributions take, when they take one.
     steady: Option<Steady>,
     /// The batches of the intervals, when the span holds enough of them.
@@ -336,7 +336,7 @@ impl<'a> Pass<'a> {
             good: 0,
             departures: Vec::new(),
             failed: Vec::new(),
-            tokens_all_in_window: 0.0,
+            tokens_all_in_window: TokenArrivals::default(),
             steady: None,
             batches: None,
         }
@@ -361,7 +361,7 @@ impl<'a> Pass<'a> {
     fn add(&mut self, r: &Compact) {
         for (at, tokens) in r.token_arrivals(self.store) {
             if self.window.contains(at) {
-                self.tokens_all_in_window += tokens;
+                self.tokens_all_in_window.add(self.window.open, at, tokens);
             }
         }
         match self.window.phase(r.dispatched, r.end) {
@@ -582,7 +582,7 @@ impl<'a> Pass<'a> {
         }
         window.steady_rates(&mut RateInput {
             closed_loop: meta.strategy.release() != Release::Scheduled,
-            output_tokens_in_window: self.tokens_all_in_window,
+            arrivals: &self.tokens_all_in_window,
             first_output,
             streams: meta.strategy.closed_loop_streams(),
             departures: &mut self.departures,
