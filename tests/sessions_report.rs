@@ -78,35 +78,49 @@ fn one_user(name: &str, cache_blocks: u32) -> (Value, Vec<Value>) {
     )
 }
 
-/// Client TTFT can only exceed the simulator's (request and response travel, parsing); on a
-/// loaded machine the simulator itself runs late (its log shows it): in a CI run with two
-/// timed tests beside this one, turn 4's mean read 130.0 ms against the closed form's 85.2,
-/// one user alone. So the closed form is held by each turn's fastest request (at least one of
-/// its four ran on time), and the mean by the simulator's log of the same requests.
+/// The milliseconds from `from` to `to` (log keys, Unix ns) of the log's requests of turn `k`.
+fn logged_ms(log: &[Value], k: u64, from: &str, to: &str) -> Vec<f64> {
+    log.iter()
+        .filter(|e| e["prompt_tokens"].as_u64() == Some(prompt(k)))
+        .map(|e| {
+            let at = |key: &str| e[key].as_f64().unwrap_or_else(|| panic!("{key}: {e}"));
+            (at(to) - at(from)) / 1e6
+        })
+        .collect()
+}
+
+/// Each turn against the closed form and the log. The closed form is the engine's: from the
+/// request reaching it (`submitted_unix_ns`) to its first token: the log's requests of the turn
+/// show it within 1 ms below and 10 above for the fastest, 20 for every one (a token is written
+/// when the task holding the connection runs: +1.5 to +4 ms on a quiet machine, one request of
+/// 16 at +10.6 with two busy loops beside the run). The server's own work before that (reading, tokenizing a chat prompt
+/// of up to 1,648 tokens, hashing its blocks) is CPU time, not the model's: 8-33 ms in a debug
+/// build on a quiet machine, 55 with two busy loops beside it, which failed the old check of
+/// the client's fastest request against the closed form + 40 ms in a CI run. The client's
+/// TTFT is held by the log's of the same requests (head received to first token): never below
+/// it, and its mean within 20 ms above.
 fn check_turn_ttft(b: &Value, log: &[Value], cache: bool) {
     for (i, t) in turns(b).iter().enumerate() {
         let k = i as u64 + 1;
         assert_eq!(f(t, &["turn"]), k as f64);
         assert_eq!(f(t, &["requests", "completed"]), 4.0, "turn {k}: {t}");
         let want = ttft_ms(k, cache);
-        let fastest = f(t, &["ttft_ms", "min"]);
+        let engine = logged_ms(log, k, "submitted_unix_ns", "first_token_unix_ns");
+        assert_eq!(engine.len(), 4, "turn {k} in the log");
+        let least = engine.iter().copied().fold(f64::MAX, f64::min);
         assert!(
-            fastest >= want - 1.0 && fastest <= want + 40.0,
-            "cache {cache}, turn {k}: least TTFT {fastest:.1} ms, closed form {want:.1} ms"
+            least >= want - 1.0 && engine.iter().all(|&e| e <= want + 20.0) && least <= want + 10.0,
+            "cache {cache}, turn {k}: the engine's TTFT {engine:.1?} ms, closed form {want:.1} ms"
         );
-        let got = f(t, &["ttft_ms", "mean"]);
-        // The simulator's own view of the same requests (log: arrival to first token).
-        let server: Vec<f64> = log
-            .iter()
-            .filter(|e| e["prompt_tokens"].as_u64() == Some(prompt(k)))
-            .map(|e| {
-                (e["first_token_unix_ns"].as_f64().expect("first")
-                    - e["arrival_unix_ns"].as_f64().expect("arrival"))
-                    / 1e6
-            })
-            .collect();
-        assert_eq!(server.len(), 4, "turn {k} in the log");
+        let server = logged_ms(log, k, "arrival_unix_ns", "first_token_unix_ns");
         let server = server.iter().sum::<f64>() / 4.0;
+        let (got, fastest) = (f(t, &["ttft_ms", "mean"]), f(t, &["ttft_ms", "min"]));
+        eprintln!(
+            "cache {cache}, turn {k}: client TTFT mean {got:.1} ms (least {fastest:.1}), \
+             server's {server:.1}, engine's {:.1} to {:.1}, closed form {want:.1}",
+            engine.iter().copied().fold(f64::MAX, f64::min),
+            engine.iter().copied().fold(0.0, f64::max),
+        );
         assert!(
             got >= server - 1.0 && got <= server + 20.0,
             "cache {cache}, turn {k}: client TTFT {got:.1} ms, simulator's {server:.1} ms"
@@ -134,7 +148,7 @@ fn per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it() {
     }
     // Turn 4: 2 + 1648 / 5000 s = 331.6 ms without the cache, 2 + 416 / 5000 s = 85.2 ms with
     // it (turn 1: 82 ms either way).
-    // Each turn's fastest request: the cache's effect, free of the machine's stalls.
+    // Each turn's fastest request as the client saw it: the cache's effect.
     let t = |b: &Value, k: usize| f(&turns(b)[k - 1], &["ttft_ms", "min"]);
     for k in 1..=4 {
         eprintln!(

@@ -79,12 +79,17 @@ fn held(log: &[serde_json::Value], from: u64, to: u64) -> f64 {
     total as f64 / ticks.len() as f64
 }
 
-/// A 5 s benchmark at 22.4 req/s is too short for the simulator's in-flight count to settle
-/// (requests sent while it filled saw short steps and end early, so the count climbs for about
-/// two latencies): its figures are marked `settling`, and the simulator's log shows the count
-/// at the fill still more than a slot below its level over the last second.
+/// A 5 s benchmark at 22.4 req/s ends about when the simulator's in-flight count settles (3.0 to
+/// 4.2 s in, docs/metrics.md): requests sent while it filled saw short steps and ended early, so
+/// the count climbs for about two latencies. Whichever label the benchmark takes, the
+/// simulator's log must bear it out: `settling`, the count at its steady start (the latency
+/// fill) more than a slot below its level over the last second; `steady`, the count over the
+/// half second from its steady start within a slot of that level. On a quiet machine it is
+/// `settling` (28.7 held at the fill against 32.9); with the cores busy, MSER found the count
+/// settled at 3.06 s, leaving just over 10 steady requests, and the label was `steady` (a
+/// fresh-clone CI run): the label follows the run, the log checks it.
 #[test]
-fn a_5s_benchmark_near_capacity_says_its_count_was_still_settling() {
+fn a_5s_benchmark_near_capacity_labels_its_count_as_the_simulators_log_shows_it() {
     let _one = common::serial();
     let dir = common::fresh("steady", "settling");
     let log = dir.join("log.jsonl");
@@ -99,18 +104,36 @@ fn a_5s_benchmark_near_capacity_says_its_count_was_still_settling() {
     ];
     let run = common::mock_report("run", "settling", &dir, Some(&cfg), &args);
     let b = &run["benchmarks"][0];
-    assert_eq!(b["latency_scope"], "settling", "{}", b["timeline"]);
+    let scope = b["latency_scope"].as_str().expect("latency_scope");
     let log = common::read_log(&log);
-    let (fill, last) = held_at_fill_and_end(b, &log);
-    eprintln!("held {fill:.2} at the fill, {last:.2} over the last second");
-    assert!(
-        fill + 1.0 < last,
-        "held {fill} at the fill, {last} at the end"
+    let (at, end) = unix_clock(b, &log);
+    let from = at("steady_start_ns");
+    let (fill, after, last) = (
+        held(&log, from - 50_000_000, from + 50_000_000),
+        held(&log, from, from + 500_000_000),
+        held(&log, end - 1_000_000_000, end),
     );
+    eprintln!(
+        "{scope}: held {fill:.2} at the steady start, {after:.2} over the half second after it, \
+         {last:.2} over the last second ({})",
+        b["timeline"]
+    );
+    match scope {
+        "settling" => assert!(
+            fill + 1.0 < last,
+            "settling, yet {fill:.2} held at the fill against {last:.2}"
+        ),
+        "steady" => assert!(
+            after + 1.0 >= last,
+            "steady, yet {after:.2} held after its start against {last:.2}"
+        ),
+        other => panic!(
+            "a 5 s benchmark at 22.4 req/s is {other}: {}",
+            b["timeline"]
+        ),
+    }
 }
 
-/// The simulator's mean held count over the 100 ms around benchmark `b`'s steady start, and
-/// over the last second of its window.
 fn held_at_fill_and_end(b: &serde_json::Value, log: &[serde_json::Value]) -> (f64, f64) {
     let (at, end) = unix_clock(b, log);
     let fill = at("steady_start_ns");

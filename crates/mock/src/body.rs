@@ -48,6 +48,13 @@ impl PendingLog {
     pub fn take(&mut self) -> Option<Box<LogState>> {
         self.0.take()
     }
+
+    /// Stamps the entry's `submitted_unix_ns`: the engine receives the request now.
+    pub fn submitted(&mut self) {
+        if let Some(l) = &mut self.0 {
+            l.entry.submitted_unix_ns = Some(l.sink.timebase.unix_ns(Instant::now()));
+        }
+    }
 }
 
 impl Drop for PendingLog {

@@ -55,6 +55,13 @@ pub struct RequestLogEntry {
     pub output_tokens: u32,
     /// Request headers received (Unix ns).
     pub arrival_unix_ns: u64,
+    /// The engine received the request (Unix ns): after the server read, parsed and tokenized
+    /// it and hashed its prefix blocks. From here to the first token is the engine model's TTFT
+    /// (docs/simulator.md); from `arrival_unix_ns` to here is the server's own CPU work, which
+    /// grows with the prompt and with a busy machine. `None` when the engine never saw it
+    /// (rejected, faulted, or a simulator without delays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_unix_ns: Option<u64>,
     /// The first token handed to the connection (Unix ns).
     pub first_token_unix_ns: Option<u64>,
     /// The last token handed to the connection (Unix ns).

@@ -644,6 +644,7 @@ fn pending_log(state: &State, id: u64, endpoint: &str, arrival: Instant) -> Pend
                 reasoning_tokens: 0,
                 output_tokens: 0,
                 arrival_unix_ns: sink.timebase.unix_ns(arrival),
+                submitted_unix_ns: None,
                 first_token_unix_ns: None,
                 last_token_unix_ns: None,
                 cached_tokens: 0,
@@ -762,7 +763,10 @@ fn stream_response(
         Api::Responses => render::responses_stream(ctx, plan, timed),
     };
     let gate = match &state.engine {
-        Some(e) if timed => Some(e.submit(p.prompt_tokens, tokens, a.blocks)),
+        Some(e) if timed => {
+            a.log.submitted();
+            Some(e.submit(p.prompt_tokens, tokens, a.blocks))
+        }
         _ => {
             state.metrics.add_generated(u64::from(tokens));
             None
@@ -790,6 +794,7 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
     let (p, mut ctx, tokens) = (a.p, *a.ctx, a.ctx.tokens);
     match &state.engine {
         Some(e) if !state.zero_delay => {
+            a.log.submitted();
             let gate = e.submit(p.prompt_tokens, tokens, a.blocks);
             gate.wait_for(tokens).await;
             if let Some(l) = &mut a.log.0 {
