@@ -50,6 +50,13 @@ ALONE = (
     ("tests/steady_latency.rs",
      "the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_2pct"),
     ("tests/sustained.rs", "the_sweep_states_the_capacity_of_a_server_that_admits_everything"),
+    # 139 and 64 req/s of a debug build's client and simulator: beside a sweep and the other
+    # of the two in a CI run, the client fell behind its own departures and read 94.9 req/s
+    # (95%: 83.6-106.1) where the simulator's log had 107.8 (alone, quiet or with two busy
+    # loops: 109.0 against 111.5-112.7).
+    ("tests/sustained.rs",
+     "a_rate_past_the_capacity_is_surely_not_kept_up_and_reads_the_engines_departures"),
+    ("tests/sustained.rs", "a_rate_below_the_capacity_is_kept_up_and_reads_the_rate_sent"),
     ("tests/honest_windows.rs",
      "a_30s_throughput_benchmark_reads_the_closed_form_capacity_within_1_percent"),
     # 128 streams of a debug build's simulator and client (4,400 SSE events/s): starved to a
@@ -64,6 +71,7 @@ LONG = {
     "the_slo_answer_of_an_8s_sweep": 180,
     "the_sweep_states_the_capacity": 100,
     "the_trace_sweep_states_the_capacity": 80,
+    "the_knee_under_precision_is_the_knee_without_it": 85,
     "requests_outlast_a_quarter_benchmark": 70,
     "sweep_mock_finds_the_simulators_capacity": 60,
     "capacity_and_slo_rate_batch16": 50,

@@ -326,3 +326,74 @@ fn a_precise_stop_drains_and_open_loop_rates_read_the_rate_sent() {
     }
     assert!(precise >= 1, "no benchmark stopped as precise");
 }
+
+/// Issue 37, point 3: the knee a sweep states under `--precision` is the knee it states
+/// without it. A small simulator (8 slots, 6 + 0.5 ms per held slot a step, 2 ms prefill,
+/// 16/24 tokens: capacity 8 / (24 x 10 ms) = 33.33 req/s) under a constant load queues only
+/// past its capacity, so its median TTFT leaves the plateau there: the engine's knee is its
+/// capacity. Each sweep's knee is one of its own rungs (the last that passed), and the rungs
+/// differ (each sweep spaces them from its own probes), so "equal" means equal within their
+/// intervals: the intervals meet. The rung at the measured capacity decides by a hair (a
+/// precise probe read 33.75, and that rung's queue doubled its TTFT; the plain one read 33.31
+/// and passed), so a knee may fall one rung below the capacity: six open-loop rungs put it at
+/// 80% or more. Before issue 37's fix a precise sweep stated the synchronous rate (19% here):
+/// every precise stop cancelled its requests in flight and read 7-11% low.
+#[test]
+fn the_knee_under_precision_is_the_knee_without_it() {
+    let _one = common::serial();
+    let capacity = 8.0 / (24.0 * 0.010);
+    let sweep = |name: &str, extra: &[&str]| {
+        let dir = common::fresh("precision", name);
+        let cfg = common::write_sim(
+            &dir,
+            "max_batch: 8\nstep_base_ms: 6\nstep_per_seq_ms: 0.5\nprefill_overhead_ms: 2\nprefill_rate: 0\nignore_eos: true\n",
+            None,
+        );
+        let args = [
+            &[
+                "--max-seconds",
+                "2",
+                "--warmup",
+                "0.2",
+                "--sweep-size",
+                "8",
+                "--data",
+                "prompt_tokens=16,output_tokens=24",
+            ],
+            extra,
+        ]
+        .concat();
+        let run = common::mock_report("sweep", name, &dir, Some(&cfg), &args);
+        let _ = std::fs::remove_dir_all(&dir);
+        let cap = &run["capacity"];
+        let knee = cap["knee_requests_per_s"].as_f64().expect("a knee");
+        let iv = &cap["intervals"]["knee_requests_per_s"];
+        let low = iv["low"].as_f64().expect("knee interval");
+        let high = iv["high"].as_f64().unwrap_or(f64::INFINITY);
+        let rungs: Vec<String> = run["benchmarks"]
+            .as_array()
+            .expect("benchmarks")
+            .iter()
+            .map(|b| format!("{} ({})", b["label"], b["stop_reason"]))
+            .collect();
+        eprintln!(
+            "{name}: knee {knee:.2} ({low:.2}-{high:.2}); {}",
+            rungs.join(", ")
+        );
+        assert!(low <= knee && knee <= high, "{name}: {knee} outside {iv}");
+        assert!(
+            knee >= 0.78 * capacity && knee <= 1.05 * capacity,
+            "{name}: knee {knee:.2} against the engine's {capacity:.2}"
+        );
+        (low, high)
+    };
+    let plain = sweep("knee-plain", &[]);
+    let precise = sweep(
+        "knee-precise",
+        &["--precision", "10%", "--precision-budget", "6"],
+    );
+    assert!(
+        plain.0.max(precise.0) <= plain.1.min(precise.1),
+        "the knees' intervals do not meet: {plain:?} without --precision, {precise:?} with it"
+    );
+}
