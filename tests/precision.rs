@@ -307,8 +307,11 @@ fn a_precise_stop_drains_and_open_loop_rates_read_the_rate_sent() {
         let offered = common::f(b, &["rates", "target_rate"]);
         let got = common::f(b, &["rates", "requests_per_s"]);
         eprintln!(
-            "{label}: {got:.2} ({}), {}",
-            b["intervals"]["requests_per_s"], b["stop_reason"]
+            "{label}: {got:.2} ({}), {} after {:.1} s; {}",
+            b["intervals"]["requests_per_s"],
+            b["stop_reason"],
+            common::f(b, &["duration_s"]),
+            b["precision"]
         );
         precise += usize::from(b["stop_reason"] == "precise");
         assert_eq!(common::f(b, &["requests", "incomplete"]), 0.0, "{label}");

@@ -113,6 +113,7 @@ impl PrecisionWatch {
             return;
         };
         if r.check.falling_behind(now) {
+            tracing::debug!(index = r.index, now, "precision: falling behind");
             return;
         }
         let generated = r.check.generated();
@@ -121,6 +122,7 @@ impl PrecisionWatch {
             ..self.precision
         };
         if !near.met(&estimate.key_figures(), generated) || now < r.next_confirm {
+            tracing::debug!(index = r.index, now, ?estimate, "precision: not near");
             return;
         }
         let Some(open) = r.check.opening() else {

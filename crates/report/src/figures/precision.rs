@@ -186,7 +186,12 @@ impl PrecisionCheck {
     }
 
     /// The estimated relative half-widths of the key figures if the benchmark ended at `now`,
-    /// `None` when the span holds fewer than [`MIN_BATCHES`] batches of a fill time.
+    /// `None` when the span holds fewer than [`MIN_BATCHES`] batches of a fill time. The
+    /// rates' batches cover the span by end time; the latencies' (by send time) end one fill
+    /// before `now`, as the report's do ([`crate::figures::interval`]): a request sent in the
+    /// last fill has mostly not ended, so that batch held too few TTFTs for a median, the
+    /// estimate had none, and a 13 req/s benchmark whose final intervals were within 2% ran to
+    /// its budget (a CI failure of `tests/precision.rs`).
     pub fn estimate(&self, now: Nanos) -> Option<HalfWidths> {
         let (from, fill) = self.span(now)?;
         let span = now.checked_sub(from).filter(|&s| s > 0)?;
@@ -194,18 +199,25 @@ impl PrecisionCheck {
         if k < MIN_BATCHES {
             return None;
         }
-        let batch_w = span / k as u64;
+        let rates = self.batches(from, span / k as u64, k);
+        let latencies = self.batches(from, (span.saturating_sub(fill) / k as u64).max(1), k);
+        Some(batch_half_widths(&rates, &latencies))
+    }
+
+    /// `k` batches of width `w` from `from`, each with the time its bins cover.
+    fn batches(&self, from: Nanos, w: Nanos, k: usize) -> Vec<(Bin, Nanos)> {
         let mut batches: Vec<(Bin, Nanos)> = vec![(Bin::default(), 0); k];
+        let to = from + w * k as Nanos;
         for (i, b) in self.bins.iter().enumerate() {
             let mid = self.start + i as Nanos * self.width + self.width / 2;
-            if mid < from || mid >= now {
+            if mid < from || mid >= to {
                 continue;
             }
-            let j = (((mid - from) / batch_w) as usize).min(k - 1);
+            let j = (((mid - from) / w) as usize).min(k - 1);
             batches[j].0.merge(b);
             batches[j].1 += self.width;
         }
-        Some(batch_half_widths(&batches))
+        batches
     }
 }
 
@@ -254,8 +266,9 @@ impl PrecisionCheck {
     }
 }
 
-/// The relative half-widths from `batches` (each with the time its bins cover).
-fn batch_half_widths(batches: &[(Bin, Nanos)]) -> HalfWidths {
+/// The relative half-widths from the rates' `batches` (each with the time its bins cover) and
+/// the latencies' (`latencies`, by send time).
+fn batch_half_widths(batches: &[(Bin, Nanos)], latencies: &[(Bin, Nanos)]) -> HalfWidths {
     let total: Nanos = batches.iter().map(|b| b.1).sum();
     let per_s = |f: fn(&Bin) -> f64| -> Option<f64> {
         if batches.iter().any(|b| b.1 == 0) || total == 0 {
@@ -269,7 +282,7 @@ fn batch_half_widths(batches: &[(Bin, Nanos)]) -> HalfWidths {
         relative(around(pooled, &values))
     };
     let median = |f: fn(&Bin) -> &Dist| -> Option<f64> {
-        let per_batch: Option<Vec<f64>> = batches
+        let per_batch: Option<Vec<f64>> = latencies
             .iter()
             .map(|(b, _)| {
                 let d = f(b);
@@ -277,7 +290,7 @@ fn batch_half_widths(batches: &[(Bin, Nanos)]) -> HalfWidths {
             })
             .collect();
         let mut all = Dist::new();
-        for (b, _) in batches {
+        for (b, _) in latencies {
             all.merge(f(b));
         }
         relative(around(all.percentile_us(50.0)?, &per_batch?))
@@ -359,15 +372,24 @@ mod tests {
         };
         let truth = judge(&report, &p).half_widths;
         let est = check.estimate(end).expect("30 s hold enough batches");
-        for (name, t, e) in [
-            ("req/s", truth.requests_per_s, est.requests_per_s),
-            ("tok/s", truth.output_tokens_per_s, est.output_tokens_per_s),
-            ("ttft", truth.ttft_median, est.ttft_median),
-            ("itl", truth.itl_median, est.itl_median),
+        // The ITL estimate takes at most ITL_SAMPLES gaps a request and reads 23-35% under the
+        // report's (0.0169 with latency batches over the whole span, 0.0143 with them ending
+        // a fill early as the report's do, against 0.0220): it only decides when to confirm
+        // with the report's own intervals, which alone stop a benchmark.
+        for (name, t, e, within) in [
+            ("req/s", truth.requests_per_s, est.requests_per_s, 0.25),
+            (
+                "tok/s",
+                truth.output_tokens_per_s,
+                est.output_tokens_per_s,
+                0.25,
+            ),
+            ("ttft", truth.ttft_median, est.ttft_median, 0.25),
+            ("itl", truth.itl_median, est.itl_median, 0.4),
         ] {
             let (t, e) = (t.expect(name), e.expect(name));
             assert!(
-                (e - t).abs() <= 0.25 * t + 0.002,
+                (e - t).abs() <= within * t + 0.002,
                 "{name}: estimate {e} against the report's {t}"
             );
         }
