@@ -38,6 +38,38 @@ impl TokenArrivals {
     /// `tokens` output tokens arriving at `at`, in a window opening at `open` (the same
     /// `open` at every call; arrivals before it count in the first bin).
     pub fn add(&mut self, open: Nanos, at: Nanos, tokens: f64) {
+        let i = self.index(open, at);
+        self.bins[i] += tokens;
+    }
+
+    /// Every `(at, tokens)` of `arrivals` (in time order, as a request's chunks come), in a
+    /// window opening at `open`: one bin lookup per bin a request's chunks fall in, not one
+    /// per chunk (the collector takes 128 chunks a request at 15,000 req/s).
+    pub fn add_all(&mut self, open: Nanos, arrivals: impl IntoIterator<Item = (Nanos, f64)>) {
+        let mut bin: Option<(usize, Nanos)> = None;
+        let mut sum = 0.0;
+        for (at, tokens) in arrivals {
+            match bin {
+                Some((_, end)) if at < end => sum += tokens,
+                _ => {
+                    if let Some((i, _)) = bin {
+                        self.bins[i] += sum;
+                    }
+                    let i = self.index(open, at);
+                    let origin = self.origin.unwrap_or(open);
+                    bin = Some((i, origin + (i as Nanos + 1) * self.width));
+                    sum = tokens;
+                }
+            }
+        }
+        if let Some((i, _)) = bin {
+            self.bins[i] += sum;
+        }
+    }
+
+    /// The bin of `at` (anchoring the series at `open` on first use), coarsening and growing
+    /// the series as needed.
+    fn index(&mut self, open: Nanos, at: Nanos) -> usize {
         let origin = *self.origin.get_or_insert(open);
         if self.width == 0 {
             self.width = FIRST_WIDTH;
@@ -50,7 +82,7 @@ impl TokenArrivals {
         if i >= self.bins.len() {
             self.bins.resize(i + 1, 0.0);
         }
-        self.bins[i] += tokens;
+        i
     }
 
     /// The output tokens of `r` arriving in `[open, close]`: its output count spread over its
@@ -68,9 +100,8 @@ impl TokenArrivals {
             return;
         }
         let per = f64::from(r.output_tokens) / all as f64;
-        for c in r.chunks.iter().filter(|c| inside(c.at) && c.tokens > 0) {
-            self.add(open, c.at, per * f64::from(c.tokens));
-        }
+        let chunks = r.chunks.iter().filter(|c| inside(c.at) && c.tokens > 0);
+        self.add_all(open, chunks.map(|c| (c.at, per * f64::from(c.tokens))));
     }
 
     /// Every token of the series.
@@ -173,6 +204,20 @@ mod tests {
         assert!((a.rate(0, 1000 * MS) - 2000.0).abs() < 1e-6);
         // From 3 ms: skip to 102.7 ms, so from the 105 ms boundary.
         assert!((a.rate(3 * MS, 1000 * MS) - 2000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn adding_in_bulk_is_adding_one_by_one() {
+        let times: Vec<(Nanos, f64)> = (0..5000u64).map(|i| (i * 7 * MS / 3, 1.5)).collect();
+        let (mut one, mut bulk) = (TokenArrivals::default(), TokenArrivals::default());
+        for &(at, t) in &times {
+            one.add(2 * MS, at, t);
+        }
+        for part in times.chunks(97) {
+            bulk.add_all(2 * MS, part.iter().copied());
+        }
+        assert_eq!(one, bulk);
+        assert!(one.width > FIRST_WIDTH, "the series coarsened");
     }
 
     #[test]

@@ -359,11 +359,11 @@ impl<'a> Pass<'a> {
     /// Takes one request: its tokens in the window (every request, for the steady state),
     /// then, when it is measured, its counts, tokens, client timing and time in flight.
     fn add(&mut self, r: &Compact) {
-        for (at, tokens) in r.token_arrivals(self.store) {
-            if self.window.contains(at) {
-                self.tokens_all_in_window.add(self.window.open, at, tokens);
-            }
-        }
+        let window = self.window;
+        let inside = r
+            .token_arrivals(self.store)
+            .filter(|&(at, _)| window.contains(at));
+        self.tokens_all_in_window.add_all(window.open, inside);
         match self.window.phase(r.dispatched, r.end) {
             Phase::Warmup => return self.counts.excluded_warmup += 1,
             Phase::Cooldown => return self.counts.excluded_cooldown += 1,
