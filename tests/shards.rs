@@ -584,8 +584,12 @@ fn session_shards_split_whole_sessions_and_merge_their_figures() {
         .collect();
     assert_eq!(durations.len() as u64, n(s, "completed"));
     summary_matches(&s["duration_ms"], &durations, "session duration");
+    // One row per turn some session reached: which turns those are depends on how soon turn 1
+    // ended (a starved machine may end the run before any session's turn 3), the log says.
     let rows = s["turns"].as_array().expect("turn rows");
-    assert_eq!(rows.len(), 3);
+    let reached = (1..=3).filter(|&k| logged(k, false) > 0).count();
+    assert!(reached >= 1);
+    assert_eq!(rows.len(), reached, "{s}");
     for (row, k) in rows.iter().zip(1u64..) {
         let mine: Vec<&RequestRecord> = all
             .iter()
