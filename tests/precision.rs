@@ -275,19 +275,30 @@ fn a_sweep_runs_every_benchmark_to_the_target_or_the_budget() {
 }
 
 /// A precise stop stops the sending and drains (docs/metrics.md, "Precision"): no request is
-/// cut, and an open-loop rate below the capacity (34.45 req/s, the default simulator at
-/// 256/128 tokens) reads the rate sent within 2%, its interval containing it. Cancelling the
-/// requests in flight instead read 13 req/s as 12.12 (95%: 11.80-12.43): "surely not kept up".
+/// cut, and an open-loop rate below the capacity reads the rate sent within 2%, its interval
+/// containing it. Cancelling the requests in flight instead read 13 req/s as 12.12 (95%:
+/// 11.80-12.43) on the default simulator: "surely not kept up". The simulator is the small one
+/// of the knee test (capacity 33.33 req/s, 24 output tokens): the default one (128 tokens a
+/// request, 2,900 SSE events/s of a debug build at 22.4 req/s) starved beside two other timed
+/// tests in a CI run, its ITL medians' half-widths 32-35% and TTFT's 13-88% at the 15 s budget,
+/// so no benchmark could stop precise.
+/// A small simulator: 8 slots, 6 + 0.5 ms per held slot a step, 2 ms prefill; at 16/24 tokens
+/// its capacity is 8 / (24 x 10 ms) = 33.33 req/s.
+const SMALL_SIM: &str = "max_batch: 8\nstep_base_ms: 6\nstep_per_seq_ms: 0.5\nprefill_overhead_ms: 2\nprefill_rate: 0\nignore_eos: true\n";
+
 #[test]
 fn a_precise_stop_drains_and_open_loop_rates_read_the_rate_sent() {
     let _one = common::serial();
     let dir = common::fresh("precision", "drain");
+    let cfg = common::write_sim(&dir, SMALL_SIM, None);
     let run = common::mock_report(
         "run",
         "drain",
         &dir,
-        None,
+        Some(&cfg),
         &[
+            "--data",
+            "prompt_tokens=16,output_tokens=24",
             "--rate-type",
             "constant",
             "--rate",
@@ -349,7 +360,7 @@ fn the_knee_under_precision_is_the_knee_without_it() {
         let dir = common::fresh("precision", name);
         let cfg = common::write_sim(
             &dir,
-            "max_batch: 8\nstep_base_ms: 6\nstep_per_seq_ms: 0.5\nprefill_overhead_ms: 2\nprefill_rate: 0\nignore_eos: true\n",
+            SMALL_SIM,
             None,
         );
         let args = [
