@@ -572,7 +572,7 @@ fn key_half_widths(b: &serde_json::Value) -> [Option<f64>; 4] {
 /// too few requests for an interval; with `--precision 25%` it runs on, stops as precise, and
 /// every key figure's 95% interval is within 25%. Nothing is timed: the lengths are sized from
 /// the server's own speed, and the budget is generous (a slow machine only runs longer; on a
-/// quiet one the benchmark is precise after about 20 s).
+/// quiet one the benchmark is precise after about 30 s: the confirmation's margins, docs/metrics.md).
 #[test]
 fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target() {
     let _one = common::serial();

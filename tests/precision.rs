@@ -358,11 +358,7 @@ fn the_knee_under_precision_is_the_knee_without_it() {
     let capacity = 8.0 / (24.0 * 0.010);
     let sweep = |name: &str, extra: &[&str]| {
         let dir = common::fresh("precision", name);
-        let cfg = common::write_sim(
-            &dir,
-            SMALL_SIM,
-            None,
-        );
+        let cfg = common::write_sim(&dir, SMALL_SIM, None);
         let args = [
             &[
                 "--max-seconds",

@@ -266,7 +266,7 @@ fn bench_precision(c: &mut Criterion) {
     m.window.close = m.end;
     m.sending_end = m.end;
     g.bench_function("intervals_at_10k_requests", |b| {
-        b.iter(|| acc.intervals_at(black_box(&m)))
+        b.iter(|| acc.intervals_at(black_box(&m), 1.0))
     });
     g.finish();
 }

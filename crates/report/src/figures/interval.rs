@@ -140,6 +140,9 @@ pub(crate) struct Batches {
     /// spent in flight within the batch (ns, clipped to it), and of the requests sent in it
     /// the completed ones, their output tokens, and the latencies (s) of every finished one.
     little: Vec<Little>,
+    /// How many times the values an interval needs ([`needs`]) a latency batch must hold: 1
+    /// for a report; more for `--precision`'s confirmation ([`Batches::spare`]).
+    need_factor: f64,
 }
 
 /// Little's law's terms of one batch ([`Batches::sent`], [`Batches::in_flight`]).
@@ -175,7 +178,15 @@ impl Batches {
             ended: vec![(0.0, 0.0); k],
             dists: (0..k).map(|_| Default::default()).collect(),
             little: vec![Little::default(); k],
+            need_factor: 1.0,
         })
+    }
+
+    /// These batches asking each latency batch for `factor` times the values an interval
+    /// needs (at least 1): a confirmation's margin against the drain's moving the batches.
+    pub(crate) fn spare(mut self, factor: f64) -> Self {
+        self.need_factor = factor.max(1.0);
+        self
     }
 
     fn index(&self, t: Nanos, width: Nanos) -> Option<usize> {
@@ -276,7 +287,7 @@ impl Batches {
         let mut metrics = std::collections::BTreeMap::new();
         for (j, &m) in METRICS.iter().enumerate() {
             let stat = |p: f64| -> Option<Interval> {
-                let need = needs(p);
+                let need = (needs(p) as f64 * self.need_factor).ceil() as u64;
                 let per_batch: Option<Vec<f64>> = self
                     .dists
                     .iter()
@@ -390,5 +401,23 @@ mod tests {
         assert_eq!(ttft.p99, None, "20 values a batch are too few for a p99");
         let m = ttft.median.expect("median");
         assert!(m.low < 20.0 && m.high > 20.0);
+    }
+
+    #[test]
+    fn a_spare_factor_asks_each_batch_for_more_values() {
+        // Four TTFTs a batch: a median's minimum; a confirmation asking 1.25 times it (5)
+        // states no median interval.
+        let fill = |spare: f64| {
+            let mut b = Batches::new(0, 3 * S, S).expect("batches").spare(spare);
+            for i in 0..3u64 {
+                for v in 0..4u64 {
+                    b.value(i * S * 2 / 3 + 1, Metric::Ttft, 1000.0 * (10 + v) as f64);
+                }
+            }
+            b.finish((0.0, 0.0, false), |_, _| Some(11.5)).metrics["ttft_ms"].median
+        };
+        assert!(fill(1.0).is_some());
+        assert!(fill(0.5).is_some(), "a factor under 1 is 1");
+        assert_eq!(fill(1.25), None);
     }
 }

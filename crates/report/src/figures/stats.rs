@@ -220,9 +220,12 @@ impl Accumulator {
 impl Accumulator {
     /// The 95% intervals [`Accumulator::finish`] would state for `meta`, without consuming
     /// the accumulator: the same pass over every request (its cost grows with the requests
-    /// and their chunks; `--precision` confirms with it: docs/performance.md).
-    pub fn intervals_at(&self, meta: &BenchmarkMeta) -> Option<Intervals> {
+    /// and their chunks; `--precision` confirms with it: docs/performance.md). `spare` (1 for
+    /// the report's own) asks each latency batch for that many times the values an interval
+    /// needs: the confirmation's margin ([`bench_core::Precision`], docs/metrics.md).
+    pub fn intervals_at(&self, meta: &BenchmarkMeta, spare: f64) -> Option<Intervals> {
         let (mut pass, _) = self.pass(meta);
+        pass.batches = pass.batches.map(|b| b.spare(spare));
         let first_output = self.requests.iter().filter_map(|r| r.first).min();
         let steady = pass.steady_rates(meta, first_output);
         let rates = pass.rates(meta, &steady);
