@@ -15,6 +15,7 @@ mod image;
 mod interval;
 mod pages;
 mod precision;
+mod ramp;
 mod session;
 mod settle;
 mod shard;
@@ -28,8 +29,10 @@ pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{t975, CapacityIntervals, CrossingInterval, Interval};
 pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
+pub use ramp::{Ramp, RampOver, RampRecord, RampShape, RateChange, MAX_CHANGES};
 pub use session::{
-    ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest, FLATTEN_SEPARATOR,
+    parse_secs, ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest,
+    FLATTEN_SEPARATOR,
 };
 pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;

@@ -131,7 +131,8 @@ pub enum ThinkTime {
     },
 }
 
-fn parse_secs(s: &str) -> Option<f64> {
+/// Seconds written `2s`, `500ms` or `1.5`: `None` unless a finite number of 0 or more.
+pub fn parse_secs(s: &str) -> Option<f64> {
     let s = s.trim();
     let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
         (v, 1e-3)

@@ -394,6 +394,9 @@ pub struct BenchmarkOutcome {
     /// How sessions ended, when the benchmark ran sessions (multi-turn data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::SessionCounts>,
+    /// The ramp-up the benchmark climbed by, when it had one, and when its rate changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<crate::RampRecord>,
 }
 
 fn secs(ns: Nanos) -> f64 {

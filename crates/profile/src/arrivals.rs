@@ -1,6 +1,6 @@
 //! Arrival times of open-loop strategies, as offsets from the benchmark's t0.
 
-use bench_core::{Nanos, Shard};
+use bench_core::{Nanos, Ramp, RampOver, Shard};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
@@ -25,6 +25,41 @@ pub struct Arrivals {
     stride: u64,
     handed: u64,
     kind: Kind,
+    /// The ramp-up, when the rate climbs to its target ([`Arrivals::ramped`]).
+    ramping: Option<Ramping>,
+}
+
+/// A ramp-up's state: the ramp, the rate it climbs to, and for a ramp by request the
+/// benchmark's request count and the walk over the gaps so far.
+#[derive(Debug, Clone)]
+struct Ramping {
+    ramp: Ramp,
+    rate: f64,
+    requests: u64,
+    /// Index of the arrival `t` is the time of (a ramp by request).
+    pos: u64,
+    t: f64,
+}
+
+impl Ramping {
+    /// The gap after arrival `pos` of a ramp by request: `unit_gap` (mean 1) at its rate.
+    fn step(&mut self, unit_gap: f64) {
+        if self.ramp.over == RampOver::Requests {
+            self.t += unit_gap
+                / self
+                    .ramp
+                    .rate_of_request(self.pos, self.requests, self.rate);
+        }
+        self.pos += 1;
+    }
+
+    /// The send time (s) of the arrival the walk is at, whose unit-rate time is `unit`.
+    fn time(&self, unit: f64) -> f64 {
+        match self.ramp.over {
+            RampOver::Seconds(_) => self.ramp.time_of(unit, self.rate),
+            RampOver::Requests => self.t,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +87,7 @@ impl Arrivals {
             stride: 1,
             handed: 0,
             kind: Kind::Constant { rate },
+            ramping: None,
         }
     }
 
@@ -70,7 +106,26 @@ impl Arrivals {
                 pos: 0,
                 at_secs: 0.0,
             },
+            ramping: None,
         }
+    }
+
+    /// This (fresh) schedule climbing to its rate by `ramp` (`bench_core::Ramp`): by time, a
+    /// time change of the schedule (arrival `i` sent when the ramp's cumulative rate reaches
+    /// its unit-rate time); by request, each gap at the rate of the request before it, over
+    /// `requests` requests (vLLM's rule).
+    pub fn ramped(mut self, ramp: Ramp, requests: u64) -> Self {
+        let rate = match &self.kind {
+            Kind::Constant { rate } | Kind::Gamma { rate, .. } => *rate,
+        };
+        self.ramping = Some(Ramping {
+            ramp,
+            rate,
+            requests,
+            pos: 0,
+            t: 0.0,
+        });
+        self
     }
 
     /// `shard`'s share of this (fresh) schedule: arrivals `i` with `i mod count == index`.
@@ -95,8 +150,17 @@ impl Iterator for Arrivals {
         let i = self.index;
         self.index = self.index.saturating_add(self.stride);
         self.handed += 1;
-        let secs = match &mut self.kind {
-            Kind::Constant { rate } => i as f64 / *rate,
+        let Self { kind, ramping, .. } = self;
+        let secs = match kind {
+            Kind::Constant { rate } => match ramping {
+                None => i as f64 / *rate,
+                Some(r) => {
+                    while r.pos < i {
+                        r.step(1.0);
+                    }
+                    r.time(i as f64)
+                }
+            },
             Kind::Gamma {
                 dist,
                 rate,
@@ -105,13 +169,20 @@ impl Iterator for Arrivals {
                 at_secs,
             } => {
                 while *pos < i {
-                    *at_secs += match dist {
+                    let gap = match dist {
                         Some(d) => d.sample(rng.as_mut()),
                         None => 1.0 / *rate,
                     };
+                    if let Some(r) = ramping.as_mut() {
+                        r.step(gap * *rate);
+                    }
+                    *at_secs += gap;
                     *pos += 1;
                 }
-                *at_secs
+                match ramping {
+                    None => *at_secs,
+                    Some(r) => r.time(*at_secs * *rate),
+                }
             }
         };
         Some(to_nanos(secs))
@@ -223,6 +294,93 @@ mod tests {
             .collect();
         assert_eq!(s.by_ref().take(4).collect::<Vec<_>>(), want);
         assert_eq!(Arrivals::count(&s), 4);
+    }
+
+    fn by_time(shape: bench_core::RampShape, d: f64, from: f64) -> Ramp {
+        Ramp {
+            shape,
+            over: RampOver::Seconds(d),
+            from_rps: from,
+            in_window: false,
+        }
+    }
+
+    #[test]
+    fn a_constant_ramp_by_time_sends_each_arrival_when_the_ramps_count_reaches_it() {
+        use bench_core::RampShape::Linear;
+        // 0 to 20 req/s over 10 s: Λ(t) = t² (t ≤ 10), 100 arrivals in the ramp, then one
+        // every 50 ms: arrival i at √i s, from 100 on at 10 + (i - 100) / 20.
+        let r = by_time(Linear, 10.0, 0.0);
+        let a: Vec<Nanos> = Arrivals::constant(20.0).ramped(r, 0).take(121).collect();
+        for (i, &t) in a.iter().enumerate() {
+            let want = if i <= 100 {
+                (i as f64).sqrt()
+            } else {
+                10.0 + (i as f64 - 100.0) / 20.0
+            };
+            assert_eq!(t, to_nanos(want), "arrival {i}");
+        }
+    }
+
+    #[test]
+    fn a_poisson_ramp_by_time_is_a_poisson_process_of_the_ramps_rate() {
+        use bench_core::RampShape::Linear;
+        // Over the ramp (0 to 50 req/s in 20 s: 500 arrivals expected), count the arrivals of
+        // each 4 s span against ∫ r(t) dt: 20, 60, 100, 140, 180 (within 4 sd, many seeds).
+        let r = by_time(Linear, 20.0, 0.0);
+        let mut counts = [0.0f64; 5];
+        let seeds = 40;
+        for seed in 0..seeds {
+            for t in Arrivals::gamma(50.0, 1.0, seed).ramped(r, 0) {
+                if t >= 20 * 1_000_000_000 {
+                    break;
+                }
+                counts[(t / 4_000_000_000) as usize] += 1.0;
+            }
+        }
+        for (k, c) in counts.iter().enumerate() {
+            let want = 20.0 + 40.0 * k as f64;
+            let mean = c / seeds as f64;
+            let sd = (want / seeds as f64).sqrt();
+            assert!((mean - want).abs() < 4.0 * sd, "span {k}: {mean} vs {want}");
+        }
+    }
+
+    #[test]
+    fn a_ramp_by_request_takes_each_gap_at_its_requests_rate() {
+        use bench_core::RampShape::Linear;
+        // vLLM's rule: 5 requests from 1 to 5 req/s: rates 1, 2, 3, 4, 5; gaps 1, 1/2, 1/3, 1/4.
+        let r = Ramp {
+            shape: Linear,
+            over: RampOver::Requests,
+            from_rps: 1.0,
+            in_window: true,
+        };
+        let a: Vec<Nanos> = Arrivals::constant(5.0).ramped(r, 5).take(5).collect();
+        let want = [0.0, 1.0, 1.5, 1.5 + 1.0 / 3.0, 1.5 + 1.0 / 3.0 + 0.25];
+        assert_eq!(a, want.map(to_nanos).to_vec());
+    }
+
+    #[test]
+    fn shards_split_ramped_schedules_exactly() {
+        use bench_core::RampShape::{Exponential, Linear};
+        let by_request = Ramp {
+            shape: Exponential,
+            over: RampOver::Requests,
+            from_rps: 2.0,
+            in_window: true,
+        };
+        for whole in [
+            Arrivals::constant(30.0).ramped(by_time(Linear, 5.0, 0.0), 0),
+            Arrivals::gamma(30.0, 0.7, 4).ramped(by_time(Exponential, 5.0, 3.0), 0),
+            Arrivals::constant(30.0).ramped(by_request, 300),
+            Arrivals::gamma(30.0, 1.0, 5).ramped(by_request, 300),
+        ] {
+            let want: Vec<_> = whole.clone().take(300).collect();
+            for count in [2, 3] {
+                assert_eq!(union_of_shards(&whole, count, 300), want, "{count} shards");
+            }
+        }
     }
 
     proptest! {

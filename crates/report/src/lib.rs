@@ -79,6 +79,7 @@ pub use views::guidellm::render_guidellm;
 pub use views::html::{render_comparison_html, render_html};
 pub use views::options::{VllmConsoleOptions, VllmLayout};
 pub use views::precision_view::precision_notes;
+pub use views::ramp_view::ramp_notes;
 pub use views::runs_view::{render_clocks, render_trials};
 pub use views::vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
 pub use views::vllm_result::{vllm_result, vllm_result_filename, VllmResultMeta};

@@ -61,6 +61,68 @@ fn saved_run_rerenders_every_console_exactly() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A ramp-up's record (docs/metrics.md, "Ramp-up") validates against the schema, round-trips
+/// through JSON and YAML, and the console says it.
+#[test]
+fn a_ramp_up_is_in_the_files_and_the_console() {
+    use bench_core::{Ramp, RampOver, RampRecord, RampShape, RateChange};
+    let schema_path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let mut run = common::sample_run(&opts());
+    let changes = vec![
+        RateChange {
+            at_s: 0.0,
+            rate: 1.0,
+        },
+        RateChange {
+            at_s: 1.5,
+            rate: 2.0,
+        },
+    ];
+    for (b, over) in run.benchmarks.iter_mut().zip(
+        [RampOver::Seconds(3.0), RampOver::Requests]
+            .into_iter()
+            .cycle(),
+    ) {
+        b.ramp = Some(RampRecord {
+            ramp: Ramp {
+                shape: RampShape::Linear,
+                over,
+                from_rps: 0.5,
+                in_window: over == RampOver::Requests,
+            },
+            to: 2.0,
+            changes: changes.clone(),
+        });
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(json["benchmarks"][0]["ramp"]["over"]["seconds"], 3.0);
+    assert_eq!(json["benchmarks"][1]["ramp"]["over"], "requests");
+    let dir = tmpdir("ramp");
+    let (j, y) = (dir.join("r.json"), dir.join("r.yaml"));
+    write_outputs(&run, &[j.clone(), y.clone()]).expect("write");
+    assert_eq!(read_run(&j).expect("json"), run);
+    assert_eq!(read_run(&y).expect("yaml"), run);
+    let lines = bench_report::ramp_notes(&run);
+    assert_eq!(lines.len(), run.benchmarks.len());
+    assert!(
+        lines[0].contains("linear 1 to 2 streams over 3 s"),
+        "{}",
+        lines[0]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_session_run_round_trips_through_json_and_yaml() {
     let run = common::session_run(&opts());

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bench_core::{
-    Backend, BenchmarkOutcome, CancellationToken, Nanos, Pages, Phase, RateInput, Release,
-    RequestRecord, Status, StopReason, TokenArrivals, Window,
+    Backend, BenchmarkOutcome, CancellationToken, Nanos, Pages, Phase, RampRecord, RateInput,
+    Release, RequestRecord, Status, StopReason, TokenArrivals, Window,
 };
 use bench_profile::{OverSaturation, ResolvedTransient, SaturationSample, StrategyExt as _};
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
-use crate::pacer::{Pacer, PacerEnd, PacerTask, Shared};
+use crate::pacer::{Pacer, PacerEnd, PacerTask, RampPace, Shared};
 use crate::plan::{secs, BenchmarkPlan, Resolved};
 use crate::Work;
 use crate::{Progress, ProgressPhase, Scheduler, SchedulerError};
@@ -223,6 +223,8 @@ impl<B: Backend> Scheduler<B> {
     {
         let shard = self.options.shard;
         let (resolved, cap) = plan.resolve_for(shard)?;
+        // A ramp by request runs over the whole benchmark's requests, every shard's.
+        let whole_count = plan.limits.max_requests.unwrap_or(0);
         let bounds = Bounds::new(self.clock.now(), &resolved);
         let tokens = Tokens::default();
         let shared = Arc::new(Shared::new());
@@ -232,9 +234,15 @@ impl<B: Backend> Scheduler<B> {
             clock: self.clock,
             t0: bounds.t0,
             release: plan.strategy.release(),
-            arrivals: plan.strategy.arrivals().map(|a| match shard {
-                Some(s) => a.sharded(s),
-                None => a,
+            arrivals: plan.strategy.arrivals().map(|a| {
+                let a = match self.options.ramp {
+                    Some(r) => a.ramped(r, whole_count),
+                    None => a,
+                };
+                match shard {
+                    Some(s) => a.sharded(s),
+                    None => a,
+                }
             }),
             speedup: plan.strategy.speedup(),
             cap,
@@ -252,6 +260,13 @@ impl<B: Backend> Scheduler<B> {
             think: self.options.think_time,
             last_due: None,
             shard,
+            ramp: self.options.ramp.and_then(|r| {
+                let to = plan
+                    .strategy
+                    .target_rate()
+                    .or_else(|| plan.strategy.closed_loop_streams().map(f64::from))?;
+                Some(RampPace::new(r, to, whole_count, shard))
+            }),
         };
         // Already interrupted: run nothing.
         if self.interrupt.is_cancelled() {
@@ -526,9 +541,25 @@ impl<B: Backend> Collector<'_, B> {
             rates,
             completed_rate: rates.requests_per_s,
             sessions: self.shared.sessions.snapshot(),
+            ramp: self.ramp_record(),
         };
         self.publish(now, ProgressPhase::Draining, true);
         outcome
+    }
+
+    /// The benchmark's ramp-up as it ran: the ramp, what it climbed to, its changes in order.
+    fn ramp_record(&self) -> Option<RampRecord> {
+        let ramp = self.sched.options.ramp?;
+        let s = &self.plan.strategy;
+        let to = s.target_rate().or(s.closed_loop_streams().map(f64::from))?;
+        let mut changes = self
+            .shared
+            .ramp_changes
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        changes.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        Some(RampRecord { ramp, to, changes })
     }
 
     fn publish(&self, now: Nanos, phase: ProgressPhase, finished: bool) {

@@ -73,6 +73,9 @@ pub struct SchedulerOptions {
     /// This process's share of every benchmark (`None`: all of it). The data are split by
     /// the caller (the specs it hands over are already the shard's).
     pub shard: Option<Shard>,
+    /// The ramp-up every benchmark climbs by to its rate or streams (`None`: none); the
+    /// caller checks it fits the load ([`bench_core::Ramp::validate`]).
+    pub ramp: Option<bench_core::Ramp>,
 }
 
 impl Default for SchedulerOptions {
@@ -83,6 +86,7 @@ impl Default for SchedulerOptions {
             progress_interval: Duration::from_millis(250),
             think_time: ThinkTime::None,
             shard: None,
+            ramp: None,
         }
     }
 }

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Nanos, Outcome, Release, RequestRecord,
-    RequestSpec, Shard, ThinkTime, TokenSource,
+    Backend, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp, RampOver, RateChange,
+    Release, RequestRecord, RequestSpec, Shard, ThinkTime, TokenSource,
 };
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) window_close: AtomicU64,
     /// How sessions ended (sessions only).
     pub(crate) sessions: SessionTally,
+    /// When a ramp-up's rate (or streams) changed, as sent.
+    pub(crate) ramp_changes: std::sync::Mutex<Vec<RateChange>>,
 }
 
 impl Shared {
@@ -42,6 +44,14 @@ impl Shared {
             window_open: AtomicU64::new(u64::MAX),
             window_close: AtomicU64::new(u64::MAX),
             sessions: SessionTally::default(),
+            ramp_changes: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Records a ramp-up's change to `rate` at `at_s` seconds after the start.
+    pub(crate) fn ramp_change(&self, at_s: f64, rate: f64) {
+        if let Ok(mut c) = self.ramp_changes.lock() {
+            c.push(RateChange { at_s, rate });
         }
     }
 
@@ -110,6 +120,59 @@ pub(crate) struct Pacer<B> {
     pub(crate) shard: Option<Shard>,
     /// The previous request's intended time (for grouping, [`GROUP_BELOW`]).
     pub(crate) last_due: Option<Nanos>,
+    /// The ramp-up this benchmark climbs by, and the levels it records the change to.
+    pub(crate) ramp: Option<RampPace>,
+}
+
+/// A ramp-up as the pacer follows it: the ramp, the rate or streams it climbs to, the
+/// benchmark's request count (a ramp by request), and the next level to record.
+pub(crate) struct RampPace {
+    pub(crate) ramp: Ramp,
+    pub(crate) to: f64,
+    pub(crate) requests: u64,
+    pub(crate) levels: Vec<f64>,
+    pub(crate) next: usize,
+    /// The next request's index in the whole schedule, and the step between this shard's.
+    pub(crate) index: u64,
+    pub(crate) stride: u64,
+}
+
+impl RampPace {
+    /// The pace of `ramp` to `to` over `requests` requests; a shard's requests are every
+    /// `shard.count`-th of the whole schedule's from `shard.index`.
+    pub(crate) fn new(ramp: Ramp, to: f64, requests: u64, shard: Option<Shard>) -> Self {
+        let (index, stride) = shard.map_or((0, 1), |s| (u64::from(s.index), u64::from(s.count)));
+        Self {
+            ramp,
+            to,
+            requests,
+            levels: ramp.levels(to),
+            next: 0,
+            index,
+            stride,
+        }
+    }
+
+    /// The next open-loop request is due `offset` after the start: records the levels its
+    /// rate reached.
+    fn sent(&mut self, offset: Nanos, shared: &Shared) {
+        let at_s = offset as f64 / 1e9;
+        let rate = match self.ramp.over {
+            RampOver::Seconds(_) => self.ramp.rate_at(at_s, self.to),
+            RampOver::Requests => self
+                .ramp
+                .rate_of_request(self.index, self.requests, self.to),
+        };
+        self.index += self.stride;
+        while self
+            .levels
+            .get(self.next)
+            .is_some_and(|&l| l <= rate + 1e-9)
+        {
+            shared.ramp_change(at_s, self.levels[self.next]);
+            self.next += 1;
+        }
+    }
 }
 
 /// A request due less than this after the one before is released with the requests due
@@ -146,7 +209,12 @@ impl<B: Backend> Pacer<B> {
         S: Iterator,
         S::Item: Into<Work>,
     {
-        let slots = self.cap.map(|c| Arc::new(Semaphore::new(c as usize)));
+        let slots = self
+            .cap
+            .map(|c| Arc::new(Semaphore::new(self.first_slots(c))));
+        if let (Some(s), Some(cap)) = (&slots, self.cap) {
+            self.ramp_streams(s, cap);
+        }
         // Units released: requests, or sessions (whose turns take request ids themselves).
         let mut id: u64 = 0;
         let mut pending: Option<Nanos> = None;
@@ -202,6 +270,41 @@ impl<B: Backend> Pacer<B> {
         (specs, end, not_sent)
     }
 
+    /// The slots open at the start: all of the cap, or one stream of a closed loop ramped by
+    /// time (the others open as [`Pacer::ramp_streams`] says).
+    fn first_slots(&self, cap: u32) -> usize {
+        match &self.ramp {
+            Some(r) if self.release == Release::ClosedLoop && r.ramp.duration().is_some() => 1,
+            _ => cap as usize,
+        }
+    }
+
+    /// Opens a ramped closed loop's `n` streams (this shard's share) one by one at their
+    /// starts ([`Ramp::stream_start`]), recording each, until the stop.
+    fn ramp_streams(&self, slots: &Arc<Semaphore>, n: u32) {
+        let Some(r) = &self.ramp else {
+            return;
+        };
+        if self.release != Release::ClosedLoop || r.ramp.duration().is_none() || n == 0 {
+            return;
+        }
+        let (ramp, clock, t0, stop) = (r.ramp, self.clock, self.t0, self.stop.clone());
+        let (slots, shared) = (slots.clone(), self.shared.clone());
+        shared.ramp_change(0.0, 1.0);
+        self.runtime.spawn(async move {
+            for j in 1..n {
+                let at = ramp.stream_start(j, n);
+                tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => return,
+                    _ = wait_until(&clock, t0.saturating_add(at)) => {}
+                }
+                slots.add_permits(1);
+                shared.ramp_change(at as f64 / 1e9, f64::from(j + 1));
+            }
+        });
+    }
+
     /// Whether `--max-requests` is reached (requests, or session turns, sent).
     fn count_reached(&self) -> bool {
         self.count
@@ -242,11 +345,17 @@ impl<B: Backend> Pacer<B> {
                 let offset = match self.speedup {
                     // A trace: the recorded offset, scaled (a row without one is due at once).
                     Some(speedup) => (at.unwrap_or(0) as f64 / speedup).round() as Nanos,
-                    None => self
-                        .arrivals
-                        .as_mut()
-                        .and_then(Iterator::next)
-                        .unwrap_or_default(),
+                    None => {
+                        let offset = self
+                            .arrivals
+                            .as_mut()
+                            .and_then(Iterator::next)
+                            .unwrap_or_default();
+                        if let Some(r) = self.ramp.as_mut() {
+                            r.sent(offset, &self.shared);
+                        }
+                        offset
+                    }
                 };
                 Some(self.t0.saturating_add(offset))
             }

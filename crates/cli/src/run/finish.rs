@@ -159,6 +159,9 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     for line in bench_report::precision_notes(run) {
         println!("{line}");
     }
+    for line in bench_report::ramp_notes(run) {
+        println!("{line}");
+    }
     Ok(())
 }
 

@@ -193,6 +193,7 @@ async fn drive(
     let options = SchedulerOptions {
         think_time: s.load.think_time,
         shard: dist.shard,
+        ramp: s.load.ramp,
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(Arc::new(worker), clock, options);

@@ -232,6 +232,7 @@ impl ReportObserver {
             sessions: o.sessions,
         };
         let mut report = acc.finish(meta);
+        report.ramp = o.ramp.clone();
         if let Some(w) = self.precision.as_mut() {
             w.finished(&mut report);
         }

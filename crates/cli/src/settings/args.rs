@@ -250,6 +250,30 @@ pub struct LoadArgs {
     /// Cooldown excluded from statistics: a fraction (0.1), seconds (10s) or requests (50req).
     #[arg(long, allow_hyphen_values = true)]
     pub cooldown: Option<String>,
+    /// Ramp-up: the rate (constant, poisson) or the streams (concurrent) climb to their target
+    /// over this time (30s, 500ms) and hold; outside the measurement window unless
+    /// --rampup-in-window. guidellm: rampup_duration; AIPerf: --request-rate-ramp-duration,
+    /// --concurrency-ramp-duration.
+    #[arg(
+        long,
+        value_name = "TIME",
+        visible_aliases = ["request-rate-ramp-duration", "concurrency-ramp-duration"]
+    )]
+    pub rampup: Option<String>,
+    /// How the ramp-up climbs: linear (default) or exponential (needs --ramp-up-start-rps).
+    /// Without --rampup, vLLM's ramp by request index over --max-requests (--num-prompts),
+    /// from --ramp-up-start-rps to --ramp-up-end-rps.
+    #[arg(long, value_name = "linear|exponential")]
+    pub ramp_up_strategy: Option<String>,
+    /// The ramp-up's starting rate, requests/s [default: 0 for linear].
+    #[arg(long, value_name = "RPS", allow_negative_numbers = true)]
+    pub ramp_up_start_rps: Option<f64>,
+    /// vLLM: the rate the ramp-up ends at (stands for --rate RPS).
+    #[arg(long, value_name = "RPS", allow_negative_numbers = true)]
+    pub ramp_up_end_rps: Option<f64>,
+    /// Measure the ramp-up too: the window opens at the start, not when the ramp ends.
+    #[arg(long)]
+    pub rampup_in_window: bool,
     /// Sessions (--data with turns=): pause between a reply and the user's next turn, excluded
     /// from latency: a duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
     #[arg(long, value_name = "TIME")]

@@ -134,6 +134,16 @@ pub struct FileSettings {
     pub cooldown: Option<Transient>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub think_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", alias = "rampup_duration")]
+    pub rampup: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up_strategy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up_start_rps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up_end_rps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rampup_in_window: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -35,6 +35,8 @@ pub struct LoadSettings {
     pub think_time: bench_core::ThinkTime,
     /// `--repeat` / `--repeat-until`.
     pub repeat: Repeat,
+    /// The ramp-up every benchmark climbs by (docs/metrics.md, "Ramp-up").
+    pub ramp: Option<bench_core::Ramp>,
 }
 
 /// Repeated trials (`--repeat N`, `--repeat-until PERCENT`).
@@ -380,6 +382,10 @@ pub(crate) fn resolve(
     mock: bool,
     trace: bool,
 ) -> anyhow::Result<LoadSettings> {
+    let ramp = super::ramp::given(src)?;
+    let (cli_rate_type, cli_rate) =
+        super::ramp::load_of(ramp.as_ref(), src, cli_rate_type, cli_rate)?;
+    let (cli_rate_type, cli_rate) = (cli_rate_type.as_deref(), cli_rate.as_slice());
     let rate_type = rate_type(src, cli_rate_type, force_sweep, trace)?;
     let rate = rates(src, cli_rate, rate_type)?;
     let build = build_options(src, rate_type)?;
@@ -394,7 +400,9 @@ pub(crate) fn resolve(
     let profile = Profile::build(rate_type, &rate, &build)
         .map_err(|e| usage(format!("{}: {e}", src.origin(key, from_cli))))?;
     let limits = limits(src, rate_type, mock)?;
+    let ramp = super::ramp::check(ramp, rate_type, &profile, &limits)?;
     let warmup = transient(&src.cli.load.warmup, &src.file.warmup, "warmup")?;
+    let warmup = super::ramp::warmup(ramp, warmup, &limits)?;
     let cooldown = transient(&src.cli.load.cooldown, &src.file.cooldown, "cooldown")?;
     bench_scheduler::Scheduler::<bench_worker::Worker>::validate_profile(
         &profile, &limits, &warmup, &cooldown,
@@ -425,5 +433,6 @@ pub(crate) fn resolve(
             None => bench_core::ThinkTime::None,
         },
         repeat: repeat(src)?,
+        ramp,
     })
 }

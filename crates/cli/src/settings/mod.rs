@@ -13,6 +13,7 @@ mod args;
 mod file;
 mod load;
 mod peers;
+mod ramp;
 mod report;
 mod request;
 mod show;
@@ -318,6 +319,52 @@ mod tests {
         assert_eq!(s.report.console, Console::Vllm, "default");
         let s = resolve(&cli, None, &["4".into()], false).expect("valid");
         assert_eq!(s.load.rate, vec![4.0]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn ramp_ups_from_keys_and_flags_load_back_from_show_config() {
+        use bench_core::{Ramp, RampOver, RampShape};
+        let d = tmpdir("ramp");
+        let p = write(
+            &d,
+            "p.yaml",
+            "mock: true\nrate_type: poisson\nrate: [20]\nmax_seconds: 30\nwarmup: 5s\nrampup_duration: 10s\nramp_up_strategy: exponential\nramp_up_start_rps: 2\n",
+        );
+        let cli = CommonArgs {
+            profile: Some(p.display().to_string()),
+            ..CommonArgs::default()
+        };
+        let s = resolve(&cli, None, &[], false).expect("valid");
+        let want = Ramp {
+            shape: RampShape::Exponential,
+            over: RampOver::Seconds(10.0),
+            from_rps: 2.0,
+            in_window: false,
+        };
+        assert_eq!(s.load.ramp, Some(want));
+        assert_eq!(
+            s.load.warmup,
+            Some(Transient::Seconds(15.0)),
+            "after the ramp"
+        );
+        // vLLM's spelling: a Poisson load at the end rate, ramped by request.
+        let mut v = mock_args();
+        v.load.ramp_up_strategy = Some("linear".into());
+        v.load.ramp_up_start_rps = Some(1.0);
+        v.load.ramp_up_end_rps = Some(8.0);
+        v.load.max_requests = Some(50);
+        let vs = resolve(&v, None, &[], false).expect("valid");
+        assert_eq!(vs.load.rate_type, RateType::Poisson);
+        assert_eq!(vs.load.rate, vec![8.0]);
+        assert_eq!(vs.load.ramp.map(|r| r.over), Some(RampOver::Requests));
+        // --show-config writes keys that resolve to the same load.
+        for (name, settings) in [("time", &s), ("request", &vs)] {
+            let yaml = serde_yaml::to_string(&settings.to_file()).expect("yaml");
+            let back = write(&d, &format!("{name}.yaml"), &yaml);
+            let again = resolve_file(&back).expect("loads back");
+            assert_eq!(again.load, settings.load, "{name}:\n{yaml}");
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -22,6 +22,10 @@ impl Settings {
         let secs =
             |v: std::time::Duration, d: std::time::Duration| (v != d).then_some(v.as_secs_f64());
         let s = &r.sampling;
+        let by_request = l
+            .ramp
+            .filter(|r| r.over == bench_core::RampOver::Requests)
+            .and_then(|_| l.rate.first().copied());
         FileSettings {
             target: t.target.clone(),
             mock: t.mock.then_some(true),
@@ -55,7 +59,9 @@ impl Settings {
             data_column: d.data_column.clone(),
             processor: d.processor.clone(),
             rate_type: Some(l.rate_type.name().to_string()),
-            rate: (!l.rate.is_empty()).then(|| RateList::Many(l.rate.clone())),
+            // vLLM's ramp by request gives its rate as the ramp's end rate.
+            rate: (!l.rate.is_empty() && by_request.is_none())
+                .then(|| RateList::Many(l.rate.clone())),
             speedup: None,
             num_prompts: None,
             max_concurrency: l.build.max_concurrency,
@@ -80,8 +86,24 @@ impl Settings {
             max_error_rate: l.limits.max_error_rate,
             stop_over_saturated: l.limits.over_saturation.is_some().then_some(true),
             over_saturation: l.limits.over_saturation,
-            warmup: l.warmup,
+            warmup: user_warmup(l),
             cooldown: l.cooldown,
+            rampup: l.ramp.and_then(|r| match r.over {
+                bench_core::RampOver::Seconds(d) => {
+                    Some(serde_yaml::Value::String(format!("{d}s")))
+                }
+                bench_core::RampOver::Requests => None,
+            }),
+            ramp_up_strategy: l.ramp.map(|r| match r.shape {
+                bench_core::RampShape::Linear => "linear".to_string(),
+                bench_core::RampShape::Exponential => "exponential".to_string(),
+            }),
+            ramp_up_start_rps: l.ramp.map(|r| r.from_rps).filter(|f| *f > 0.0),
+            ramp_up_end_rps: by_request,
+            rampup_in_window: l
+                .ramp
+                .filter(|r| r.in_window && r.duration().is_some())
+                .map(|_| true),
             think_time: (l.think_time != bench_core::ThinkTime::None)
                 .then(|| l.think_time.to_string()),
             repeat: (l.repeat.trials > 1).then(|| l.repeat.trials.into()),
@@ -111,5 +133,18 @@ impl Settings {
             metadata: (!o.metadata.is_empty()).then(|| o.metadata.clone()),
             label: o.label.clone(),
         }
+    }
+}
+
+/// The warmup the user gave: a ramp-up by time outside the window adds its length to it
+/// (`ramp::warmup`), taken off again so the settings load back to the same run.
+fn user_warmup(l: &super::load::LoadSettings) -> Option<bench_profile::Transient> {
+    use bench_profile::Transient;
+    match (l.ramp, l.warmup) {
+        (Some(r), Some(Transient::Seconds(w))) if !r.in_window => match r.over {
+            bench_core::RampOver::Seconds(d) => (w - d > 1e-9).then_some(Transient::Seconds(w - d)),
+            bench_core::RampOver::Requests => l.warmup,
+        },
+        _ => l.warmup,
     }
 }

@@ -216,6 +216,10 @@ pub struct BenchmarkReport {
     /// "Precision"), when the run asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<PrecisionReport>,
+    /// The ramp-up the benchmark climbed by (docs/metrics.md, "Ramp-up"): the ramp, what it
+    /// climbed to and when its rate changed, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<bench_core::RampRecord>,
     /// Latency distributions summaries.
     pub metrics: Metrics,
     /// The histograms behind `metrics`, to merge runs or cut other percentiles.

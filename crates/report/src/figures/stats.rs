@@ -206,6 +206,7 @@ impl Accumulator {
             latency_scope: scope,
             intervals,
             precision: None,
+            ramp: None,
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(records),

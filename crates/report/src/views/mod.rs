@@ -30,6 +30,7 @@ pub(crate) mod images_view;
 pub(crate) mod interval_view;
 pub(crate) mod options;
 pub(crate) mod precision_view;
+pub(crate) mod ramp_view;
 pub(crate) mod reasoning_view;
 pub(crate) mod runs_view;
 pub(crate) mod server;
