@@ -70,11 +70,6 @@ ALONE = (
     # rightly for the client's spans until then; the climb was the machine's).
     ("tests/steady_latency.rs",
      "a_5s_benchmark_near_capacity_labels_its_count_as_the_simulators_log_shows_it"),
-    # 16 closed-loop streams read by the simulator's running gauge (2.8 s): beside two timed
-    # tests in a CI run the debug client's turnaround between a stream's requests grew and the
-    # scraped running mean read 14.97 against the test's 16 +- 1.
-    ("tests/server_metrics.rs",
-     "sixteen_streams_keep_sixteen_running_and_the_token_counter_matches_the_client"),
 )
 
 # Rough wall times (s) of the longest timed tests, to start them first; any other counts 10.

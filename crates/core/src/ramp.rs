@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn bad_ramps_are_named() {
         let e = ramp(RampShape::Exponential, 5.0, 0.0).validate(Some(10.0));
-        assert!(e.unwrap_err().contains("start rate above 0"));
+        assert!(e.expect_err("no start rate").contains("start rate above 0"));
         assert!(ramp(RampShape::Linear, 0.0, 0.0).validate(None).is_err());
         assert!(ramp(RampShape::Linear, 5.0, 20.0)
             .validate(Some(10.0))
@@ -349,6 +349,8 @@ mod tests {
         assert!(ramp(RampShape::Linear, 5.0, 2.0)
             .validate(Some(10.0))
             .is_ok());
-        assert!(RampShape::parse("cubic").unwrap_err().contains("cubic"));
+        assert!(RampShape::parse("cubic")
+            .expect_err("no shape")
+            .contains("cubic"));
     }
 }
