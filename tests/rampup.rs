@@ -145,7 +145,8 @@ fn vllms_ramp_by_request_and_aiperfs_spelling_run() {
     assert!((changes[1].0 - 0.5).abs() < 0.05 && (changes[2].0 - 1.0).abs() < 0.05);
 }
 
-/// Bad ramp-ups are one-line usage errors naming the flag, exit 2.
+/// Bad ramp-ups are one-line usage errors naming the flag, exit 2 (a ramp by request from 0
+/// req/s would take its first gap at 0 req/s: never).
 #[test]
 fn bad_ramp_ups_are_usage_errors() {
     for (args, says) in [
@@ -195,6 +196,19 @@ fn bad_ramp_ups_are_usage_errors() {
                 "10",
             ],
             "above the rate it climbs to",
+        ),
+        (
+            vec![
+                "--ramp-up-strategy",
+                "linear",
+                "--ramp-up-start-rps",
+                "0",
+                "--ramp-up-end-rps",
+                "5",
+                "--num-prompts",
+                "10",
+            ],
+            "a ramp by request needs a start rate above 0",
         ),
         (
             vec!["--ramp-up-strategy", "linear", "--ramp-up-end-rps", "2"],

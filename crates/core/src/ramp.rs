@@ -123,6 +123,12 @@ impl Ramp {
                 "an exponential ramp-up needs a start rate above 0 (--ramp-up-start-rps)".into(),
             );
         }
+        if self.over == RampOver::Requests && self.from_rps <= 0.0 {
+            // The first request's gap is taken at the start rate.
+            return Err(
+                "a ramp by request needs a start rate above 0 (--ramp-up-start-rps)".into(),
+            );
+        }
         match rate {
             Some(r) if self.from_rps > r => Err(format!(
                 "the ramp-up's start rate {} is above the rate it climbs to, {r}",
@@ -349,6 +355,14 @@ mod tests {
         assert!(ramp(RampShape::Linear, 5.0, 2.0)
             .validate(Some(10.0))
             .is_ok());
+        let by_request = Ramp {
+            over: RampOver::Requests,
+            ..ramp(RampShape::Linear, 1.0, 0.0)
+        };
+        assert!(
+            by_request.validate(Some(10.0)).is_err(),
+            "a first gap at 0 req/s"
+        );
         assert!(RampShape::parse("cubic")
             .expect_err("no shape")
             .contains("cubic"));

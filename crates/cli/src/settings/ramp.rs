@@ -1,4 +1,4 @@
-//! The ramp-up settings (docs/cli.md, "Ramp-up"; docs/metrics.md, "Ramp-up"): `--rampup` and
+//! The ramp-up settings (docs/profiles.md and docs/metrics.md, "Ramp-up"): `--rampup` and
 //! vLLM's `--ramp-up-*` flags, from the command line or the profile's keys, checked against
 //! the load they ramp.
 
