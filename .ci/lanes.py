@@ -70,6 +70,10 @@ ALONE = (
     # rightly for the client's spans until then; the climb was the machine's).
     ("tests/steady_latency.rs",
      "a_5s_benchmark_near_capacity_labels_its_count_as_the_simulators_log_shows_it"),
+    # The engine's TTFT of each turn within +20 ms of its closed form, in real time (9.8 s):
+    # beside two timed tests in a CI run one request's took 278.6 ms against 248.4 (its three
+    # fellows 249.7-250.2), the debug simulator's step loop run late by the machine.
+    ("tests/sessions_report.rs", "per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it"),
 )
 
 # Rough wall times (s) of the longest timed tests, to start them first; any other counts 10.

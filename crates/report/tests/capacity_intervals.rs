@@ -222,12 +222,7 @@ fn the_intervals_are_in_every_output() {
     assert_eq!(ivs["knee_requests_per_s"]["high"], 10.0);
     assert_eq!(ivs["slo_max_requests_per_s"]["high"], 8.0);
     assert!(ivs["max_requests_per_s"]["low"].is_number());
-    let schema_path =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("schema"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let errors: Vec<String> = validator
         .iter_errors(&json)
         .map(|e| e.to_string())

@@ -66,12 +66,7 @@ fn saved_run_rerenders_every_console_exactly() {
 #[test]
 fn a_ramp_up_is_in_the_files_and_the_console() {
     use bench_core::{Ramp, RampOver, RampRecord, RampShape, RateChange};
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let mut run = common::sample_run(&opts());
     let changes = vec![
         RateChange {
@@ -172,12 +167,7 @@ fn committed_sample_run_is_current() {
 
 #[test]
 fn json_validates_against_the_published_schema() {
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let mut keep = opts();
     keep.keep_records = true;
     let mut with_capacity = common::sample_run(&opts());
@@ -522,12 +512,7 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
 /// consoles and the HTML.
 #[test]
 fn a_trace_sweeps_multiples_are_in_every_output() {
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let mut run = common::sample_run(&opts());
     let mut c = bench_core::Capacity {
         max_requests_per_s: 9.5,

@@ -118,12 +118,7 @@ fn merged_shards_equal_the_whole_run_in_every_count_sum_and_histogram() {
 
 #[test]
 fn merged_run_validates_and_renders_in_every_format() {
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let (_, files) = split(2);
     let shard = serde_json::to_value(&files[0].run).expect("json");
     assert!(
@@ -247,12 +242,7 @@ fn clocks_proven_apart_by_the_targets_date_are_refused() {
         "{text}"
     );
     assert_eq!(text.lines().count(), 4, "{text}");
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let v = serde_json::to_value(&merged).expect("json");
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -337,12 +327,7 @@ fn pooled_trials_equal_the_whole_run_and_state_across_trial_intervals() {
     let iv = bench_report::capacity_interval(&run).expect("interval");
     assert!((iv.low - cap.low).abs() < 1e-12);
     // Fits the schema and renders.
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid JSON Schema");
+    let validator = common::schema_validator();
     let v = serde_json::to_value(&run).expect("json");
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");

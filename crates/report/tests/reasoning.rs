@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use bench_core::{SloMetric, SloStat};
 use bench_report::{
     parse_percentile_metrics, read_run, render_csv, render_guidellm, render_html, render_json,
@@ -87,12 +85,7 @@ fn every_output_carries_the_reasoning_figures() {
         ..StatsOptions::default()
     };
     let run = common::reasoning_run(&opts);
-    let schema_path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema"))
-            .expect("schema JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let validator = common::schema_validator();
     let value: serde_json::Value =
         serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
     let errors: Vec<String> = validator

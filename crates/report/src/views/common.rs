@@ -27,6 +27,16 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
+/// `x` with at most `digits` decimals and no trailing zeros (`2.5`, `10`).
+pub(crate) fn trimmed(x: f64, digits: usize) -> String {
+    let s = format!("{x:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// Word-wraps `text` at `width` columns, continuation lines indented by `indent` spaces.
 pub(crate) fn wrap(text: &str, width: Option<u16>, indent: usize) -> String {
     let Some(w) = width.map(|w| (w as usize).max(indent + 20)) else {

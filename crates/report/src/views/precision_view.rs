@@ -2,6 +2,7 @@
 //! one per judged benchmark, whether its target was met and the key figures' half-widths.
 
 use crate::figures::model::RunReport;
+use crate::views::common::trimmed;
 
 /// One console line per benchmark run with `--precision`: the target, met or not (the budget
 /// ended), and the achieved half-widths.
@@ -15,14 +16,14 @@ pub fn precision_notes(run: &RunReport) -> Vec<String> {
             let verdict = if p.met {
                 format!("met after {:.1} s", b.duration_s)
             } else if b.stop_reason == "max_seconds" {
-                format!("NOT met: the {} s budget ended", trim(p.budget_s))
+                format!("NOT met: the {} s budget ended", trimmed(p.budget_s, 3))
             } else {
                 format!("NOT met (stopped: {})", b.stop_reason)
             };
             Some(format!(
                 "precision {}: ±{}% {verdict}; 95% half-widths: req/s {}, output tok/s {}, TTFT p50 {}, ITL p50 {}",
                 b.label,
-                trim(p.target * 100.0),
+                trimmed(p.target * 100.0, 3),
                 pct(h.requests_per_s),
                 pct(h.output_tokens_per_s),
                 pct(h.ttft_median),
@@ -30,11 +31,6 @@ pub fn precision_notes(run: &RunReport) -> Vec<String> {
             ))
         })
         .collect()
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{:.3}", x);
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]

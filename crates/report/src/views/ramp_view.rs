@@ -4,6 +4,7 @@
 use bench_core::{RampOver, RampShape};
 
 use crate::figures::model::RunReport;
+use crate::views::common::trimmed;
 
 /// One console line per benchmark with a ramp-up.
 pub fn ramp_notes(run: &RunReport) -> Vec<String> {
@@ -19,35 +20,33 @@ pub fn ramp_notes(run: &RunReport) -> Vec<String> {
             };
             let from = if closed { 1.0 } else { r.ramp.from_rps };
             let over = match r.ramp.over {
-                RampOver::Seconds(d) => format!("over {} s", trim(d)),
+                RampOver::Seconds(d) => format!("over {} s", trimmed(d, 2)),
                 RampOver::Requests => "over the benchmark's requests (vLLM's rule)".into(),
             };
             let window = if r.ramp.in_window {
                 "inside the measurement window".to_string()
             } else {
-                format!("outside the window (it opened {} s in)", trim(b.warmup_s))
+                format!(
+                    "outside the window (it opened {} s in)",
+                    trimmed(b.warmup_s, 2)
+                )
             };
             let last = r.changes.last().map_or("no change sent".to_string(), |c| {
                 format!(
                     "{} changes, the last to {} {unit} at {} s",
                     r.changes.len(),
-                    trim(c.rate),
-                    trim(c.at_s)
+                    trimmed(c.rate, 2),
+                    trimmed(c.at_s, 2)
                 )
             });
             Some(format!(
                 "ramp-up {}: {shape} {} to {} {unit} {over}, {window}; {last}",
                 b.label,
-                trim(from),
-                trim(r.to),
+                trimmed(from, 2),
+                trimmed(r.to, 2),
             ))
         })
         .collect()
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{x:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]

@@ -476,3 +476,13 @@ impl SplitMix {
         (-2.0 * self.unit().ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
     }
 }
+
+/// The report's JSON Schema (docs/report-schema.json), compiled.
+pub fn schema_validator() -> jsonschema::Validator {
+    let path =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/report-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
+            .expect("schema is JSON");
+    jsonschema::validator_for(&schema).expect("valid JSON Schema")
+}
