@@ -155,7 +155,9 @@ impl Iterator for Arrivals {
             Kind::Constant { rate } => match ramping {
                 None => i as f64 / *rate,
                 Some(r) => {
-                    while r.pos < i {
+                    // Only a ramp by request walks its gaps; a ramp by time is a time change
+                    // of the index itself.
+                    while r.ramp.over == RampOver::Requests && r.pos < i {
                         r.step(1.0);
                     }
                     r.time(i as f64)

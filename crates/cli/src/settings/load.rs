@@ -52,7 +52,7 @@ pub struct Repeat {
 pub const MAX_TRIALS: u32 = 1000;
 
 /// A YAML scalar as the text a flag would take.
-fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
+pub(super) fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
     match v {
         serde_yaml::Value::Number(n) => Some(n.to_string()),
         serde_yaml::Value::String(s) => Some(s.clone()),

@@ -14,22 +14,13 @@ pub(crate) struct Given {
     pub end: Option<f64>,
 }
 
-/// A YAML scalar as the text a flag would take.
-fn text(v: &serde_yaml::Value) -> String {
-    match v {
-        serde_yaml::Value::Number(n) => n.to_string(),
-        serde_yaml::Value::String(s) => s.clone(),
-        other => format!("{other:?}"),
-    }
-}
-
 /// Reads the ramp-up settings; `None` when none is given.
 pub(crate) fn given(src: &Sources<'_>) -> anyhow::Result<Option<Given>> {
     let (cli, file) = (&src.cli.load, src.file);
-    let rampup = cli
-        .rampup
-        .clone()
-        .or_else(|| file.rampup.as_ref().map(text));
+    let rampup = cli.rampup.clone().or_else(|| {
+        let v = file.rampup.as_ref()?;
+        Some(super::load::yaml_text(v).unwrap_or_else(|| format!("{v:?}")))
+    });
     let shape = cli
         .ramp_up_strategy
         .clone()
