@@ -87,6 +87,7 @@ LONG = {
     "capacity_and_slo_rate_batch16": 50,
     "a_sweep_over_a_trace_states": 45,
     "capacity_and_slo_rate_batch8": 40,
+    "a_plan_sizes_each_configuration": 60,
 }
 
 

@@ -153,3 +153,27 @@ fn every_vllm_seed_has_a_profile_printing_its_sections() {
         }
     }
 }
+
+/// The shipped plan profile's `plan:` block resolves to what it says.
+#[test]
+fn the_plan_profile_resolves() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/plan.yaml");
+    let file = bench_cli::settings::load_file(&path).expect("profile");
+    let plan = bench_cli::settings::plan::resolve(
+        &bench_cli::settings::plan::PlanArgs::default(),
+        file.plan.as_ref(),
+        "profiles/plan.yaml",
+    )
+    .expect("plan block");
+    assert_eq!(plan.params.len(), 2);
+    assert_eq!(plan.params[0].values, ["64", "128", "256"]);
+    assert_eq!(
+        plan.links,
+        [("max_num_seqs".into(), "max_concurrency".into())]
+    );
+    assert_eq!(
+        (plan.demand, plan.growth, plan.gpus_per_replica.as_str()),
+        (120.0, 1.3, "{tp}")
+    );
+    assert!(plan.resume);
+}

@@ -16,6 +16,7 @@ mod merge_cmd;
 mod metadata;
 mod mock_server;
 mod outputs;
+mod plan;
 mod precise;
 mod progress;
 mod report_cmd;
@@ -50,6 +51,9 @@ enum Command {
     Sweep(Box<run::SweepArgs>),
     /// Run any load shape (--rate-type KIND --rate LIST), or a YAML profile.
     Run(Box<run::RunArgs>),
+    /// Size a fleet: start each server configuration (--serve, --params), sweep it, and state
+    /// the replicas, GPUs and cost that serve --demand at the SLO, ranked.
+    Plan(Box<plan::PlanCmdArgs>),
     /// Re-render saved runs (console, JSON, YAML, CSV, HTML), or compare two side by side.
     Report(report_cmd::ReportArgs),
     /// Merge the shard results of one distributed run (`bench run --shard I/N`) into one run.
@@ -94,6 +98,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sweep(args) => run::sweep(*args),
         Command::Run(args) => run::run(*args),
+        Command::Plan(args) => plan::run(*args),
         Command::Report(args) => report_cmd::run(args),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Trace(args) => trace_cmd::run(args),
@@ -141,7 +146,8 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 36] = [
+    const NOT_OURS: [&str; 37] = [
+        "--max-num-seqs",                 // vllm serve (docs/planning.md)
         "--workspace",                    // cargo (docs/testing.md)
         "--all-targets",                  // cargo clippy
         "--check",                        // cargo fmt
@@ -260,12 +266,65 @@ mod tests {
         );
     }
 
+    /// Every flag `bench plan` adds to the sweep's is documented in docs/planning.md, with its
+    /// aliases, and every flag the page names exists.
+    #[test]
+    fn plan_flags_are_documented() {
+        let md = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/planning.md"),
+        )
+        .expect("planning.md");
+        let documented: BTreeSet<String> = flags_in(&md).into_iter().collect();
+        let plan = Cli::command()
+            .find_subcommand("plan")
+            .cloned()
+            .expect("plan");
+        let sweep = Cli::command()
+            .find_subcommand("sweep")
+            .cloned()
+            .expect("sweep");
+        let names = |c: &clap::Command| -> BTreeSet<String> {
+            c.get_arguments()
+                .flat_map(|a| {
+                    let aliases = a.get_all_aliases().unwrap_or_default();
+                    a.get_long().into_iter().chain(aliases)
+                })
+                .map(|l| format!("--{l}"))
+                .collect()
+        };
+        let (plan, sweep) = (names(&plan), names(&sweep));
+        let own: Vec<&String> = plan
+            .difference(&sweep)
+            .filter(|f| !documented.contains(*f))
+            .collect();
+        assert!(
+            own.is_empty(),
+            "plan flags missing from docs/planning.md: {own:?}"
+        );
+        let unknown: Vec<&String> = documented
+            .iter()
+            .filter(|f| !plan.contains(*f) && !NOT_OURS.contains(&f.as_str()))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "docs/planning.md names flags plan lacks: {unknown:?}"
+        );
+    }
+
     /// `--help` of each subcommand, compared with `tests/expected/help-*.txt` (BLESS=1
     /// rewrites them): a change of the command line shows up in review.
     #[test]
     fn help_snapshots() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expected");
-        for sub in ["run", "sweep", "report", "merge", "trace", "mock-server"] {
+        for sub in [
+            "run",
+            "sweep",
+            "plan",
+            "report",
+            "merge",
+            "trace",
+            "mock-server",
+        ] {
             let mut c = Cli::command().term_width(100);
             c.build();
             let text = c

@@ -15,7 +15,8 @@ use crate::UsageError;
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Saved runs (JSON or YAML). Two or more are compared side by side, unless they are
-    /// the shards of one distributed run: then they are merged (as `bench merge`).
+    /// the shards of one distributed run: then they are merged (as `bench merge`). A plan
+    /// file (`bench plan`'s plan.json) is printed as a plan.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Write the run again in another format, chosen by extension (.json, .yaml, .csv,
@@ -30,6 +31,11 @@ pub struct ReportArgs {
 /// What `bench report` prints, for `width` (`None`: piped), after writing any outputs.
 pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
     let vllm = args.console.vllm_options()?;
+    if let [one] = args.files.as_slice() {
+        if let Some(plan) = crate::plan::read_plan(one) {
+            return crate::plan::rerender(&plan, &args.outputs, width);
+        }
+    }
     let mut runs = Vec::new();
     for f in &args.files {
         let run = bench_report::read_run(f)

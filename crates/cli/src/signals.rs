@@ -4,7 +4,7 @@
 //! A second one exits at once with its own code; the files then hold every finished benchmark
 //! (they are replaced atomically after each one).
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -54,9 +54,59 @@ pub fn listen(
                 "{} again: exiting now; finished benchmarks are in the output files",
                 describe(second)
             );
-            std::process::exit(i32::from(second));
+            exit_now(second);
         });
     Ok((state, task))
+}
+
+/// The process group of a server `bench plan` launched (0: none), killed before a second
+/// signal exits at once, so that no server outlives bench.
+static GUARDED_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Names the process group a second signal must kill before exiting (0 clears it).
+pub fn guard_group(group: i32) {
+    GUARDED_GROUP.store(group, Ordering::SeqCst);
+}
+
+/// Kills the guarded process group, if any, and exits with `code`.
+fn exit_now(code: u8) -> ! {
+    let group = GUARDED_GROUP.load(Ordering::SeqCst);
+    if group > 0 {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(group),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    std::process::exit(i32::from(code));
+}
+
+/// Watches SIGINT and SIGTERM on a thread of its own for as long as the process lives, for a
+/// command that runs several runs in turn (`bench plan`): the first signal is stored in the
+/// returned state (each run's own listener closes its benchmark), a second kills the guarded
+/// group and exits at once.
+pub fn watch(what: &'static str) -> anyhow::Result<Interrupted> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal watcher")?;
+    let (mut int, mut term) = rt.block_on(async {
+        let int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        let term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+        anyhow::Ok((int, term))
+    })?;
+    let state = Interrupted::default();
+    let shared = state.clone();
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            let first = next(&mut int, &mut term).await;
+            shared.0.store(first, Ordering::Release);
+            eprintln!("{}: {what}", describe(first));
+            let second = next(&mut int, &mut term).await;
+            eprintln!("{} again: exiting now", describe(second));
+            exit_now(second);
+        })
+    });
+    Ok(state)
 }
 
 async fn next(int: &mut Signal, term: &mut Signal) -> u8 {

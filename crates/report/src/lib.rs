@@ -66,6 +66,10 @@ pub use figures::options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, DEFAULT_PERCENTILES,
 };
+pub use figures::plan::{
+    basis_of, fleet, pareto_points, rank, status_of, ConfigStatus, Costs, Demand, Fleet,
+    ParetoPoint, PlanBasis, PlanConfig, PlanReport, PLAN_SCHEMA_VERSION,
+};
 pub use figures::precision::{half_widths, judge as judge_precision, PrecisionCheck};
 pub use figures::stats::{Accumulator, BenchmarkMeta};
 pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
@@ -78,6 +82,7 @@ pub use views::files::{
 pub use views::guidellm::render_guidellm;
 pub use views::html::{render_comparison_html, render_html};
 pub use views::options::{VllmConsoleOptions, VllmLayout};
+pub use views::plan_view::{recommendation, render_plan, render_plan_csv, render_plan_html};
 pub use views::precision_view::precision_notes;
 pub use views::ramp_view::ramp_notes;
 pub use views::runs_view::{render_clocks, render_trials};

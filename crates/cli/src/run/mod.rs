@@ -64,6 +64,14 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     execute(s, d, args.common.show_config)
 }
 
+/// One sweep of `bench plan` with its flags `common` (its configuration's target and run file
+/// set): the exit code `bench sweep` would give.
+pub(crate) fn plan_sweep(common: &CommonArgs) -> anyhow::Result<ExitCode> {
+    let s = settings::resolve(common, None, &[], true)?;
+    let d = plan::distributed(common, &s)?;
+    execute(s, d, false)
+}
+
 /// `bench run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)?;

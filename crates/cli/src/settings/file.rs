@@ -184,6 +184,11 @@ pub struct FileSettings {
     pub metadata: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+
+    // bench plan (ignored by sweep and run)
+    /// The deployment plan's settings (`bench plan`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<super::plan::PlanFile>,
 }
 
 /// `precision:` in a file: a fraction or a percentage.

@@ -13,6 +13,7 @@ mod args;
 mod file;
 mod load;
 mod peers;
+pub mod plan;
 mod ramp;
 mod report;
 mod request;
@@ -115,6 +116,14 @@ impl Sources<'_> {
             _ => format!("--{flag}"),
         }
     }
+}
+
+/// The profile file the flags name, loaded, with its name (`None` without one).
+pub fn profile_of(cli: &CommonArgs) -> anyhow::Result<Option<(std::path::PathBuf, FileSettings)>> {
+    let t = peers::translate(cli, None, &[])?;
+    t.profile_file
+        .map(|p| load_file(&p).map(|f| (p.clone(), f)))
+        .transpose()
 }
 
 pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {

@@ -132,6 +132,7 @@ impl Settings {
             result_filename: o.save_result.as_ref().and_then(|v| v.filename.clone()),
             metadata: (!o.metadata.is_empty()).then(|| o.metadata.clone()),
             label: o.label.clone(),
+            plan: None,
         }
     }
 }

@@ -1,0 +1,273 @@
+//! The plan's server configurations: the Cartesian product of the parameters, the serve
+//! command filled in for each, the GPUs a replica uses, and the load settings that follow a
+//! parameter.
+
+use std::collections::BTreeMap;
+
+use crate::settings::plan::{Param, PlanSettings};
+use crate::settings::CommonArgs;
+use crate::UsageError;
+
+/// One server configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `a=1,b=2` in the order the parameters were given (`target` without any).
+    pub name: String,
+    /// The parameters' values.
+    pub values: BTreeMap<String, String>,
+}
+
+impl Config {
+    /// A name fit for a directory: `a-1_b-2`.
+    pub fn slug(&self) -> String {
+        let s: String = self
+            .name
+            .chars()
+            .map(|c| match c {
+                '=' => '-',
+                ',' => '_',
+                c if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' => c,
+                _ => '~',
+            })
+            .collect();
+        if s.is_empty() {
+            "target".into()
+        } else {
+            s
+        }
+    }
+}
+
+/// Every combination of the parameters' values, the first parameter varying slowest; one
+/// configuration named `target` without parameters.
+pub fn product(params: &[Param]) -> Vec<Config> {
+    let mut out = vec![Vec::<(String, String)>::new()];
+    for p in params {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                p.values.iter().map(move |v| {
+                    let mut c = prefix.clone();
+                    c.push((p.name.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    out.into_iter()
+        .map(|pairs| Config {
+            name: if pairs.is_empty() {
+                "target".into()
+            } else {
+                pairs
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            },
+            values: pairs.into_iter().collect(),
+        })
+        .collect()
+}
+
+/// The `{name}`s of `template`, in order (`{{` and `}}` are literal braces); an unclosed `{`
+/// is an error.
+fn placeholders(template: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+            }
+            '{' => {
+                let mut name = String::new();
+                let closed = chars.by_ref().any(|c| {
+                    name.push(c);
+                    c == '}'
+                });
+                name.pop();
+                if !closed || name.is_empty() || name.contains('{') {
+                    return Err(format!("an unclosed or empty `{{` in `{template}`"));
+                }
+                names.push(name);
+            }
+            _ => {}
+        }
+    }
+    Ok(names)
+}
+
+/// Checks that every `{name}` of the serve command is a parameter or `port` (a usage error
+/// naming the first that is not), before anything starts.
+pub fn check_template(template: &str, params: &[Param]) -> anyhow::Result<()> {
+    let names = placeholders(template).map_err(|e| UsageError::new(format!("--serve: {e}")))?;
+    for n in names {
+        if n != "port" && !params.iter().any(|p| p.name == n) {
+            return Err(UsageError::new(format!(
+                "--serve: `{{{n}}}` is neither a parameter (--params {n}=...) nor {{port}}"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// `template` with `config`'s values and `port` filled in (checked by [`check_template`]).
+pub fn render(template: &str, config: &Config, port: u16) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                match name.as_str() {
+                    "port" => out.push_str(&port.to_string()),
+                    n => out.push_str(config.values.get(n).map_or("", String::as_str)),
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// GPUs one replica of `config` uses: `expr` is a product of numbers and `{param}`s.
+pub fn gpus(expr: &str, config: &Config) -> Result<f64, String> {
+    let mut product = 1.0;
+    for term in expr.split('*').map(str::trim) {
+        let text = match term.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            Some(name) => config
+                .values
+                .get(name)
+                .ok_or_else(|| {
+                    format!("--gpus-per-replica `{expr}`: `{{{name}}}` is not a parameter")
+                })?
+                .as_str(),
+            None => term,
+        };
+        let v: f64 = text.parse().map_err(|_| {
+            format!(
+                "--gpus-per-replica `{expr}`: `{text}` is not a number (for {})",
+                config.name
+            )
+        })?;
+        if !(v.is_finite() && v > 0.0) {
+            return Err(format!(
+                "--gpus-per-replica `{expr}`: {v} must be positive (for {})",
+                config.name
+            ));
+        }
+        product *= v;
+    }
+    Ok(product)
+}
+
+/// Checks the GPU expression against every configuration before anything starts.
+pub fn check_gpus(plan: &PlanSettings, configs: &[Config]) -> anyhow::Result<()> {
+    for c in configs {
+        gpus(&plan.gpus_per_replica, c).map_err(UsageError::new)?;
+    }
+    Ok(())
+}
+
+/// The sweep's flags for `config`: the user's, with the linked load settings set from the
+/// configuration's values.
+pub fn linked_args(
+    base: &CommonArgs,
+    plan: &PlanSettings,
+    config: &Config,
+) -> anyhow::Result<CommonArgs> {
+    let mut a = base.clone();
+    for (param, setting) in &plan.links {
+        let v = config.values.get(param).map_or("", String::as_str);
+        let bad = || {
+            UsageError::new(format!(
+                "--link {param}={setting}: `{v}` is not a value for {setting}"
+            ))
+        };
+        match setting.as_str() {
+            "max_concurrency" => a.load.max_concurrency = Some(v.parse().map_err(|_| bad())?),
+            "max_requests" => a.load.max_requests = Some(v.parse().map_err(|_| bad())?),
+            "max_seconds" => a.load.max_seconds = Some(v.parse().map_err(|_| bad())?),
+            "sweep_size" => a.load.sweep_size = Some(v.parse().map_err(|_| bad())?),
+            other => {
+                return Err(UsageError::new(format!("--link: unknown setting `{other}`")).into())
+            }
+        }
+    }
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Vec<Param> {
+        vec![
+            Param {
+                name: "seqs".into(),
+                values: vec!["8".into(), "16".into()],
+            },
+            Param {
+                name: "tp".into(),
+                values: vec!["1".into(), "2".into()],
+            },
+        ]
+    }
+
+    #[test]
+    fn the_product_varies_the_first_parameter_slowest() {
+        let names: Vec<String> = product(&params()).into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            ["seqs=8,tp=1", "seqs=8,tp=2", "seqs=16,tp=1", "seqs=16,tp=2"]
+        );
+        assert_eq!(product(&[])[0].name, "target");
+        assert_eq!(product(&params())[3].slug(), "seqs-16_tp-2");
+    }
+
+    #[test]
+    fn the_template_is_filled_and_unknown_names_are_refused() {
+        let t = "srv --port {port} --seqs {seqs} --tp={tp} --json '{{\"a\": 1}}'";
+        check_template(t, &params()).expect("known");
+        let c = &product(&params())[1];
+        assert_eq!(
+            render(t, c, 4321),
+            "srv --port 4321 --seqs 8 --tp=2 --json '{\"a\": 1}'"
+        );
+        let e = check_template("srv {bogus}", &params())
+            .expect_err("unknown")
+            .to_string();
+        assert_eq!(
+            e,
+            "--serve: `{bogus}` is neither a parameter (--params bogus=...) nor {port}"
+        );
+        assert!(check_template("srv {port", &params()).is_err());
+    }
+
+    #[test]
+    fn gpus_multiply_numbers_and_parameters() {
+        let c = &product(&params())[3];
+        assert_eq!(gpus("{tp}*2", c), Ok(4.0));
+        assert_eq!(gpus("1", c), Ok(1.0));
+        assert!(gpus("{pp}", c)
+            .expect_err("unknown")
+            .contains("`{pp}` is not a parameter"));
+        assert!(gpus("x", c)
+            .expect_err("nan")
+            .contains("`x` is not a number"));
+        assert!(gpus("0", c).is_err());
+    }
+}

@@ -1,0 +1,260 @@
+//! A server bench launches for one configuration: started by `sh -c` in a process group of
+//! its own with its output in a log file, polled until it answers, and torn down as a group
+//! (SIGTERM, then SIGKILL after a grace) when dropped, so that no error, panic or interruption
+//! leaves a server behind.
+
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Lines of a failed server's log kept in the plan.
+pub const LOG_TAIL_LINES: usize = 20;
+
+/// A free TCP port on the loopback interface (bound, then released for the server).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Why a server did not become ready.
+#[derive(Debug)]
+pub enum NotReady {
+    /// It exited first.
+    Exited(String),
+    /// It did not answer in time.
+    Timeout(f64),
+    /// The plan was interrupted while waiting.
+    Interrupted,
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotReady::Exited(s) => write!(f, "the server exited before it was ready ({s})"),
+            NotReady::Timeout(t) => write!(
+                f,
+                "the server did not answer within {t} s (--ready-timeout)"
+            ),
+            NotReady::Interrupted => f.write_str("interrupted while waiting for the server"),
+        }
+    }
+}
+
+/// A launched server; dropping it tears its process group down.
+pub struct Launched {
+    child: Child,
+    grace: Duration,
+    log: PathBuf,
+    stopped: bool,
+}
+
+impl Launched {
+    /// Starts `command` through `sh -c` in a new process group, its stdout and stderr
+    /// appended to `log`.
+    pub fn start(command: &str, log: &Path, grace: f64) -> std::io::Result<Launched> {
+        let mut out = File::create(log)?;
+        let _ = writeln!(out, "$ {command}");
+        let err = out.try_clone()?;
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()?;
+        Ok(Launched {
+            child,
+            grace: Duration::from_secs_f64(grace),
+            log: log.to_path_buf(),
+            stopped: false,
+        })
+    }
+
+    /// The server's process group (its shell's pid).
+    pub fn group(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// `Some(how)` once the server's shell has exited.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) => None,
+            Err(e) => Some(format!("cannot wait for it: {e}")),
+        }
+    }
+
+    /// Polls `addr` with `GET path` until it answers 200, the server exits, `timeout`
+    /// seconds pass, or `interrupted` is set.
+    pub fn wait_ready(
+        &mut self,
+        addr: SocketAddr,
+        path: &str,
+        timeout: f64,
+        interrupted: impl Fn() -> bool,
+    ) -> Result<(), NotReady> {
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout);
+        loop {
+            if interrupted() {
+                return Err(NotReady::Interrupted);
+            }
+            if let Some(how) = self.exited() {
+                return Err(NotReady::Exited(how));
+            }
+            if status_of(addr, path) == Some(200) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(NotReady::Timeout(timeout));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The last [`LOG_TAIL_LINES`] lines of the server's log.
+    pub fn log_tail(&self) -> Vec<String> {
+        log_tail(&self.log)
+    }
+
+    /// SIGTERM to the whole process group, SIGKILL after the grace; waits for the shell.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let group = Pid::from_raw(self.child.id() as i32);
+        let _ = killpg(group, Signal::SIGTERM);
+        let deadline = Instant::now() + self.grace;
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() && !group_alive(group) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Whether any process of `group` is alive. On Linux a member that has exited but not been
+/// reaped (a zombie, whose parent was the server's shell) does not count: it runs nothing.
+fn group_alive(group: Pid) -> bool {
+    if killpg(group, None).is_err() {
+        return false;
+    }
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    procs.flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid pgrp ...`: the fields after the command's closing paren.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+        fields.get(2) == Some(&group.as_raw().to_string().as_str()) && fields.first() != Some(&"Z")
+    })
+}
+
+/// The last [`LOG_TAIL_LINES`] lines of `path`.
+pub fn log_tail(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(LOG_TAIL_LINES);
+    lines[from..].iter().map(|l| l.to_string()).collect()
+}
+
+/// The status code of `GET path` at `addr` (HTTP/1.1, one short connection), `None` when
+/// nothing answers.
+fn status_of(addr: SocketAddr, path: &str) -> Option<u16> {
+    let t = Duration::from_secs(2);
+    let mut s = TcpStream::connect_timeout(&addr, t).ok()?;
+    s.set_read_timeout(Some(t)).ok()?;
+    s.set_write_timeout(Some(t)).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut head = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        match s.read(&mut head[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    let line = std::str::from_utf8(&head[..n]).ok()?;
+    line.strip_prefix("HTTP/1.")?.get(2..5)?.parse().ok()
+}
+
+/// Whether something already listens on `addr` (a port the serve command names itself).
+pub fn in_use(addr: SocketAddr) -> bool {
+    TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_is_torn_down_with_its_children() {
+        let dir = std::env::temp_dir().join(format!("bench-launch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("server.log");
+        // A shell that ignores TERM and leaves a child behind: SIGKILL after the grace ends both.
+        let mut l = Launched::start("trap '' TERM; sleep 60 & echo started; wait", &log, 0.3)
+            .expect("start");
+        let group = Pid::from_raw(l.child.id() as i32);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(l.exited().is_none());
+        let t = Instant::now();
+        drop(l);
+        assert!(!group_alive(group), "the group outlived its teardown");
+        assert!(
+            t.elapsed() >= Duration::from_millis(300),
+            "SIGKILL came before the grace"
+        );
+        assert_eq!(
+            log_tail(&log),
+            vec!["$ trap '' TERM; sleep 60 & echo started; wait", "started"]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn readiness_ends_when_the_server_exits_or_the_time_passes() {
+        let dir = std::env::temp_dir().join(format!("bench-ready-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let no = || false;
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port().expect("port"))
+            .parse()
+            .expect("addr");
+        let mut l =
+            Launched::start("echo boom >&2; exit 3", &dir.join("a.log"), 1.0).expect("start");
+        match l.wait_ready(addr, "/v1/models", 30.0, no) {
+            Err(NotReady::Exited(how)) => assert!(how.contains('3'), "{how}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(l.log_tail().contains(&"boom".to_string()));
+        let mut l = Launched::start("sleep 30", &dir.join("b.log"), 1.0).expect("start");
+        assert!(matches!(
+            l.wait_ready(addr, "/", 0.3, no),
+            Err(NotReady::Timeout(_))
+        ));
+        assert!(matches!(
+            l.wait_ready(addr, "/", 30.0, || true),
+            Err(NotReady::Interrupted)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,247 @@
+//! `bench plan`: for each server configuration (the Cartesian product of `--params`), start the
+//! server (`--serve`), sweep it as `bench sweep` does, tear it down; then size a fleet for the
+//! demand at the SLO from each sweep's answer, rank the configurations by cost and recommend
+//! one (docs/planning.md).
+//!
+//! The parts: [`configs`] (the product, the serve command, GPUs, linked settings), [`launch`]
+//! (one server's process group, readiness and teardown), [`one`] (one configuration: launch,
+//! sweep, record), this file (settings, the loop, the files and the console).
+
+mod configs;
+mod launch;
+mod one;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bench_report::{PlanReport, PLAN_SCHEMA_VERSION};
+use clap::Args;
+
+use crate::settings::plan::{PlanArgs, PlanSettings};
+use crate::settings::{self, CommonArgs};
+use crate::{signals, UsageError};
+
+/// Arguments of `bench plan`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Writes plan.json, plan.csv and plan.html to the plan's directory, with \
+    each configuration's run and server log under it. The method, the demand, the intervals \
+    and every assumption are described in docs/planning.md."
+)]
+pub struct PlanCmdArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// What every configuration's run shares.
+pub(crate) struct Context<'a> {
+    pub plan: &'a PlanSettings,
+    pub common: &'a CommonArgs,
+    /// Where the launched servers listen when the user named it (`--target` with `--serve`).
+    pub fixed_target: Option<(String, std::net::SocketAddr)>,
+    pub interrupted: signals::Interrupted,
+}
+
+/// `bench plan`.
+pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
+    let profile = settings::profile_of(&args.common)?;
+    let name = profile
+        .as_ref()
+        .map_or_else(String::new, |(p, _)| p.display().to_string());
+    let file = profile.as_ref().and_then(|(_, f)| f.plan.as_ref());
+    let plan = settings::plan::resolve(&args.plan, file, &name)?;
+    let all = configs::product(&plan.params);
+    if let Some(t) = &plan.serve {
+        configs::check_template(t, &plan.params)?;
+    }
+    configs::check_gpus(&plan, &all)?;
+    let fixed_target = fixed_target(&plan, &args.common)?;
+    let slo = check_sweeps(&args.common, &plan, &all)?;
+    let outputs = plan_outputs(&args.common.report.output)?;
+    std::fs::create_dir_all(&plan.dir).map_err(|e| {
+        UsageError::new(format!(
+            "--plan-dir {}: cannot create: {e}",
+            plan.dir.display()
+        ))
+    })?;
+    let ctx = Context {
+        plan: &plan,
+        common: &args.common,
+        fixed_target,
+        interrupted: signals::watch("the plan stops after this configuration")?,
+    };
+    let mut report = PlanReport {
+        plan_schema_version: PLAN_SCHEMA_VERSION,
+        created: now_seconds(),
+        demand: bench_report::Demand::new(plan.demand, plan.growth, "--demand"),
+        basis: bench_report::basis_of(slo.as_ref()),
+        slo,
+        gpu_hour_cost: plan.gpu_hour_cost,
+        configs: Vec::new(),
+    };
+    for c in &all {
+        let done = one::run(&ctx, c, &report);
+        report.configs.push(done);
+        bench_report::rank(&mut report.configs);
+        write_plan(&report, &plan.dir, &outputs)?;
+    }
+    print!(
+        "{}",
+        bench_report::render_plan(&report, crate::console_out::console_width())
+    );
+    eprintln!("plan saved to {}", plan.dir.join("plan.json").display());
+    Ok(exit_code(&report, &ctx.interrupted))
+}
+
+/// Now, RFC 3339 to the second.
+fn now_seconds() -> String {
+    let now = std::time::SystemTime::now();
+    let whole = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| std::time::UNIX_EPOCH + std::time::Duration::from_secs(d.as_secs()))
+        .unwrap_or(now);
+    crate::shard::rfc3339(whole)
+}
+
+/// 130/143 after a signal, 1 when no configuration could be planned, else 0.
+fn exit_code(report: &PlanReport, interrupted: &signals::Interrupted) -> ExitCode {
+    match interrupted.exit_code() {
+        Some(c) => ExitCode::from(c),
+        None if report.ranked().is_empty() => ExitCode::FAILURE,
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// `--target` with `--serve`: the launched servers listen there (the command names the port
+/// itself); refused when something already answers on it.
+fn fixed_target(
+    plan: &PlanSettings,
+    common: &CommonArgs,
+) -> anyhow::Result<Option<(String, std::net::SocketAddr)>> {
+    let (Some(_), Some(url)) = (&plan.serve, &common.target.target) else {
+        return Ok(None);
+    };
+    let addr = socket_of(url).ok_or_else(|| {
+        UsageError::new(format!("--target {url}: not a host:port bench can reach"))
+    })?;
+    if launch::in_use(addr) {
+        return Err(UsageError::new(format!(
+            "--target {url}: port {} is already in use, and --serve would start a server there",
+            addr.port()
+        ))
+        .into());
+    }
+    Ok(Some((url.clone(), addr)))
+}
+
+/// The socket address of `http://host:port/...`.
+fn socket_of(url: &str) -> Option<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs as _;
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next()?;
+    let authority = authority.rsplit('@').next()?;
+    let with_port = if authority.rsplit(':').next()?.parse::<u16>().is_ok() {
+        authority.to_string()
+    } else if url.starts_with("https") {
+        format!("{authority}:443")
+    } else {
+        format!("{authority}:80")
+    };
+    with_port.to_socket_addrs().ok()?.next()
+}
+
+/// Resolves every configuration's sweep settings before anything starts (so bad flags stop the
+/// plan with exit 2), and returns the SLO they share.
+fn check_sweeps(
+    common: &CommonArgs,
+    plan: &PlanSettings,
+    all: &[configs::Config],
+) -> anyhow::Result<Option<bench_core::Slo>> {
+    let mut slo = None;
+    for c in all {
+        let mut a = configs::linked_args(common, plan, c)?;
+        if plan.serve.is_some() && a.target.target.is_none() {
+            a.target.target = Some("http://127.0.0.1:1".into());
+        }
+        a.report.output = vec![PathBuf::from("run.json")];
+        slo = settings::resolve(&a, None, &[], true)?.load.build.slo;
+    }
+    Ok(slo)
+}
+
+/// The user's `--output` files, for the plan (by extension: json, yaml, csv, html).
+fn plan_outputs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    for p in paths {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !matches!(ext, "json" | "yaml" | "yml" | "csv" | "html") {
+            return Err(UsageError::new(format!(
+                "--output {}: a plan is written as .json, .yaml, .csv or .html",
+                p.display()
+            ))
+            .into());
+        }
+    }
+    Ok(paths.to_vec())
+}
+
+/// The plan's text in the format `path`'s extension names.
+fn plan_text(report: &PlanReport, path: &Path) -> anyhow::Result<String> {
+    Ok(
+        match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+            "yaml" | "yml" => serde_yaml::to_string(report)?,
+            "csv" => bench_report::render_plan_csv(report),
+            "html" => bench_report::render_plan_html(report),
+            _ => serde_json::to_string_pretty(report)? + "\n",
+        },
+    )
+}
+
+/// The plan in `path` (JSON or YAML), `None` when the file holds no plan (a run, say).
+pub(crate) fn read_plan(path: &Path) -> Option<PlanReport> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
+    value.get("plan_schema_version")?;
+    serde_yaml::from_value(value).ok()
+}
+
+/// `bench report PLAN`: writes `outputs` and returns the console text.
+pub(crate) fn rerender(
+    report: &PlanReport,
+    outputs: &[PathBuf],
+    width: Option<u16>,
+) -> anyhow::Result<String> {
+    for path in plan_outputs(outputs)? {
+        bench_report::write_atomic(&path, plan_text(report, &path)?.as_bytes())?;
+    }
+    Ok(bench_report::render_plan(report, width))
+}
+
+/// Writes plan.json, plan.csv and plan.html to the plan's directory and the user's outputs,
+/// each replaced atomically (called after every configuration).
+fn write_plan(report: &PlanReport, dir: &Path, outputs: &[PathBuf]) -> anyhow::Result<()> {
+    let own = ["plan.json", "plan.csv", "plan.html"].map(|f| dir.join(f));
+    for path in own.iter().chain(outputs) {
+        bench_report::write_atomic(path, plan_text(report, path)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_addresses_come_from_urls() {
+        assert_eq!(
+            socket_of("http://127.0.0.1:8123/v1").map(|a| a.port()),
+            Some(8123)
+        );
+        assert_eq!(
+            socket_of("http://user:pw@127.0.0.1:9/").map(|a| a.port()),
+            Some(9)
+        );
+        assert_eq!(socket_of("http://127.0.0.1").map(|a| a.port()), Some(80));
+    }
+}

@@ -1,0 +1,203 @@
+//! One configuration of a plan: launch its server (when there is a serve command), sweep it
+//! as `bench sweep` does, tear the server down, and record the outcome with its fleet.
+
+use std::path::{Path, PathBuf};
+
+use bench_report::{ConfigStatus, Costs, PlanConfig, PlanReport, RunReport};
+
+use super::configs::{self, Config};
+use super::launch::{free_port, Launched, NotReady};
+use super::Context;
+use crate::signals;
+
+/// The configuration's record before it ran.
+fn blank(ctx: &Context<'_>, c: &Config) -> PlanConfig {
+    PlanConfig {
+        name: c.name.clone(),
+        params: c.values.clone(),
+        command: None,
+        status: ConfigStatus::Planned,
+        reason: None,
+        log_tail: Vec::new(),
+        log_file: None,
+        run_file: Some(format!("{}/run.json", c.slug())),
+        gpus_per_replica: configs::gpus(&ctx.plan.gpus_per_replica, c).unwrap_or(1.0),
+        fleet: None,
+        points: Vec::new(),
+        rank: None,
+    }
+}
+
+/// `pc` failed with `status` and `reason`.
+fn failed(
+    mut pc: PlanConfig,
+    status: ConfigStatus,
+    reason: String,
+    tail: Vec<String>,
+) -> PlanConfig {
+    pc.status = status;
+    pc.reason = Some(reason);
+    pc.log_tail = tail;
+    pc
+}
+
+/// The fleet of `pc` from its sweep's report.
+fn planned(mut pc: PlanConfig, run: &RunReport, report: &PlanReport) -> PlanConfig {
+    let costs = Costs {
+        gpus_per_replica: pc.gpus_per_replica,
+        gpu_hour_cost: report.gpu_hour_cost,
+    };
+    let demand = report.demand.planned_requests_per_s;
+    pc.fleet = bench_report::fleet(run, report.basis, demand, costs);
+    pc.status = bench_report::status_of(pc.fleet.as_ref());
+    pc.points = bench_report::pareto_points(run, pc.gpus_per_replica);
+    pc
+}
+
+/// A finished run of a previous plan in `file`, kept by `--resume`: one that holds a capacity
+/// answer and was not interrupted.
+fn resumable(file: &Path) -> Option<RunReport> {
+    let run = bench_report::read_run(file).ok()?;
+    let interrupted = run
+        .benchmarks
+        .iter()
+        .any(|b| b.stop_reason == "interrupted");
+    (run.capacity.is_some() && !interrupted).then_some(run)
+}
+
+/// Runs configuration `c` and returns its record.
+pub fn run(ctx: &Context<'_>, c: &Config, report: &PlanReport) -> PlanConfig {
+    let pc = blank(ctx, c);
+    if ctx.interrupted.exit_code().is_some() {
+        return failed(
+            pc,
+            ConfigStatus::Interrupted,
+            "not started: the plan was interrupted".into(),
+            vec![],
+        );
+    }
+    let dir = ctx.plan.dir.join(c.slug());
+    let run_file = dir.join("run.json");
+    if ctx.plan.resume {
+        if let Some(run) = resumable(&run_file) {
+            eprintln!("{}: kept from {} (--resume)", c.name, run_file.display());
+            return planned(pc, &run, report);
+        }
+    }
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return failed(
+            pc,
+            ConfigStatus::SweepFailed,
+            format!("cannot create {}: {e}", dir.display()),
+            vec![],
+        );
+    }
+    match &ctx.plan.serve {
+        None => sweep(ctx, c, pc, None, &run_file, report),
+        Some(t) => launched(ctx, c, pc, t, &run_file, report),
+    }
+}
+
+/// Starts the configuration's server, waits for it, sweeps it and tears it down.
+fn launched(
+    ctx: &Context<'_>,
+    c: &Config,
+    mut pc: PlanConfig,
+    template: &str,
+    run_file: &Path,
+    report: &PlanReport,
+) -> PlanConfig {
+    let (url, addr) = match &ctx.fixed_target {
+        Some(t) => t.clone(),
+        None => match free_port() {
+            Ok(p) => (format!("http://127.0.0.1:{p}"), ([127, 0, 0, 1], p).into()),
+            Err(e) => {
+                return failed(
+                    pc,
+                    ConfigStatus::FailedToStart,
+                    format!("no free port: {e}"),
+                    vec![],
+                )
+            }
+        },
+    };
+    let command = configs::render(template, c, addr.port());
+    pc.command = Some(command.clone());
+    let log = run_file.with_file_name("server.log");
+    pc.log_file = Some(format!("{}/server.log", c.slug()));
+    eprintln!("{}: starting `{command}` (log: {})", c.name, log.display());
+    let mut server = match Launched::start(&command, &log, ctx.plan.stop_grace) {
+        Ok(s) => s,
+        Err(e) => {
+            return failed(
+                pc,
+                ConfigStatus::FailedToStart,
+                format!("cannot run sh: {e}"),
+                vec![],
+            )
+        }
+    };
+    signals::guard_group(server.group());
+    let stop = || ctx.interrupted.exit_code().is_some();
+    if let Err(e) = server.wait_ready(addr, &ctx.plan.ready_path, ctx.plan.ready_timeout, stop) {
+        let status = match e {
+            NotReady::Interrupted => ConfigStatus::Interrupted,
+            _ => ConfigStatus::FailedToStart,
+        };
+        let tail = server.log_tail();
+        drop(server);
+        signals::guard_group(0);
+        return failed(pc, status, e.to_string(), tail);
+    }
+    let mut done = sweep(ctx, c, pc, Some(url), run_file, report);
+    if let Some(how) = server.exited() {
+        done.status = ConfigStatus::Died;
+        done.reason = Some(format!("the server exited during the sweep ({how})"));
+        done.log_tail = server.log_tail();
+    }
+    drop(server);
+    signals::guard_group(0);
+    done
+}
+
+/// Sweeps the configuration (at `url`, or the target as given) into `run_file`.
+fn sweep(
+    ctx: &Context<'_>,
+    c: &Config,
+    pc: PlanConfig,
+    url: Option<String>,
+    run_file: &Path,
+    report: &PlanReport,
+) -> PlanConfig {
+    let mut args = match configs::linked_args(ctx.common, ctx.plan, c) {
+        Ok(a) => a,
+        Err(e) => return failed(pc, ConfigStatus::SweepFailed, e.to_string(), vec![]),
+    };
+    if let Some(u) = url {
+        args.target.target = Some(u);
+        args.target.mock = false;
+    }
+    args.report.output = vec![PathBuf::from(run_file)];
+    eprintln!("{}: sweeping", c.name);
+    let code = crate::run::plan_sweep(&args);
+    if ctx.interrupted.exit_code().is_some() {
+        let mut pc = match bench_report::read_run(run_file) {
+            Ok(run) => planned(pc, &run, report),
+            Err(_) => pc,
+        };
+        pc.status = ConfigStatus::Interrupted;
+        pc.reason = Some("interrupted during the sweep".into());
+        pc.fleet = None;
+        return pc;
+    }
+    match (code, bench_report::read_run(run_file)) {
+        (_, Ok(run)) if run.capacity.is_some() => planned(pc, &run, report),
+        (Err(e), _) => failed(pc, ConfigStatus::SweepFailed, format!("{e:#}"), vec![]),
+        (Ok(code), _) => failed(
+            pc,
+            ConfigStatus::SweepFailed,
+            format!("the sweep ended ({code:?}) without a capacity answer"),
+            vec![],
+        ),
+    }
+}

@@ -1,0 +1,463 @@
+//! Settings of `bench plan` beyond the sweep's: the serve command and its parameters, the
+//! launcher's timeouts, the demand and the prices; flags, the profile's `plan:` mapping, and
+//! their resolution (CLI > file > defaults).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::UsageError;
+
+/// Default wait for a launched server to answer, seconds (a large model loads for minutes).
+pub const DEFAULT_READY_TIMEOUT: f64 = 600.0;
+/// Default grace between SIGTERM and SIGKILL at teardown, seconds.
+pub const DEFAULT_STOP_GRACE: f64 = 10.0;
+/// Default directory of a plan's files.
+pub const DEFAULT_PLAN_DIR: &str = "bench-plan";
+/// Default path a launched server is polled at until it answers 200.
+pub const DEFAULT_READY_PATH: &str = "/v1/models";
+
+/// The flags of `bench plan` that `bench sweep` has not.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Plan")]
+pub struct PlanArgs {
+    /// Command that starts one server configuration, run by `sh -c` in its own process group;
+    /// `{name}` is a parameter's value, `{port}` a free port bench picked (`{{`, `}}`: braces).
+    /// Without it the plan is for the target as it runs.
+    #[arg(long, value_name = "COMMAND", visible_alias = "serve-cmd")]
+    pub serve: Option<String>,
+    /// A server parameter and its values, `NAME=V1,V2,...`; repeated, the plan runs every
+    /// combination (Cartesian product).
+    #[arg(long = "params", value_name = "NAME=V1,V2", visible_alias = "param")]
+    pub params: Vec<String>,
+    /// A load setting that follows a parameter, `PARAM=SETTING` (vLLM's --link-vars), e.g.
+    /// `max_num_seqs=max_concurrency`; settings: max_concurrency, max_requests, max_seconds,
+    /// sweep_size.
+    #[arg(
+        long = "link",
+        value_name = "PARAM=SETTING",
+        visible_alias = "link-vars"
+    )]
+    pub link: Vec<String>,
+    /// Seconds to wait for a launched server to answer [default: 600].
+    #[arg(long, value_name = "SECONDS")]
+    pub ready_timeout: Option<f64>,
+    /// Path polled until a launched server answers 200 [default: /v1/models].
+    #[arg(long, value_name = "PATH")]
+    pub ready_path: Option<String>,
+    /// Seconds between SIGTERM and SIGKILL when a server is torn down [default: 10].
+    #[arg(long, value_name = "SECONDS")]
+    pub stop_grace: Option<f64>,
+    /// The demand to serve, requests/s of the load given.
+    #[arg(long, value_name = "REQ_PER_S")]
+    pub demand: Option<f64>,
+    /// Factor the demand is grown by before sizing the fleet [default: 1].
+    #[arg(long, value_name = "FACTOR")]
+    pub growth: Option<f64>,
+    /// GPUs one replica uses: a number, or a product of numbers and `{param}`s
+    /// (`{tp}*{pp}`) [default: 1].
+    #[arg(long, value_name = "N|EXPR")]
+    pub gpus_per_replica: Option<String>,
+    /// Price of one GPU for an hour; the plan then ranks by cost.
+    #[arg(long, value_name = "PRICE")]
+    pub gpu_hour_cost: Option<f64>,
+    /// Directory of the plan's files: plan.json, plan.csv, plan.html, and per configuration
+    /// its run and server log [default: bench-plan].
+    #[arg(long, value_name = "DIR")]
+    pub plan_dir: Option<PathBuf>,
+    /// Skip configurations whose run is already in the plan's directory.
+    #[arg(long)]
+    pub resume: bool,
+}
+
+/// A parameter's values in a profile: a list, or one comma-separated string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValues {
+    /// `[8, 16, 32]` or `["a", "b"]`.
+    List(Vec<serde_yaml::Value>),
+    /// `"8,16,32"` or one number.
+    One(serde_yaml::Value),
+}
+
+/// The profile's `plan:` mapping (keys as the flags, with `_`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlanFile {
+    #[serde(skip_serializing_if = "Option::is_none", alias = "serve_cmd")]
+    pub serve: Option<String>,
+    /// Parameter name to its values, in the order written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_yaml::Mapping>,
+    /// Parameter name to the load setting that follows it.
+    #[serde(skip_serializing_if = "Option::is_none", alias = "link_vars")]
+    pub link: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_timeout: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_grace: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub demand: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub growth: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_per_replica: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_hour_cost: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<bool>,
+}
+
+/// One server parameter and its values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Its name, as `{name}` in the serve command.
+    pub name: String,
+    /// Its values, in order.
+    pub values: Vec<String>,
+}
+
+/// The resolved settings of a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanSettings {
+    pub serve: Option<String>,
+    pub params: Vec<Param>,
+    /// (parameter, load setting).
+    pub links: Vec<Link>,
+    pub ready_timeout: f64,
+    pub ready_path: String,
+    pub stop_grace: f64,
+    pub demand: f64,
+    pub growth: f64,
+    pub gpus_per_replica: String,
+    pub gpu_hour_cost: Option<f64>,
+    pub dir: PathBuf,
+    pub resume: bool,
+}
+
+fn usage(msg: String) -> anyhow::Error {
+    UsageError::new(msg).into()
+}
+
+fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
+    match v {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Parses `NAME=V1,V2,...` (`origin` names it in errors).
+pub fn parse_param(text: &str, origin: &str) -> anyhow::Result<Param> {
+    let Some((name, values)) = text.split_once('=') else {
+        return Err(usage(format!(
+            "{origin} `{text}`: expected NAME=V1,V2,... (e.g. max_num_seqs=8,16)"
+        )));
+    };
+    let name = name.trim();
+    check_name(name, origin)?;
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(usage(format!("{origin} `{text}`: an empty value")));
+    }
+    Ok(Param {
+        name: name.into(),
+        values,
+    })
+}
+
+fn check_name(name: &str, origin: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !ok || name == "port" {
+        return Err(usage(format!(
+            "{origin}: `{name}` is not a parameter name (letters, digits, `_`, `-`; `port` is bench's)"
+        )));
+    }
+    Ok(())
+}
+
+/// The profile's parameters, in the order written.
+fn file_params(m: &serde_yaml::Mapping, origin: &str) -> anyhow::Result<Vec<Param>> {
+    m.iter()
+        .map(|(k, v)| {
+            let name = scalar_text(k).unwrap_or_default();
+            let values: Option<Vec<String>> = match v {
+                serde_yaml::Value::Sequence(items) => items.iter().map(scalar_text).collect(),
+                other => scalar_text(other).map(|s| vec![s]),
+            };
+            let values = values.filter(|v| !v.is_empty()).ok_or_else(|| {
+                usage(format!(
+                    "{origin}: {name}: expected a list of values or a comma-separated string"
+                ))
+            })?;
+            parse_param(&format!("{name}={}", values.join(",")), origin)
+        })
+        .collect()
+}
+
+/// Parses `PARAM=SETTING`.
+fn parse_link(text: &str, origin: &str) -> anyhow::Result<(String, String)> {
+    let (p, s) = text.split_once('=').ok_or_else(|| {
+        usage(format!(
+            "{origin} `{text}`: expected PARAM=SETTING (e.g. max_num_seqs=max_concurrency)"
+        ))
+    })?;
+    let s = s.trim().replace('-', "_");
+    if !LINKABLE.contains(&s.as_str()) {
+        return Err(usage(format!(
+            "{origin} `{text}`: `{s}` cannot follow a parameter (one of: {})",
+            LINKABLE.join(", ")
+        )));
+    }
+    Ok((p.trim().to_string(), s))
+}
+
+/// The load settings a parameter may set.
+pub const LINKABLE: [&str; 4] = [
+    "max_concurrency",
+    "max_requests",
+    "max_seconds",
+    "sweep_size",
+];
+
+/// A load setting that follows a parameter: (parameter, setting).
+pub type Link = (String, String);
+
+/// The parameters and the links, from the flags or else the profile; checked together (a
+/// parameter named twice, a link to no parameter).
+fn params_and_links(
+    cli: &PlanArgs,
+    f: &PlanFile,
+    origin: &dyn Fn(&str, bool) -> String,
+) -> anyhow::Result<(Vec<Param>, Vec<Link>)> {
+    let params = if cli.params.is_empty() {
+        match &f.params {
+            Some(m) => file_params(m, &origin("params", false))?,
+            None => Vec::new(),
+        }
+    } else {
+        cli.params
+            .iter()
+            .map(|p| parse_param(p, "--params"))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let mut names = std::collections::BTreeSet::new();
+    for p in &params {
+        if !names.insert(p.name.clone()) {
+            return Err(usage(format!("--params: `{}` given twice", p.name)));
+        }
+    }
+    let links = if cli.link.is_empty() {
+        f.link
+            .iter()
+            .flatten()
+            .map(|(p, s)| parse_link(&format!("{p}={s}"), &origin("link", false)))
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        cli.link
+            .iter()
+            .map(|l| parse_link(l, "--link"))
+            .collect::<anyhow::Result<_>>()?
+    };
+    for (p, _) in &links {
+        if !names.contains(p) {
+            return Err(usage(format!(
+                "--link: `{p}` is not a parameter given by --params"
+            )));
+        }
+    }
+    Ok((params, links))
+}
+
+/// Resolves the plan's settings from the flags and the profile's `plan:` mapping.
+pub fn resolve(
+    cli: &PlanArgs,
+    file: Option<&PlanFile>,
+    profile: &str,
+) -> anyhow::Result<PlanSettings> {
+    let f = file.cloned().unwrap_or_default();
+    let origin = |flag: &str, given: bool| {
+        if given {
+            format!("--{flag}")
+        } else {
+            format!("{profile}: plan: {}", flag.replace('-', "_"))
+        }
+    };
+    let (params, links) = params_and_links(cli, &f, &origin)?;
+    let serve = cli.serve.clone().or(f.serve.clone());
+    if serve.is_none() && !params.is_empty() {
+        return Err(usage(
+            "--params needs --serve: a parameter is a setting of a server bench starts".into(),
+        ));
+    }
+    let demand = cli.demand.or(f.demand).ok_or_else(|| {
+        usage(
+            "no demand to plan for: give --demand REQ_PER_S (requests/s of the load given)".into(),
+        )
+    })?;
+    let positive = |flag: &str, given: bool, v: f64| -> anyhow::Result<f64> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(usage(format!(
+                "{}: {v} must be a positive number",
+                origin(flag, given)
+            )))
+        }
+    };
+    let demand = positive("demand", cli.demand.is_some(), demand)?;
+    let growth = positive(
+        "growth",
+        cli.growth.is_some(),
+        cli.growth.or(f.growth).unwrap_or(1.0),
+    )?;
+    let ready_timeout = positive(
+        "ready-timeout",
+        cli.ready_timeout.is_some(),
+        cli.ready_timeout
+            .or(f.ready_timeout)
+            .unwrap_or(DEFAULT_READY_TIMEOUT),
+    )?;
+    let stop_grace = positive(
+        "stop-grace",
+        cli.stop_grace.is_some(),
+        cli.stop_grace
+            .or(f.stop_grace)
+            .unwrap_or(DEFAULT_STOP_GRACE),
+    )?;
+    let gpu_hour_cost = match cli.gpu_hour_cost.or(f.gpu_hour_cost) {
+        Some(c) if !(c.is_finite() && c >= 0.0) => {
+            return Err(usage(format!(
+                "{}: {c} must be a price of 0 or more",
+                origin("gpu-hour-cost", cli.gpu_hour_cost.is_some())
+            )))
+        }
+        c => c,
+    };
+    let gpus_per_replica = match (&cli.gpus_per_replica, &f.gpus_per_replica) {
+        (Some(g), _) => g.clone(),
+        (None, Some(v)) => scalar_text(v).unwrap_or_default(),
+        (None, None) => "1".into(),
+    };
+    let ready_path = cli
+        .ready_path
+        .clone()
+        .or(f.ready_path.clone())
+        .unwrap_or_else(|| DEFAULT_READY_PATH.into());
+    if !ready_path.starts_with('/') {
+        return Err(usage(format!(
+            "--ready-path `{ready_path}`: must start with `/`"
+        )));
+    }
+    Ok(PlanSettings {
+        serve,
+        params,
+        links,
+        ready_timeout,
+        ready_path,
+        stop_grace,
+        demand,
+        growth,
+        gpus_per_replica,
+        gpu_hour_cost,
+        dir: cli
+            .plan_dir
+            .clone()
+            .or(f.plan_dir.clone())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_PLAN_DIR)),
+        resume: cli.resume || f.resume.unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(params: &[&str]) -> PlanArgs {
+        PlanArgs {
+            serve: Some("srv --port {port}".into()),
+            params: params.iter().map(|s| s.to_string()).collect(),
+            demand: Some(10.0),
+            ..PlanArgs::default()
+        }
+    }
+
+    #[test]
+    fn params_parse_and_bad_ones_name_themselves() {
+        let s = resolve(&args(&["max_num_seqs=8, 16", "tp=1"]), None, "p.yaml").expect("ok");
+        assert_eq!(s.params[0].values, vec!["8", "16"]);
+        assert_eq!(s.params[1].name, "tp");
+        for (bad, words) in [
+            ("max_num_seqs", "expected NAME=V1"),
+            ("a=1,,2", "an empty value"),
+            ("port=1", "`port` is bench's"),
+            ("a b=1", "not a parameter name"),
+        ] {
+            let e = resolve(&args(&[bad]), None, "p.yaml")
+                .expect_err(bad)
+                .to_string();
+            assert!(e.contains(words), "{bad}: {e}");
+        }
+        let e = resolve(&args(&["a=1", "a=2"]), None, "p")
+            .expect_err("twice")
+            .to_string();
+        assert!(e.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn the_profile_gives_what_the_flags_do_not() {
+        let file: PlanFile = serde_yaml::from_str(
+            "serve: srv --port {port} --b {b}\nparams:\n  b: [8, 16]\n  c: x,y\nlink:\n  b: max_concurrency\ndemand: 50\ngpus_per_replica: 2\n",
+        )
+        .expect("yaml");
+        let s = resolve(&PlanArgs::default(), Some(&file), "p.yaml").expect("ok");
+        assert_eq!(s.params.len(), 2);
+        assert_eq!(s.params[1].values, vec!["x", "y"]);
+        assert_eq!(s.links, vec![("b".into(), "max_concurrency".into())]);
+        assert_eq!((s.demand, s.gpus_per_replica.as_str()), (50.0, "2"));
+        let e = resolve(
+            &PlanArgs {
+                demand: Some(-1.0),
+                ..PlanArgs::default()
+            },
+            Some(&file),
+            "p.yaml",
+        )
+        .expect_err("negative")
+        .to_string();
+        assert_eq!(e, "--demand: -1 must be a positive number");
+        let e = resolve(&PlanArgs::default(), None, "p")
+            .expect_err("none")
+            .to_string();
+        assert!(e.contains("no demand"), "{e}");
+        let bad: Result<PlanFile, _> = serde_yaml::from_str("serve: x\nbogus: 1\n");
+        assert!(bad.expect_err("unknown").to_string().contains("bogus"));
+    }
+
+    #[test]
+    fn links_name_known_settings_and_given_parameters() {
+        let mut a = args(&["b=1"]);
+        a.link = vec!["b=max-concurrency".into()];
+        assert_eq!(
+            resolve(&a, None, "p").expect("ok").links[0].1,
+            "max_concurrency"
+        );
+        a.link = vec!["b=rate".into()];
+        assert!(resolve(&a, None, "p").is_err());
+        a.link = vec!["c=max_seconds".into()];
+        let e = resolve(&a, None, "p")
+            .expect_err("unknown param")
+            .to_string();
+        assert!(e.contains("`c` is not a parameter"), "{e}");
+    }
+}

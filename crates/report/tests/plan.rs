@@ -1,0 +1,158 @@
+//! The deployment plan's figures and files (docs/planning.md) on a fixed sweep: the fleet from
+//! the SLO rate's interval, the plan JSON against docs/plan-schema.json, the console's table
+//! and recommendation, the CSV, and the HTML page's Pareto chart.
+
+mod common;
+
+use bench_core::{Capacity, CapacityIntervals, CrossingInterval, Slo};
+use bench_report::*;
+
+/// The sample sweep (constant rates 4 and 8) with an SLO answer of 8 req/s, interval `low`
+/// to `high`.
+fn swept(low: f64, high: Option<f64>) -> RunReport {
+    let mut run = common::sample_run(&StatsOptions::default());
+    run.capacity = Some(Capacity {
+        max_requests_per_s: 9.0,
+        max_output_tokens_per_s: 200.0,
+        max_measured_by: "throughput".into(),
+        max_is_lower_bound: false,
+        knee_requests_per_s: Some(8.0),
+        slo: Some("itl_p50=50".parse::<Slo>().expect("slo")),
+        slo_max_requests_per_s: Some(8.0),
+        slo_bracket: None,
+        trace: None,
+        intervals: Some(CapacityIntervals {
+            max_requests_per_s: None,
+            knee_requests_per_s: None,
+            slo_max_requests_per_s: Some(CrossingInterval { low, high }),
+        }),
+    });
+    run
+}
+
+fn config(name: &str, run: Option<&RunReport>, gpus: f64, demand: f64) -> PlanConfig {
+    let costs = Costs {
+        gpus_per_replica: gpus,
+        gpu_hour_cost: Some(2.5),
+    };
+    let fleet = run.and_then(|r| fleet(r, PlanBasis::Slo, demand, costs));
+    PlanConfig {
+        name: name.into(),
+        params: [("tp".to_string(), gpus.to_string())].into(),
+        command: Some(format!("srv --tp {gpus}")),
+        status: match run {
+            Some(_) => status_of(fleet.as_ref()),
+            None => ConfigStatus::FailedToStart,
+        },
+        reason: run
+            .is_none()
+            .then(|| "the server exited before it was ready (exit status: 1)".into()),
+        log_tail: if run.is_none() {
+            vec!["boom".into()]
+        } else {
+            vec![]
+        },
+        log_file: Some(format!("{name}/server.log")),
+        run_file: Some(format!("{name}/run.json")),
+        gpus_per_replica: gpus,
+        points: run.map(|r| pareto_points(r, gpus)).unwrap_or_default(),
+        fleet,
+        rank: None,
+    }
+}
+
+fn plan() -> PlanReport {
+    let (a, b) = (swept(8.0, Some(9.0)), swept(4.0, Some(8.0)));
+    let mut configs = vec![
+        config("tp=1", Some(&a), 1.0, 30.0),
+        config("tp=2", Some(&b), 2.0, 30.0),
+        config("tp=4", None, 4.0, 30.0),
+    ];
+    rank(&mut configs);
+    PlanReport {
+        plan_schema_version: PLAN_SCHEMA_VERSION,
+        created: "2026-11-28T09:00:00Z".into(),
+        demand: Demand::new(25.0, 1.2, "--demand"),
+        slo: Some("itl_p50=50".parse::<Slo>().expect("slo")),
+        basis: PlanBasis::Slo,
+        gpu_hour_cost: Some(2.5),
+        configs,
+    }
+}
+
+#[test]
+fn the_fleet_is_sized_on_the_intervals_lower_end() {
+    let p = plan();
+    let f = p.configs[0].fleet.as_ref().expect("fleet");
+    // 30 req/s (25 x 1.2) at 8 req/s surely met: ceil(3.75) = 4 replicas, 1 GPU each.
+    assert_eq!(
+        (f.replicas, f.replicas_at_point, f.replicas_low),
+        (Some(4), 4, Some(4))
+    );
+    assert_eq!((f.gpus, f.cost_per_hour), (Some(4.0), Some(10.0)));
+    assert!((f.headroom.expect("headroom") - (4.0 * 8.0 / 30.0 - 1.0)).abs() < 1e-12);
+    // The planned rate's benchmark (constant@8) gives the output tokens and per-user speed.
+    let b = p.configs[0]
+        .points
+        .iter()
+        .find(|q| q.label.starts_with("constant@8"))
+        .expect("point");
+    assert!(f.output_tokens_per_s > 0.0);
+    assert_eq!(
+        f.output_tokens_per_s_per_user,
+        Some(b.tokens_per_s_per_user)
+    );
+    let per_m = 10.0 / (f.output_tokens_per_s * 3600.0) * 1e6;
+    assert!((f.cost_per_million_output_tokens.expect("cost") - per_m).abs() < 1e-9);
+    // tp=2 surely meets only 4 req/s: 8 replicas, 16 GPUs; the point 8 would ask 4.
+    let g = p.configs[1].fleet.as_ref().expect("fleet");
+    assert_eq!(
+        (g.replicas, g.replicas_at_point, g.gpus),
+        (Some(8), 4, Some(16.0))
+    );
+    let ranks: Vec<Option<u32>> = p.configs.iter().map(|c| c.rank).collect();
+    assert_eq!(ranks, vec![Some(1), Some(2), None]);
+}
+
+#[test]
+fn the_plan_files_follow_the_schema_and_say_the_recommendation() {
+    let p = plan();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/plan-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("json");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let json = serde_json::to_value(&p).expect("json");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let back: PlanReport = serde_json::from_value(json).expect("round trip");
+    assert_eq!(back, p);
+
+    let text = render_plan(&p, Some(200));
+    assert!(
+        text.contains("Demand: 30 req/s = 25 x growth 1.2 (--demand)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Recommended: tp=1 x 4 replicas (4 GPUs, 10.00/h, headroom 7%); runner-up: tp=2 x 8 replicas"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tp=4: failed to start: the server exited"),
+        "{text}"
+    );
+    let csv = render_plan_csv(&p);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    assert!(rows[1].starts_with("1,tp=1,planned,8,8,9,4,4,4,"), "{csv}");
+    assert!(rows[3].starts_with(",tp=4,failed_to_start,"), "{csv}");
+    let html = render_plan_html(&p);
+    assert!(html.contains("<svg class=\"chart\""), "no chart");
+    assert!(html.contains("Recommended: tp=1 x 4 replicas"));
+    assert!(
+        html.contains("<pre>boom</pre>"),
+        "the failed configuration's log tail"
+    );
+}

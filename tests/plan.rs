@@ -1,0 +1,289 @@
+//! `bench plan` against simulators it launches itself (`bench mock-server --port {port}`), one
+//! per configuration: the replica counts and the ranking against the engine's closed form, a
+//! configuration that fails to start recorded with its log and the plan going on, no server
+//! left behind (after the plan, after Ctrl-C), `--resume`, and bad input (exit 2, one line).
+//!
+//! Closed form (tests/steady_latency.rs, docs/simulator.md): open loop at `λ` below capacity,
+//! every inter-token gap is a step `S = b + q r` with `r = λ (P + (n - 1/2) S)` slots held, so
+//! the highest rate whose ITL median meets `X` is `λ = (X - b) / (q (P + (n - 1/2) X))`.
+//! Here `b` = 5 ms, `P` = 5 ms (prefill overhead, prompt free), `n` = 16 and `X` = 12 ms:
+//! `q` = 0.5 ms gives 73.3 req/s, `q` = 1 ms 36.6 req/s (held slots 14 of 16).
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const SIM: &str =
+    "max_batch: 16\nstep_base_ms: 5\nprefill_overhead_ms: 5\nprefill_rate: 0\nignore_eos: true\n";
+const SLO_MS: f64 = 12.0;
+const DEMAND: f64 = 100.0;
+
+fn slo_rate(q_ms: f64) -> f64 {
+    let (b, p, n, x) = (5e-3, 5e-3, 16.0, SLO_MS / 1e3);
+    (x - b) / (q_ms / 1e3 * (p + (n - 0.5) * x))
+}
+
+fn serve(cfg: &Path) -> String {
+    format!(
+        "{} mock-server --port {{port}} --config {} --step-per-seq-ms={{q}}",
+        env!("CARGO_BIN_EXE_bench"),
+        cfg.display()
+    )
+}
+
+fn plan(dir: &Path, params: &str, extra: &[&str]) -> Output {
+    let cfg = dir.join("sim.yaml");
+    std::fs::write(&cfg, SIM).expect("sim config");
+    common::bench_command()
+        .args(["plan", "--serve", &serve(&cfg), "--params", params])
+        .args(["--demand", &DEMAND.to_string(), "--gpu-hour-cost", "2"])
+        .args(["--slo", &format!("itl_p50={SLO_MS}"), "--plan-dir"])
+        .arg(dir.join("plan"))
+        .args(["--max-seconds", "2", "--warmup", "0.2", "--sweep-size", "5"])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=16",
+            "--quiet",
+            "--console",
+            "none",
+        ])
+        .args(["--stop-grace", "2"])
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench plan")
+}
+
+fn read_plan(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("plan/plan.json")).expect("plan.json");
+    serde_json::from_str(&text).expect("plan json")
+}
+
+/// The port in a launched configuration's command, and whether anything still listens there.
+fn still_served(config: &Value) -> Option<u16> {
+    let cmd = config["command"].as_str()?;
+    let port: u16 = cmd
+        .split("--port ")
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    TcpStream::connect_timeout(&addr, Duration::from_millis(300))
+        .is_ok()
+        .then_some(port)
+}
+
+fn config<'a>(plan: &'a Value, name: &str) -> &'a Value {
+    plan["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {plan}"))
+}
+
+/// The closed form's count, or one more or fewer where the interval straddles a boundary (the
+/// plan then says so with `replicas_low` under `replicas`).
+fn check_count(c: &Value, q_ms: f64) {
+    let f = &c["fleet"];
+    let want = (DEMAND / slo_rate(q_ms)).ceil() as u64;
+    let got = f["replicas"].as_u64().expect("replicas");
+    let (low, high) = (
+        f["rate_interval"]["low"].as_f64().expect("low"),
+        f["rate_interval"]["high"].as_f64().unwrap_or(f64::INFINITY),
+    );
+    eprintln!(
+        "{}: {got} replicas (closed form {want}); SLO rate {} ({low}-{high}) vs {:.2}",
+        c["name"],
+        f["rate_per_replica"],
+        slo_rate(q_ms)
+    );
+    let straddles = f["replicas_low"].as_u64() < Some(got);
+    assert!(
+        got == want || (straddles && got.abs_diff(want) == 1),
+        "{}: {got} replicas, closed form {want}: {f}",
+        c["name"]
+    );
+    assert_eq!(f["gpus"].as_f64(), Some(got as f64));
+    assert_eq!(f["cost_per_hour"].as_f64(), Some(2.0 * got as f64));
+}
+
+#[test]
+fn a_plan_sizes_each_configuration_as_the_closed_form_does_and_leaves_no_server() {
+    let _one = common::serial();
+    let dir = common::fresh("plan", "closed-form");
+    // q = -1 is refused by the simulator: that configuration fails to start, the plan goes on.
+    let out = plan(&dir, "q=0.5,1,-1", &[]);
+    let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+    eprintln!("{stdout}\n{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let p = read_plan(&dir);
+    let (fast, slow, bad) = (config(&p, "q=0.5"), config(&p, "q=1"), config(&p, "q=-1"));
+    check_count(fast, 0.5);
+    check_count(slow, 1.0);
+    assert_eq!(
+        (fast["rank"].as_u64(), slow["rank"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(bad["status"], "failed_to_start", "{bad}");
+    assert!(bad["rank"].is_null());
+    let tail: Vec<&str> = bad["log_tail"]
+        .as_array()
+        .expect("tail")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tail.iter().any(|l| l.contains("step_per_seq_ms")),
+        "{tail:?}"
+    );
+    assert!(stdout.contains("Recommended: q=0.5 x "), "{stdout}");
+    assert!(stdout.contains("q=-1: failed to start"), "{stdout}");
+    for c in [fast, slow, bad] {
+        assert_eq!(still_served(c), None, "a server outlived the plan: {c}");
+    }
+    for f in [
+        "plan.csv",
+        "plan.html",
+        "q-0.5/run.json",
+        "q-0.5/server.log",
+    ] {
+        assert!(dir.join("plan").join(f).is_file(), "{f}");
+    }
+    // --resume keeps both sweeps (no server starts) and plans the same.
+    let again = plan(&dir, "q=0.5,1", &["--resume"]);
+    let stderr = common::text(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("(--resume)").count(), 2, "{stderr}");
+    assert!(!stderr.contains("starting"), "{stderr}");
+    let q = read_plan(&dir);
+    assert_eq!(config(&q, "q=0.5")["fleet"], fast["fleet"]);
+}
+
+#[test]
+fn ctrl_c_stops_the_plan_tears_the_server_down_and_keeps_the_plan() {
+    let dir = common::fresh("plan", "interrupted");
+    let cfg = dir.join("sim.yaml");
+    std::fs::write(&cfg, SIM).expect("sim config");
+    let child = common::bench_command()
+        .args(["plan", "--serve", &serve(&cfg), "--params", "q=0.5,1"])
+        .args([
+            "--demand",
+            "10",
+            "--max-seconds",
+            "30",
+            "--quiet",
+            "--console",
+            "none",
+        ])
+        .arg("--plan-dir")
+        .arg(dir.join("plan"))
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait for the first sweep to start, then interrupt.
+    let log = dir.join("plan/q-0.5/server.log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("listening on")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        common::text(&out.stderr)
+    );
+    let p = read_plan(&dir);
+    let first = config(&p, "q=0.5");
+    assert_eq!(first["status"], "interrupted", "{first}");
+    assert_eq!(config(&p, "q=1")["status"], "interrupted");
+    assert!(
+        config(&p, "q=1")["command"].is_null(),
+        "the second server started"
+    );
+    assert_eq!(still_served(first), None, "the server outlived Ctrl-C");
+}
+
+#[test]
+fn bad_plans_exit_2_with_one_line_naming_the_culprit() {
+    let dir = common::fresh("plan", "bad");
+    for (args, words) in [
+        (
+            vec!["--serve", "srv --port {port} --x {nope}", "--demand", "1"],
+            "`{nope}` is neither a parameter",
+        ),
+        (
+            vec!["--serve", "srv {port}", "--params", "a", "--demand", "1"],
+            "--params `a`: expected NAME=V1",
+        ),
+        (
+            vec!["--serve", "srv {port}", "--params", "a=1"],
+            "no demand to plan for",
+        ),
+        (
+            vec!["--params", "a=1", "--demand", "1"],
+            "--params needs --serve",
+        ),
+        (
+            vec!["--serve", "srv {port}", "--demand", "0"],
+            "--demand: 0 must be a positive number",
+        ),
+        (
+            vec![
+                "--serve",
+                "srv {port} {a}",
+                "--params",
+                "a=1",
+                "--link",
+                "a=rate",
+                "--demand",
+                "1",
+            ],
+            "cannot follow a parameter",
+        ),
+        (
+            vec![
+                "--serve",
+                "srv {port}",
+                "--demand",
+                "1",
+                "--gpus-per-replica",
+                "{tp}",
+            ],
+            "`{tp}` is not a parameter",
+        ),
+    ] {
+        let out = common::bench_command()
+            .arg("plan")
+            .args(&args)
+            .arg("--plan-dir")
+            .arg(dir.join("p"))
+            .output()
+            .expect("run");
+        let err = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+    assert!(!dir.join("p").exists(), "a refused plan made its directory");
+}
