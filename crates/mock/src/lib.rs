@@ -28,6 +28,7 @@ mod log;
 mod metrics;
 mod prefix;
 mod render;
+mod replicas;
 mod request;
 mod server;
 mod tls;
@@ -35,7 +36,7 @@ mod words;
 
 use std::path::PathBuf;
 
-pub use config::{Faults, MockConfig};
+pub use config::{Balance, Faults, MockConfig, MAX_REPLICAS};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
 pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};

@@ -37,6 +37,10 @@ pub enum EndKind {
 pub struct RequestLogEntry {
     /// Arrival number, from 0.
     pub id: u64,
+    /// The replica that served it (from 0; always 0 with one replica, or in zero-delay mode).
+    /// Absent from logs written before replicas existed, hence read as 0.
+    #[serde(default)]
+    pub replica: u32,
     /// The request path, e.g. `/v1/completions`.
     pub endpoint: String,
     /// Whether the response was streamed.

@@ -1,0 +1,208 @@
+//! Replicas: `replicas` independent engines behind the one listener, and the balancing policy
+//! that routes each request to one of them (`docs/simulator.md`, "Replicas").
+//!
+//! A replica is a whole server: its own engine (batch slots, FIFO queue, prefix cache, step
+//! loop, KV usage) and its own pooling slots. Every request, generation or pooling, is routed
+//! once, when its head arrives, and holds a [`Lease`] on its replica until its response ends
+//! (the body is written or dropped). Round-robin takes the replicas in turn by arrival order;
+//! least-outstanding takes the one with the fewest leases, the lowest index among equals, as a
+//! load balancer that counts active requests per upstream does. Only least-outstanding counts
+//! leases, and one replica routes nothing, so `replicas: 1` costs nothing per request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+
+use crate::engine::{self, EngineHandle, EngineParams};
+use crate::metrics::Metrics;
+use crate::{Balance, MockConfig};
+
+/// One replica's resources.
+#[derive(Debug)]
+pub(crate) struct Replica {
+    /// Its engine; `None` in zero-delay mode, which has none.
+    pub engine: Option<EngineHandle>,
+    /// Pooling requests in service at once (`max_batch`); the rest wait, first come first
+    /// served.
+    pub pool_slots: Semaphore,
+}
+
+/// The replicas and the router.
+#[derive(Debug)]
+pub(crate) struct Replicas {
+    replicas: Vec<Replica>,
+    router: Router,
+}
+
+/// How the next request picks its replica.
+#[derive(Debug)]
+enum Router {
+    /// One replica: nothing to choose, nothing counted.
+    Single,
+    /// The requests routed so far: the next one's turn.
+    RoundRobin(AtomicU64),
+    /// Outstanding leases per replica.
+    LeastOutstanding(Arc<Mutex<Vec<u32>>>),
+}
+
+/// A request's hold on the replica it was routed to; dropping it ends the request there.
+#[derive(Debug)]
+pub(crate) struct Lease {
+    index: usize,
+    outstanding: Option<Arc<Mutex<Vec<u32>>>>,
+}
+
+impl Lease {
+    /// The replica's index, from 0.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(counts) = &self.outstanding {
+            let mut c = counts.lock().unwrap_or_else(|e| e.into_inner());
+            c[self.index] = c[self.index].saturating_sub(1);
+        }
+    }
+}
+
+impl Replicas {
+    /// Starts `config.replicas` engines (none in zero-delay mode, which then has one replica:
+    /// with no engine there is nothing to spread). Returns their tasks.
+    pub(crate) fn start(
+        config: &MockConfig,
+        metrics: &Arc<Metrics>,
+    ) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
+        let zero_delay = config.is_zero_delay();
+        let n = if zero_delay { 1 } else { config.replicas };
+        let params = EngineParams::from_config(config);
+        let mut tasks = Vec::new();
+        let replicas = (0..n as usize)
+            .map(|i| {
+                let engine = (!zero_delay).then(|| {
+                    let (handle, task) = engine::spawn(params, metrics.clone(), i);
+                    tasks.push(task);
+                    handle
+                });
+                Replica {
+                    engine,
+                    pool_slots: Semaphore::new(config.max_batch as usize),
+                }
+            })
+            .collect();
+        (Self::new(replicas, config.balance), tasks)
+    }
+
+    fn new(replicas: Vec<Replica>, policy: Balance) -> Self {
+        let router = match policy {
+            _ if replicas.len() == 1 => Router::Single,
+            Balance::RoundRobin => Router::RoundRobin(AtomicU64::new(0)),
+            Balance::LeastOutstanding => {
+                Router::LeastOutstanding(Arc::new(Mutex::new(vec![0; replicas.len()])))
+            }
+        };
+        Self { replicas, router }
+    }
+
+    /// How many replicas serve (1 in zero-delay mode).
+    pub(crate) fn len(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// Routes a request arriving now to a replica.
+    pub(crate) fn route(&self) -> Lease {
+        match &self.router {
+            Router::Single => Lease {
+                index: 0,
+                outstanding: None,
+            },
+            Router::RoundRobin(routed) => {
+                let turn = routed.fetch_add(1, Ordering::Relaxed);
+                Lease {
+                    index: (turn % self.replicas.len() as u64) as usize,
+                    outstanding: None,
+                }
+            }
+            Router::LeastOutstanding(counts) => {
+                let mut c = counts.lock().unwrap_or_else(|e| e.into_inner());
+                let index = least(&c);
+                c[index] += 1;
+                Lease {
+                    index,
+                    outstanding: Some(counts.clone()),
+                }
+            }
+        }
+    }
+
+    /// The replica a lease is on.
+    pub(crate) fn get(&self, lease: &Lease) -> &Replica {
+        &self.replicas[lease.index]
+    }
+}
+
+/// The index of the smallest count, the lowest among equals.
+fn least(counts: &[u32]) -> usize {
+    counts
+        .iter()
+        .enumerate()
+        .min_by_key(|&(i, c)| (*c, i))
+        .map_or(0, |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replicas(n: usize, policy: Balance) -> Replicas {
+        let r = (0..n)
+            .map(|_| Replica {
+                engine: None,
+                pool_slots: Semaphore::new(1),
+            })
+            .collect();
+        Replicas::new(r, policy)
+    }
+
+    #[test]
+    fn round_robin_takes_turns_by_arrival() {
+        let r = replicas(3, Balance::RoundRobin);
+        let got: Vec<usize> = (0..7).map(|_| r.route().index()).collect();
+        assert_eq!(got, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn least_outstanding_takes_the_least_loaded_lowest_first() {
+        let r = replicas(3, Balance::LeastOutstanding);
+        let a = r.route();
+        let b = r.route();
+        let c = r.route();
+        assert_eq!((a.index(), b.index(), c.index()), (0, 1, 2));
+        let d = r.route();
+        assert_eq!(d.index(), 0, "all equal: the lowest index");
+        drop(b);
+        assert_eq!(r.route().index(), 1, "replica 1 ended a request");
+        drop((a, d));
+        // Replicas 0 and 1 are idle now, 2 holds one.
+        let e = r.route();
+        let f = r.route();
+        assert_eq!((e.index(), f.index()), (0, 1));
+        assert_eq!(r.route().index(), 0, "all hold one: the lowest index");
+        drop(c);
+        assert_eq!(r.route().index(), 2);
+        drop((e, f));
+    }
+
+    #[test]
+    fn one_replica_counts_nothing() {
+        for policy in Balance::ALL {
+            let r = replicas(1, policy);
+            assert!(matches!(r.router, Router::Single));
+            assert!((0..3).all(|_| r.route().index() == 0));
+        }
+        assert_eq!(least(&[3, 1, 1, 2]), 1);
+    }
+}
