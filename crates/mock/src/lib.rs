@@ -4,10 +4,10 @@
 //! benchmarked with no GPU.
 //!
 //! It owns the engine model (FIFO queue, `max_batch` slots, prefill, decode steps whose length
-//! grows with the batch), the HTTP server (HTTP/1.1 and cleartext HTTP/2 on one port, optional
-//! TLS with a self-signed certificate), response rendering, fault injection and `/metrics`. It
-//! does not own token counting (that is `bench-tokenizer`), argument parsing or printing (that
-//! is `bench mock-server` in the CLI).
+//! grows with the batch), its replicas and the policy routing requests to them, the HTTP server
+//! (HTTP/1.1 and cleartext HTTP/2 on one port, optional TLS with a self-signed certificate),
+//! response rendering, fault injection and `/metrics`. It does not own token counting (that is
+//! `bench-tokenizer`), argument parsing or printing (that is `bench mock-server` in the CLI).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), bench_mock::Error> {

@@ -157,6 +157,10 @@ fn least(counts: &[u32]) -> usize {
 mod tests {
     use super::*;
 
+    use std::time::Duration;
+
+    use crate::prefix::Blocks;
+
     fn replicas(n: usize, policy: Balance) -> Replicas {
         let r = (0..n)
             .map(|_| Replica {
@@ -194,6 +198,130 @@ mod tests {
         drop(c);
         assert_eq!(r.route().index(), 2);
         drop((e, f));
+    }
+
+    /// What an open-loop run measured.
+    struct Outcome {
+        /// Requests over the time from the first arrival to the last completion, req/s.
+        throughput: f64,
+        /// Engine arrival to first token, ms: mean and 99th percentile.
+        mean_ttft_ms: f64,
+        p99_ttft_ms: f64,
+    }
+
+    /// `requests` Poisson arrivals at `rate` req/s (seeded) on the paused clock, each of
+    /// `prompt` tokens and exactly `tokens` output tokens, routed by `config`'s replicas and
+    /// policy, each lease held until its last token.
+    async fn open_loop(config: &MockConfig, rate: f64, requests: usize, prompt: u32) -> Outcome {
+        let tokens = config.default_max_tokens;
+        let metrics = Arc::new(Metrics::new("m", config.kv_cache_tokens, 1));
+        let (replicas, tasks) = Replicas::start(config, &metrics);
+        let mut rng = crate::faults::Rng::new(config.seed, 0);
+        let t0 = tokio::time::Instant::now();
+        let mut at = t0;
+        let mut seqs = Vec::with_capacity(requests);
+        for _ in 0..requests {
+            at += Duration::from_secs_f64(-(1.0 - rng.unit()).ln() / rate);
+            tokio::time::sleep_until(at).await;
+            let lease = replicas.route();
+            let engine = replicas.get(&lease).engine.as_ref().expect("timed engine");
+            let seq = engine.submit(prompt, tokens, Blocks::default());
+            let arrival = at;
+            seqs.push(tokio::spawn(async move {
+                seq.wait_for(1).await;
+                let ttft = arrival.elapsed();
+                seq.wait_for(tokens).await;
+                drop(lease);
+                (ttft, tokio::time::Instant::now())
+            }));
+        }
+        let mut ttfts = Vec::with_capacity(requests);
+        let mut end = t0;
+        for s in seqs {
+            let (ttft, done) = s.await.expect("sequence");
+            ttfts.push(ttft.as_secs_f64() * 1e3);
+            end = end.max(done);
+        }
+        tasks.iter().for_each(|t| t.abort());
+        ttfts.sort_by(f64::total_cmp);
+        Outcome {
+            throughput: requests as f64 / (end - t0).as_secs_f64(),
+            mean_ttft_ms: ttfts.iter().sum::<f64>() / ttfts.len() as f64,
+            p99_ttft_ms: ttfts[(ttfts.len() * 99).div_ceil(100) - 1],
+        }
+    }
+
+    /// One replica's closed-form capacity, req/s (docs/simulator.md, "Steady-state capacity").
+    fn capacity(config: &MockConfig, prompt: u32) -> f64 {
+        let s = config.step_base_ms + config.step_per_seq_ms * f64::from(config.max_batch);
+        let p = config.prefill_overhead_ms + 1e3 * f64::from(prompt) / config.prefill_rate;
+        let c = ((p / s).ceil() + f64::from(config.default_max_tokens) - 1.0) * s;
+        f64::from(config.max_batch) / (c / 1e3)
+    }
+
+    /// Arrivals per replica in an open-loop run.
+    const REQUESTS: usize = 1000;
+
+    /// Open-loop Poisson load at `load` x N x one replica's closed-form capacity on N = 2 and
+    /// 4 replicas of `base` under each policy, against one replica at the same load; prints the
+    /// figures of docs/simulator.md, "Replicas" (`-- --nocapture`).
+    async fn departure_from_linear(name: &str, base: &MockConfig, prompt: u32) {
+        let cap = capacity(base, prompt);
+        for load in [0.9, 1.0] {
+            let one = open_loop(base, load * cap, REQUESTS, prompt).await;
+            eprintln!(
+                "{name}, load {load}: 1 replica: {:.3} x capacity, TTFT mean {:.1} ms, p99 {:.1} ms",
+                one.throughput / cap,
+                one.mean_ttft_ms,
+                one.p99_ttft_ms
+            );
+            for n in [2u32, 4] {
+                for balance in Balance::ALL {
+                    let config = MockConfig {
+                        replicas: n,
+                        balance,
+                        ..base.clone()
+                    };
+                    let rate = load * f64::from(n) * cap;
+                    let o = open_loop(&config, rate, REQUESTS * n as usize, prompt).await;
+                    let linear = o.throughput / (f64::from(n) * one.throughput);
+                    eprintln!(
+                        "{name}, load {load}: {n} x {balance}: {:.3} x N x capacity ({linear:.3} x linear), TTFT mean {:.1} ms, p99 {:.1} ms",
+                        o.throughput / (f64::from(n) * cap),
+                        o.mean_ttft_ms,
+                        o.p99_ttft_ms
+                    );
+                    // Spread over the N replicas, the load is carried; all on one, it is not.
+                    assert!(
+                        linear > 0.95,
+                        "{n} x {balance} at {load}: {linear:.3} x linear"
+                    );
+                }
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn open_loop_departure_from_linear() {
+        // The default engine (batch 64), 64-token prompts, 32-token outputs.
+        let default = MockConfig {
+            default_max_tokens: 32,
+            ignore_eos: true,
+            seed: 7,
+            ..MockConfig::default()
+        };
+        departure_from_linear("default", &default, 64).await;
+        // capacity.rs's small engine (batch 4, S = 18 ms), 64-token prompts, 16-token outputs.
+        let small = MockConfig {
+            max_batch: 4,
+            step_base_ms: 14.0,
+            step_per_seq_ms: 1.0,
+            prefill_overhead_ms: 5.0,
+            prefill_rate: 2000.0,
+            default_max_tokens: 16,
+            ..default
+        };
+        departure_from_linear("small", &small, 64).await;
     }
 
     #[test]
