@@ -70,17 +70,26 @@ impl Drop for Lease {
 }
 
 impl Replicas {
-    /// Starts `config.replicas` engines (none in zero-delay mode, which then has one replica:
-    /// with no engine there is nothing to spread). Returns their tasks.
+    /// How many replicas `config` runs: `replicas`, but one in zero-delay mode (no engine,
+    /// nothing to spread).
+    pub(crate) fn count(config: &MockConfig) -> usize {
+        if config.is_zero_delay() {
+            1
+        } else {
+            config.replicas as usize
+        }
+    }
+
+    /// Starts [`Replicas::count`] replicas, each with its engine (none in zero-delay mode)
+    /// writing its gauges in `metrics`. Returns the engines' tasks.
     pub(crate) fn start(
         config: &MockConfig,
         metrics: &Arc<Metrics>,
     ) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
         let zero_delay = config.is_zero_delay();
-        let n = if zero_delay { 1 } else { config.replicas };
         let params = EngineParams::from_config(config);
         let mut tasks = Vec::new();
-        let replicas = (0..n as usize)
+        let replicas = (0..Self::count(config))
             .map(|i| {
                 let engine = (!zero_delay).then(|| {
                     let (handle, task) = engine::spawn(params, metrics.clone(), i);
@@ -209,12 +218,34 @@ mod tests {
         p99_ttft_ms: f64,
     }
 
-    /// `requests` Poisson arrivals at `rate` req/s (seeded) on the paused clock, each of
-    /// `prompt` tokens and exactly `tokens` output tokens, routed by `config`'s replicas and
-    /// policy, each lease held until its last token.
-    async fn open_loop(config: &MockConfig, rate: f64, requests: usize, prompt: u32) -> Outcome {
-        let tokens = config.default_max_tokens;
-        let metrics = Arc::new(Metrics::new("m", config.kv_cache_tokens, 1));
+    /// What each request of an open-loop run asks for.
+    #[derive(Debug, Clone, Copy)]
+    struct Workload {
+        prompt: u32,
+        /// Mean output tokens `n`: every request gets exactly `n`, or (`mixed`) `n / 4` or
+        /// `7n / 4` with equal odds.
+        tokens: u32,
+        mixed: bool,
+    }
+
+    impl Workload {
+        fn draw(self, rng: &mut crate::faults::Rng) -> u32 {
+            match (self.mixed, rng.unit() < 0.5) {
+                (false, _) => self.tokens,
+                (true, true) => self.tokens / 4,
+                (true, false) => self.tokens * 7 / 4,
+            }
+        }
+    }
+
+    /// `requests` Poisson arrivals at `rate` req/s (seeded) on the paused clock, each asking
+    /// for `w`, routed by `config`'s replicas and policy, each lease held until its last token.
+    async fn open_loop(config: &MockConfig, rate: f64, requests: usize, w: Workload) -> Outcome {
+        let metrics = Arc::new(Metrics::new(
+            "m",
+            config.kv_cache_tokens,
+            Replicas::count(config),
+        ));
         let (replicas, tasks) = Replicas::start(config, &metrics);
         let mut rng = crate::faults::Rng::new(config.seed, 0);
         let t0 = tokio::time::Instant::now();
@@ -225,7 +256,8 @@ mod tests {
             tokio::time::sleep_until(at).await;
             let lease = replicas.route();
             let engine = replicas.get(&lease).engine.as_ref().expect("timed engine");
-            let seq = engine.submit(prompt, tokens, Blocks::default());
+            let tokens = w.draw(&mut rng);
+            let seq = engine.submit(w.prompt, tokens, Blocks::default());
             let arrival = at;
             seqs.push(tokio::spawn(async move {
                 seq.wait_for(1).await;
@@ -251,11 +283,12 @@ mod tests {
         }
     }
 
-    /// One replica's closed-form capacity, req/s (docs/simulator.md, "Steady-state capacity").
-    fn capacity(config: &MockConfig, prompt: u32) -> f64 {
+    /// One replica's closed-form capacity, req/s (docs/simulator.md, "Steady-state capacity";
+    /// a slot's cycle is affine in `n`, so mixed sizes have the capacity of their mean).
+    fn capacity(config: &MockConfig, w: Workload) -> f64 {
         let s = config.step_base_ms + config.step_per_seq_ms * f64::from(config.max_batch);
-        let p = config.prefill_overhead_ms + 1e3 * f64::from(prompt) / config.prefill_rate;
-        let c = ((p / s).ceil() + f64::from(config.default_max_tokens) - 1.0) * s;
+        let p = config.prefill_overhead_ms + 1e3 * f64::from(w.prompt) / config.prefill_rate;
+        let c = ((p / s).ceil() + f64::from(w.tokens) - 1.0) * s;
         f64::from(config.max_batch) / (c / 1e3)
     }
 
@@ -265,10 +298,10 @@ mod tests {
     /// Open-loop Poisson load at `load` x N x one replica's closed-form capacity on N = 2 and
     /// 4 replicas of `base` under each policy, against one replica at the same load; prints the
     /// figures of docs/simulator.md, "Replicas" (`-- --nocapture`).
-    async fn departure_from_linear(name: &str, base: &MockConfig, prompt: u32) {
-        let cap = capacity(base, prompt);
+    async fn departure_from_linear(name: &str, base: &MockConfig, w: Workload) {
+        let cap = capacity(base, w);
         for load in [0.9, 1.0] {
-            let one = open_loop(base, load * cap, REQUESTS, prompt).await;
+            let one = open_loop(base, load * cap, REQUESTS, w).await;
             eprintln!(
                 "{name}, load {load}: 1 replica: {:.3} x capacity, TTFT mean {:.1} ms, p99 {:.1} ms",
                 one.throughput / cap,
@@ -276,6 +309,7 @@ mod tests {
                 one.p99_ttft_ms
             );
             for n in [2u32, 4] {
+                let mut mean_ttft = Vec::new();
                 for balance in Balance::ALL {
                     let config = MockConfig {
                         replicas: n,
@@ -283,7 +317,7 @@ mod tests {
                         ..base.clone()
                     };
                     let rate = load * f64::from(n) * cap;
-                    let o = open_loop(&config, rate, REQUESTS * n as usize, prompt).await;
+                    let o = open_loop(&config, rate, REQUESTS * n as usize, w).await;
                     let linear = o.throughput / (f64::from(n) * one.throughput);
                     eprintln!(
                         "{name}, load {load}: {n} x {balance}: {:.3} x N x capacity ({linear:.3} x linear), TTFT mean {:.1} ms, p99 {:.1} ms",
@@ -296,32 +330,53 @@ mod tests {
                         linear > 0.95,
                         "{n} x {balance} at {load}: {linear:.3} x linear"
                     );
+                    mean_ttft.push(o.mean_ttft_ms);
                 }
+                // Requests of mixed sizes: round-robin queues short ones behind long ones on a
+                // busy replica while another has room (1.15 to 2.3 times the wait, measured).
+                assert!(
+                    !w.mixed || mean_ttft[1] < mean_ttft[0],
+                    "{name}, {n} replicas at {load}: mean TTFT {mean_ttft:?} (round-robin, least-outstanding)"
+                );
             }
         }
     }
 
     #[tokio::test(start_paused = true)]
     async fn open_loop_departure_from_linear() {
-        // The default engine (batch 64), 64-token prompts, 32-token outputs.
+        // The default engine (batch 64), 64-token prompts, 32-token outputs (or 8 and 56).
         let default = MockConfig {
-            default_max_tokens: 32,
-            ignore_eos: true,
             seed: 7,
             ..MockConfig::default()
         };
-        departure_from_linear("default", &default, 64).await;
-        // capacity.rs's small engine (batch 4, S = 18 ms), 64-token prompts, 16-token outputs.
+        for mixed in [false, true] {
+            let w = Workload {
+                prompt: 64,
+                tokens: 32,
+                mixed,
+            };
+            let name = if mixed { "default, mixed" } else { "default" };
+            departure_from_linear(name, &default, w).await;
+        }
+        // capacity.rs's small engine (batch 4, S = 18 ms), 64-token prompts, 16-token outputs
+        // (or 4 and 28).
         let small = MockConfig {
             max_batch: 4,
             step_base_ms: 14.0,
             step_per_seq_ms: 1.0,
             prefill_overhead_ms: 5.0,
             prefill_rate: 2000.0,
-            default_max_tokens: 16,
             ..default
         };
-        departure_from_linear("small", &small, 64).await;
+        for mixed in [false, true] {
+            let w = Workload {
+                prompt: 64,
+                tokens: 16,
+                mixed,
+            };
+            let name = if mixed { "small, mixed" } else { "small" };
+            departure_from_linear(name, &small, w).await;
+        }
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl MockServer {
         let metrics = Arc::new(Metrics::new(
             &config.model,
             config.kv_cache_tokens,
-            config.replicas as usize,
+            Replicas::count(&config),
         ));
         let zero_delay = config.is_zero_delay();
         let (replicas, engines) = Replicas::start(&config, &metrics);
