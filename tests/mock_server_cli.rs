@@ -83,6 +83,31 @@ fn bad_flags_exit_with_2_and_name_the_culprit() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/sim.yaml"));
 }
 
+/// Replica settings out of range are one line on stderr, exit 2, naming the setting (and, for
+/// a policy, the value and the choices).
+#[test]
+fn bad_replica_flags_exit_with_2_in_one_line() {
+    for (args, wants) in [
+        (&["--replicas", "0"][..], &["`replicas`", "got 0"][..]),
+        (
+            &["--balance", "fastest"],
+            &["--balance", "`fastest`", "round-robin", "least-outstanding"],
+        ),
+    ] {
+        let out = common::bench_command()
+            .args(["mock-server", "--port", "0"])
+            .args(args)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        for want in wants {
+            assert!(err.contains(want), "{want} not in {err}");
+        }
+    }
+}
+
 /// The binary's jemalloc keeps freed pages 30 s before returning them (`.cargo/config.toml`;
 /// docs/performance.md, "Allocator"): jemalloc itself confirms the options it was
 /// built with and set.

@@ -146,14 +146,17 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 37] = [
+    const NOT_OURS: [&str; 40] = [
         "--max-num-seqs",                 // vllm serve (docs/planning.md)
         "--workspace",                    // cargo (docs/testing.md)
         "--all-targets",                  // cargo clippy
         "--check",                        // cargo fmt
         "--no-run",                       // cargo test
+        "--lib",                          // cargo test --lib
+        "--test",                         // cargo test --test
         "--workers",                      // .ci/lanes.py
         "--exact",                        // the test harness (.ci/lanes.py)
+        "--nocapture",                    // the test harness (docs/simulator.md, "Replicas")
         "--timings",                      // cargo build
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve

@@ -90,6 +90,15 @@ pub struct MockServerArgs {
     /// Length of every embedding vector returned [default: 16].
     #[arg(long, value_name = "N")]
     pub embedding_dim: Option<u32>,
+    /// Independent engines behind the one port, each with its own batch, queue and caches;
+    /// no effect with --zero-delay [default: 1].
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
+    /// How requests are spread over the replicas: round-robin (in turn, by arrival) or
+    /// least-outstanding (the replica with the fewest unanswered requests) [default:
+    /// round-robin].
+    #[arg(long, value_name = "POLICY")]
+    pub balance: Option<String>,
     /// Seed of EOS lengths, faults and output words [default: 0].
     #[arg(long)]
     pub seed: Option<u64>,
@@ -183,6 +192,7 @@ impl MockServerArgs {
             pool_per_input_ms => pool_per_input_ms,
             pool_token_rate => pool_token_rate,
             embedding_dim => embedding_dim,
+            replicas => replicas,
             fail_429 => faults.http_429,
             fail_500 => faults.http_500,
             fail_503 => faults.http_503,
@@ -202,6 +212,11 @@ impl MockServerArgs {
             c.pool_base_ms = 0.0;
             c.pool_per_input_ms = 0.0;
             c.pool_token_rate = 0.0;
+        }
+        if let Some(b) = &self.balance {
+            c.balance = b
+                .parse()
+                .map_err(|e: bench_mock::Error| UsageError::new(format!("--balance: {e}")))?;
         }
         if let Some(t) = &self.tokenizer {
             c.tokenizer = Some(t.clone());
@@ -284,6 +299,7 @@ async fn wait_for_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bench_mock::Balance;
     use clap::Parser;
 
     #[derive(Debug, Parser)]
@@ -322,5 +338,38 @@ mod tests {
         assert!(e.to_string().contains("faults.reset"), "{e}");
         let e = resolve(&["--config", "/nonexistent/x.yaml"]).expect_err("bad");
         assert!(e.downcast_ref::<UsageError>().is_some());
+        let e = resolve(&["--replicas", "0"]).expect_err("bad");
+        assert!(e.downcast_ref::<UsageError>().is_some());
+        assert!(e.to_string().contains("`replicas`"), "{e}");
+        let e = resolve(&["--balance", "fastest"]).expect_err("bad");
+        assert!(e.downcast_ref::<UsageError>().is_some());
+        let msg = e.to_string();
+        for want in ["--balance", "`fastest`", "round-robin", "least-outstanding"] {
+            assert!(msg.contains(want), "{want} not in {msg}");
+        }
+    }
+
+    #[test]
+    fn replica_flags_override_the_file() {
+        let dir = std::env::temp_dir().join(format!("bench-mockrep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let f = dir.join("m.yaml");
+        std::fs::write(&f, "replicas: 3\nbalance: least-outstanding\n").expect("w");
+        let file = f.to_str().expect("utf8");
+        let c = resolve(&["--config", file]).expect("ok");
+        assert_eq!((c.replicas, c.balance), (3, Balance::LeastOutstanding));
+        let c = resolve(&[
+            "--config",
+            file,
+            "--replicas",
+            "2",
+            "--balance",
+            "round-robin",
+        ])
+        .expect("ok");
+        assert_eq!((c.replicas, c.balance), (2, Balance::RoundRobin));
+        let c = resolve(&[]).expect("ok");
+        assert_eq!((c.replicas, c.balance), (1, Balance::RoundRobin));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

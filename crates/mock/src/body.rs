@@ -15,6 +15,7 @@ use crate::engine::SeqHandle;
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
 use crate::metrics::Metrics;
 use crate::render::{Pieces, Rendered, Stop};
+use crate::replicas::Lease;
 
 /// Per-connection state the bodies can touch.
 #[derive(Debug, Default)]
@@ -98,6 +99,8 @@ pub(crate) struct MockBody {
     end: EndKind,
     /// Zero-delay mode counts in-flight streams as running.
     running: Option<Arc<Metrics>>,
+    /// The request's hold on its replica, released when the response ends.
+    lease: Option<Lease>,
 }
 
 #[derive(Debug)]
@@ -277,6 +280,7 @@ impl MockBody {
             log,
             end,
             running: None,
+            lease: None,
         }
     }
 
@@ -310,7 +314,15 @@ impl MockBody {
             log,
             end: EndKind::ClientGone,
             running,
+            lease: None,
         }
+    }
+
+    /// The body holds `lease` until it is dropped: the request stays outstanding on its
+    /// replica until its response ends.
+    pub(crate) fn leased(mut self, lease: Lease) -> Self {
+        self.lease = Some(lease);
+        self
     }
 }
 

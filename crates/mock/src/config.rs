@@ -99,8 +99,87 @@ pub struct MockConfig {
     pub pool_token_rate: f64,
     /// Length of every embedding vector returned. Default 16.
     pub embedding_dim: u32,
+    /// Independent engines behind the one listener (capacity planning: how many replicas of
+    /// this configuration serve a demand). Each has its own batch slots, queue, prefix cache,
+    /// step loop, KV usage and pooling slots; every request is routed to one of them by
+    /// `balance`. No effect in zero-delay mode, which has no engine. Default 1, at most
+    /// [`MAX_REPLICAS`].
+    pub replicas: u32,
+    /// How requests are spread over the replicas. Default round-robin.
+    pub balance: Balance,
     /// Fault injection. Default: none.
     pub faults: Faults,
+}
+
+/// The most replicas one simulator runs (each is an engine task; more is a unit mistake).
+pub const MAX_REPLICAS: u32 = 1024;
+
+/// The routing policy of a simulator with several replicas (`balance` in a config file,
+/// `--balance` on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Balance {
+    /// Requests go to the replicas in turn, by arrival order.
+    #[default]
+    RoundRobin,
+    /// A request goes to the replica with the fewest outstanding requests (routed to it and
+    /// not yet answered), the lowest index among equals.
+    LeastOutstanding,
+}
+
+impl Balance {
+    /// Every policy, in the order its names are listed.
+    pub const ALL: [Balance; 2] = [Balance::RoundRobin, Balance::LeastOutstanding];
+
+    /// The name in config files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Balance::RoundRobin => "round-robin",
+            Balance::LeastOutstanding => "least-outstanding",
+        }
+    }
+}
+
+impl std::fmt::Display for Balance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Balance {
+    type Err = Error;
+
+    /// One of [`Balance::ALL`]'s names; anything else is an error naming the value and the
+    /// choices.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Balance::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                let choices: Vec<&str> = Balance::ALL.iter().map(|b| b.name()).collect();
+                invalid(
+                    "balance",
+                    format!(
+                        "unknown policy `{s}`, expected one of: {}",
+                        choices.join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+impl TryFrom<String> for Balance {
+    type Error = Error;
+
+    fn try_from(s: String) -> Result<Self, Error> {
+        s.parse()
+    }
+}
+
+impl From<Balance> for String {
+    fn from(b: Balance) -> String {
+        b.name().to_string()
+    }
 }
 
 /// Seeded fault injection. Each `*_rate` is the fraction (0 to 1) of generation requests that get
@@ -168,6 +247,8 @@ impl Default for MockConfig {
             pool_per_input_ms: 0.2,
             pool_token_rate: 100_000.0,
             embedding_dim: 16,
+            replicas: 1,
+            balance: Balance::RoundRobin,
             faults: Faults::default(),
         }
     }
@@ -282,6 +363,12 @@ impl MockConfig {
         }
         if self.embedding_dim == 0 {
             return Err(invalid("embedding_dim", "must be at least 1"));
+        }
+        if !(1..=MAX_REPLICAS).contains(&self.replicas) {
+            return Err(invalid(
+                "replicas",
+                format!("must be from 1 to {MAX_REPLICAS}, got {}", self.replicas),
+            ));
         }
         for (field, v) in [
             ("step_base_ms", self.step_base_ms),
@@ -399,6 +486,41 @@ mod tests {
             .expect_err("x")
             .to_string()
             .contains("max_batch"));
+    }
+
+    #[test]
+    fn replicas_and_balance_are_checked() {
+        for bad in [0, MAX_REPLICAS + 1] {
+            let c = MockConfig {
+                replicas: bad,
+                ..MockConfig::default()
+            };
+            let e = c.validate().expect_err("out of range").to_string();
+            assert!(
+                e.contains("`replicas`") && e.contains(&bad.to_string()),
+                "{e}"
+            );
+        }
+        let c = MockConfig {
+            replicas: MAX_REPLICAS,
+            ..MockConfig::default()
+        };
+        assert!(c.validate().is_ok());
+        for b in Balance::ALL {
+            assert_eq!(b.name().parse::<Balance>().expect("own name"), b);
+        }
+        let c: MockConfig =
+            serde_yaml::from_str("replicas: 3\nbalance: least-outstanding\n").expect("parse");
+        assert_eq!((c.replicas, c.balance), (3, Balance::LeastOutstanding));
+        // A wrong name, in a file or a flag, is one line naming it and the choices.
+        let e = serde_yaml::from_str::<MockConfig>("balance: random\n").expect_err("bad");
+        let flag = "random".parse::<Balance>().expect_err("bad").to_string();
+        for msg in [e.to_string(), flag] {
+            assert!(!msg.contains('\n'), "{msg}");
+            for want in ["`random`", "round-robin", "least-outstanding"] {
+                assert!(msg.contains(want), "{want} not in {msg}");
+            }
+        }
     }
 
     #[test]

@@ -203,16 +203,18 @@ impl EngineHandle {
     }
 }
 
-/// Starts the engine task.
+/// Starts the engine task of replica `replica` (the index of the gauges it writes).
 pub(crate) fn spawn(
     params: EngineParams,
     metrics: Arc<Metrics>,
+    replica: usize,
 ) -> (EngineHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let engine = Engine {
         cache: PrefixCache::new(params.cache_blocks),
         params,
         metrics,
+        replica,
         waiting: VecDeque::new(),
         prefilling: Vec::new(),
         joining: Vec::new(),
@@ -278,6 +280,8 @@ struct Engine {
     params: EngineParams,
     cache: PrefixCache,
     metrics: Arc<Metrics>,
+    /// Which replica this engine is (its gauges in `metrics`).
+    replica: usize,
     waiting: VecDeque<Waiting>,
     prefilling: Vec<Active>,
     /// Prefill done, first token released, waiting for the next step boundary.
@@ -529,7 +533,8 @@ impl Engine {
     }
 
     fn publish_gauges(&self) {
-        self.metrics.set_queue(self.slots(), self.waiting.len());
+        self.metrics
+            .set_queue(self.replica, self.slots(), self.waiting.len());
         // The KV model: every slot-holding sequence holds its prompt and its output so far.
         let held: u64 = self
             .prefilling
@@ -538,7 +543,7 @@ impl Engine {
             .chain(&self.decoding)
             .map(|a| u64::from(a.prompt_tokens) + u64::from(a.released))
             .sum();
-        self.metrics.set_kv_tokens(held);
+        self.metrics.set_kv_tokens(self.replica, held);
     }
 }
 
@@ -550,8 +555,8 @@ mod tests {
     async fn server_histograms_and_kv_tokens_follow_the_schedule() {
         // One slot, 10 ms steps, 5 ms prefill, 3 tokens, prompt of 7 tokens: first token at 5,
         // joins the boundary at 10, tokens at 20 and 30.
-        let metrics = Arc::new(Metrics::new("m", 1000));
-        let (engine, _task) = spawn(params(1, 10.0, 0.0, 5.0), metrics.clone());
+        let metrics = Arc::new(Metrics::new("m", 1000, 1));
+        let (engine, _task) = spawn(params(1, 10.0, 0.0, 5.0), metrics.clone(), 0);
         let h = engine.submit(7, 3, Blocks::default());
         h.wait_for(1).await;
         tokio::task::yield_now().await;
@@ -603,9 +608,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn exact_schedule_with_queue_prefill_and_batch_dependent_steps() {
-        let metrics = Arc::new(Metrics::new("m", 1000));
+        let metrics = Arc::new(Metrics::new("m", 1000, 1));
         // 2 slots, step = 10 + 1 * slots ms, prefill 5 ms.
-        let (engine, _task) = spawn(params(2, 10.0, 1.0, 5.0), metrics.clone());
+        let (engine, _task) = spawn(params(2, 10.0, 1.0, 5.0), metrics.clone(), 0);
         let t0 = Instant::now();
         let a = track(&engine, t0, 3);
         let b = track(&engine, t0, 3);
@@ -628,7 +633,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn saturated_cycle_matches_closed_form() {
         // B = 3, S = 4 + 2 * 3 = 10 ms, P = 13 ms, n = 5: cycle = (ceil(13/10) + 4) * 10 = 60.
-        let (engine, _task) = spawn(params(3, 4.0, 2.0, 13.0), Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(
+            params(3, 4.0, 2.0, 13.0),
+            Arc::new(Metrics::new("m", 1000, 1)),
+            0,
+        );
         let t0 = Instant::now();
         // 6 closed-loop clients, 4 requests each.
         let mut clients = Vec::new();
@@ -659,7 +668,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn cancelled_sequences_free_their_slot() {
-        let (engine, _task) = spawn(params(1, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(
+            params(1, 10.0, 0.0, 0.0),
+            Arc::new(Metrics::new("m", 1000, 1)),
+            0,
+        );
         let t0 = Instant::now();
         let first = engine.submit(0, 100, Blocks::default());
         let second = track(&engine, t0, 2);
@@ -671,7 +684,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn unloaded_sequence_gets_one_token_per_step() {
-        let (engine, _task) = spawn(params(4, 10.0, 0.0, 0.0), Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(
+            params(4, 10.0, 0.0, 0.0),
+            Arc::new(Metrics::new("m", 1000, 1)),
+            0,
+        );
         let t0 = Instant::now();
         let h = engine.submit(0, 50, Blocks::default());
         // Check only the last token: the 49 steps after the first token take 490 ms.
@@ -724,8 +741,8 @@ mod tests {
         p.prefill_ns_per_token = 1e6; // 1 ms per token
         p.block_size = 4;
         p.cache_blocks = 100;
-        let metrics = Arc::new(Metrics::new("m", 1000));
-        let (engine, _task) = spawn(p, metrics.clone());
+        let metrics = Arc::new(Metrics::new("m", 1000, 1));
+        let (engine, _task) = spawn(p, metrics.clone(), 0);
         let a: Vec<u32> = (0..40).collect();
         // Cold: 2 + 40 ms.
         assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
@@ -759,7 +776,7 @@ mod tests {
         let mut p = params(4, 10.0, 0.0, 2.0);
         p.prefill_ns_per_token = 1e6;
         p.block_size = 4;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
         let a: Vec<u32> = (0..40).collect();
         assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
         assert_eq!(one(&engine, &a, &[900], 4).await, (42.0, 0));
@@ -771,7 +788,7 @@ mod tests {
         p.prefill_ns_per_token = 1e6;
         p.block_size = 4;
         p.cache_blocks = 3;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
         let a: Vec<u32> = (0..13).collect(); // 3 blocks
         let b: Vec<u32> = (50..63).collect(); // 3 other blocks evict a's
         one(&engine, &a, &[900], 4).await;
@@ -786,7 +803,7 @@ mod tests {
         let mut p = params(2, 10.0, 0.0, 0.0);
         p.prefill_ns_per_token = 1e6;
         p.step_budget = 8;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
         let t0 = Instant::now();
         let a = track_prompt(&engine, t0, 12, 3, Blocks::default());
         let b = track_prompt(&engine, t0, 6, 2, Blocks::default());
@@ -804,7 +821,7 @@ mod tests {
         let mut p = params(64, 8.0, 0.0, 2.0);
         p.prefill_ns_per_token = 1e9 / 10_000.0;
         p.step_budget = m;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
         let t0 = Instant::now();
         let hs: Vec<_> = (0..n)
             .map(|_| track_prompt(&engine, t0, l, 1, Blocks::default()))
@@ -828,7 +845,7 @@ mod tests {
     async fn without_budget_a_burst_prefills_in_parallel() {
         let mut p = params(64, 8.0, 0.0, 2.0);
         p.prefill_ns_per_token = 1e9 / 10_000.0;
-        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000)));
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
         let t0 = Instant::now();
         let hs: Vec<_> = (0..64)
             .map(|_| track_prompt(&engine, t0, 10_000, 1, Blocks::default()))

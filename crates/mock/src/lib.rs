@@ -4,10 +4,10 @@
 //! benchmarked with no GPU.
 //!
 //! It owns the engine model (FIFO queue, `max_batch` slots, prefill, decode steps whose length
-//! grows with the batch), the HTTP server (HTTP/1.1 and cleartext HTTP/2 on one port, optional
-//! TLS with a self-signed certificate), response rendering, fault injection and `/metrics`. It
-//! does not own token counting (that is `bench-tokenizer`), argument parsing or printing (that
-//! is `bench mock-server` in the CLI).
+//! grows with the batch), its replicas and the policy routing requests to them, the HTTP server
+//! (HTTP/1.1 and cleartext HTTP/2 on one port, optional TLS with a self-signed certificate),
+//! response rendering, fault injection and `/metrics`. It does not own token counting (that is
+//! `bench-tokenizer`), argument parsing or printing (that is `bench mock-server` in the CLI).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), bench_mock::Error> {
@@ -28,6 +28,7 @@ mod log;
 mod metrics;
 mod prefix;
 mod render;
+mod replicas;
 mod request;
 mod server;
 mod tls;
@@ -35,7 +36,7 @@ mod words;
 
 use std::path::PathBuf;
 
-pub use config::{Faults, MockConfig};
+pub use config::{Balance, Faults, MockConfig, MAX_REPLICAS};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
 pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};

@@ -37,6 +37,10 @@ pub enum EndKind {
 pub struct RequestLogEntry {
     /// Arrival number, from 0.
     pub id: u64,
+    /// The replica that served it (from 0; always 0 with one replica, or in zero-delay mode).
+    /// Absent from logs written before replicas existed, hence read as 0.
+    #[serde(default)]
+    pub replica: u32,
     /// The request path, e.g. `/v1/completions`.
     pub endpoint: String,
     /// Whether the response was streamed.
@@ -236,4 +240,23 @@ fn write_lines(file: std::fs::File, path: &Path, rx: mpsc::Receiver<RequestLogEn
         }
     }
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_without_a_replica_read_as_replica_0_and_new_lines_name_it() {
+        let old = r#"{"id":3,"endpoint":"/v1/completions","stream":true,"status":200,
+            "prompt_tokens":3,"planned_tokens":2,"output_tokens":2,"arrival_unix_ns":1,
+            "first_token_unix_ns":2,"last_token_unix_ns":3,"end":"completed"}"#;
+        let mut e: RequestLogEntry = serde_json::from_str(old).expect("an old line parses");
+        assert_eq!((e.id, e.replica), (3, 0));
+        e.replica = 2;
+        let line = serde_json::to_string(&e).expect("serialize");
+        assert!(line.starts_with(r#"{"id":3,"replica":2,"#), "{line}");
+        let back: RequestLogEntry = serde_json::from_str(&line).expect("round trip");
+        assert_eq!(back.replica, 2);
+    }
 }

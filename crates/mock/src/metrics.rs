@@ -76,20 +76,28 @@ impl Histogram {
     }
 }
 
-/// Live figures of a running simulator.
+/// One replica's gauges, written by its engine.
+#[derive(Debug, Default)]
+struct Gauges {
+    running: AtomicU64,
+    waiting: AtomicU64,
+    /// Tokens held by slot-holding sequences (prompt + released output): the KV-usage model.
+    kv_tokens: AtomicU64,
+}
+
+/// Live figures of a running simulator. Counters and histograms are shared by the replicas
+/// (so they are sums over them); gauges are kept per replica and summed when rendered.
 #[derive(Debug)]
 pub(crate) struct Metrics {
     label: String,
     /// `model_name="..."` without braces (for histograms, whose buckets add `le`).
     model_label: String,
-    running: AtomicU64,
-    /// Tokens held by slot-holding sequences (prompt + released output): the KV-usage model.
-    kv_tokens: AtomicU64,
+    /// One set of gauges per replica; `/metrics` shows their sums (the KV usage: their mean).
+    gauges: Vec<Gauges>,
     kv_capacity: u64,
     pub(crate) ttft: Histogram,
     pub(crate) itl: Histogram,
     pub(crate) e2e: Histogram,
-    waiting: AtomicU64,
     generated: AtomicU64,
     prompt: AtomicU64,
     success: AtomicU64,
@@ -99,8 +107,9 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    /// `kv_capacity`: tokens the simulated KV cache holds (`kv_cache_tokens`).
-    pub(crate) fn new(model: &str, kv_capacity: u64) -> Self {
+    /// `kv_capacity`: tokens one replica's simulated KV cache holds (`kv_cache_tokens`);
+    /// `replicas`: how many engines write gauges (at least one set is kept).
+    pub(crate) fn new(model: &str, kv_capacity: u64, replicas: usize) -> Self {
         let mut escaped = String::with_capacity(model.len());
         for c in model.chars() {
             match c {
@@ -113,13 +122,11 @@ impl Metrics {
         Self {
             label: format!("{{model_name=\"{escaped}\"}}"),
             model_label: format!("model_name=\"{escaped}\""),
-            running: AtomicU64::new(0),
-            kv_tokens: AtomicU64::new(0),
+            gauges: (0..replicas.max(1)).map(|_| Gauges::default()).collect(),
             kv_capacity: kv_capacity.max(1),
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(E2E_BUCKETS),
-            waiting: AtomicU64::new(0),
             generated: AtomicU64::new(0),
             prompt: AtomicU64::new(0),
             success: AtomicU64::new(0),
@@ -129,24 +136,53 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn set_queue(&self, running: usize, waiting: usize) {
-        self.running.store(running as u64, Ordering::Relaxed);
-        self.waiting.store(waiting as u64, Ordering::Relaxed);
+    /// Replica `replica`'s gauges (an index past the last writes the last).
+    fn gauges(&self, replica: usize) -> &Gauges {
+        &self.gauges[replica.min(self.gauges.len() - 1)]
     }
 
-    /// Tokens held in the simulated KV cache.
-    pub(crate) fn set_kv_tokens(&self, tokens: u64) {
-        self.kv_tokens.store(tokens, Ordering::Relaxed);
+    /// Replica `replica`'s slot holders and queue.
+    pub(crate) fn set_queue(&self, replica: usize, running: usize, waiting: usize) {
+        let g = self.gauges(replica);
+        g.running.store(running as u64, Ordering::Relaxed);
+        g.waiting.store(waiting as u64, Ordering::Relaxed);
     }
 
-    /// In zero-delay mode there is no engine: in-flight responses count as running.
+    /// Tokens held in replica `replica`'s simulated KV cache.
+    pub(crate) fn set_kv_tokens(&self, replica: usize, tokens: u64) {
+        self.gauges(replica)
+            .kv_tokens
+            .store(tokens, Ordering::Relaxed);
+    }
+
+    /// In zero-delay mode there is no engine (and one replica): in-flight responses count as
+    /// running.
     pub(crate) fn running_add(&self, delta: i64) {
+        let running = &self.gauges(0).running;
         if delta >= 0 {
-            self.running.fetch_add(delta as u64, Ordering::Relaxed);
+            running.fetch_add(delta as u64, Ordering::Relaxed);
         } else {
-            self.running
-                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+            running.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
         }
+    }
+
+    /// A gauge summed over the replicas.
+    fn sum(&self, gauge: impl Fn(&Gauges) -> &AtomicU64) -> u64 {
+        self.gauges
+            .iter()
+            .map(|g| gauge(g).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The KV usage: the mean over the replicas of each one's `min(1, held / kv_capacity)`.
+    fn kv_usage(&self) -> f64 {
+        let cap = self.kv_capacity as f64;
+        let total: f64 = self
+            .gauges
+            .iter()
+            .map(|g| (g.kv_tokens.load(Ordering::Relaxed) as f64 / cap).min(1.0))
+            .sum();
+        total / self.gauges.len() as f64
     }
 
     pub(crate) fn add_generated(&self, n: u64) {
@@ -157,7 +193,7 @@ impl Metrics {
 
     #[cfg(test)]
     pub(crate) fn kv_tokens(&self) -> u64 {
-        self.kv_tokens.load(Ordering::Relaxed)
+        self.sum(|g| &g.kv_tokens)
     }
 
     #[cfg(test)]
@@ -190,19 +226,19 @@ impl Metrics {
                 "vllm:num_requests_running",
                 "gauge",
                 "Requests holding a batch slot (prefilling or decoding).",
-                self.running.load(Ordering::Relaxed) as f64,
+                self.sum(|g| &g.running) as f64,
             ),
             (
                 "vllm:num_requests_waiting",
                 "gauge",
                 "Requests waiting in the queue for a batch slot.",
-                self.waiting.load(Ordering::Relaxed) as f64,
+                self.sum(|g| &g.waiting) as f64,
             ),
             (
                 "vllm:kv_cache_usage_perc",
                 "gauge",
-                "KV-cache usage (1 = full): tokens held by running requests / kv_cache_tokens.",
-                (self.kv_tokens.load(Ordering::Relaxed) as f64 / self.kv_capacity as f64).min(1.0),
+                "KV-cache usage (1 = full): tokens held by running requests / kv_cache_tokens (with replicas, their mean).",
+                self.kv_usage(),
             ),
             (
                 "vllm:generation_tokens_total",
@@ -273,5 +309,41 @@ impl Metrics {
             m,
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of the scalar series `name` in a rendered text.
+    fn value(text: &str, name: &str) -> f64 {
+        let prefix = format!("{name}{{");
+        text.lines()
+            .find(|l| l.starts_with(&prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in {text}"))
+    }
+
+    #[test]
+    fn replicas_gauges_are_summed_and_kv_usage_is_their_mean() {
+        let m = Metrics::new("m", 100, 3);
+        m.set_queue(0, 4, 1);
+        m.set_queue(2, 2, 5);
+        m.set_kv_tokens(0, 50);
+        // Past its own capacity a replica counts as full, not more.
+        m.set_kv_tokens(1, 250);
+        let text = m.render();
+        assert_eq!(value(&text, "vllm:num_requests_running"), 6.0);
+        assert_eq!(value(&text, "vllm:num_requests_waiting"), 6.0);
+        assert_eq!(value(&text, "vllm:kv_cache_usage_perc"), 0.5);
+        // One replica: its own figures, as before replicas existed.
+        let one = Metrics::new("m", 100, 1);
+        one.set_queue(0, 3, 2);
+        one.set_kv_tokens(0, 250);
+        let text = one.render();
+        assert_eq!(value(&text, "vllm:num_requests_running"), 3.0);
+        assert_eq!(value(&text, "vllm:kv_cache_usage_perc"), 1.0);
     }
 }

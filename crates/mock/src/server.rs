@@ -24,12 +24,12 @@ use tokio_util::sync::CancellationToken;
 use bench_tokenizer::Tokenizer;
 
 use crate::body::{ConnShared, LogState, MockBody, PendingLog};
-use crate::engine::{self, EngineHandle, EngineParams};
 use crate::faults::{FaultPlan, Rng};
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
 use crate::metrics::Metrics;
 use crate::prefix::{self, Blocks};
 use crate::render::{self, CachedUsage, Ctx, EventCycle, Oai, Words};
+use crate::replicas::{Lease, Replicas};
 use crate::request::{self, Api, Limits};
 use crate::{tls, Error, MockConfig};
 
@@ -49,7 +49,8 @@ pub struct MockServer {
     state: Arc<State>,
     stop: CancellationToken,
     accept: tokio::task::JoinHandle<()>,
-    engine: Option<tokio::task::JoinHandle<()>>,
+    /// One engine task per replica (none in zero-delay mode).
+    engines: Vec<tokio::task::JoinHandle<()>>,
 }
 
 #[derive(Debug)]
@@ -63,13 +64,12 @@ pub(crate) struct State {
     completions_cycle: EventCycle,
     chat_cycle: EventCycle,
     prompts: request::PromptCounter,
-    engine: Option<EngineHandle>,
+    /// The engines (and pooling slots), one per replica, and the router.
+    replicas: Replicas,
     metrics: Arc<Metrics>,
     log: Option<Arc<RequestLog>>,
     next_id: AtomicU64,
     limits: Limits,
-    /// Pooling requests in service at once (`max_batch`); the rest wait, first come first served.
-    pool_slots: tokio::sync::Semaphore,
 }
 
 impl MockServer {
@@ -110,14 +110,13 @@ impl MockServer {
             config.record_requests,
             config.log_token_times,
         )?;
-        let metrics = Arc::new(Metrics::new(&config.model, config.kv_cache_tokens));
+        let metrics = Arc::new(Metrics::new(
+            &config.model,
+            config.kv_cache_tokens,
+            Replicas::count(&config),
+        ));
         let zero_delay = config.is_zero_delay();
-        let (engine, engine_task) = if zero_delay {
-            (None, None)
-        } else {
-            let (h, t) = engine::spawn(EngineParams::from_config(&config), metrics.clone());
-            (Some(h), Some(t))
-        };
+        let (replicas, engines) = Replicas::start(&config, &metrics);
         let model_escaped = render::escape(&config.model);
         let now = unix_secs();
         let completions_cycle = EventCycle::new(Oai::Completions, &model_escaped, &words, now);
@@ -126,7 +125,6 @@ impl MockServer {
         let scheme = if config.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let model = config.model.clone();
-        let max_batch = config.max_batch as usize;
         let limits = Limits {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
@@ -143,12 +141,11 @@ impl MockServer {
             completions_cycle,
             chat_cycle,
             prompts: request::PromptCounter::new(tokenizer),
-            engine,
+            replicas,
             metrics,
             log,
             next_id: AtomicU64::new(0),
             limits,
-            pool_slots: tokio::sync::Semaphore::new(max_batch),
         });
         let stop = CancellationToken::new();
         let accept = tokio::spawn(accept_loop(
@@ -157,7 +154,8 @@ impl MockServer {
             tls_acceptor,
             stop.clone(),
         ));
-        tracing::info!(%url, zero_delay, "mock server listening");
+        let replicas = state.replicas.len();
+        tracing::info!(%url, zero_delay, replicas, "mock server listening");
         Ok(MockServer {
             addr,
             url,
@@ -166,7 +164,7 @@ impl MockServer {
             state,
             stop,
             accept,
-            engine: engine_task,
+            engines,
         })
     }
 
@@ -205,13 +203,15 @@ impl MockServer {
         self.state.metrics.render()
     }
 
-    /// Stops accepting, closes every connection (in-flight responses are cut), stops the engine
-    /// and flushes the request log.
+    /// Stops accepting, closes every connection (in-flight responses are cut), stops the
+    /// engines and flushes the request log.
     pub async fn shutdown(self) {
         self.stop.cancel();
         let _ = self.accept.await;
-        if let Some(e) = self.engine {
+        for e in &self.engines {
             e.abort();
+        }
+        for e in self.engines {
             let _ = e.await;
         }
         if let Some(log) = &self.state.log {
@@ -536,7 +536,8 @@ async fn generate(
     let arrival = Instant::now();
     let http1 = req.version() <= Version::HTTP_11;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let mut log = pending_log(state, id, api.path(), arrival);
+    let lease = state.replicas.route();
+    let mut log = pending_log(state, id, api.path(), arrival, &lease);
     if let Some(l) = &mut log.0 {
         l.entry.stream = api == Api::TgiStream;
     }
@@ -600,7 +601,7 @@ async fn generate(
         },
         // Only a timed engine with a prefix cache knows what it served; a stream is rendered
         // before admission and fills the count in as it writes its usage.
-        cached: match (&state.engine, cfg.prefix_cache_blocks) {
+        cached: match (&state.replicas.get(&lease).engine, cfg.prefix_cache_blocks) {
             (Some(_), 1..) if !state.zero_delay && p.stream => CachedUsage::Slot,
             (Some(_), 1..) if !state.zero_delay => CachedUsage::Known(0),
             _ => CachedUsage::Omit,
@@ -613,6 +614,7 @@ async fn generate(
         ctx: &ctx,
         blocks,
         log,
+        lease,
     };
     if p.stream {
         stream_response(state, conn, answer, &plan, http1)
@@ -628,14 +630,24 @@ struct Answer<'a> {
     ctx: &'a Ctx<'a>,
     blocks: Blocks,
     log: PendingLog,
+    /// The replica it was routed to, held until the response ends.
+    lease: Lease,
 }
 
-/// The request log entry of a request arriving now (nothing without `--log-requests`).
-fn pending_log(state: &State, id: u64, endpoint: &str, arrival: Instant) -> PendingLog {
+/// The request log entry of a request arriving now, routed by `lease` (nothing without
+/// `--log-requests`).
+fn pending_log(
+    state: &State,
+    id: u64,
+    endpoint: &str,
+    arrival: Instant,
+    lease: &Lease,
+) -> PendingLog {
     PendingLog(state.log.as_ref().map(|sink| {
         Box::new(LogState {
             entry: RequestLogEntry {
                 id,
+                replica: lease.index() as u32,
                 endpoint: endpoint.to_string(),
                 stream: false,
                 status: 200,
@@ -762,7 +774,7 @@ fn stream_response(
         Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
         Api::Responses => render::responses_stream(ctx, plan, timed),
     };
-    let gate = match &state.engine {
+    let gate = match &state.replicas.get(&a.lease).engine {
         Some(e) if timed => {
             a.log.submitted();
             Some(e.submit(p.prompt_tokens, tokens, a.blocks))
@@ -782,7 +794,8 @@ fn stream_response(
         http1,
         a.log.take(),
         (!timed).then(|| state.metrics.clone()),
-    );
+    )
+    .leased(a.lease);
     let mut r = response(StatusCode::OK, "text/event-stream", body);
     r.headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -792,7 +805,7 @@ fn stream_response(
 /// A whole answer, sent when the engine has released its last token.
 async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
     let (p, mut ctx, tokens) = (a.p, *a.ctx, a.ctx.tokens);
-    match &state.engine {
+    match &state.replicas.get(&a.lease).engine {
         Some(e) if !state.zero_delay => {
             a.log.submitted();
             let gate = e.submit(p.prompt_tokens, tokens, a.blocks);
@@ -815,6 +828,6 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
     response(
         StatusCode::OK,
         "application/json",
-        MockBody::full(data, tokens, a.log.take()),
+        MockBody::full(data, tokens, a.log.take()).leased(a.lease),
     )
 }

@@ -1,13 +1,13 @@
 //! The pooling APIs: `/v1/embeddings` and rerank (`/v1/rerank`, `/rerank`, `/v2/rerank`).
 //!
-//! They do not go through the decode engine. Each request waits for one of `max_batch`
-//! slots (first come, first served) and holds it for its closed-form service time
-//! ([`MockConfig::pool_service`]): `pool_base_ms + pool_per_input_ms * inputs +
-//! 1000 * tokens / pool_token_rate` ms, where `inputs` is the embeddings inputs or the rerank
-//! documents, and `tokens` the input tokens: an embeddings request's inputs counted, a rerank
-//! request's query counted once per document plus the documents (a cross-encoder reads each
-//! pair). So `max_batch` requests are served at once and the capacity is
-//! `max_batch / service` requests per second.
+//! They do not go through the decode engine. Each request is routed to a replica as a
+//! generation request is, waits for one of that replica's `max_batch` slots (first come, first
+//! served) and holds it for its closed-form service time ([`MockConfig::pool_service`]):
+//! `pool_base_ms + pool_per_input_ms * inputs + 1000 * tokens / pool_token_rate` ms, where
+//! `inputs` is the embeddings inputs or the rerank documents, and `tokens` the input tokens: an
+//! embeddings request's inputs counted, a rerank request's query counted once per document plus
+//! the documents (a cross-encoder reads each pair). So `max_batch` requests per replica are
+//! served at once and one replica's capacity is `max_batch / service` requests per second.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -179,7 +179,8 @@ pub(crate) async fn serve(
     let id = state
         .next_id
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut log = pending_log(state, id, path(api), arrival);
+    let lease = state.replicas.route();
+    let mut log = pending_log(state, id, path(api), arrival, &lease);
     let body = match read_body(req).await {
         Ok(b) => b,
         Err((status, msg)) => return fail_plain(state, log.take(), status, &msg),
@@ -192,7 +193,7 @@ pub(crate) async fn serve(
     let service = state.cfg.pool_service(p.inputs, p.tokens);
     if !service.is_zero() {
         // The semaphore is never closed: a permit always comes.
-        let _slot = state.pool_slots.acquire().await;
+        let _slot = state.replicas.get(&lease).pool_slots.acquire().await;
         tokio::time::sleep(service).await;
     }
     state.metrics.count_status(200);
@@ -212,7 +213,7 @@ pub(crate) async fn serve(
     response(
         StatusCode::OK,
         "application/json",
-        MockBody::full(Bytes::from(data), 0, log),
+        MockBody::full(Bytes::from(data), 0, log).leased(lease),
     )
 }
 

@@ -1,12 +1,14 @@
-//! Closed-loop capacity: 2 x max_batch clients, each sending its next request as soon as the
-//! previous ends, must see the requests/s and mean inter-token time of the closed form in
-//! docs/simulator.md, within 5%:
+//! Closed-loop capacity: 2 x max_batch x replicas clients, each sending its next request as soon
+//! as the previous ends, must see the requests/s and mean inter-token time of the closed form
+//! in docs/simulator.md, within 5%:
 //!
 //!   S = step_base + step_per_seq * max_batch      (the batch is always full)
 //!   P = prefill_overhead + prompt_tokens / prefill_rate
 //!   C = (ceil(P / S) + n - 1) * S                 (slot cycle of one request)
-//!   requests/s = max_batch / C
+//!   requests/s = replicas * max_batch / C
 //!   mean inter-token time = (C - P) / (n - 1)
+//!
+//! (`replicas.rs` runs the same loop against several replicas.)
 //!
 //! Step times of several ms keep timer granularity and scheduler jitter (a busy 2-core machine)
 //! well under the tolerance, and the engine's absolute step schedule keeps a late wake-up from
@@ -17,20 +19,22 @@ use crate::common;
 
 use std::time::Instant;
 
-use bench_mock::{MockConfig, MockServer};
+use bench_mock::{Balance, MockConfig, MockServer};
 use common::*;
 use serde_json::{json, Value};
 
-struct Case {
-    max_batch: u32,
-    step_base_ms: f64,
-    step_per_seq_ms: f64,
-    prefill_overhead_ms: f64,
-    prefill_rate: f64,
-    tokens: u32,
-    chat: bool,
-    warmup: usize,
-    measured: usize,
+pub(crate) struct Case {
+    pub replicas: u32,
+    pub balance: Balance,
+    pub max_batch: u32,
+    pub step_base_ms: f64,
+    pub step_per_seq_ms: f64,
+    pub prefill_overhead_ms: f64,
+    pub prefill_rate: f64,
+    pub tokens: u32,
+    pub chat: bool,
+    pub warmup: usize,
+    pub measured: usize,
 }
 
 /// Per request: (completion time, first-token time, last-token time).
@@ -81,10 +85,12 @@ fn slope(times: &[Instant]) -> f64 {
     sxy / sxx
 }
 
-async fn run(case: Case) {
+pub(crate) async fn run(case: Case) {
     // Never next to the other closed-loop case or the many-at-once burst of transport.rs.
     let _timing = timing_lock().await;
     let server = MockServer::start(MockConfig {
+        replicas: case.replicas,
+        balance: case.balance,
         max_batch: case.max_batch,
         step_base_ms: case.step_base_ms,
         step_per_seq_ms: case.step_per_seq_ms,
@@ -121,7 +127,7 @@ async fn run(case: Case) {
         .as_f64()
         .expect("prompt tokens");
 
-    let clients = 2 * case.max_batch as usize;
+    let clients = 2 * case.max_batch as usize * case.replicas as usize;
     let per_client = case.warmup + case.measured;
     let tasks: Vec<_> = (0..clients)
         .map(|_| tokio::spawn(client(addr, path, body.clone(), per_client)))
@@ -151,14 +157,16 @@ async fn run(case: Case) {
         (case.prefill_overhead_ms * 1e6 + per_token * prompt_tokens).round()
     };
     let c_ns = ((p_ns / s_ns).ceil() + f64::from(case.tokens) - 1.0) * s_ns;
-    let want_rate = f64::from(case.max_batch) / (c_ns / 1e9);
+    let want_rate = f64::from(case.replicas * case.max_batch) / (c_ns / 1e9);
     let want_itl = (c_ns - p_ns) / 1e9 / f64::from(case.tokens - 1);
     let itl = itls.iter().sum::<f64>() / itls.len() as f64;
     let rate_err = (rate - want_rate).abs() / want_rate;
     let itl_err = (itl - want_itl).abs() / want_itl;
     eprintln!(
-        "batch {}: {rate:.2} req/s (formula {want_rate:.2}, {:.1}%), ITL {:.3} ms (formula {:.3}, {:.1}%)",
+        "{} x batch {} ({}): {rate:.2} req/s (formula {want_rate:.2}, {:.1}%), ITL {:.3} ms (formula {:.3}, {:.1}%)",
+        case.replicas,
         case.max_batch,
+        case.balance,
         rate_err * 100.0,
         itl * 1e3,
         want_itl * 1e3,
@@ -178,6 +186,8 @@ async fn run(case: Case) {
 async fn closed_loop_matches_formula_small_batch_with_prefill() {
     // S = 14 + 1 * 4 = 18 ms; P = 5 ms + prompt / 2000 tok/s (about 12 ms), n = 16.
     run(Case {
+        replicas: 1,
+        balance: Balance::RoundRobin,
         max_batch: 4,
         step_base_ms: 14.0,
         step_per_seq_ms: 1.0,
@@ -195,6 +205,8 @@ async fn closed_loop_matches_formula_small_batch_with_prefill() {
 async fn closed_loop_matches_formula_large_batch_chat() {
     // S = 6 + 0.25 * 16 = 10 ms; no prefill time; n = 32.
     run(Case {
+        replicas: 1,
+        balance: Balance::RoundRobin,
         max_batch: 16,
         step_base_ms: 6.0,
         step_per_seq_ms: 0.25,

@@ -9,5 +9,6 @@ mod capacity;
 mod common;
 mod faults;
 mod prefix_cache;
+mod replicas;
 mod request_log;
 mod transport;
