@@ -157,6 +157,7 @@ fn a_plan_sizes_each_configuration_as_the_closed_form_does_and_leaves_no_server(
     ] {
         assert!(dir.join("plan").join(f).is_file(), "{f}");
     }
+    confirm_on_replicas(&dir, slow);
     // --resume keeps both sweeps (no server starts) and plans the same.
     let again = plan(&dir, "q=0.5,1", &["--resume"]);
     let stderr = common::text(&again.stderr);
@@ -165,6 +166,70 @@ fn a_plan_sizes_each_configuration_as_the_closed_form_does_and_leaves_no_server(
     assert!(!stderr.contains("starting"), "{stderr}");
     let q = read_plan(&dir);
     assert_eq!(config(&q, "q=0.5")["fleet"], fast["fleet"]);
+}
+
+/// The ITL median of `rate` req/s sent to `replicas` simulators of step cost `q_ms` behind one
+/// port (round-robin).
+fn itl_median_on(dir: &Path, replicas: u64, q_ms: f64, rate: f64) -> f64 {
+    let cfg = dir.join("sim.yaml");
+    let (_server, url) = common::mock_server(&[
+        "--port",
+        "0",
+        "--config",
+        &cfg.display().to_string(),
+        &format!("--step-per-seq-ms={q_ms}"),
+        "--replicas",
+        &replicas.to_string(),
+    ]);
+    let json = dir.join(format!("fleet-{replicas}.json"));
+    let out = common::bench_command()
+        .args([
+            "run",
+            "--target",
+            &url,
+            "--rate-type",
+            "constant",
+            "--rate",
+            &rate.to_string(),
+        ])
+        .args([
+            "--max-seconds",
+            "4",
+            "--data",
+            "prompt_tokens=16,output_tokens=16",
+        ])
+        .args(["--quiet", "--console", "none", "--output"])
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("run")).expect("json");
+    common::f(&run["benchmarks"][0], &["metrics", "itl_ms", "median"])
+}
+
+/// The plan's count for the slower configuration, checked for real: the demand sent to that
+/// many replicas meets the SLO, to one fewer it does not. Closed form: at 33.3 req/s a replica
+/// steps every 10.7 ms (under 12); at 50 req/s it is past its capacity (47.6 req/s) and every
+/// step holds the full batch, 21 ms.
+fn confirm_on_replicas(dir: &Path, slow: &Value) {
+    let n = slow["fleet"]["replicas"].as_u64().expect("replicas");
+    let enough = itl_median_on(dir, n, 1.0, DEMAND);
+    let fewer = itl_median_on(dir, n - 1, 1.0, DEMAND);
+    eprintln!(
+        "{DEMAND} req/s on {n} replicas: ITL median {enough:.2} ms; on {}: {fewer:.2} ms",
+        n - 1
+    );
+    assert!(
+        enough <= SLO_MS,
+        "{n} replicas: ITL median {enough} ms over the SLO's {SLO_MS}"
+    );
+    assert!(
+        fewer > SLO_MS,
+        "{} replicas: ITL median {fewer} ms meets the SLO",
+        n - 1
+    );
 }
 
 #[test]
