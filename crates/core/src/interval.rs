@@ -24,6 +24,43 @@ pub struct CrossingInterval {
     pub high: Option<f64>,
 }
 
+/// What a rate's intervals say of it against a limit (docs/metrics.md, "Intervals").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sure {
+    /// Every figure's interval lies within its limit.
+    Pass,
+    /// Some interval straddles its limit, or is missing.
+    Unsure,
+    /// Some figure's interval lies wholly beyond its limit (or the figure is missing, as it
+    /// fails without intervals too).
+    Fail,
+}
+
+impl Sure {
+    /// The verdicts of several limits on one rate: a failure wins, then doubt.
+    pub fn all(verdicts: impl IntoIterator<Item = Sure>) -> Sure {
+        verdicts.into_iter().fold(Sure::Pass, |a, v| match (a, v) {
+            (Sure::Fail, _) | (_, Sure::Fail) => Sure::Fail,
+            (Sure::Unsure, _) | (_, Sure::Unsure) => Sure::Unsure,
+            _ => Sure::Pass,
+        })
+    }
+}
+
+/// The crossing from the verdicts of the rates, ascending: above the last of the sure passes
+/// from the lowest rate (0 when the lowest is not one), below the lowest sure failure. The
+/// report's intervals and the sweep's refinement of its answer both judge by this rule.
+pub fn crossing(rates: &[(f64, Sure)]) -> CrossingInterval {
+    let low = rates
+        .iter()
+        .take_while(|(_, s)| *s == Sure::Pass)
+        .last()
+        .map_or(0.0, |r| r.0);
+    let high = rates.iter().find(|(_, s)| *s == Sure::Fail).map(|r| r.0);
+    CrossingInterval { low, high }
+}
+
 /// The 95% intervals of a sweep's capacity answer, each absent when the benchmarks it rests on
 /// have none (or, for the SLO, when a bound's statistic has no interval method).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

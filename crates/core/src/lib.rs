@@ -26,7 +26,7 @@ mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
 pub use image::{image_size, ImageCounts, ImageInput};
-pub use interval::{t975, CapacityIntervals, CrossingInterval, Interval};
+pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};
 pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use ramp::{Ramp, RampOver, RampRecord, RampShape, RateChange, MAX_CHANGES};
@@ -50,8 +50,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat, TraceCapacity,
-    KEPT_UP,
+    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloRefinement, SloStat,
+    TraceCapacity, KEPT_UP,
 };
 
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make

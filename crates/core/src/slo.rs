@@ -249,6 +249,24 @@ pub struct SloBracket {
     pub tolerance: f64,
     /// Benchmarks the refinement ran after the sweep.
     pub steps: u32,
+    /// With `--slo-precision`: what narrowing the SLO rate's interval cost, and whether it
+    /// reached the width asked for (docs/metrics.md, "The SLO answer's precision").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refinement: Option<SloRefinement>,
+}
+
+/// The benchmarks the sweep ran to narrow its SLO answer's 95% interval to `--slo-precision`:
+/// rates between the interval's ends run again longer, or new rates between them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SloRefinement {
+    /// The precision asked for: the interval's width at most `2 x precision` of its lower end.
+    pub precision: f64,
+    /// Benchmarks run for it.
+    pub benchmarks: u32,
+    /// Their length, benchmark-seconds (warmup and drain included).
+    pub seconds: f64,
+    /// Whether the interval reached the width.
+    pub met: bool,
 }
 
 /// An open-loop benchmark kept up with its rate when it completed at least this fraction of

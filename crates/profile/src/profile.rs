@@ -128,6 +128,11 @@ pub struct SweepSpec {
     /// The search stops when `(high - low) / low` is at most this.
     #[serde(default = "default_slo_tolerance")]
     pub slo_tolerance: f64,
+    /// `--slo-precision`: after the search, rates between the ends of the SLO answer's 95%
+    /// interval run again longer (or new ones between them) until the interval is at most
+    /// `2 x precision` of its lower end wide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_precision: Option<f64>,
 }
 
 /// Default relative width of the SLO search's final bracket.
@@ -181,6 +186,8 @@ pub struct BuildOptions {
     pub slo: Option<Slo>,
     /// Final bracket width of the SLO search.
     pub slo_tolerance: f64,
+    /// How narrow the SLO answer's interval is made (`--slo-precision`).
+    pub slo_precision: Option<f64>,
 }
 
 impl Default for BuildOptions {
@@ -194,6 +201,7 @@ impl Default for BuildOptions {
             sweep_mode: SweepMode::Adaptive,
             slo: None,
             slo_tolerance: DEFAULT_SLO_TOLERANCE,
+            slo_precision: None,
         }
     }
 }
@@ -272,6 +280,19 @@ fn sweep_spec(rates: &[f64], o: &BuildOptions) -> Result<SweepSpec, ProfileError
             "--slo searches in the adaptive sweep only (not with --sweep-mode guidellm)",
         ));
     }
+    if let Some(p) = o.slo_precision {
+        if o.slo.is_none() {
+            return Err(invalid(
+                "--slo-precision narrows the SLO answer: give --slo too",
+            ));
+        }
+        if !(p > 0.0 && p < 1.0) {
+            return Err(invalid(format!(
+                "slo precision must be above 0% and below 100%, got {}",
+                p
+            )));
+        }
+    }
     if !(o.slo_tolerance > 0.0 && o.slo_tolerance < 1.0) {
         return Err(invalid(format!(
             "slo tolerance must be above 0 and below 1, got {}",
@@ -283,6 +304,7 @@ fn sweep_spec(rates: &[f64], o: &BuildOptions) -> Result<SweepSpec, ProfileError
         mode: o.sweep_mode,
         slo: o.slo.clone(),
         slo_tolerance: o.slo_tolerance,
+        slo_precision: o.slo_precision,
         throughput_concurrency: o.max_concurrency.unwrap_or(DEFAULT_THROUGHPUT_CONCURRENCY),
         open_loop: if o.sweep_poisson {
             OpenLoop::Poisson {
@@ -472,6 +494,7 @@ mod tests {
             max_concurrency: None,
             slo: None,
             slo_tolerance: DEFAULT_SLO_TOLERANCE,
+            slo_precision: None,
         };
         let s = spec.rate_strategies(1.0, 3.0).expect("valid");
         assert_eq!(

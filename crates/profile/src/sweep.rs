@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use bench_core::{Capacity, SloBracket, Verdict, KEPT_UP};
+use bench_core::{crossing, Capacity, SloBracket, SloRefinement, Sure, Verdict, KEPT_UP};
 use serde::{Deserialize, Serialize};
 
 use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepSpec};
@@ -57,6 +57,8 @@ pub const SECOND_RATE: f64 = 1.1;
 pub const MAX_EXTENSIONS: u32 = 3;
 /// At most this many refinement benchmarks of the SLO search.
 pub const MAX_REFINE_STEPS: u32 = 10;
+/// At most this many benchmarks narrow the SLO answer's interval (`--slo-precision`).
+pub const MAX_ANSWER_STEPS: u32 = 12;
 
 /// How a sweep finds the capacity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +112,10 @@ pub struct Reading {
     /// An open loop's judgement ([`bench_core::Sustained`]; `None`: not judged, or not an
     /// open loop).
     pub verdict: Option<Verdict>,
+    /// What its intervals say of every SLO bound (`None`: no SLO).
+    pub slo_sure: Option<Sure>,
+    /// How long it ran, seconds (warmup and drain included).
+    pub seconds: f64,
 }
 
 impl Reading {
@@ -204,6 +210,7 @@ pub fn slo_bracket(measured: &[(f64, bool)], tolerance: f64, steps: u32) -> SloB
         high,
         tolerance,
         steps,
+        refinement: None,
     }
 }
 
@@ -231,6 +238,8 @@ pub struct SweepPlanner {
     rates_planned: bool,
     /// Steps handed out and not yet recorded.
     outstanding: usize,
+    /// The benchmarks run since the SLO answer's narrowing began, and their seconds.
+    narrowing: Option<(u32, f64)>,
 }
 
 impl SweepPlanner {
@@ -255,6 +264,7 @@ impl SweepPlanner {
             history: Vec::new(),
             rates_planned: false,
             outstanding: 0,
+            narrowing: None,
         }
     }
 
@@ -289,7 +299,14 @@ impl SweepPlanner {
         if let Some(s) = self.extension_step() {
             return Ok(Some(s));
         }
-        Ok(self.refine_step())
+        if let Some(s) = self.refine_step() {
+            return Ok(Some(s));
+        }
+        let step = self.narrowing_step();
+        if step.is_some() && self.narrowing.is_none() {
+            self.narrowing = Some((0, 0.0));
+        }
+        Ok(step)
     }
 
     /// Records what the step returned by the last [`Self::next_step`] measured. An open-loop
@@ -297,6 +314,10 @@ impl SweepPlanner {
     /// [`MAX_LENGTH`]).
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
         self.outstanding = self.outstanding.saturating_sub(1);
+        if let Some((n, secs)) = self.narrowing.as_mut() {
+            *n += 1;
+            *secs += reading.seconds;
+        }
         if self.wants_longer(&step, &reading) {
             self.pending.push_front(SweepStep {
                 length: step.length * LENGTHEN,
@@ -523,6 +544,90 @@ impl SweepPlanner {
         })
     }
 
+    /// The open-loop rates with their SLO verdicts from their intervals, ascending.
+    fn sure_rates(&self) -> Vec<(f64, Sure, &SweepStep)> {
+        let mut v: Vec<(f64, Sure, &SweepStep)> = self
+            .judged()
+            .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
+            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_sure?, s)))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    }
+
+    /// The SLO answer's interval ([`bench_core::crossing`] of the rates' verdicts) and whether
+    /// it is as narrow as `--slo-precision` asks: `high - low <= 2 x precision x low`.
+    fn narrow_enough(&self, precision: f64) -> (bench_core::CrossingInterval, bool) {
+        let verdicts: Vec<(f64, Sure)> = self.sure_rates().iter().map(|r| (r.0, r.1)).collect();
+        let c = crossing(&verdicts);
+        let ok = c.low > 0.0 && c.high.is_some_and(|h| h - c.low <= 2.0 * precision * c.low);
+        (c, ok)
+    }
+
+    /// The next benchmark narrowing the SLO answer's interval (`--slo-precision`): the lowest
+    /// unsure rate between its ends runs again [`LENGTHEN`] times as long (it holds the lower
+    /// end down), else the highest (it holds the upper end up), up to [`MAX_LENGTH`]; when the
+    /// unsure rates are at their longest (or there are none), a new rate halfway across the
+    /// wider of the gaps they leave at either end, as long as the longest run so far. `None`
+    /// when narrow enough, open above (every rate surely met the SLO), or out of steps
+    /// ([`MAX_ANSWER_STEPS`]).
+    fn narrowing_step(&self) -> Option<SweepStep> {
+        let precision = self.spec.slo_precision?;
+        self.spec.slo.as_ref()?;
+        if self.narrowing.is_some_and(|(n, _)| n >= MAX_ANSWER_STEPS) {
+            return None;
+        }
+        let (c, ok) = self.narrow_enough(precision);
+        let high = c.high.filter(|_| !ok)?;
+        let rates = self.sure_rates();
+        let between: Vec<&SweepStep> = rates
+            .iter()
+            .filter(|r| r.0 > c.low && r.0 < high && r.1 == Sure::Unsure)
+            .map(|r| r.2)
+            .collect();
+        let longer = |s: &&SweepStep| {
+            (s.length * LENGTHEN <= MAX_LENGTH + 1e-9).then(|| SweepStep {
+                length: s.length * LENGTHEN,
+                ..(*s).clone()
+            })
+        };
+        if let Some(s) = between
+            .first()
+            .and_then(longer)
+            .or_else(|| between.last().and_then(longer))
+        {
+            return Some(s);
+        }
+        let rate_of = |s: &&SweepStep| s.strategy.target_rate().unwrap_or(high);
+        let low = if c.low > 0.0 { c.low } else { high / 2.0 };
+        let (a, b) = (
+            between.first().map_or(high, rate_of),
+            between.last().map_or(low, rate_of),
+        );
+        let rate = if (a - low) / low >= (high - b) / b {
+            (low + a) / 2.0
+        } else {
+            (b + high) / 2.0
+        };
+        Some(SweepStep {
+            strategy: self.spec.open_loop_at(rate),
+            role: SweepRole::Refine,
+            length: rates.iter().map(|r| r.2.length).fold(1.0, f64::max),
+        })
+    }
+
+    /// What narrowing the SLO answer cost, when `--slo-precision` asked for it.
+    fn refinement(&self) -> Option<SloRefinement> {
+        let precision = self.spec.slo_precision?;
+        let (benchmarks, seconds) = self.narrowing.unwrap_or((0, 0.0));
+        Some(SloRefinement {
+            precision,
+            benchmarks,
+            seconds,
+            met: self.narrow_enough(precision).1,
+        })
+    }
+
     /// The highest open-loop rate offered by the sweep's rates, and whether it kept up.
     fn top_rate(&self) -> Option<(f64, bool)> {
         self.judged()
@@ -542,8 +647,9 @@ impl SweepPlanner {
     /// report, which owns the latency figures.
     pub fn answer(&self) -> Option<Capacity> {
         let (step, best) = self.saturated().unwrap_or(self.best()?);
-        let bracket = self.spec.slo.as_ref().map(|_| {
-            slo_bracket(
+        let bracket = self.spec.slo.as_ref().map(|_| SloBracket {
+            refinement: self.refinement(),
+            ..slo_bracket(
                 &self.open_loop_verdicts(),
                 self.spec.slo_tolerance,
                 self.refine_steps(),

@@ -79,6 +79,7 @@ fn sweep() -> RunReport {
             high: Some(6.0),
             tolerance: 0.05,
             steps: 1,
+            refinement: None,
         }),
         trace: None,
         intervals: None,

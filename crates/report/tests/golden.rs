@@ -128,6 +128,7 @@ fn capacity_sweep() -> RunReport {
             high: Some(6.0),
             tolerance: 0.05,
             steps: 1,
+            refinement: None,
         }),
         trace: None,
         intervals: None,

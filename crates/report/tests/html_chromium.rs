@@ -259,6 +259,7 @@ fn sample_capacity() -> bench_core::Capacity {
             high: Some(8.0),
             tolerance: 0.05,
             steps: 0,
+            refinement: None,
         }),
         trace: None,
         intervals: None,

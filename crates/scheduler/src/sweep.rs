@@ -1,6 +1,6 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::{Backend, Capacity, RequestRecord, Shard, Strategy};
+use bench_core::{Backend, Capacity, RequestRecord, Shard, Strategy, Sure};
 use bench_profile::{
     Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
     LADDER_LENGTH, LADDER_WARMUP,
@@ -26,6 +26,13 @@ pub trait Observer {
     /// Whether the finished benchmark `index` met the sweep's SLO (`None`: no SLO, or not
     /// judged). The observer judges because it owns the latency figures (the report).
     fn slo_met(&mut self, index: usize) -> Option<bool> {
+        let _ = index;
+        None
+    }
+    /// What the finished benchmark `index`'s intervals say of the sweep's SLO (docs/metrics.md,
+    /// "Intervals"; `None`: no SLO, or not judged): the sweep narrows its SLO answer's interval
+    /// by these (`--slo-precision`).
+    fn slo_sure(&mut self, index: usize) -> Option<Sure> {
         let _ = index;
         None
     }
@@ -187,6 +194,8 @@ impl<B: Backend> Scheduler<B> {
                 slo_met: observer.slo_met(index),
                 needs_longer: outcome.rates.sustained.is_some_and(|s| s.needs_longer()),
                 verdict: outcome.rates.sustained.map(|s| s.verdict),
+                slo_sure: observer.slo_sure(index),
+                seconds: outcome.end.saturating_sub(outcome.start) as f64 / 1e9,
             };
             tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");
             let stop =

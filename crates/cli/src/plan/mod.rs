@@ -57,8 +57,9 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
         configs::check_template(t, &plan.params)?;
     }
     configs::check_gpus(&plan, &all)?;
-    let fixed_target = fixed_target(&plan, &args.common)?;
-    let slo = check_sweeps(&args.common, &plan, &all)?;
+    let common = precise_by_default(&args.common, profile.as_ref().map(|(_, f)| f));
+    let fixed_target = fixed_target(&plan, &common)?;
+    let slo = check_sweeps(&common, &plan, &all)?;
     let outputs = plan_outputs(&args.common.report.output)?;
     std::fs::create_dir_all(&plan.dir).map_err(|e| {
         UsageError::new(format!(
@@ -68,7 +69,7 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     })?;
     let ctx = Context {
         plan: &plan,
-        common: &args.common,
+        common: &common,
         fixed_target,
         interrupted: signals::watch("the plan stops after this configuration")?,
     };
@@ -93,6 +94,22 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     );
     eprintln!("plan saved to {}", plan.dir.join("plan.json").display());
     Ok(exit_code(&report, &ctx.interrupted))
+}
+
+/// The SLO answer's precision a plan asks of each sweep unless told otherwise: a replica count
+/// is only as sure as the rate it divides by (docs/planning.md).
+pub const DEFAULT_SLO_PRECISION: &str = "5%";
+
+/// The sweep's flags with `--slo-precision` set to [`DEFAULT_SLO_PRECISION`] when there is an
+/// SLO and neither the flags nor the profile set one.
+fn precise_by_default(common: &CommonArgs, file: Option<&settings::FileSettings>) -> CommonArgs {
+    let mut c = common.clone();
+    let slo = c.load.slo.is_some() || file.is_some_and(|f| f.slo.is_some());
+    let given = c.load.slo_precision.is_some() || file.is_some_and(|f| f.slo_precision.is_some());
+    if slo && !given {
+        c.load.slo_precision = Some(DEFAULT_SLO_PRECISION.into());
+    }
+    c
 }
 
 /// Now, RFC 3339 to the second.

@@ -28,7 +28,7 @@ pub(super) struct ReportObserver {
     hinted: bool,
     slo: Option<Slo>,
     /// Whether each benchmark met the SLO, by index.
-    pub(super) verdicts: std::collections::HashMap<usize, bool>,
+    pub(super) verdicts: std::collections::HashMap<usize, (bool, bench_core::Sure)>,
     /// Since when (run clock) every finished request failed to connect, and how many did.
     unanswered: Option<(bench_core::Nanos, u64)>,
     /// Set when the server stopped answering (or the client ran out of file descriptors):
@@ -151,7 +151,8 @@ impl Observer for ReportObserver {
         };
         let report = self.finish_report(acc, o);
         if let Some(slo) = &self.slo {
-            self.verdicts.insert(index, report.meets(slo));
+            let sure = bench_report::slo_verdict(slo, &report);
+            self.verdicts.insert(index, (report.meets(slo), sure));
         }
         self.warn_benchmark(o, &report);
         self.write_vllm_file(&report);
@@ -164,7 +165,11 @@ impl Observer for ReportObserver {
     }
 
     fn slo_met(&mut self, index: usize) -> Option<bool> {
-        self.verdicts.get(&index).copied()
+        self.verdicts.get(&index).map(|v| v.0)
+    }
+
+    fn slo_sure(&mut self, index: usize) -> Option<bench_core::Sure> {
+        self.verdicts.get(&index).map(|v| v.1)
     }
 }
 

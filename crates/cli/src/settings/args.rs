@@ -216,6 +216,11 @@ pub struct LoadArgs {
     /// Sweep: the SLO search stops when (high - low) / low is at most this (default 0.02).
     #[arg(long)]
     pub slo_tolerance: Option<f64>,
+    /// Sweep with --slo: after the search, run the rates between the ends of the SLO rate's
+    /// 95% interval again longer (or new ones between them) until the interval spans at most
+    /// twice this of its lower end, e.g. 5% (or 0.05); the report says what it cost.
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub slo_precision: Option<String>,
     /// Seconds per benchmark (default 30; 5 with --mock).
     #[arg(long, allow_negative_numbers = true)]
     pub max_seconds: Option<f64>,

@@ -206,6 +206,7 @@ fn build_options(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<Build
         }
     };
     let (slo, slo_tolerance) = slo(src, rate_type)?;
+    let slo_precision = slo_precision(src, slo.as_ref())?;
     Ok(BuildOptions {
         max_concurrency: c.max_concurrency.or(f.max_concurrency),
         burstiness: c.burstiness.or(f.burstiness).unwrap_or(1.0),
@@ -215,7 +216,36 @@ fn build_options(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<Build
         sweep_mode: sweep_mode(src)?,
         slo,
         slo_tolerance,
+        slo_precision,
     })
+}
+
+/// `--slo-precision` (docs/metrics.md, "The SLO answer's precision"): a target in (0%, 100%),
+/// with an SLO to narrow.
+fn slo_precision(src: &Sources<'_>, slo: Option<&Slo>) -> anyhow::Result<Option<f64>> {
+    let (c, f) = (&src.cli.load, src.file);
+    let Some(text) = c
+        .slo_precision
+        .clone()
+        .or(f.slo_precision.as_ref().map(|p| p.text()))
+    else {
+        return Ok(None);
+    };
+    let origin = src.origin("slo-precision", c.slo_precision.is_some());
+    let Some(slo) = slo else {
+        return Err(usage(format!(
+            "{origin}: narrows the SLO answer; give --slo too"
+        )));
+    };
+    if !bench_report::slo_has_intervals(slo) {
+        return Err(usage(format!(
+            "{origin}: the SLO `{slo}` has a bound without an interval (only medians, p90 and p99 of ttft, itl, tpot and e2el have one; docs/metrics.md, \"Intervals\")"
+        )));
+    }
+    let target = text
+        .parse::<bench_core::Target>()
+        .map_err(|e| usage(format!("{origin}: {e}")))?;
+    Ok(Some(target.0))
 }
 
 fn sweep_mode(src: &Sources<'_>) -> anyhow::Result<SweepMode> {

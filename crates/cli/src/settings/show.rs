@@ -74,6 +74,10 @@ impl Settings {
                 .then(|| "guidellm".to_string()),
             slo: l.build.slo.as_ref().map(|s| s.to_string()),
             slo_tolerance: l.build.slo.as_ref().map(|_| l.build.slo_tolerance),
+            slo_precision: l
+                .build
+                .slo_precision
+                .map(|p| PrecisionValue::Text(bench_core::Target(p).to_string())),
             max_seconds: l.limits.max_seconds,
             drain_timeout: l.limits.drain_timeout,
             precision: l

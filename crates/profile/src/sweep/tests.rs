@@ -96,6 +96,8 @@ fn drive_with(
                 slo_met,
                 needs_longer: false,
                 verdict: None,
+                slo_sure: None,
+                seconds: 0.0,
             },
         );
         steps.push(step);
@@ -212,6 +214,8 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
             slo_met: None,
             needs_longer: false,
             verdict: None,
+            slo_sure: None,
+            seconds: 0.0,
         },
     );
     assert_eq!(q.expected_len(), 10);
@@ -446,6 +450,8 @@ fn a_rate_that_cannot_be_judged_runs_again_longer_and_its_longest_run_judges_it(
             slo_met: None,
             needs_longer: near && short,
             verdict: None,
+            slo_sure: None,
+            seconds: 0.0,
         };
         p.record(step.clone(), reading);
         steps.push(step);
@@ -501,6 +507,8 @@ fn a_rate_below_what_the_closed_loops_carried_that_did_not_settle_runs_again_lon
             slo_met: None,
             needs_longer: false,
             verdict,
+            slo_sure: None,
+            seconds: 0.0,
         };
         p.record(step, reading);
         assert!(runs.len() < 100, "the sweep ends");
@@ -544,6 +552,8 @@ fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_a
             slo_met: None,
             needs_longer: false,
             verdict,
+            slo_sure: None,
+            seconds: 0.0,
         };
         p.record(step, reading);
         assert!(labels.len() < 100, "the sweep ends");
@@ -555,4 +565,91 @@ fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_a
     );
     assert!(a.max_measured_by.starts_with("constant@"), "{a:?}");
     assert!(!a.max_is_lower_bound);
+}
+
+/// A sweep whose SLO verdicts are sure only away from the limit: an open-loop rate within
+/// `0.15 / length` of `limit` (relative) is unsure, so that longer runs judge closer to it.
+fn drive_sure(
+    precision: Option<f64>,
+    limit: f64,
+    unsure_always: bool,
+) -> (Vec<SweepStep>, SweepPlanner) {
+    let mut s = spec(SweepMode::Adaptive, Some("itl_p50=50"));
+    s.slo_precision = precision;
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    let srv = server(16, 50.0);
+    let mut steps = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let (rps, tok) = srv(&step.strategy);
+        let rate = step.strategy.target_rate();
+        let sure = rate.map(|r| {
+            let near = (r - limit).abs() / limit < 0.15 / step.length;
+            match (
+                near || unsure_always && (r - limit).abs() / limit < 0.1,
+                r <= limit,
+            ) {
+                (true, _) => Sure::Unsure,
+                (false, true) => Sure::Pass,
+                (false, false) => Sure::Fail,
+            }
+        });
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(tok),
+            slo_met: Some(rate.unwrap_or(0.0) <= limit),
+            needs_longer: false,
+            verdict: None,
+            slo_sure: sure,
+            seconds: 10.0 * step.length,
+        };
+        p.record(step.clone(), reading);
+        steps.push(step);
+        assert!(steps.len() < 100, "the sweep ends");
+    }
+    (steps, p)
+}
+
+#[test]
+fn slo_precision_lengthens_the_rates_between_the_ends_until_the_interval_is_narrow() {
+    let limit = 5.0;
+    let (_, p) = drive_sure(Some(0.05), limit, false);
+    let b = p.answer().expect("answer").slo_bracket.expect("bracket");
+    let r = b.refinement.expect("refinement");
+    assert!(r.met, "{r:?}");
+    assert!(
+        r.benchmarks >= 1 && r.seconds >= 10.0 * f64::from(r.benchmarks),
+        "{r:?}"
+    );
+    let (c, ok) = p.narrow_enough(0.05);
+    assert!(ok);
+    let high = c.high.expect("high");
+    assert!(c.low <= limit && limit <= high, "{c:?}");
+    assert!(high - c.low <= 0.1 * c.low, "{c:?}");
+    // Without the flag nothing narrows and nothing is recorded.
+    let (steps, q) = drive_sure(None, limit, false);
+    assert!(q
+        .answer()
+        .expect("answer")
+        .slo_bracket
+        .expect("b")
+        .refinement
+        .is_none());
+    assert!(steps
+        .iter()
+        .all(|s| s.length <= 1.0 || s.role == SweepRole::Ladder));
+}
+
+#[test]
+fn slo_precision_gives_up_when_the_rates_stay_unsure_at_their_longest() {
+    let (steps, p) = drive_sure(Some(0.01), 5.0, true);
+    let r = p
+        .answer()
+        .expect("answer")
+        .slo_bracket
+        .expect("b")
+        .refinement
+        .expect("r");
+    assert!(!r.met, "{r:?}");
+    assert!(r.benchmarks <= MAX_ANSWER_STEPS, "{r:?}");
+    assert!(steps.iter().all(|s| s.length <= MAX_LENGTH + 1e-9));
 }

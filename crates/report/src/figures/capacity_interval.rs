@@ -10,33 +10,14 @@
 //! above the highest rate of the run of sure passes from the lowest rate, and below the lowest
 //! sure failure.
 
-use bench_core::{kept_up, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo};
+use bench_core::{
+    crossing, kept_up, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo, Sure,
+};
 
 use crate::figures::capacity::{knee_threshold_ms, open_loop, slo_metric};
 use crate::figures::interval::has_method;
 use crate::figures::model::{BenchmarkReport, RunReport};
 use crate::figures::options::Metric;
-
-/// What a rate's intervals say of it against its limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sure {
-    /// Every figure's interval lies within its limit.
-    Pass,
-    /// Some interval straddles its limit, or is missing.
-    Unsure,
-    /// Some figure's interval lies wholly beyond its limit (or the figure is missing, as it
-    /// fails without intervals too).
-    Fail,
-}
-
-/// The verdicts of several limits on one rate: a failure wins, then doubt.
-fn all(verdicts: impl IntoIterator<Item = Sure>) -> Sure {
-    verdicts.into_iter().fold(Sure::Pass, |a, v| match (a, v) {
-        (Sure::Fail, _) | (_, Sure::Fail) => Sure::Fail,
-        (Sure::Unsure, _) | (_, Sure::Unsure) => Sure::Unsure,
-        _ => Sure::Pass,
-    })
-}
 
 /// A figure measured at `point` with interval `iv` against `value <= limit`.
 fn at_most(point: Option<f64>, iv: Option<Interval>, limit: f64) -> Sure {
@@ -46,18 +27,6 @@ fn at_most(point: Option<f64>, iv: Option<Interval>, limit: f64) -> Sure {
         (Some(_), Some(iv)) if iv.low > limit => Sure::Fail,
         _ => Sure::Unsure,
     }
-}
-
-/// The crossing from the verdicts of the rates, ascending: above the last of the sure passes
-/// from the lowest rate (0 when the lowest is not one), below the lowest sure failure.
-fn crossing(rates: &[(f64, Sure)]) -> CrossingInterval {
-    let low = rates
-        .iter()
-        .take_while(|(_, s)| *s == Sure::Pass)
-        .last()
-        .map_or(0.0, |r| r.0);
-    let high = rates.iter().find(|(_, s)| *s == Sure::Fail).map(|r| r.0);
-    CrossingInterval { low, high }
 }
 
 /// Whether any open-loop rate has intervals: without one nothing measured how sure the
@@ -104,20 +73,31 @@ pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> 
                 0 => Sure::Pass,
                 _ => at_most(median(b), iv, threshold),
             };
-            (r, all([ttft, kept_up_exactly(r, b)]))
+            (r, Sure::all([ttft, kept_up_exactly(r, b)]))
         })
         .collect();
     Some(crossing(&verdicts))
 }
 
-/// The verdict of one benchmark's intervals on every bound of `slo`.
-fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
-    all(slo.bounds.iter().map(|bound| {
+/// The verdict of one benchmark's intervals on every bound of `slo` (docs/metrics.md,
+/// "Intervals"): what the sweep's refinement of its SLO answer reads.
+pub fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
+    Sure::all(slo.bounds.iter().map(|bound| {
         let m = slo_metric(bound.metric);
         let p = bound.stat.percentile().unwrap_or(f64::NAN);
         let iv = b.intervals.as_ref().and_then(|i| i.percentile(m, p));
         at_most(b.slo_value(bound.metric, bound.stat), iv, bound.max_ms)
     }))
+}
+
+/// Whether every bound of `slo` has an interval method (a median, p90 or p99 of TTFT, ITL,
+/// TPOT or E2EL): only then can the SLO rate have an interval.
+pub fn slo_has_intervals(slo: &Slo) -> bool {
+    slo.bounds.iter().all(|b| {
+        b.stat
+            .percentile()
+            .is_some_and(|p| has_method(slo_metric(b.metric), p))
+    })
 }
 
 /// The 95% interval of the SLO-limited rate (`slo_max_requests_per_s`): where the first SLO
@@ -127,12 +107,7 @@ fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
 pub fn slo_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
     let (slo, bracket) = (c.slo.as_ref()?, c.slo_bracket.as_ref()?);
     bracket.low?;
-    let method = |b: &bench_core::SloBound| {
-        b.stat
-            .percentile()
-            .is_some_and(|p| has_method(slo_metric(b.metric), p))
-    };
-    if !slo.bounds.iter().all(method) {
+    if !slo_has_intervals(slo) {
         return None;
     }
     let rates = open_loop(run);
@@ -221,8 +196,8 @@ mod tests {
         assert_eq!(at_most(Some(11.0), iv(10.5, 12.0), 10.0), Sure::Fail);
         assert_eq!(at_most(Some(9.0), None, 10.0), Sure::Unsure);
         assert_eq!(at_most(None, None, 10.0), Sure::Fail);
-        assert_eq!(all([Sure::Pass, Sure::Unsure]), Sure::Unsure);
-        assert_eq!(all([Sure::Unsure, Sure::Fail]), Sure::Fail);
-        assert_eq!(all([Sure::Pass, Sure::Pass]), Sure::Pass);
+        assert_eq!(Sure::all([Sure::Pass, Sure::Unsure]), Sure::Unsure);
+        assert_eq!(Sure::all([Sure::Unsure, Sure::Fail]), Sure::Fail);
+        assert_eq!(Sure::all([Sure::Pass, Sure::Pass]), Sure::Pass);
     }
 }

@@ -10,7 +10,7 @@ use crate::figures::capacity::{KNEE_FACTOR, KNEE_SLACK_MS};
 use crate::figures::capacity_interval::{capacity_interval, knee_interval, slo_interval};
 use crate::figures::model::RunReport;
 use crate::views::common::{
-    crossing_words, lower_bound_words, output_tokens_words, trace_multiples_text,
+    crossing_words, lower_bound_words, output_tokens_words, trace_multiples_text, trimmed,
 };
 
 fn rate(v: Option<f64>) -> String {
@@ -55,11 +55,26 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
             (None, _) => "no rate met it".into(),
         };
         out.push((format!("Max rate meeting {slo}"), text));
+        if let Some(r) = &b.refinement {
+            out.push(("SLO answer's precision".to_string(), refinement_words(r)));
+        }
     }
     if let Some(t) = trace_multiples_text(c) {
         out.push(("Trace multiple".to_string(), t));
     }
     out
+}
+
+/// `asked +-5%: met after 4 benchmarks (38.2 benchmark-seconds)`.
+fn refinement_words(r: &bench_core::SloRefinement) -> String {
+    format!(
+        "asked +-{}%: {} after {} more benchmark{} ({:.1} benchmark-seconds)",
+        trimmed(r.precision * 100.0, 2),
+        if r.met { "met" } else { "NOT met" },
+        r.benchmarks,
+        if r.benchmarks == 1 { "" } else { "s" },
+        r.seconds
+    )
 }
 
 /// The "Capacity" block after guidellm's tables.
@@ -136,6 +151,14 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
             "Lowest rate failing the SLO (req/s):",
             f(b.high)
         );
+        if let Some(r) = &b.refinement {
+            let _ = writeln!(
+                s,
+                "{:<40} {:<10}",
+                "SLO answer's precision:",
+                refinement_words(r)
+            );
+        }
     }
     if let Some(t) = &c.trace {
         let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));

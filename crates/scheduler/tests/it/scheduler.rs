@@ -444,6 +444,7 @@ async fn sweep_rates_follow_linspace_of_the_measured_probes() {
         max_concurrency: None,
         slo: None,
         slo_tolerance: DEFAULT_SLO_TOLERANCE,
+        slo_precision: None,
     });
     let limits = Limits {
         max_seconds: Some(2.05),
@@ -633,6 +634,7 @@ async fn slo_search_bisects_on_the_observers_verdicts() {
         max_concurrency: None,
         slo: Some("ttft_p99=100".parse().expect("slo")),
         slo_tolerance: 0.02,
+        slo_precision: None,
     });
     let limits = Limits {
         max_seconds: Some(0.5),
@@ -674,6 +676,7 @@ async fn adaptive_sweep_climbs_the_ladder_and_places_rates_around_the_capacity()
         max_concurrency: None,
         slo: None,
         slo_tolerance: DEFAULT_SLO_TOLERANCE,
+        slo_precision: None,
     });
     let limits = Limits {
         max_seconds: Some(4.05),
