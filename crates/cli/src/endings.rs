@@ -148,6 +148,7 @@ mod tests {
 
     fn rec(outcome: Outcome, dispatched: Nanos, end: Nanos) -> RequestRecord {
         RequestRecord {
+            target: None,
             cached_tokens: None,
             id: 0,
             scheduled: dispatched,

@@ -384,7 +384,7 @@ mod tests {
         let s =
             crate::settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)
                 .expect("resolves");
-        assert_eq!(s.target.target.as_deref(), Some("http://h:1"));
+        assert_eq!(s.target.targets, ["http://h:1"]);
         assert_eq!(s.data.processor.as_deref(), Some("tok.json"));
         assert_eq!(s.report.output, vec![std::path::PathBuf::from("a.json")]);
         assert_eq!(s.load.build.seed, 3);

@@ -154,6 +154,7 @@ mod tests {
     #[test]
     fn a_record_spreads_its_count_over_its_chunks() {
         let r = RequestRecord {
+            target: None,
             cached_tokens: None,
             session: None,
             reasoning: None,

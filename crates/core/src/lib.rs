@@ -11,6 +11,7 @@
 //! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
 
 mod arrivals;
+mod balance;
 mod image;
 mod interval;
 mod pages;
@@ -25,6 +26,7 @@ mod sustain;
 mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
+pub use balance::{Assigned, Balance, Balancer, UnknownBalance};
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};
 pub use pages::Pages;
@@ -417,6 +419,10 @@ pub struct RequestRecord {
     /// The images the request sent, when it sent any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImageCounts>,
+    /// The target it was sent to, by index from 0 in the order the targets were given, when
+    /// the run spread its load across several ([`Balance`]); `None` with one target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<u32>,
 }
 
 impl RequestRecord {
@@ -584,6 +590,7 @@ mod tests {
     #[test]
     fn record_round_trips_through_json() {
         let r = RequestRecord {
+            target: None,
             cached_tokens: None,
             session: None,
             reasoning: Some(ReasoningTokens {

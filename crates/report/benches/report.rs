@@ -35,6 +35,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
                 .collect();
             let end = cs.last().map_or(first, |c| c.at) + MS / 2;
             RequestRecord {
+                target: None,
                 cached_tokens: None,
                 session: None,
                 reasoning: None,

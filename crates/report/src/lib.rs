@@ -73,6 +73,7 @@ pub use figures::plan::{
 };
 pub use figures::precision::{half_widths, judge as judge_precision, PrecisionCheck};
 pub use figures::stats::{Accumulator, BenchmarkMeta};
+pub use figures::targets::TargetCounts;
 pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
 pub use views::capacity_view::{render_capacity, render_capacity_vllm};
 pub use views::common::{crossing_words, max_concurrency};
@@ -87,6 +88,7 @@ pub use views::plan_view::{recommendation, render_plan, render_plan_csv, render_
 pub use views::precision_view::precision_notes;
 pub use views::ramp_view::ramp_notes;
 pub use views::runs_view::{render_clocks, render_trials};
+pub use views::targets_view::target_notes;
 pub use views::vllm::{render_vllm, render_vllm_benchmark, render_vllm_preamble};
 pub use views::vllm_result::{vllm_result, vllm_result_filename, VllmResultMeta};
 

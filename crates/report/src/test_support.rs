@@ -12,6 +12,7 @@ use crate::figures::stats::{Accumulator, BenchmarkMeta};
 /// at `chunks` and which ended at `end`; 8 prompt tokens, the counts from the usage.
 pub(crate) fn record(dispatched: Nanos, chunks: &[Nanos], end: Nanos) -> RequestRecord {
     RequestRecord {
+        target: None,
         cached_tokens: None,
         session: None,
         reasoning: None,
@@ -40,6 +41,7 @@ pub(crate) fn open_loop(lat: impl Fn(u64) -> u64) -> BenchmarkReport {
     for i in 0..40 {
         let (sent, end) = (i * 100, i * 100 + lat(i));
         acc.add(RequestRecord {
+            target: None,
             prompt_tokens: 1,
             ..record(sent * MS, &[(sent + 1) * MS, end * MS], end * MS)
         });

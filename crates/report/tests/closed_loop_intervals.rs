@@ -160,6 +160,7 @@ fn record(rng: &mut Rng, id: u64, s: &Seq) -> RequestRecord {
         .collect();
     let sent = ns(s.sent);
     RequestRecord {
+        target: None,
         id,
         scheduled: sent,
         slot: sent,

@@ -639,3 +639,76 @@ fn a_comparison_says_whether_capacities_differ_beyond_their_intervals() {
         "{apart}"
     );
 }
+
+#[test]
+fn a_run_over_two_targets_counts_each_validates_and_round_trips() {
+    use bench_core::{Outcome, Strategy};
+    use bench_report::{Accumulator, BenchmarkMeta};
+    use common::MS;
+    let urls = [
+        "http://10.0.0.1:8000/v1/completions".to_string(),
+        "http://10.0.0.2:8000/v1/completions".to_string(),
+    ];
+    let mut keep = opts();
+    keep.keep_records = true;
+    let mut acc = Accumulator::new(&keep).with_targets(&urls);
+    for i in 0..10u64 {
+        let sent = i * 100 * MS;
+        let outcome = if i == 7 {
+            Outcome::Http {
+                status: 503,
+                body: "overloaded".into(),
+                retry_after_ms: None,
+            }
+        } else {
+            Outcome::Completed
+        };
+        let (ttft, gaps) = if i == 7 {
+            (None, &[][..])
+        } else {
+            (Some(20 * MS), &[5 * MS; 3][..])
+        };
+        let mut r = common::record(i, sent, sent, sent, ttft, gaps, MS, 100, outcome);
+        r.target = Some((i % 2) as u32);
+        acc.add(r);
+    }
+    let meta = BenchmarkMeta::new(
+        Strategy::Synchronous,
+        0,
+        1_100 * MS,
+        std::time::SystemTime::UNIX_EPOCH,
+    );
+    let b = acc.finish(meta);
+    let t = b.targets.clone().expect("two targets are counted");
+    let row = |i: usize| {
+        (
+            t[i].url.as_str(),
+            t[i].requests,
+            t[i].completed,
+            t[i].errored,
+            t[i].output_tokens,
+        )
+    };
+    // Every completed request carries 4 tokens; the errored one (target 1) none.
+    assert_eq!(row(0), (urls[0].as_str(), 5, 5, 0, 20));
+    assert_eq!(row(1), (urls[1].as_str(), 5, 4, 1, 16));
+    let mut run = common::sample_run(&opts());
+    run.benchmarks = vec![b];
+    let dir = tmpdir("targets");
+    let (json, yaml) = (dir.join("t.json"), dir.join("t.yaml"));
+    write_outputs(&run, &[json.clone(), yaml.clone()]).expect("write");
+    assert_eq!(read_run(&json).expect("json"), run);
+    assert_eq!(read_run(&yaml).expect("yaml"), run);
+    let validator = common::schema_validator();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&render_json(&run).expect("json")).expect("parse");
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(value["benchmarks"][0]["records"][3]["target"], 1);
+    value["benchmarks"][0]["targets"][0]["sent"] = serde_json::json!(5);
+    assert!(!validator.is_valid(&value), "an unknown field is refused");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -54,6 +54,7 @@ fn request(
         .collect();
     let end = chunks.last().map_or(ns(dispatched), |c| c.at);
     RequestRecord {
+        target: None,
         id,
         scheduled: ns(sent),
         slot: ns(sent),

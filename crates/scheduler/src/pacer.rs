@@ -559,6 +559,7 @@ where
 /// The record of a request that did not return after cancellation within the grace period.
 pub(crate) fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
     RequestRecord {
+        target: None,
         cached_tokens: None,
         session: None,
         reasoning: None,

@@ -6,11 +6,13 @@
 //! how many tokens came back and where that count came from, and what became of the request
 //! ([`bench_core::Outcome`]). One [`Worker`] holds one pooled hyper client shared by all
 //! requests. It knows nothing about load strategies, rates or reports: the scheduler hands it
-//! work through [`bench_core::Backend`], and it never prints, exits or sets up logging.
+//! work through [`bench_core::Backend`], and it never prints, exits or sets up logging. A
+//! [`Fleet`] spreads one load across several targets, a worker each.
 
 mod body;
 mod client;
 mod fastjson;
+mod fleet;
 mod h1;
 mod pooling;
 mod silence;
@@ -27,6 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use body::{rejected_vllm_field, vllm_extensions_wanted, VLLM_ONLY_FIELDS};
+pub use fleet::Fleet;
 pub use stream::{Progress, StreamRecorder};
 pub use worker::{OutputCounter, Worker};
 
@@ -291,6 +294,16 @@ impl fmt::Debug for WorkerConfig {
             .field("source_addresses", &self.source_addresses)
             .finish()
     }
+}
+
+/// Checks that `target` is a usable base URL (the rule [`Worker::new`] applies: `http://` or
+/// `https://`, a host, a port in 1-65535, no credentials), without building anything.
+pub fn check_target(target: &str) -> Result<(), Error> {
+    let cfg = WorkerConfig {
+        target: target.to_owned(),
+        ..WorkerConfig::default()
+    };
+    body::Urls::new(&cfg).map(|_| ())
 }
 
 /// The URL without credentials or query string, safe to print.

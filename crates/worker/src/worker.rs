@@ -893,6 +893,7 @@ impl Worker {
         let mut rec_stream =
             StreamRecorder::new(self.inner.backend, false, false).with_inputs(sent.inputs);
         let mut rec = RequestRecord {
+            target: None,
             cached_tokens: None,
             session: None,
             reasoning: None,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use bench_report::RunReport;
-use bench_worker::Worker;
+use bench_worker::Fleet;
 
 use super::observer::ReportObserver;
 use crate::settings::{Console, Settings};
@@ -18,7 +18,7 @@ pub(super) fn conclude(
     s: &Settings,
     observer: &mut ReportObserver,
     result: anyhow::Result<(bench_scheduler::RunOutcome, data::WorkStream)>,
-    resent: &Worker,
+    fleet: &Fleet,
     interrupted: &signals::Interrupted,
     data_failure: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
@@ -30,8 +30,8 @@ pub(super) fn conclude(
     print_console(s, &observer.run)?;
     warn_after(
         &observer.ending_notes,
-        resent.resent_requests(),
-        resent.ignored_events(),
+        fleet.resent_requests(),
+        fleet.ignored_events(),
     );
     let (_outcome, _) = result.context("the run failed")?;
     finish(s, observer, interrupted, data_failure)
@@ -160,6 +160,9 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
         println!("{line}");
     }
     for line in bench_report::ramp_notes(run) {
+        println!("{line}");
+    }
+    for line in bench_report::target_notes(run) {
         println!("{line}");
     }
     Ok(())

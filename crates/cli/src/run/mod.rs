@@ -165,14 +165,14 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
     let mut plan = RunPlan::resolve(&s, &dist)?;
     let server = target::reach_server(&s, &plan.tokenizer).await?;
 
-    let mut run = plan::new_run_report(&s, &server.model, &server.worker, plan.data_seed);
+    let mut run = plan::new_run_report(&s, &server.model, server.fleet.first(), plan.data_seed);
     if let Some(t) = plan.trace.take() {
         run.environment.extra.insert("trace".into(), t);
     }
 
     // The target's clock, read once before the shared start (docs/distributed.md, "Clocks").
     let server_date = match dist.shard {
-        Some(sh) if !sh.is_whole() => server.worker.server_date().await,
+        Some(sh) if !sh.is_whole() => server.fleet.first().server_date().await,
         _ => None,
     };
     let (clock, shard_run) = services::start_clock(&dist, server_date).await;
@@ -192,19 +192,16 @@ async fn drive(
     (clock, scraper): (Clock, Option<bench_servermetrics::Scraper>),
 ) -> anyhow::Result<ExitCode> {
     let Server {
-        mock,
-        worker,
-        model,
-        ..
+        mock, fleet, model, ..
     } = server;
-    let resent = worker.clone();
+    let fleet = Arc::new(fleet);
     let options = SchedulerOptions {
         think_time: s.load.think_time,
         shard: dist.shard,
         ramp: s.load.ramp,
         ..SchedulerOptions::default()
     };
-    let sched = Scheduler::new(Arc::new(worker), clock, options);
+    let sched = Scheduler::new(fleet.clone(), clock, options);
     let shown = progress::spawn(sched.progress(), s.report.quiet);
 
     let stop = sched.stop_handle();
@@ -212,6 +209,7 @@ async fn drive(
 
     let mut observer = ReportObserver::new(s, run, scraper, &model, clock, sched.stop_handle());
     observer.rewind = plan.rewind;
+    observer.targets = fleet.shared_urls();
     observer.shard = dist.shard;
     observer.start_trials(s.load.repeat);
     let fresh = Fresh {
@@ -230,12 +228,5 @@ async fn drive(
         m.shutdown().await;
     }
     let data_failure = plan.data_failure.get();
-    finish::conclude(
-        s,
-        &mut observer,
-        result,
-        &resent,
-        &interrupted,
-        data_failure,
-    )
+    finish::conclude(s, &mut observer, result, &fleet, &interrupted, data_failure)
 }

@@ -45,6 +45,9 @@ pub(super) struct ReportObserver {
     timeouts: bench_worker::Timeouts,
     /// Starts a trace over at each benchmark.
     pub(super) rewind: data::Rewind,
+    /// The URLs of the targets sharing the load, when several (each benchmark counts its
+    /// requests by target); empty with one.
+    pub(super) targets: Vec<String>,
     /// This process's shard (its report states its share of the target rate).
     pub(super) shard: Option<bench_core::Shard>,
     /// The run clock (a shard reads its wall clock against it as each benchmark ends).
@@ -126,7 +129,7 @@ impl ReportObserver {
 impl Observer for ReportObserver {
     fn benchmark_started(&mut self, index: usize, _total: usize, plan: &BenchmarkPlan) {
         self.rewind.benchmark_started();
-        self.acc = Some(Accumulator::new(&self.stats));
+        self.acc = Some(Accumulator::new(&self.stats).with_targets(&self.targets));
         if let Some(w) = self.precision.as_mut() {
             w.started(index, plan, self.clock.now());
         }
@@ -208,6 +211,7 @@ impl ReportObserver {
             ending_notes: Vec::new(),
             timeouts: s.target.timeouts,
             rewind: data::Rewind::default(),
+            targets: Vec::new(),
             shard: None,
             clock,
             precision: s

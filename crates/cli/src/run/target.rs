@@ -1,24 +1,31 @@
-//! Reaching the server: the worker built from the target and request settings, checked,
-//! connected to the target (or the simulator `--mock` starts) and told the model it serves.
+//! Reaching the server: a worker per target built from the target and request settings,
+//! checked, connected to its target (or the simulator `--mock` starts) and told the model the
+//! first one serves; several targets share the load as one [`Fleet`].
 
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use bench_mock::MockServer;
 use bench_tokenizer::Tokenizer;
-use bench_worker::{Worker, WorkerConfig};
+use bench_worker::{Fleet, Worker, WorkerConfig};
 
 use crate::settings::{Settings, VllmExtensions};
 use crate::{limits, UsageError};
 
-/// The worker's configuration: every setting of the target and request groups.
-fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerConfig {
+/// The worker's configuration: every setting of the target and request groups, the model
+/// `model` when given (a later target's: the first one's).
+fn worker_config(
+    s: &Settings,
+    target: &str,
+    model: Option<&str>,
+    vllm_extensions: bool,
+) -> WorkerConfig {
     let (t, r) = (&s.target, &s.request);
     WorkerConfig {
         target: target.to_string(),
         backend: t.backend,
         endpoint: t.endpoint.clone(),
-        model: t.model.clone(),
+        model: model.map(str::to_string).or_else(|| t.model.clone()),
         api_key: t.api_key.clone(),
         headers: t.headers.clone(),
         http2: t.http2,
@@ -46,12 +53,12 @@ fn worker_config(s: &Settings, target: &str, vllm_extensions: bool) -> WorkerCon
     }
 }
 
-/// Builds the worker, checks the target, and settles `--vllm-extensions auto` from what the
-/// server says it is.
-async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
+/// Builds the worker (sending `model` when given), checks the target, and settles
+/// `--vllm-extensions auto` from what the server says it is.
+async fn connect(s: &Settings, target: &str, model: Option<&str>) -> anyhow::Result<Worker> {
     let on = s.request.vllm_extensions != VllmExtensions::Off;
     let shown = bench_worker::redact_url(target);
-    let worker = Worker::new(worker_config(s, target, on))
+    let worker = Worker::new(worker_config(s, target, model, on))
         .await
         .map_err(|e| UsageError::new(format!("--target: {e}")))?;
     worker.health_check().await.map_err(|e| match e {
@@ -76,42 +83,51 @@ async fn connect(s: &Settings, target: &str) -> anyhow::Result<Worker> {
          --vllm-extensions on sends them",
         owner.as_deref().unwrap_or("none")
     );
-    Worker::new(worker_config(s, target, false))
+    Worker::new(worker_config(s, target, model, false))
         .await
         .map_err(|e| UsageError::new(format!("--target: {e}")).into())
 }
 
-/// The server a run talks to: its URL, the worker connected to it and the model it serves,
-/// and the in-process simulator when it is the one.
+/// The servers a run talks to: the first one's URL, the workers connected to them and the
+/// model the first serves, and the in-process simulator when it is the one.
 pub(super) struct Server {
     pub mock: Option<MockServer>,
     pub target: String,
-    pub worker: Worker,
+    pub fleet: Fleet,
     pub model: String,
 }
 
-/// Starts the simulator (with `--mock`), connects to the server and finds its model; the
-/// worker counts output tokens with `tokenizer`.
+/// Starts the simulator (with `--mock`), connects to every target, finds the first one's model
+/// and sends it to all; the workers count output tokens with `tokenizer`.
 pub(super) async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Server> {
     let mock = super::services::start_mock(s, tokenizer).await?;
-    let target = match (&mock, &s.target.target) {
-        (Some(m), _) => m.url(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => return Err(UsageError::new("no target").into()),
+    let targets = match &mock {
+        Some(m) => vec![m.url()],
+        None => s.target.targets.clone(),
     };
-    let worker = connect(s, &target).await?;
-    let model = worker.discover_model().await.with_context(|| {
+    let Some((target, others)) = targets.split_first() else {
+        return Err(UsageError::new("no target").into());
+    };
+    let first = connect(s, target, None).await?;
+    let model = first.discover_model().await.with_context(|| {
         format!(
             "finding the model served at {}",
-            bench_worker::redact_url(&target)
+            bench_worker::redact_url(target)
         )
     })?;
     let counter_tk = tokenizer.clone();
-    let worker = worker.with_output_counter(Arc::new(move |t: &str| counter_tk.count(t)));
+    let counter: bench_worker::OutputCounter = Arc::new(move |t: &str| counter_tk.count(t));
+    let mut rest = Vec::with_capacity(others.len());
+    for url in others {
+        let worker = connect(s, url, Some(&model)).await?;
+        rest.push(worker.with_output_counter(counter.clone()));
+    }
+    let first = first.with_output_counter(counter);
+    let balance = s.target.balance.unwrap_or_default();
     Ok(Server {
         mock,
-        target,
-        worker,
+        target: target.clone(),
+        fleet: Fleet::new(first, rest, balance),
         model,
     })
 }

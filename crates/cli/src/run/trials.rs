@@ -6,7 +6,7 @@ use bench_core::Capacity;
 use bench_report::RunReport;
 use bench_scheduler::Scheduler;
 use bench_tokenizer::Tokenizer;
-use bench_worker::Worker;
+use bench_worker::Fleet;
 
 use super::observer::ReportObserver;
 use crate::settings::{self, Settings};
@@ -139,7 +139,7 @@ impl Fresh<'_> {
 /// server, each with fresh prompts, pooling them after each, until all ran, the intervals
 /// met `--repeat-until`, or the run was interrupted. Returns the last trial's outcome.
 pub(super) async fn run_trials(
-    sched: &Scheduler<Worker>,
+    sched: &Scheduler<Fleet>,
     fresh: &Fresh<'_>,
     first: (bench_profile::Profile, data::WorkStream, Option<u64>),
     observer: &mut ReportObserver,

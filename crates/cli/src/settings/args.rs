@@ -55,9 +55,15 @@ pub struct CommonArgs {
 #[command(next_help_heading = "Target")]
 pub struct TargetArgs {
     /// Base URL of the server to benchmark, e.g. http://127.0.0.1:8000 (vLLM: --base-url;
-    /// guidellm: --target).
-    #[arg(long, value_name = "URL", visible_alias = "base-url")]
-    pub target: Option<String>,
+    /// guidellm: --target). Several replicas of one server: comma-separated or repeated, the
+    /// load shared among them by --balance; the model is discovered from the first.
+    #[arg(long, value_name = "URL[,URL...]", visible_alias = "base-url")]
+    pub target: Vec<String>,
+    /// With several targets, which one receives each request: round-robin (by dispatch
+    /// order, the default) or least-outstanding (the one with the fewest requests in flight
+    /// from this client, the first on a tie).
+    #[arg(long, value_name = "NAME")]
+    pub balance: Option<String>,
     /// Start the built-in simulator in-process and benchmark it instead of a target.
     #[arg(long)]
     pub mock: bool,

@@ -15,8 +15,12 @@ use crate::UsageError;
 #[serde(deny_unknown_fields, default)]
 pub struct FileSettings {
     // Target
+    /// One URL, a comma-separated string of them, or a list.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
+    pub target: Option<TargetList>,
+    /// `round-robin` or `least-outstanding` (several targets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mock: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -213,6 +217,26 @@ impl PrecisionValue {
     }
 }
 
+/// `target:` in a file: one URL (or a comma-separated string of them), or a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged, try_from = "serde_yaml::Value")]
+pub enum TargetList {
+    /// `target: http://a:8000` or `target: "http://a:8000,http://b:8000"`
+    One(String),
+    /// `target: [http://a:8000, http://b:8000]`
+    Many(Vec<String>),
+}
+
+impl TargetList {
+    /// The strings given, each still to be split at commas.
+    pub fn given(&self) -> Vec<String> {
+        match self {
+            TargetList::One(s) => vec![s.clone()],
+            TargetList::Many(v) => v.clone(),
+        }
+    }
+}
+
 /// `rate:` in a file: one number, a list, or a comma-separated string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged, try_from = "serde_yaml::Value")]
@@ -268,6 +292,28 @@ pub fn load_file(path: &Path) -> anyhow::Result<FileSettings> {
     let parsed: FileSettings = serde_yaml::from_str(&text)
         .map_err(|e| UsageError::new(format!("profile {}: {e}", path.display())))?;
     Ok(parsed)
+}
+
+impl TryFrom<serde_yaml::Value> for TargetList {
+    type Error = String;
+
+    fn try_from(v: serde_yaml::Value) -> Result<Self, String> {
+        use serde_yaml::Value;
+        let bad =
+            || "target: expected a URL, a comma-separated string or a list of URLs".to_string();
+        match v {
+            Value::String(s) => Ok(TargetList::One(s)),
+            Value::Sequence(items) => items
+                .into_iter()
+                .map(|i| match i {
+                    Value::String(s) => Ok(s),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(TargetList::Many),
+            _ => Err(bad()),
+        }
+    }
 }
 
 impl TryFrom<serde_yaml::Value> for RateList {

@@ -494,7 +494,7 @@ mod tests {
     fn peer_flags_translate_to_bench_settings() {
         // The Done-when command of issue 12.
         let mut cli = CommonArgs::default();
-        cli.target.target = Some("http://127.0.0.1:8000".into());
+        cli.target.target = vec!["http://127.0.0.1:8000".into()];
         cli.peers.request_rate = Some("5".into());
         cli.load.num_prompts = Some(100);
         cli.peers.dataset_name = Some("random".into());
@@ -524,7 +524,7 @@ mod tests {
         g.peers.warmup_percent = Some(0.1);
         g.peers.request_type = Some("chat_completions".into());
         let s = resolve(&g, None, &[], false).expect("guidellm flags");
-        assert_eq!(s.target.target.as_deref(), Some("http://10.0.0.1:9000"));
+        assert_eq!(s.target.targets, ["http://10.0.0.1:9000"]);
         assert_eq!(s.load.rate_type, RateType::Sweep);
         assert_eq!(s.load.warmup, Some(Transient::Fraction(0.1)));
         assert_eq!(s.target.backend, bench_worker::BackendKind::OpenAiChat);

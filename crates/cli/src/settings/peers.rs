@@ -95,7 +95,7 @@ fn host_port(out: &mut Translated) -> anyhow::Result<()> {
     if p.host.is_none() && p.port.is_none() {
         return Ok(());
     }
-    if out.cli.target.target.is_some() {
+    if !out.cli.target.target.is_empty() {
         return Err(usage(
             "give --target (--base-url) or --host/--port, not both",
         ));
@@ -106,7 +106,7 @@ fn host_port(out: &mut Translated) -> anyhow::Result<()> {
     } else {
         host
     };
-    out.cli.target.target = Some(format!("http://{host}:{}", p.port.unwrap_or(8000)));
+    out.cli.target.target = vec![format!("http://{host}:{}", p.port.unwrap_or(8000))];
     Ok(())
 }
 

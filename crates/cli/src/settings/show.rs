@@ -5,7 +5,7 @@
 
 use bench_profile::{RateType, SweepMode};
 
-use super::file::{DataValue, FileSettings, PrecisionValue, RateList};
+use super::file::{DataValue, FileSettings, PrecisionValue, RateList, TargetList};
 use super::Settings;
 
 impl Settings {
@@ -27,7 +27,12 @@ impl Settings {
             .filter(|r| r.over == bench_core::RampOver::Requests)
             .and_then(|_| l.rate.first().copied());
         FileSettings {
-            target: t.target.clone(),
+            target: match t.targets.as_slice() {
+                [] => None,
+                [one] => Some(TargetList::One(one.clone())),
+                many => Some(TargetList::Many(many.to_vec())),
+            },
+            balance: t.balance.map(|b| b.name().to_string()),
             mock: t.mock.then_some(true),
             mock_config: t.mock_config.clone(),
             backend: Some(t.backend.name().to_string()),

@@ -4,8 +4,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bench_core::Balance;
 use bench_worker::{BackendKind, Timeouts};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::args::TargetArgs;
 use super::file::FileSettings;
@@ -14,8 +15,14 @@ use super::{usage, Sources};
 /// Where requests go and how.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetSettings {
-    /// Server URL (`None` with `mock`).
-    pub target: Option<String>,
+    /// Server URLs in the order given (empty with `mock`), each checked; the load is shared
+    /// among several by `balance`. Saved as `target`: one string, or a list when several.
+    #[serde(rename = "target", serialize_with = "one_or_many")]
+    pub targets: Vec<String>,
+    /// How requests are shared among several targets (round-robin unless given); `None` with
+    /// one (nothing to share).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<Balance>,
     /// Benchmark the in-process simulator.
     pub mock: bool,
     /// Simulator config file for `mock`.
@@ -45,6 +52,16 @@ pub struct TargetSettings {
     pub timeouts: Timeouts,
     /// Local addresses to connect from, in turn (empty: the OS chooses).
     pub source_addresses: Vec<IpAddr>,
+}
+
+/// The targets as a profile and the report's `config` write them: none (`null`, with the
+/// simulator), one string, or a list of several.
+fn one_or_many<S: Serializer>(targets: &[String], s: S) -> Result<S::Ok, S::Error> {
+    match targets {
+        [] => s.serialize_none(),
+        [one] => s.serialize_str(one),
+        many => many.serialize(s),
+    }
 }
 
 /// vLLM's, SGLang's and guidellm's backend names for what bench calls `openai-completions`.
@@ -105,7 +122,9 @@ pub(crate) fn resolve(
     env: impl Fn(&str) -> Option<String>,
 ) -> anyhow::Result<TargetSettings> {
     let (c, f) = (&src.cli.target, src.file);
-    let (mock, target) = server(c, f)?;
+    let (mock, targets) = server(src)?;
+    let balance = balance(src)?;
+    let balance = (targets.len() > 1).then(|| balance.unwrap_or_default());
     let backend = match c.backend.as_ref().or(f.backend.as_ref()) {
         Some(b) => parse_backend(b).map_err(|e| {
             usage(format!(
@@ -129,7 +148,8 @@ pub(crate) fn resolve(
         .or_else(|| env("OPENAI_API_KEY"))
         .filter(|k| !k.trim().is_empty());
     Ok(TargetSettings {
-        target,
+        targets,
+        balance,
         mock,
         mock_config: if mock {
             c.mock_config.clone().or(f.mock_config.clone())
@@ -197,24 +217,56 @@ fn source_addresses(origin: String, given: &[String]) -> anyhow::Result<Vec<IpAd
     Ok(out)
 }
 
-/// Whether the run benchmarks the simulator, and the server URL when not (one of them is
+/// Whether the run benchmarks the simulator, and the server URLs when not (one of them is
 /// required, not both).
-fn server(c: &TargetArgs, f: &FileSettings) -> anyhow::Result<(bool, Option<String>)> {
+fn server(src: &Sources<'_>) -> anyhow::Result<(bool, Vec<String>)> {
+    let (c, f) = (&src.cli.target, src.file);
     let mock = c.mock || f.mock.unwrap_or(false);
-    if mock && c.target.is_some() {
+    if mock && !c.target.is_empty() {
         return Err(usage("--mock and --target exclude each other"));
     }
-    let target = if mock {
-        None
-    } else {
-        c.target.clone().or(f.target.clone())
+    let given = match (&f.target, c.target.is_empty()) {
+        _ if mock => return Ok((true, Vec::new())),
+        (_, false) => c.target.clone(),
+        (Some(t), true) => t.given(),
+        (None, true) => Vec::new(),
     };
-    if !mock && target.is_none() {
+    let targets = target_list(&src.origin("target", !c.target.is_empty()), &given)?;
+    if targets.is_empty() {
         return Err(usage(
             "no server to benchmark: give --target URL (or --mock for the built-in simulator)",
         ));
     }
-    Ok((mock, target))
+    Ok((false, targets))
+}
+
+/// The URLs of `given` (each split at commas), in order, each checked by the worker's rule;
+/// `origin` names the flag or key in errors, which never show a URL's credentials.
+fn target_list(origin: &str, given: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for url in given.iter().flat_map(|g| g.split(',')).map(str::trim) {
+        if url.is_empty() {
+            return Err(usage(format!(
+                "{origin}: URL {} of the list is empty; separate URLs with single commas",
+                out.len() + 1
+            )));
+        }
+        bench_worker::check_target(url).map_err(|e| usage(format!("{origin}: {e}")))?;
+        out.push(url.to_string());
+    }
+    Ok(out)
+}
+
+/// `--balance` (or the profile's `balance:`), when given.
+fn balance(src: &Sources<'_>) -> anyhow::Result<Option<Balance>> {
+    let (c, f) = (&src.cli.target, src.file);
+    let Some(name) = c.balance.as_ref().or(f.balance.as_ref()) else {
+        return Ok(None);
+    };
+    let origin = src.origin("balance", c.balance.is_some());
+    name.parse::<Balance>()
+        .map(Some)
+        .map_err(|e| usage(format!("{origin}: {e}")))
 }
 
 /// The extra headers (the command line's replace the file's), parsed.

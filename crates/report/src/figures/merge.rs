@@ -307,7 +307,7 @@ pub(crate) fn merge_benchmark(
 /// closing, and its scope only when every shard agrees (`settling` when some shards had
 /// settled and others not, else `too_short`); batch intervals do not merge (each
 /// shard's batches saw a share of the load), so a merged run has none, nor a precision
-/// verdict; cached tokens and images add up.
+/// verdict; cached tokens, images and the per-target counts add up.
 fn merge_newer(out: &mut BenchmarkReport, shards: &[&BenchmarkReport]) {
     use crate::figures::model::LatencyScope::{Settling, Steady, TooShort};
     let scope = out.latency_scope;
@@ -326,6 +326,7 @@ fn merge_newer(out: &mut BenchmarkReport, shards: &[&BenchmarkReport]) {
     out.cached_tokens =
         crate::figures::cached::merge(shards.iter().filter_map(|b| b.cached_tokens));
     out.images = crate::figures::images::merge(shards.iter().filter_map(|b| b.images.as_ref()));
+    out.targets = crate::figures::targets::merge(shards.iter().filter_map(|b| b.targets.as_ref()));
 }
 
 fn min_by(shards: &[&BenchmarkReport], f: impl Fn(&BenchmarkReport) -> String) -> String {

@@ -3,7 +3,8 @@
 //! This tree owns the data model and the JSON schema ([`model`], with the trials' and the
 //! precision check's records), the histograms ([`hist`]), the accumulator that turns requests
 //! into one benchmark's report ([`stats`], with [`compact`], [`chunks`], [`cached`],
-//! [`images`] and the sessions of [`turns`]), the 95% intervals ([`interval`]), the capacity
+//! [`images`], the per-target counts of
+//! [`targets`] and the sessions of [`turns`]), the 95% intervals ([`interval`]), the capacity
 //! answers and their intervals ([`capacity`], [`capacity_interval`]), the precision check
 //! ([`precision`]), repeated trials ([`trials`]), the exact merge of shards ([`merge`],
 //! [`turns_merge`]), the options that decide what is computed ([`options`]) and the
@@ -27,6 +28,7 @@ pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod precision;
 pub(crate) mod stats;
+pub(crate) mod targets;
 pub(crate) mod time_fmt;
 pub(crate) mod trials;
 pub(crate) mod turns;

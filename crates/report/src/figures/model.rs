@@ -243,6 +243,10 @@ pub struct BenchmarkReport {
     /// without images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<crate::figures::images::ImageReport>,
+    /// What each target was sent and how its requests ended, when the run spread its load
+    /// across several targets (docs/metrics.md, "Targets"); absent with one target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<crate::figures::targets::TargetCounts>>,
 }
 
 impl BenchmarkReport {

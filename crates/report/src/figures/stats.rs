@@ -95,6 +95,8 @@ pub struct Accumulator {
     cached: crate::figures::cached::CachedTokens,
     /// The requests that sent images.
     images: crate::figures::images::ImageLedger,
+    /// The requests of each target, when there are several.
+    targets: crate::figures::targets::TargetLedger,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -112,12 +114,21 @@ impl Accumulator {
             sessions: None,
             cached: Default::default(),
             images: Default::default(),
+            targets: Default::default(),
         }
+    }
+
+    /// Counts the requests of each of `urls` (by the index records carry in
+    /// [`RequestRecord::target`]) for the report's `targets`; with fewer than two, nothing.
+    pub fn with_targets(mut self, urls: &[String]) -> Self {
+        self.targets = crate::figures::targets::TargetLedger::new(urls);
+        self
     }
 
     /// Adds one finished request (any outcome).
     pub fn add(&mut self, record: RequestRecord) {
         self.cached.add(&record);
+        self.targets.add(&record);
         let at = self
             .requests
             .push(Compact::from_record(&record, &mut self.chunks));
@@ -158,6 +169,7 @@ impl Accumulator {
     /// [`Window::phase`] are excluded; rates and concurrency are clipped to the window.
     pub fn finish(mut self, meta: BenchmarkMeta) -> BenchmarkReport {
         let error_samples = std::mem::take(&mut self.error_samples);
+        let targets = std::mem::take(&mut self.targets).report();
         let records = std::mem::take(&mut self.records).into_vec();
         let (mut pass, scope) = self.pass(&meta);
         let window = pass.window;
@@ -214,6 +226,7 @@ impl Accumulator {
             sessions,
             cached_tokens: self.cached.report(),
             images,
+            targets,
         }
     }
 }
@@ -740,6 +753,7 @@ mod tests {
     ) -> RequestRecord {
         let chunks: Vec<Nanos> = chunks_ms.iter().map(|&c| c * MS).collect();
         RequestRecord {
+            target: None,
             prompt_tokens: prompt,
             outcome,
             ..crate::test_support::record(dispatched_ms * MS, &chunks, end_ms * MS)

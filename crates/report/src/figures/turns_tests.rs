@@ -35,6 +35,7 @@ fn turn(
         .collect();
     let end = chunks.last().map_or(at_ms * MS, |c| c.at) + MS;
     RequestRecord {
+        target: None,
         cached_tokens: None,
         reasoning: None,
         images: None,

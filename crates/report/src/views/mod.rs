@@ -4,7 +4,7 @@
 //! console ([`vllm`]) with their shared sections (server metrics [`server`], the steady state
 //! [`steady_view`], reasoning [`reasoning_view`], sessions [`turns_view`], images
 //! [`images_view`], capacity [`capacity_view`], trials and shard clocks [`runs_view`], the
-//! precision check's lines [`precision_view`]), the CSV, JSON and YAML files ([`files`],
+//! precision check's lines [`precision_view`], the per-target line [`targets_view`]), the CSV, JSON and YAML files ([`files`],
 //! [`interval_view`]), the HTML page and its SVG charts ([`html`], [`html_server`],
 //! [`sweep_html`], [`svg`]), the vLLM result files ([`vllm_result`]), the comparison of runs
 //! ([`compare`], [`compare_html`]), the deployment plan's console, CSV and page
@@ -39,6 +39,7 @@ pub(crate) mod server;
 pub(crate) mod steady_view;
 pub(crate) mod svg;
 pub(crate) mod sweep_html;
+pub(crate) mod targets_view;
 pub(crate) mod turns_view;
 pub(crate) mod vllm;
 pub(crate) mod vllm_result;

@@ -58,6 +58,7 @@ pub fn record(
     }
     end += tail;
     RequestRecord {
+        target: None,
         cached_tokens: None,
         session: None,
         reasoning: None,
@@ -412,6 +413,7 @@ pub fn reasoning_record(id: u64, dispatched: Nanos) -> RequestRecord {
         chunks.push(Chunk::answer(at, 1));
     }
     RequestRecord {
+        target: None,
         cached_tokens: None,
         session: None,
         reasoning: Some(bench_core::ReasoningTokens {
