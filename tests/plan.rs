@@ -128,6 +128,16 @@ fn a_plan_sizes_each_configuration_as_the_closed_form_does_and_leaves_no_server(
     let (fast, slow, bad) = (config(&p, "q=0.5"), config(&p, "q=1"), config(&p, "q=-1"));
     check_count(fast, 0.5);
     check_count(slow, 1.0);
+    // Each sweep narrowed its SLO answer to the plan's default precision (5%).
+    for name in ["q-0.5", "q-1"] {
+        let text =
+            std::fs::read_to_string(dir.join("plan").join(name).join("run.json")).expect("run");
+        let run: Value = serde_json::from_str(&text).expect("json");
+        let r = &run["capacity"]["slo_bracket"]["refinement"];
+        eprintln!("{name}: {r}");
+        assert_eq!(r["precision"].as_f64(), Some(0.05), "{r}");
+        assert_eq!(r["met"], true, "{name}: {r}");
+    }
     assert_eq!(
         (fast["rank"].as_u64(), slow["rank"].as_u64()),
         (Some(1), Some(2))
@@ -351,4 +361,58 @@ fn bad_plans_exit_2_with_one_line_naming_the_culprit() {
         assert!(err.contains(words), "{args:?}: {err}");
     }
     assert!(!dir.join("p").exists(), "a refused plan made its directory");
+}
+
+/// With a trace as the load and no --demand, the demand is the trace's peak rate over
+/// --demand-window, grown by --growth: read before any server starts, and kept in the plan
+/// even when no configuration could run (here the serve command fails at once).
+#[test]
+fn a_traces_peak_rate_is_the_demand() {
+    let dir = common::fresh("plan", "trace-demand");
+    // 20 rows a second for 10 s, then 5 rows in the 11th second: the busiest 5 s holds 100.
+    let mut rows = String::new();
+    for i in 0..205u64 {
+        let ms = if i < 200 {
+            i * 50
+        } else {
+            10_000 + (i - 200) * 200
+        };
+        rows.push_str(&format!(
+            "{{\"timestamp\": {ms}, \"input_length\": 32, \"output_length\": 8, \"hash_ids\": [{i}]}}\n"
+        ));
+    }
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, rows).expect("trace");
+    let out = common::bench_command()
+        .args(["plan", "--serve", "exit 3 # {port}", "--ready-timeout", "5"])
+        .args(["--demand-window", "5", "--growth", "1.5", "--data"])
+        .arg(format!("trace={}", trace.display()))
+        .arg("--plan-dir")
+        .arg(dir.join("plan"))
+        .args(["--quiet", "--console", "none"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run");
+    let stdout = common::text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
+    let p = read_plan(&dir);
+    let d = &p["demand"];
+    // 100 rows in 5 s (the window from 0 s to 5 s, and every one until 5 s): 20 rows/s.
+    assert_eq!(d["requests_per_s"].as_f64(), Some(20.0), "{d}");
+    assert_eq!(d["planned_requests_per_s"].as_f64(), Some(30.0), "{d}");
+    assert!(
+        d["source"]
+            .as_str()
+            .is_some_and(|s| s.contains("over 5 s windows")),
+        "{d}"
+    );
+    assert_eq!(p["configs"][0]["status"], "failed_to_start");
+    assert!(
+        stdout.contains("Demand: 30 req/s = 20 x growth 1.5 (peak of"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("No configuration can serve the demand"),
+        "{stdout}"
+    );
 }

@@ -173,7 +173,7 @@ fn the_plan_profile_resolves() {
     );
     assert_eq!(
         (plan.demand, plan.growth, plan.gpus_per_replica.as_str()),
-        (120.0, 1.3, "{tp}")
+        (Some(120.0), 1.3, "{tp}")
     );
     assert!(plan.resume);
 }

@@ -3,9 +3,11 @@
 Prints the listening address on its first stdout line, then serves until stdin closes (the
 test holds the pipe, so the server never outlives it). Used by tests/llamacpp.rs.
 
-Arguments: an optional port, and `--embedding` to serve /v1/embeddings too (llama.cpp's
+Arguments: an optional port, `--embedding` to serve /v1/embeddings too (llama.cpp's
 `--embedding` with mean pooling: the model's own pooling type, none, is refused by the
-OpenAI-compatible endpoint).
+OpenAI-compatible endpoint), `--slots=N` (parallel sequences, default 4), `--threads=N` (CPU
+threads, default 2), and `--until-killed` to serve until a signal instead of until stdin closes
+(as `bench plan` starts it: its stdin is empty).
 """
 import importlib.util
 import json
@@ -23,7 +25,14 @@ model = os.path.join(folder, "SmolLM2-135M-Instruct.Q4_1.gguf")
 params = xlc.CommonParams()
 params.model.path = model
 params.n_ctx = 4096
-params.n_parallel = 4
+def option(name, default):
+    for a in sys.argv[1:]:
+        if a.startswith(f"--{name}="):
+            return int(a.split("=", 1)[1])
+    return default
+
+
+params.n_parallel = option("slots", 4)
 # One HTTP thread per keep-alive connection: bench, its health check and the test's /metrics
 # reads must never wait for a thread.
 params.n_threads_http = 16
@@ -34,7 +43,7 @@ if "--embedding" in sys.argv[1:]:
     params.embedding = True
     params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
 params.endpoint_metrics = True
-params.cpuparams.n_threads = 2
+params.cpuparams.n_threads = option("threads", 2)
 params.warmup = True
 server = xlc.Server(params)
 # One real generation before the test starts: the first requests of a cold server (model pages
@@ -52,4 +61,8 @@ for _ in range(3):
     except OSError:
         time.sleep(1)
 print(addr, flush=True)
+if "--until-killed" in sys.argv[1:]:
+    import signal
+    while True:
+        signal.pause()
 sys.stdin.read()

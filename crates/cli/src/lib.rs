@@ -270,7 +270,7 @@ mod tests {
     }
 
     /// Every flag `bench plan` adds to the sweep's is documented in docs/planning.md, with its
-    /// aliases, and every flag the page names exists.
+    /// aliases (that every flag the page names exists is `every_flag_the_docs_name_exists`).
     #[test]
     fn plan_flags_are_documented() {
         let md = std::fs::read_to_string(
@@ -303,14 +303,6 @@ mod tests {
         assert!(
             own.is_empty(),
             "plan flags missing from docs/planning.md: {own:?}"
-        );
-        let unknown: Vec<&String> = documented
-            .iter()
-            .filter(|f| !plan.contains(*f) && !NOT_OURS.contains(&f.as_str()))
-            .collect();
-        assert!(
-            unknown.is_empty(),
-            "docs/planning.md names flags plan lacks: {unknown:?}"
         );
     }
 

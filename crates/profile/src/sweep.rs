@@ -58,7 +58,7 @@ pub const MAX_EXTENSIONS: u32 = 3;
 /// At most this many refinement benchmarks of the SLO search.
 pub const MAX_REFINE_STEPS: u32 = 10;
 /// At most this many benchmarks narrow the SLO answer's interval (`--slo-precision`).
-pub const MAX_ANSWER_STEPS: u32 = 12;
+pub const MAX_ANSWER_STEPS: u32 = 24;
 
 /// How a sweep finds the capacity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -564,12 +564,14 @@ impl SweepPlanner {
         (c, ok)
     }
 
-    /// The next benchmark narrowing the SLO answer's interval (`--slo-precision`): the lowest
-    /// unsure rate between its ends runs again [`LENGTHEN`] times as long (it holds the lower
-    /// end down), else the highest (it holds the upper end up), up to [`MAX_LENGTH`]; when the
-    /// unsure rates are at their longest (or there are none), a new rate halfway across the
-    /// wider of the gaps they leave at either end, as long as the longest run so far. `None`
-    /// when narrow enough, open above (every rate surely met the SLO), or out of steps
+    /// The next benchmark narrowing the SLO answer's interval (`--slo-precision` `P`), around
+    /// the SLO search's point answer `r` (its bracket's lower end): the interval's lower end is
+    /// the last of the run of sure passes from the lowest rate, so first the lowest unsure rate
+    /// below `r (1 - 0.9 P)` runs again [`LENGTHEN`] times as long (up to [`MAX_LENGTH`]); then
+    /// the two ends are sought at `r (1 - 0.9 P)` and `r (1 + 0.9 P)`, each by the rate already
+    /// within 1% of it toward `r` run again longer, or a new rate there at [`MAX_LENGTH`]. `None` when
+    /// narrow enough, when no rate met the SLO or none failed it (the crossing lies outside the
+    /// sweep), when a rate that must become sure is unsure at its longest, or out of steps
     /// ([`MAX_ANSWER_STEPS`]).
     fn narrowing_step(&self) -> Option<SweepStep> {
         let precision = self.spec.slo_precision?;
@@ -578,42 +580,49 @@ impl SweepPlanner {
             return None;
         }
         let (c, ok) = self.narrow_enough(precision);
-        let high = c.high.filter(|_| !ok)?;
+        let point = slo_bracket(&self.open_loop_verdicts(), 0.0, 0);
+        let (r, _) = (point.low?, point.high?);
+        if ok {
+            return None;
+        }
+        let (want_low, want_high) = (r * (1.0 - 0.9 * precision), r * (1.0 + 0.9 * precision));
         let rates = self.sure_rates();
-        let between: Vec<&SweepStep> = rates
-            .iter()
-            .filter(|r| r.0 > c.low && r.0 < high && r.1 == Sure::Unsure)
-            .map(|r| r.2)
-            .collect();
-        let longer = |s: &&SweepStep| {
+        let longer = |s: &SweepStep| {
             (s.length * LENGTHEN <= MAX_LENGTH + 1e-9).then(|| SweepStep {
                 length: s.length * LENGTHEN,
-                ..(*s).clone()
+                ..s.clone()
             })
         };
-        if let Some(s) = between
-            .first()
-            .and_then(longer)
-            .or_else(|| between.last().and_then(longer))
+        if let Some(u) = rates
+            .iter()
+            .find(|x| x.1 != Sure::Pass && x.0 < want_low * 0.99)
         {
-            return Some(s);
+            // It blocks the lower end's run of sure passes: it must become one.
+            return (u.1 == Sure::Unsure).then(|| longer(u.2)).flatten();
         }
-        let rate_of = |s: &&SweepStep| s.strategy.target_rate().unwrap_or(high);
-        let low = if c.low > 0.0 { c.low } else { high / 2.0 };
-        let (a, b) = (
-            between.first().map_or(high, rate_of),
-            between.last().map_or(low, rate_of),
-        );
-        let rate = if (a - low) / low >= (high - b) / b {
-            (low + a) / 2.0
-        } else {
-            (b + high) / 2.0
+        // The rate standing for an end lies within 1% of its target on the inner side (toward
+        // `r`), so that both ends found keep the interval within `2 P` of its lower end.
+        let at = |target: f64, inner: f64, done: bool| -> Option<Option<SweepStep>> {
+            if done {
+                return None;
+            }
+            let (a, b) = (target.min(inner), target.max(inner));
+            let near = rates.iter().find(|x| x.0 >= a && x.0 <= b);
+            Some(match near {
+                Some(x) if x.1 == Sure::Unsure => longer(x.2),
+                Some(_) => None,
+                None => Some(SweepStep {
+                    strategy: self.spec.open_loop_at(target),
+                    role: SweepRole::Refine,
+                    length: MAX_LENGTH,
+                }),
+            })
         };
-        Some(SweepStep {
-            strategy: self.spec.open_loop_at(rate),
-            role: SweepRole::Refine,
-            length: rates.iter().map(|r| r.2.length).fold(1.0, f64::max),
-        })
+        let low_done = c.low >= want_low;
+        let high_done = c.high.is_some_and(|h| h <= want_high);
+        at(want_low, want_low * 1.01, low_done)
+            .flatten()
+            .or_else(|| at(want_high, want_high * 0.99, high_done).flatten())
     }
 
     /// What narrowing the SLO answer cost, when `--slo-precision` asked for it.

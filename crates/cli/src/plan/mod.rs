@@ -59,7 +59,8 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     configs::check_gpus(&plan, &all)?;
     let common = precise_by_default(&args.common, profile.as_ref().map(|(_, f)| f));
     let fixed_target = fixed_target(&plan, &common)?;
-    let slo = check_sweeps(&common, &plan, &all)?;
+    let (slo, data) = check_sweeps(&common, &plan, &all)?;
+    let demand = demand_of(&plan, &data)?;
     let outputs = plan_outputs(&args.common.report.output)?;
     std::fs::create_dir_all(&plan.dir).map_err(|e| {
         UsageError::new(format!(
@@ -76,7 +77,7 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     let mut report = PlanReport {
         plan_schema_version: PLAN_SCHEMA_VERSION,
         created: now_seconds(),
-        demand: bench_report::Demand::new(plan.demand, plan.growth, "--demand"),
+        demand,
         basis: bench_report::basis_of(slo.as_ref()),
         slo,
         gpu_hour_cost: plan.gpu_hour_cost,
@@ -137,8 +138,18 @@ fn fixed_target(
     plan: &PlanSettings,
     common: &CommonArgs,
 ) -> anyhow::Result<Option<(String, std::net::SocketAddr)>> {
-    let (Some(_), Some(url)) = (&plan.serve, &common.target.target) else {
+    let (Some(_), targets) = (&plan.serve, common.target.target.as_slice()) else {
         return Ok(None);
+    };
+    let url = match targets {
+        [] => return Ok(None),
+        [one] => one,
+        _ => {
+            return Err(UsageError::new(
+                "--target: --serve starts one server per configuration; give one URL (where it listens) or none",
+            )
+            .into())
+        }
     };
     let addr = socket_of(url).ok_or_else(|| {
         UsageError::new(format!("--target {url}: not a host:port bench can reach"))
@@ -169,23 +180,60 @@ fn socket_of(url: &str) -> Option<std::net::SocketAddr> {
     with_port.to_socket_addrs().ok()?.next()
 }
 
+/// The demand: `--demand`, or the peak rate of the trace the sweeps replay over
+/// `--demand-window` (docs/planning.md, "The demand"), grown by `--growth`.
+fn demand_of(
+    plan: &PlanSettings,
+    data: &settings::DataSettings,
+) -> anyhow::Result<bench_report::Demand> {
+    if let Some(d) = plan.demand {
+        return Ok(bench_report::Demand::new(d, plan.growth, "--demand"));
+    }
+    let no = || {
+        UsageError::new(
+            "no demand to plan for: give --demand REQ_PER_S (requests/s of the load given), or a trace (--data trace=FILE) whose peak rate is the demand",
+        )
+    };
+    let spec = bench_loader::DataSpec::parse(&data.data, data.data_column.as_deref())
+        .map_err(|e| UsageError::new(format!("--data: {e}")))?;
+    let bench_loader::DataSpec::Trace(trace) = spec else {
+        return Err(no().into());
+    };
+    let window = (plan.demand_window * 1e9) as bench_core::Nanos;
+    let peak = bench_loader::trace::peak_rate(&trace, window)
+        .map_err(|e| UsageError::new(e.to_string()))?
+        .ok_or_else(|| {
+            UsageError::new(format!(
+                "{}: under two rows over time: no rate to plan for (give --demand)",
+                trace.path.display()
+            ))
+        })?;
+    let source = format!(
+        "peak of {} over {} s windows",
+        trace.path.display(),
+        plan.demand_window
+    );
+    Ok(bench_report::Demand::new(peak, plan.growth, source))
+}
+
 /// Resolves every configuration's sweep settings before anything starts (so bad flags stop the
-/// plan with exit 2), and returns the SLO they share.
+/// plan with exit 2), and returns the SLO and the data they share.
 fn check_sweeps(
     common: &CommonArgs,
     plan: &PlanSettings,
     all: &[configs::Config],
-) -> anyhow::Result<Option<bench_core::Slo>> {
-    let mut slo = None;
+) -> anyhow::Result<(Option<bench_core::Slo>, settings::DataSettings)> {
+    let mut last = None;
     for c in all {
         let mut a = configs::linked_args(common, plan, c)?;
-        if plan.serve.is_some() && a.target.target.is_none() {
-            a.target.target = Some("http://127.0.0.1:1".into());
+        if plan.serve.is_some() && a.target.target.is_empty() {
+            a.target.target = vec!["http://127.0.0.1:1".into()];
         }
         a.report.output = vec![PathBuf::from("run.json")];
-        slo = settings::resolve(&a, None, &[], true)?.load.build.slo;
+        last = Some(settings::resolve(&a, None, &[], true)?);
     }
-    Ok(slo)
+    let s = last.ok_or_else(|| UsageError::new("--params: no configuration to plan"))?;
+    Ok((s.load.build.slo, s.data))
 }
 
 /// The user's `--output` files, for the plan (by extension: json, yaml, csv, html).

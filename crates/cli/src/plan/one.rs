@@ -174,7 +174,7 @@ fn sweep(
         Err(e) => return failed(pc, ConfigStatus::SweepFailed, e.to_string(), vec![]),
     };
     if let Some(u) = url {
-        args.target.target = Some(u);
+        args.target.target = vec![u];
         args.target.mock = false;
     }
     args.report.output = vec![PathBuf::from(run_file)];

@@ -16,6 +16,8 @@ pub const DEFAULT_READY_TIMEOUT: f64 = 600.0;
 pub const DEFAULT_STOP_GRACE: f64 = 10.0;
 /// Default directory of a plan's files.
 pub const DEFAULT_PLAN_DIR: &str = "bench-plan";
+/// Default window a trace's peak rate is read over, seconds.
+pub const DEFAULT_DEMAND_WINDOW: f64 = 60.0;
 /// Default path a launched server is polled at until it answers 200.
 pub const DEFAULT_READY_PATH: &str = "/v1/models";
 
@@ -50,9 +52,14 @@ pub struct PlanArgs {
     /// Seconds between SIGTERM and SIGKILL when a server is torn down [default: 10].
     #[arg(long, value_name = "SECONDS")]
     pub stop_grace: Option<f64>,
-    /// The demand to serve, requests/s of the load given.
+    /// The demand to serve, requests/s of the load given; with --data trace=FILE and no
+    /// --demand, the trace's peak rate over --demand-window.
     #[arg(long, value_name = "REQ_PER_S")]
     pub demand: Option<f64>,
+    /// With a trace as the demand: the window its peak rate is read over, seconds
+    /// [default: 60].
+    #[arg(long, value_name = "SECONDS")]
+    pub demand_window: Option<f64>,
     /// Factor the demand is grown by before sizing the fleet [default: 1].
     #[arg(long, value_name = "FACTOR")]
     pub growth: Option<f64>,
@@ -103,6 +110,8 @@ pub struct PlanFile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub demand: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub demand_window: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub growth: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus_per_replica: Option<serde_yaml::Value>,
@@ -133,7 +142,9 @@ pub struct PlanSettings {
     pub ready_timeout: f64,
     pub ready_path: String,
     pub stop_grace: f64,
-    pub demand: f64,
+    /// `None`: the trace's peak rate over `demand_window` seconds.
+    pub demand: Option<f64>,
+    pub demand_window: f64,
     pub growth: f64,
     pub gpus_per_replica: String,
     pub gpu_hour_cost: Option<f64>,
@@ -300,11 +311,6 @@ pub fn resolve(
             "--params needs --serve: a parameter is a setting of a server bench starts".into(),
         ));
     }
-    let demand = cli.demand.or(f.demand).ok_or_else(|| {
-        usage(
-            "no demand to plan for: give --demand REQ_PER_S (requests/s of the load given)".into(),
-        )
-    })?;
     let positive = |flag: &str, given: bool, v: f64| -> anyhow::Result<f64> {
         if v.is_finite() && v > 0.0 {
             Ok(v)
@@ -315,7 +321,17 @@ pub fn resolve(
             )))
         }
     };
-    let demand = positive("demand", cli.demand.is_some(), demand)?;
+    let demand = match cli.demand.or(f.demand) {
+        Some(d) => Some(positive("demand", cli.demand.is_some(), d)?),
+        None => None,
+    };
+    let demand_window = positive(
+        "demand-window",
+        cli.demand_window.is_some(),
+        cli.demand_window
+            .or(f.demand_window)
+            .unwrap_or(DEFAULT_DEMAND_WINDOW),
+    )?;
     let growth = positive(
         "growth",
         cli.growth.is_some(),
@@ -367,6 +383,7 @@ pub fn resolve(
         ready_path,
         stop_grace,
         demand,
+        demand_window,
         growth,
         gpus_per_replica,
         gpu_hour_cost,
@@ -424,7 +441,7 @@ mod tests {
         assert_eq!(s.params.len(), 2);
         assert_eq!(s.params[1].values, vec!["x", "y"]);
         assert_eq!(s.links, vec![("b".into(), "max_concurrency".into())]);
-        assert_eq!((s.demand, s.gpus_per_replica.as_str()), (50.0, "2"));
+        assert_eq!((s.demand, s.gpus_per_replica.as_str()), (Some(50.0), "2"));
         let e = resolve(
             &PlanArgs {
                 demand: Some(-1.0),
@@ -436,10 +453,6 @@ mod tests {
         .expect_err("negative")
         .to_string();
         assert_eq!(e, "--demand: -1 must be a positive number");
-        let e = resolve(&PlanArgs::default(), None, "p")
-            .expect_err("none")
-            .to_string();
-        assert!(e.contains("no demand"), "{e}");
         let bad: Result<PlanFile, _> = serde_yaml::from_str("serve: x\nbogus: 1\n");
         assert!(bad.expect_err("unknown").to_string().contains("bogus"));
     }

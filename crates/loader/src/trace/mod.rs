@@ -22,7 +22,7 @@ pub(crate) mod source;
 mod summary;
 
 pub use read::TraceReader;
-pub use summary::{scan, TraceSummary};
+pub use summary::{peak_rate, scan, TraceSummary};
 
 /// The formats of trace files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

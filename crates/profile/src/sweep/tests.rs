@@ -574,6 +574,16 @@ fn drive_sure(
     limit: f64,
     unsure_always: bool,
 ) -> (Vec<SweepStep>, SweepPlanner) {
+    drive_sure_from(precision, limit, unsure_always, 1.0)
+}
+
+/// [`drive_sure`], every rate unsure (no intervals) when it runs shorter than `sure_from`.
+fn drive_sure_from(
+    precision: Option<f64>,
+    limit: f64,
+    unsure_always: bool,
+    sure_from: f64,
+) -> (Vec<SweepStep>, SweepPlanner) {
     let mut s = spec(SweepMode::Adaptive, Some("itl_p50=50"));
     s.slo_precision = precision;
     let mut p = SweepPlanner::new(&s, &seconds(10.0));
@@ -583,7 +593,7 @@ fn drive_sure(
         let (rps, tok) = srv(&step.strategy);
         let rate = step.strategy.target_rate();
         let sure = rate.map(|r| {
-            let near = (r - limit).abs() / limit < 0.15 / step.length;
+            let near = (r - limit).abs() / limit < 0.15 / step.length || step.length < sure_from;
             match (
                 near || unsure_always && (r - limit).abs() / limit < 0.1,
                 r <= limit,
@@ -652,4 +662,21 @@ fn slo_precision_gives_up_when_the_rates_stay_unsure_at_their_longest() {
     assert!(!r.met, "{r:?}");
     assert!(r.benchmarks <= MAX_ANSWER_STEPS, "{r:?}");
     assert!(steps.iter().all(|s| s.length <= MAX_LENGTH + 1e-9));
+}
+
+#[test]
+fn slo_precision_lengthens_rates_too_short_for_intervals() {
+    // At one benchmark length no rate has intervals (all unsure, no sure failure): the rates
+    // that failed by their point figures bound the search, and longer runs make them sure.
+    let (_, p) = drive_sure_from(Some(0.05), 5.0, false, 2.0);
+    let r = p
+        .answer()
+        .expect("answer")
+        .slo_bracket
+        .expect("b")
+        .refinement
+        .expect("r");
+    assert!(r.met, "{r:?}");
+    let (c, _) = p.narrow_enough(0.05);
+    assert!(c.low <= 5.0 && c.high.is_some_and(|h| h >= 5.0), "{c:?}");
 }
