@@ -2,10 +2,11 @@
 //! that serve a demand at the SLO, the GPUs and the cost, ranked.
 //!
 //! A replica is planned to carry at most the **lower end** of the 95% interval of its
-//! configuration's rate limit: the SLO-limited rate with `--slo`, else the knee (the highest
-//! rate whose latency stayed on its low-load plateau). That lower end is a rate the sweep ran
-//! and surely met (docs/metrics.md, "Intervals"), so the replica count is the fewest replicas
-//! that surely hold the SLO, assuming replicas scale linearly behind the balancer.
+//! configuration's rate limit: the SLO-limited rate with `--slo` (the lower end is then a rate
+//! the sweep ran and surely met, docs/metrics.md, "Intervals"), else the maximum sustained
+//! throughput (no latency bound: the fleet runs at saturation). The replica count is the
+//! fewest replicas that surely hold the limit, assuming replicas scale linearly behind the
+//! balancer.
 
 use std::collections::BTreeMap;
 
@@ -25,8 +26,8 @@ pub const PLAN_SCHEMA_VERSION: u32 = 1;
 pub enum PlanBasis {
     /// The highest rate meeting every SLO bound (`--slo`).
     Slo,
-    /// The knee: the highest rate whose median TTFT stayed on its low-load plateau.
-    Knee,
+    /// The maximum sustained throughput (no SLO given: no latency bound).
+    Capacity,
 }
 
 /// What the fleet must serve.
@@ -200,7 +201,7 @@ impl PlanReport {
 pub fn basis_of(slo: Option<&Slo>) -> PlanBasis {
     match slo {
         Some(_) => PlanBasis::Slo,
-        None => PlanBasis::Knee,
+        None => PlanBasis::Capacity,
     }
 }
 
@@ -213,9 +214,12 @@ fn limit(run: &RunReport, basis: PlanBasis) -> Option<(f64, Option<CrossingInter
             c.slo_max_requests_per_s?,
             iv.and_then(|i| i.slo_max_requests_per_s),
         )),
-        PlanBasis::Knee => Some((
-            c.knee_requests_per_s?,
-            iv.and_then(|i| i.knee_requests_per_s),
+        PlanBasis::Capacity => Some((
+            c.max_requests_per_s,
+            crate::figures::capacity_interval::capacity_interval(run).map(|i| CrossingInterval {
+                low: i.low,
+                high: Some(i.high),
+            }),
         )),
     }
 }
@@ -336,26 +340,30 @@ mod tests {
     fn fleet_at(point: f64, low: f64, high: Option<f64>, demand: f64) -> Fleet {
         let mut run = RunReport::new("r", "2026-11-28T00:00:00Z");
         run.capacity = Some(bench_core::Capacity {
-            max_requests_per_s: point * 1.5,
+            max_requests_per_s: point,
             max_output_tokens_per_s: 0.0,
             max_measured_by: "concurrent@64".into(),
             max_is_lower_bound: false,
-            knee_requests_per_s: Some(point),
+            knee_requests_per_s: None,
             slo: None,
             slo_max_requests_per_s: None,
             slo_bracket: None,
             trace: None,
             intervals: Some(bench_core::CapacityIntervals {
                 max_requests_per_s: None,
-                knee_requests_per_s: Some(CrossingInterval { low, high }),
-                slo_max_requests_per_s: None,
+                knee_requests_per_s: None,
+                slo_max_requests_per_s: Some(CrossingInterval { low, high }),
             }),
         });
         let costs = Costs {
             gpus_per_replica: 2.0,
             gpu_hour_cost: Some(3.0),
         };
-        fleet(&run, PlanBasis::Knee, demand, costs).expect("fleet")
+        if let Some(c) = run.capacity.as_mut() {
+            c.slo = Some("itl_p50=50".parse().expect("slo"));
+            c.slo_max_requests_per_s = Some(point);
+        }
+        fleet(&run, PlanBasis::Slo, demand, costs).expect("fleet")
     }
 
     #[test]

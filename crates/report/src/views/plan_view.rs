@@ -12,7 +12,7 @@ use crate::views::svg::{line_chart, Axes, Series, PALETTE};
 fn status_words(s: ConfigStatus) -> &'static str {
     match s {
         ConfigStatus::Planned => "planned",
-        ConfigStatus::CannotMeetSlo => "cannot meet the SLO at any rate swept",
+        ConfigStatus::CannotMeetSlo => "no rate swept met the limit",
         ConfigStatus::FailedToStart => "failed to start",
         ConfigStatus::Died => "server died during the sweep",
         ConfigStatus::SweepFailed => "sweep failed",
@@ -81,7 +81,7 @@ fn table_order(p: &PlanReport) -> Vec<&PlanConfig> {
 fn limit_name(b: PlanBasis) -> &'static str {
     match b {
         PlanBasis::Slo => "SLO rate",
-        PlanBasis::Knee => "knee",
+        PlanBasis::Capacity => "maximum sustained throughput",
     }
 }
 
