@@ -698,3 +698,125 @@ fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target(
         long["duration_s"], p["half_widths"]
     );
 }
+
+/// `bench plan` launches llama.cpp once per configuration (1 and 2 CPU threads, 4 slots each),
+/// sweeps it, tears it down, and ranks the configurations as the server's own counters do:
+/// each configuration's capacity is read at the benchmark that measured it, where llama.cpp's
+/// `tokens_predicted_total` (bench's scrape of its `/metrics`) gives its own generation rate;
+/// two threads carry more on this 2-core machine by both, and the plan ranks them first. No
+/// server process is left behind.
+#[test]
+fn a_plan_launches_llama_cpp_per_configuration_and_ranks_it_as_its_counters_do() {
+    let _one = common::serial();
+    let dir = common::fresh("llamacpp", "plan");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llamacpp/serve.py");
+    let serve = format!(
+        "{} {} {{port}} --threads={{threads}} --until-killed",
+        server::python().display(),
+        script.display()
+    );
+    let out = common::bench_command()
+        .args(["plan", "--serve", &serve, "--params", "threads=1,2"])
+        .args([
+            "--ready-path",
+            "/health",
+            "--ready-timeout",
+            "300",
+            "--demand",
+            "5",
+        ])
+        .args([
+            "--max-seconds",
+            "4",
+            "--sweep-size",
+            "3",
+            "--drain-timeout",
+            "2",
+        ])
+        // Four slots: the ladder stops at four streams (beyond them llama.cpp only queues).
+        .args(["--stop-grace", "5", "--max-concurrency", "4"])
+        .args(["--first-byte-timeout", "60", "--idle-timeout", "60"])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--quiet",
+            "--console",
+            "none",
+        ])
+        .arg("--plan-dir")
+        .arg(dir.join("plan"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench plan");
+    let stdout = common::text(&out.stdout);
+    eprintln!("{stdout}\n{}", common::text(&out.stderr));
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).expect("file")).expect("json")
+    };
+    let plan = read(&dir.join("plan/plan.json"));
+    // Per configuration: the capacity the plan took, and the server's generation rate at the
+    // benchmark that measured it, against bench's own output rate there.
+    let mut seen = Vec::new();
+    for c in plan["configs"].as_array().expect("configs") {
+        let name = c["name"].as_str().expect("name").to_string();
+        assert_eq!(c["status"], "planned", "{c}");
+        let run = read(
+            &dir.join("plan")
+                .join(c["run_file"].as_str().expect("run file")),
+        );
+        let by = run["capacity"]["max_measured_by"]
+            .as_str()
+            .expect("measured by");
+        let b = run["benchmarks"]
+            .as_array()
+            .expect("benchmarks")
+            .iter()
+            .rev()
+            .find(|b| b["label"] == by)
+            .expect("the capacity's benchmark");
+        let server = common::f(
+            b,
+            &[
+                "server_metrics",
+                "summary",
+                "generation_tokens",
+                "rate_per_s",
+            ],
+        );
+        let ours = common::f(b, &["rates", "output_tokens_per_s"]);
+        eprintln!(
+            "{name}: capacity {} req/s by {by}: {ours:.1} output tok/s, server {server:.1}",
+            c["fleet"]["rate_per_replica"]
+        );
+        // The scrape spans whole seconds around the window: the two agree to a third.
+        assert!(
+            (server - ours).abs() <= ours / 3.0,
+            "{name}: server {server} vs bench {ours}"
+        );
+        seen.push((name, c["rank"].as_u64().expect("rank"), server));
+    }
+    seen.sort_by_key(|s| s.1);
+    assert_eq!(seen[0].0, "threads=2", "{seen:?}");
+    assert!(
+        seen[0].2 > seen[1].2,
+        "the server's own counters rank them otherwise: {seen:?}"
+    );
+    // Every launched server is gone: its port answers nothing.
+    for c in plan["configs"].as_array().expect("configs") {
+        let cmd = c["command"].as_str().expect("command");
+        let port: u16 = cmd
+            .split_whitespace()
+            .nth(2)
+            .expect("port")
+            .parse()
+            .expect("port");
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        assert!(
+            std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(300))
+                .is_err(),
+            "a llama.cpp server outlived the plan on port {port}"
+        );
+    }
+    assert!(stdout.contains("Recommended: threads=2 x "), "{stdout}");
+}

@@ -222,8 +222,15 @@ fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_with
     }
 }
 
+/// The SLO answer of a sweep of 8 s rungs against the engine model: its 95% interval holds the
+/// model's rate, and its point value is within 5%. Not 3%: the SLO rate moves about 2.7 times
+/// as much as the ITL median it is read by (`dλ/λ = (S / (S - b) - (n - 1/2) S / (P + (n - 1/2)
+/// S)) dS/S`, 2.7 at `S` = 11 ms), and beside two timed tests in CI the client reads the ITL
+/// median up to 1.4% over the engine's steps (the ITL test above, which runs alone); one such
+/// run read 20.06 req/s against 20.98 (-4.4%), its interval 17.72-22.41 holding the model.
+/// Issue 22's defect, which this guards, read 8% high.
 #[test]
-fn the_slo_answer_of_an_8s_sweep_is_the_engine_models_within_3pct() {
+fn the_slo_answer_of_an_8s_sweep_holds_the_engine_model() {
     let _one = common::serial();
     let dir = common::fresh("steady", "slo");
     let run = common::mock_report(
@@ -237,10 +244,17 @@ fn the_slo_answer_of_an_8s_sweep_is_the_engine_models_within_3pct() {
         common::f(&run, &["capacity", "slo_max_requests_per_s"]),
         slo_rate(11e-3),
     );
-    eprintln!("SLO rate {got:.2} req/s, engine model {want:.2} req/s");
+    let iv = &run["capacity"]["intervals"]["slo_max_requests_per_s"];
+    eprintln!("SLO rate {got:.2} req/s ({iv}), engine model {want:.2} req/s");
     assert!(
-        (got - want).abs() <= 0.03 * want,
+        (got - want).abs() <= 0.05 * want,
         "SLO rate {got} vs engine model {want}: {}",
         run["capacity"]
+    );
+    let low = iv["low"].as_f64().expect("interval");
+    let high = iv["high"].as_f64().unwrap_or(f64::INFINITY);
+    assert!(
+        low <= want && want <= high,
+        "the interval {iv} misses the engine model {want}"
     );
 }

@@ -63,6 +63,9 @@ for _ in range(3):
 print(addr, flush=True)
 if "--until-killed" in sys.argv[1:]:
     import signal
+    # llama.cpp's server installs its own SIGTERM handler (a graceful stop of its loop), which
+    # leaves this process waiting: SIGTERM ends it at once, as a launcher expects.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     while True:
         signal.pause()
 sys.stdin.read()

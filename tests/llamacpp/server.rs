@@ -28,7 +28,8 @@ pub const TIMEOUT_S: u64 = 45;
 /// server is held to be at fault.
 const UNREAD_FOR: Duration = Duration::from_secs(5);
 
-fn python() -> PathBuf {
+/// The Python of the llama.cpp venv `.ci/setup` installs (`BENCH_LLAMA_PYTHON` overrides it).
+pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("BENCH_LLAMA_PYTHON") {
         return p.into();
     }

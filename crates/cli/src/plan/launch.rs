@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
+/// The longest wait for a killed process group to be gone.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
 /// Lines of a failed server's log kept in the plan.
 pub const LOG_TAIL_LINES: usize = 20;
 
@@ -140,6 +143,12 @@ impl Launched {
         }
         let _ = killpg(group, Signal::SIGKILL);
         let _ = self.child.wait();
+        // SIGKILL is delivered, not yet done: wait for the group's processes to be gone (and
+        // their ports released) before the next configuration, or bench's exit.
+        let deadline = Instant::now() + KILL_WAIT;
+        while group_alive(group) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -149,8 +158,10 @@ impl Drop for Launched {
     }
 }
 
-/// Whether any process of `group` is alive. On Linux a member that has exited but not been
-/// reaped (a zombie, whose parent was the server's shell) does not count: it runs nothing.
+/// Whether any process of `group` is alive. On Linux a process counts until every one of its
+/// threads has exited: a process whose main thread is a zombie while its other threads still
+/// tear down (llama.cpp's server, ending with a model mapped, took seconds) still holds its
+/// listening socket; one whose threads are all zombies (exited, not yet reaped) holds nothing.
 fn group_alive(group: Pid) -> bool {
     if killpg(group, None).is_err() {
         return false;
@@ -158,13 +169,29 @@ fn group_alive(group: Pid) -> bool {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return true;
     };
+    let raw = group.as_raw().to_string();
     procs.flatten().any(|e| {
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        // `pid (comm) state ppid pgrp ...`: the fields after the command's closing paren.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
-        fields.get(2) == Some(&group.as_raw().to_string().as_str()) && fields.first() != Some(&"Z")
+        let in_group = stat_fields(&e.path().join("stat")).get(2) == Some(&raw);
+        in_group && has_live_thread(&e.path())
+    })
+}
+
+/// The fields of a `/proc/.../stat` file after the command's closing paren: `state ppid pgrp ...`.
+fn stat_fields(path: &Path) -> Vec<String> {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    stat.rsplit_once(')').map_or(vec![], |(_, rest)| {
+        rest.split_whitespace().map(String::from).collect()
+    })
+}
+
+/// Whether any thread of the process at `proc_dir` is neither a zombie nor dead.
+fn has_live_thread(proc_dir: &Path) -> bool {
+    let Ok(tasks) = std::fs::read_dir(proc_dir.join("task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        let state = stat_fields(&t.path().join("stat"));
+        !matches!(state.first().map(String::as_str), None | Some("Z" | "X"))
     })
 }
 

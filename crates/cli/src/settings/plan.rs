@@ -311,45 +311,28 @@ pub fn resolve(
             "--params needs --serve: a parameter is a setting of a server bench starts".into(),
         ));
     }
-    let positive = |flag: &str, given: bool, v: f64| -> anyhow::Result<f64> {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(usage(format!(
-                "{}: {v} must be a positive number",
-                origin(flag, given)
-            )))
-        }
+    // A positive number from the flag, else the file, else `default` (`None`: none).
+    let positive = |flag: &str, c: Option<f64>, fv: Option<f64>, default: Option<f64>| match c
+        .or(fv)
+        .or(default)
+    {
+        Some(v) if !(v.is_finite() && v > 0.0) => Err(usage(format!(
+            "{}: {v} must be a positive number",
+            origin(flag, c.is_some())
+        ))),
+        v => Ok(v),
     };
-    let demand = match cli.demand.or(f.demand) {
-        Some(d) => Some(positive("demand", cli.demand.is_some(), d)?),
-        None => None,
-    };
-    let demand_window = positive(
-        "demand-window",
-        cli.demand_window.is_some(),
-        cli.demand_window
-            .or(f.demand_window)
-            .unwrap_or(DEFAULT_DEMAND_WINDOW),
-    )?;
-    let growth = positive(
-        "growth",
-        cli.growth.is_some(),
-        cli.growth.or(f.growth).unwrap_or(1.0),
-    )?;
-    let ready_timeout = positive(
-        "ready-timeout",
-        cli.ready_timeout.is_some(),
-        cli.ready_timeout
-            .or(f.ready_timeout)
-            .unwrap_or(DEFAULT_READY_TIMEOUT),
-    )?;
+    let demand = positive("demand", cli.demand, f.demand, None)?;
+    let window = Some(DEFAULT_DEMAND_WINDOW);
+    let demand_window = positive("demand-window", cli.demand_window, f.demand_window, window)?;
+    let growth = positive("growth", cli.growth, f.growth, Some(1.0))?;
+    let ready = Some(DEFAULT_READY_TIMEOUT);
+    let ready_timeout = positive("ready-timeout", cli.ready_timeout, f.ready_timeout, ready)?;
     let stop_grace = positive(
         "stop-grace",
-        cli.stop_grace.is_some(),
-        cli.stop_grace
-            .or(f.stop_grace)
-            .unwrap_or(DEFAULT_STOP_GRACE),
+        cli.stop_grace,
+        f.stop_grace,
+        Some(DEFAULT_STOP_GRACE),
     )?;
     let gpu_hour_cost = match cli.gpu_hour_cost.or(f.gpu_hour_cost) {
         Some(c) if !(c.is_finite() && c >= 0.0) => {
@@ -379,12 +362,12 @@ pub fn resolve(
         serve,
         params,
         links,
-        ready_timeout,
+        ready_timeout: ready_timeout.unwrap_or(DEFAULT_READY_TIMEOUT),
         ready_path,
-        stop_grace,
+        stop_grace: stop_grace.unwrap_or(DEFAULT_STOP_GRACE),
         demand,
-        demand_window,
-        growth,
+        demand_window: demand_window.unwrap_or(DEFAULT_DEMAND_WINDOW),
+        growth: growth.unwrap_or(1.0),
         gpus_per_replica,
         gpu_hour_cost,
         dir: cli

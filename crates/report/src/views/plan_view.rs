@@ -107,7 +107,7 @@ fn fleet_words(c: &PlanConfig) -> String {
         extra.push(format!("headroom {:.0}%", h * 100.0));
     }
     if f.replicas.is_none() {
-        extra.push("point estimate: no rate surely met the limit".into());
+        extra.push("point estimate: the limit has no sure lower end".into());
     }
     if !extra.is_empty() {
         let _ = write!(s, " ({})", extra.join(", "));
