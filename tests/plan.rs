@@ -384,7 +384,13 @@ fn a_traces_peak_rate_is_the_demand() {
     let trace = dir.join("trace.jsonl");
     std::fs::write(&trace, rows).expect("trace");
     let out = common::bench_command()
-        .args(["plan", "--serve", "exit 3 # {port}", "--ready-timeout", "5"])
+        // The command names secrets (a variable and a flag): none may be printed or kept.
+        .args([
+            "plan",
+            "--serve",
+            "HF_TOKEN=hf_sekrit1 sh -c 'exit 3' --api-key sk-sekrit2 {port}",
+        ])
+        .args(["--ready-timeout", "5"])
         .args(["--demand-window", "5", "--growth", "1.5", "--data"])
         .arg(format!("trace={}", trace.display()))
         .arg("--plan-dir")
@@ -415,4 +421,52 @@ fn a_traces_peak_rate_is_the_demand() {
         stdout.contains("No configuration can serve the demand"),
         "{stdout}"
     );
+}
+
+/// `--show-config` prints the plan as a profile (the sweep's keys and `plan:`), which loads
+/// again to the same settings.
+#[test]
+fn show_config_prints_a_plan_profile_that_loads_again() {
+    let dir = common::fresh("plan", "show-config");
+    let shown = |args: &[&str]| {
+        let out = common::bench_command()
+            .arg("plan")
+            .args(args)
+            .arg("--show-config")
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{}", common::text(&out.stderr));
+        common::text(&out.stdout)
+    };
+    let first = shown(&[
+        "--serve",
+        "srv --port {port} --n {n}",
+        "--params",
+        "n=8,16",
+        "--link",
+        "n=max_concurrency",
+        "--demand",
+        "12",
+        "--slo",
+        "itl_p50=50",
+        "--gpu-hour-cost",
+        "2.5",
+    ]);
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&first).expect("yaml");
+    assert_eq!(
+        yaml["plan"]["serve"], "srv --port {port} --n {n}",
+        "{first}"
+    );
+    assert_eq!(yaml["plan"]["params"]["n"][1], "16", "{first}");
+    assert_eq!(
+        yaml["max_concurrency"].as_u64(),
+        Some(8),
+        "the first configuration's link: {first}"
+    );
+    assert_eq!(yaml["slo_precision"], "5%", "{first}");
+    assert!(yaml.get("target").is_none(), "{first}");
+    let file = dir.join("plan.yaml");
+    std::fs::write(&file, &first).expect("write");
+    let again = shown(&["--profile", &file.display().to_string()]);
+    assert_eq!(again, first);
 }

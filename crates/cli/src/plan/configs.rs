@@ -143,6 +143,41 @@ pub fn render(template: &str, config: &Config, port: u16) -> String {
     out
 }
 
+/// Whether a flag or variable name names a secret (an API key, a token, a password).
+fn secret_name(name: &str) -> bool {
+    let n = name
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('-', "_");
+    ["key", "token", "secret", "password", "passwd", "auth"]
+        .iter()
+        .any(|w| n.split('_').any(|part| part == *w) || n.ends_with(w))
+}
+
+/// `command` as it may be shown and kept (console, plan files, the server's log): the value of
+/// a secret-named flag (`--api-key X`, `--hf-token=X`) or variable (`HF_TOKEN=X`) replaced by
+/// `***`. Words are split on whitespace, so a quoted secret with spaces keeps its tail.
+pub fn redact_command(command: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut hide_next = false;
+    for word in command.split_whitespace() {
+        if hide_next {
+            out.push("***".into());
+            hide_next = false;
+            continue;
+        }
+        match word.split_once('=') {
+            Some((name, _)) if secret_name(name) => out.push(format!("{name}=***")),
+            None if word.starts_with("--") && secret_name(word) => {
+                out.push(word.into());
+                hide_next = true;
+            }
+            _ => out.push(word.into()),
+        }
+    }
+    out.join(" ")
+}
+
 /// GPUs one replica of `config` uses: `expr` is a product of numbers and `{param}`s.
 pub fn gpus(expr: &str, config: &Config) -> Result<f64, String> {
     let mut product = 1.0;
@@ -255,6 +290,17 @@ mod tests {
             "--serve: `{bogus}` is neither a parameter (--params bogus=...) nor {port}"
         );
         assert!(check_template("srv {port", &params()).is_err());
+    }
+
+    #[test]
+    fn secrets_in_the_serve_command_are_hidden() {
+        let cmd =
+            "HF_TOKEN=hf_abc vllm serve M --api-key sk-1 --port 8 --hf-token=t2 --max-num-seqs 4";
+        assert_eq!(
+            redact_command(cmd),
+            "HF_TOKEN=*** vllm serve M --api-key *** --port 8 --hf-token=*** --max-num-seqs 4"
+        );
+        assert_eq!(redact_command("srv --keyfile k.pem"), "srv --keyfile k.pem");
     }
 
     #[test]

@@ -59,10 +59,10 @@ pub struct Launched {
 
 impl Launched {
     /// Starts `command` through `sh -c` in a new process group, its stdout and stderr
-    /// appended to `log`.
-    pub fn start(command: &str, log: &Path, grace: f64) -> std::io::Result<Launched> {
+    /// appended to `log`, which begins with the command as `shown` (its secrets hidden).
+    pub fn start(command: &str, shown: &str, log: &Path, grace: f64) -> std::io::Result<Launched> {
         let mut out = File::create(log)?;
-        let _ = writeln!(out, "$ {command}");
+        let _ = writeln!(out, "$ {shown}");
         let err = out.try_clone()?;
         let child = Command::new("sh")
             .arg("-c")
@@ -239,8 +239,8 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let log = dir.join("server.log");
         // A shell that ignores TERM and leaves a child behind: SIGKILL after the grace ends both.
-        let mut l = Launched::start("trap '' TERM; sleep 60 & echo started; wait", &log, 0.3)
-            .expect("start");
+        const TRAP: &str = "trap '' TERM; sleep 60 & echo started; wait";
+        let mut l = Launched::start(TRAP, TRAP, &log, 0.3).expect("start");
         let group = Pid::from_raw(l.child.id() as i32);
         std::thread::sleep(Duration::from_millis(200));
         assert!(l.exited().is_none());
@@ -266,14 +266,14 @@ mod tests {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port().expect("port"))
             .parse()
             .expect("addr");
-        let mut l =
-            Launched::start("echo boom >&2; exit 3", &dir.join("a.log"), 1.0).expect("start");
+        let mut l = Launched::start("echo boom >&2; exit 3", "boom", &dir.join("a.log"), 1.0)
+            .expect("start");
         match l.wait_ready(addr, "/v1/models", 30.0, no) {
             Err(NotReady::Exited(how)) => assert!(how.contains('3'), "{how}"),
             other => panic!("{other:?}"),
         }
         assert!(l.log_tail().contains(&"boom".to_string()));
-        let mut l = Launched::start("sleep 30", &dir.join("b.log"), 1.0).expect("start");
+        let mut l = Launched::start("sleep 30", "sleep", &dir.join("b.log"), 1.0).expect("start");
         assert!(matches!(
             l.wait_ready(addr, "/", 0.3, no),
             Err(NotReady::Timeout(_))

@@ -61,6 +61,9 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     let fixed_target = fixed_target(&plan, &common)?;
     let (slo, data) = check_sweeps(&common, &plan, &all)?;
     let demand = demand_of(&plan, &data)?;
+    if args.common.show_config {
+        return show_config(&common, &plan, &all);
+    }
     let outputs = plan_outputs(&args.common.report.output)?;
     std::fs::create_dir_all(&plan.dir).map_err(|e| {
         UsageError::new(format!(
@@ -178,6 +181,31 @@ fn socket_of(url: &str) -> Option<std::net::SocketAddr> {
         format!("{authority}:80")
     };
     with_port.to_socket_addrs().ok()?.next()
+}
+
+/// `--show-config`: the first configuration's sweep settings as a profile, with the plan's own
+/// under `plan:` (the serve command as written: the user typed it); it loads again.
+fn show_config(
+    common: &CommonArgs,
+    plan: &PlanSettings,
+    all: &[configs::Config],
+) -> anyhow::Result<ExitCode> {
+    let mut a = configs::linked_args(common, plan, &all[0])?;
+    a.report.output = Vec::new();
+    a.report.no_output = true;
+    let per_config = plan.serve.is_some() && a.target.target.is_empty();
+    if per_config {
+        a.target.target = vec!["http://127.0.0.1:1".into()];
+    }
+    let mut file = settings::resolve(&a, None, &[], true)?.to_file();
+    if per_config {
+        // Each configuration's server gets its own port: no target to show.
+        file.target = None;
+    }
+    file.plan = Some(plan.to_file());
+    file.output = None;
+    print!("{}", serde_yaml::to_string(&file)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The demand: `--demand`, or the peak rate of the trace the sweeps replay over

@@ -122,11 +122,12 @@ fn launched(
         },
     };
     let command = configs::render(template, c, addr.port());
-    pc.command = Some(command.clone());
+    let shown = configs::redact_command(&command);
+    pc.command = Some(shown.clone());
     let log = run_file.with_file_name("server.log");
     pc.log_file = Some(format!("{}/server.log", c.slug()));
-    eprintln!("{}: starting `{command}` (log: {})", c.name, log.display());
-    let mut server = match Launched::start(&command, &log, ctx.plan.stop_grace) {
+    eprintln!("{}: starting `{shown}` (log: {})", c.name, log.display());
+    let mut server = match Launched::start(&command, &shown, &log, ctx.plan.stop_grace) {
         Ok(s) => s,
         Err(e) => {
             return failed(

@@ -241,6 +241,43 @@ pub const LINKABLE: [&str; 4] = [
     "sweep_size",
 ];
 
+impl PlanSettings {
+    /// The settings as a profile's `plan:` mapping (`--show-config`), which loads again to them.
+    pub fn to_file(&self) -> PlanFile {
+        let params: serde_yaml::Mapping = self
+            .params
+            .iter()
+            .map(|p| {
+                let values = p
+                    .values
+                    .iter()
+                    .cloned()
+                    .map(serde_yaml::Value::String)
+                    .collect();
+                (
+                    serde_yaml::Value::String(p.name.clone()),
+                    serde_yaml::Value::Sequence(values),
+                )
+            })
+            .collect();
+        PlanFile {
+            serve: self.serve.clone(),
+            params: (!params.is_empty()).then_some(params),
+            link: (!self.links.is_empty()).then(|| self.links.iter().cloned().collect()),
+            ready_timeout: Some(self.ready_timeout),
+            ready_path: Some(self.ready_path.clone()),
+            stop_grace: Some(self.stop_grace),
+            demand: self.demand,
+            demand_window: Some(self.demand_window),
+            growth: Some(self.growth),
+            gpus_per_replica: Some(serde_yaml::Value::String(self.gpus_per_replica.clone())),
+            gpu_hour_cost: self.gpu_hour_cost,
+            plan_dir: Some(self.dir.clone()),
+            resume: Some(self.resume),
+        }
+    }
+}
+
 /// A load setting that follows a parameter: (parameter, setting).
 pub type Link = (String, String);
 
@@ -438,6 +475,20 @@ mod tests {
         assert_eq!(e, "--demand: -1 must be a positive number");
         let bad: Result<PlanFile, _> = serde_yaml::from_str("serve: x\nbogus: 1\n");
         assert!(bad.expect_err("unknown").to_string().contains("bogus"));
+    }
+
+    #[test]
+    fn the_settings_written_back_load_again_to_themselves() {
+        let mut a = args(&["n=8,16", "tp=1"]);
+        a.link = vec!["n=max_concurrency".into()];
+        a.gpus_per_replica = Some("{tp}*2".into());
+        let s = resolve(&a, None, "p").expect("ok");
+        let text = serde_yaml::to_string(&s.to_file()).expect("yaml");
+        let back: PlanFile = serde_yaml::from_str(&text).expect("loads");
+        assert_eq!(
+            resolve(&PlanArgs::default(), Some(&back), "p").expect("ok"),
+            s
+        );
     }
 
     #[test]
