@@ -214,9 +214,8 @@ impl MockServerArgs {
             c.pool_token_rate = 0.0;
         }
         if let Some(b) = &self.balance {
-            c.balance = b
-                .parse()
-                .map_err(|e: bench_mock::Error| UsageError::new(format!("--balance: {e}")))?;
+            c.balance = bench_mock::parse_balance(b)
+                .map_err(|e| UsageError::new(format!("--balance: {e}")))?;
         }
         if let Some(t) = &self.tokenizer {
             c.tokenizer = Some(t.clone());

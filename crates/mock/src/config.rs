@@ -106,6 +106,7 @@ pub struct MockConfig {
     /// [`MAX_REPLICAS`].
     pub replicas: u32,
     /// How requests are spread over the replicas. Default round-robin.
+    #[serde(deserialize_with = "balance_from_str")]
     pub balance: Balance,
     /// Fault injection. Default: none.
     pub faults: Faults,
@@ -115,71 +116,32 @@ pub struct MockConfig {
 pub const MAX_REPLICAS: u32 = 1024;
 
 /// The routing policy of a simulator with several replicas (`balance` in a config file,
-/// `--balance` on the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum Balance {
-    /// Requests go to the replicas in turn, by arrival order.
-    #[default]
-    RoundRobin,
-    /// A request goes to the replica with the fewest outstanding requests (routed to it and
-    /// not yet answered), the lowest index among equals.
-    LeastOutstanding,
+/// `--balance` on the command line): bench's own vocabulary for spreading load
+/// ([`bench_core::Balance`]), which `--target A,B --balance` uses too.
+pub use bench_core::Balance;
+
+/// The policy named `s`, exactly one of [`Balance::ALL`]'s names; anything else is an error
+/// naming the value and the choices.
+pub fn parse_balance(s: &str) -> Result<Balance, Error> {
+    Balance::ALL
+        .into_iter()
+        .find(|b| b.name() == s)
+        .ok_or_else(|| {
+            let choices: Vec<&str> = Balance::ALL.iter().map(|b| b.name()).collect();
+            invalid(
+                "balance",
+                format!(
+                    "unknown policy `{s}`, expected one of: {}",
+                    choices.join(", ")
+                ),
+            )
+        })
 }
 
-impl Balance {
-    /// Every policy, in the order its names are listed.
-    pub const ALL: [Balance; 2] = [Balance::RoundRobin, Balance::LeastOutstanding];
-
-    /// The name in config files and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Balance::RoundRobin => "round-robin",
-            Balance::LeastOutstanding => "least-outstanding",
-        }
-    }
-}
-
-impl std::fmt::Display for Balance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Balance {
-    type Err = Error;
-
-    /// One of [`Balance::ALL`]'s names; anything else is an error naming the value and the
-    /// choices.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        Balance::ALL
-            .into_iter()
-            .find(|b| b.name() == s)
-            .ok_or_else(|| {
-                let choices: Vec<&str> = Balance::ALL.iter().map(|b| b.name()).collect();
-                invalid(
-                    "balance",
-                    format!(
-                        "unknown policy `{s}`, expected one of: {}",
-                        choices.join(", ")
-                    ),
-                )
-            })
-    }
-}
-
-impl TryFrom<String> for Balance {
-    type Error = Error;
-
-    fn try_from(s: String) -> Result<Self, Error> {
-        s.parse()
-    }
-}
-
-impl From<Balance> for String {
-    fn from(b: Balance) -> String {
-        b.name().to_string()
-    }
+/// `balance:` in a config file, read by [`parse_balance`].
+fn balance_from_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Balance, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_balance(&s).map_err(serde::de::Error::custom)
 }
 
 /// Seeded fault injection. Each `*_rate` is the fraction (0 to 1) of generation requests that get
@@ -507,14 +469,14 @@ mod tests {
         };
         assert!(c.validate().is_ok());
         for b in Balance::ALL {
-            assert_eq!(b.name().parse::<Balance>().expect("own name"), b);
+            assert_eq!(parse_balance(b.name()).expect("own name"), b);
         }
         let c: MockConfig =
             serde_yaml::from_str("replicas: 3\nbalance: least-outstanding\n").expect("parse");
         assert_eq!((c.replicas, c.balance), (3, Balance::LeastOutstanding));
         // A wrong name, in a file or a flag, is one line naming it and the choices.
         let e = serde_yaml::from_str::<MockConfig>("balance: random\n").expect_err("bad");
-        let flag = "random".parse::<Balance>().expect_err("bad").to_string();
+        let flag = parse_balance("random").expect_err("bad").to_string();
         for msg in [e.to_string(), flag] {
             assert!(!msg.contains('\n'), "{msg}");
             for want in ["`random`", "round-robin", "least-outstanding"] {

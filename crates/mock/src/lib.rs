@@ -36,7 +36,7 @@ mod words;
 
 use std::path::PathBuf;
 
-pub use config::{Balance, Faults, MockConfig, MAX_REPLICAS};
+pub use config::{parse_balance, Balance, Faults, MockConfig, MAX_REPLICAS};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
 pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};
