@@ -735,6 +735,11 @@ fn a_plan_launches_llama_cpp_per_configuration_and_ranks_it_as_its_counters_do()
         ])
         // Four slots: the ladder stops at four streams (beyond them llama.cpp only queues).
         .args(["--stop-grace", "5", "--max-concurrency", "4"])
+        // 4 s benchmarks may hold too few batches for an interval (a CI run measured one
+        // configuration's maximum by `concurrent@4` with none, so the plan could state no sure
+        // count for the faster configuration and ranked it second): the maximum's benchmark
+        // runs again longer until it has an interval at most as wide as its lower end.
+        .args(["--capacity-precision", "50%"])
         .args(["--first-byte-timeout", "60", "--idle-timeout", "60"])
         .args([
             "--data",
@@ -765,6 +770,13 @@ fn a_plan_launches_llama_cpp_per_configuration_and_ranks_it_as_its_counters_do()
             &dir.join("plan")
                 .join(c["run_file"].as_str().expect("run file")),
         );
+        // The maximum's interval was narrowed to the precision asked, and a met one gives a
+        // sure replica count.
+        let r = &run["capacity"]["max_refinement"];
+        assert_eq!(r["precision"].as_f64(), Some(0.5), "{r}");
+        if r["met"] == true {
+            assert!(c["fleet"]["replicas"].is_u64(), "{name}: {c}");
+        }
         let by = run["capacity"]["max_measured_by"]
             .as_str()
             .expect("measured by");

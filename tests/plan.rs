@@ -469,4 +469,18 @@ fn show_config_prints_a_plan_profile_that_loads_again() {
     std::fs::write(&file, &first).expect("write");
     let again = shown(&["--profile", &file.display().to_string()]);
     assert_eq!(again, first);
+    // Without an SLO the plan divides by the maximum: its precision is the one set.
+    let bare = shown(&["--serve", "srv {port}", "--demand", "3"]);
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&bare).expect("yaml");
+    assert_eq!(yaml["capacity_precision"], "5%", "{bare}");
+    assert!(yaml.get("slo_precision").is_none(), "{bare}");
+    let given = shown(&[
+        "--serve",
+        "srv {port}",
+        "--demand",
+        "3",
+        "--capacity-precision",
+        "20%",
+    ]);
+    assert!(given.contains("capacity_precision: 20%"), "{given}");
 }

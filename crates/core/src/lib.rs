@@ -52,7 +52,7 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, Capacity, Slo, SloBound, SloBracket, SloError, SloMetric, SloRefinement, SloStat,
+    kept_up, Capacity, Refinement, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat,
     TraceCapacity, KEPT_UP,
 };
 

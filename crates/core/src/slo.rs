@@ -252,13 +252,15 @@ pub struct SloBracket {
     /// With `--slo-precision`: what narrowing the SLO rate's interval cost, and whether it
     /// reached the width asked for (docs/metrics.md, "The SLO answer's precision").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refinement: Option<SloRefinement>,
+    pub refinement: Option<Refinement>,
 }
 
-/// The benchmarks the sweep ran to narrow its SLO answer's 95% interval to `--slo-precision`:
-/// rates between the interval's ends run again longer, or new rates between them.
+/// The benchmarks the sweep ran to narrow one of its answers' 95% interval to the precision
+/// asked: the SLO rate's (`--slo-precision`: rates between the interval's ends run again
+/// longer, or new rates between them) or the maximum's (`--capacity-precision`: the benchmark
+/// that measured it runs again longer).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SloRefinement {
+pub struct Refinement {
     /// The precision asked for: the interval's width at most `2 x precision` of its lower end.
     pub precision: f64,
     /// Benchmarks run for it.
@@ -315,6 +317,10 @@ pub struct Capacity {
     /// "Intervals"), set with the knee by the report; absent when none could be computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<crate::CapacityIntervals>,
+    /// With `--capacity-precision`: what narrowing the maximum's interval cost, and whether it
+    /// reached the width asked for (docs/metrics.md, "The capacity's precision").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_refinement: Option<Refinement>,
 }
 
 /// A trace sweep's capacity answer as multiples of the trace's recorded mean request rate:

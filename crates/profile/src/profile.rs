@@ -133,6 +133,10 @@ pub struct SweepSpec {
     /// `2 x precision` of its lower end wide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_precision: Option<f64>,
+    /// `--capacity-precision`: the benchmark that measured the maximum runs again longer until
+    /// the maximum's 95% interval is at most `2 x precision` of its lower end wide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_precision: Option<f64>,
 }
 
 /// Default relative width of the SLO search's final bracket.
@@ -188,6 +192,8 @@ pub struct BuildOptions {
     pub slo_tolerance: f64,
     /// How narrow the SLO answer's interval is made (`--slo-precision`).
     pub slo_precision: Option<f64>,
+    /// How narrow the maximum's interval is made (`--capacity-precision`).
+    pub capacity_precision: Option<f64>,
 }
 
 impl Default for BuildOptions {
@@ -202,6 +208,7 @@ impl Default for BuildOptions {
             slo: None,
             slo_tolerance: DEFAULT_SLO_TOLERANCE,
             slo_precision: None,
+            capacity_precision: None,
         }
     }
 }
@@ -293,6 +300,11 @@ fn sweep_spec(rates: &[f64], o: &BuildOptions) -> Result<SweepSpec, ProfileError
             )));
         }
     }
+    if let Some(p) = o.capacity_precision.filter(|p| !(*p > 0.0 && *p < 1.0)) {
+        return Err(invalid(format!(
+            "capacity precision must be above 0% and below 100%, got {p}"
+        )));
+    }
     if !(o.slo_tolerance > 0.0 && o.slo_tolerance < 1.0) {
         return Err(invalid(format!(
             "slo tolerance must be above 0 and below 1, got {}",
@@ -305,6 +317,7 @@ fn sweep_spec(rates: &[f64], o: &BuildOptions) -> Result<SweepSpec, ProfileError
         slo: o.slo.clone(),
         slo_tolerance: o.slo_tolerance,
         slo_precision: o.slo_precision,
+        capacity_precision: o.capacity_precision,
         throughput_concurrency: o.max_concurrency.unwrap_or(DEFAULT_THROUGHPUT_CONCURRENCY),
         open_loop: if o.sweep_poisson {
             OpenLoop::Poisson {
@@ -495,6 +508,7 @@ mod tests {
             slo: None,
             slo_tolerance: DEFAULT_SLO_TOLERANCE,
             slo_precision: None,
+            capacity_precision: None,
         };
         let s = spec.rate_strategies(1.0, 3.0).expect("valid");
         assert_eq!(

@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use bench_core::{crossing, Capacity, SloBracket, SloRefinement, Sure, Verdict, KEPT_UP};
+use bench_core::{crossing, Capacity, Interval, Refinement, SloBracket, Sure, Verdict, KEPT_UP};
 use serde::{Deserialize, Serialize};
 
 use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepSpec};
@@ -57,7 +57,8 @@ pub const SECOND_RATE: f64 = 1.1;
 pub const MAX_EXTENSIONS: u32 = 3;
 /// At most this many refinement benchmarks of the SLO search.
 pub const MAX_REFINE_STEPS: u32 = 10;
-/// At most this many benchmarks narrow the SLO answer's interval (`--slo-precision`).
+/// At most this many benchmarks narrow the SLO answer's interval (`--slo-precision`), and as
+/// many the maximum's (`--capacity-precision`).
 pub const MAX_ANSWER_STEPS: u32 = 24;
 
 /// How a sweep finds the capacity.
@@ -116,6 +117,11 @@ pub struct Reading {
     pub slo_sure: Option<Sure>,
     /// How long it ran, seconds (warmup and drain included).
     pub seconds: f64,
+    /// The 95% interval of the requests/s it read (`requests_per_s`; for an open-loop rate
+    /// surely not kept up, of its departures while loaded), as the report states the capacity's
+    /// interval; `None` when it has none. The sweep narrows its maximum's interval by it
+    /// (`--capacity-precision`).
+    pub rate_interval: Option<Interval>,
 }
 
 impl Reading {
@@ -240,6 +246,11 @@ pub struct SweepPlanner {
     outstanding: usize,
     /// The benchmarks run since the SLO answer's narrowing began, and their seconds.
     narrowing: Option<(u32, f64)>,
+    /// The benchmarks run since the maximum's narrowing began, and their seconds.
+    max_narrowing: Option<(u32, f64)>,
+    /// The answer whose narrowing handed out a step last (`Some(true)`: the maximum's;
+    /// `Some(false)`: the SLO answer's): every benchmark from then on is charged to it.
+    narrows_max: Option<bool>,
 }
 
 impl SweepPlanner {
@@ -265,6 +276,8 @@ impl SweepPlanner {
             rates_planned: false,
             outstanding: 0,
             narrowing: None,
+            max_narrowing: None,
+            narrows_max: None,
         }
     }
 
@@ -302,9 +315,15 @@ impl SweepPlanner {
         if let Some(s) = self.refine_step() {
             return Ok(Some(s));
         }
-        let step = self.narrowing_step();
-        if step.is_some() && self.narrowing.is_none() {
-            self.narrowing = Some((0, 0.0));
+        if let Some(s) = self.narrowing_step() {
+            self.narrowing.get_or_insert((0, 0.0));
+            self.narrows_max = Some(false);
+            return Ok(Some(s));
+        }
+        let step = self.max_narrowing_step();
+        if step.is_some() {
+            self.max_narrowing.get_or_insert((0, 0.0));
+            self.narrows_max = Some(true);
         }
         Ok(step)
     }
@@ -314,7 +333,12 @@ impl SweepPlanner {
     /// [`MAX_LENGTH`]).
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
         self.outstanding = self.outstanding.saturating_sub(1);
-        if let Some((n, secs)) = self.narrowing.as_mut() {
+        let narrowed = match self.narrows_max {
+            Some(true) => self.max_narrowing.as_mut(),
+            Some(false) => self.narrowing.as_mut(),
+            None => None,
+        };
+        if let Some((n, secs)) = narrowed {
             *n += 1;
             *secs += reading.seconds;
         }
@@ -625,11 +649,58 @@ impl SweepPlanner {
             .or_else(|| at(want_high, want_high * 0.99, high_done).flatten())
     }
 
+    /// The benchmark that measured the maximum ([`Self::saturated`], else [`Self::best`]).
+    fn measured_max(&self) -> Option<&(SweepStep, Reading)> {
+        self.saturated().or_else(|| self.best())
+    }
+
+    /// Whether the maximum's interval is as narrow as `--capacity-precision` `P` asks:
+    /// `high - low <= 2 P low` (scaling the reading, as [`Self::answer`] does, keeps the ratio).
+    fn max_narrow_enough(&self, precision: f64) -> bool {
+        self.measured_max()
+            .and_then(|(_, r)| r.rate_interval)
+            .is_some_and(|iv| iv.low > 0.0 && iv.high - iv.low <= 2.0 * precision * iv.low)
+    }
+
+    /// The next benchmark narrowing the maximum's interval (`--capacity-precision`): the
+    /// benchmark that measured it runs again [`LENGTHEN`] times as long (up to [`MAX_LENGTH`];
+    /// a longer run of the same load supersedes it), so its batches hold more requests and a
+    /// run too short for an interval gets one. A longer run may read a different maximum; the
+    /// benchmark that then measures it is narrowed in turn. `None` when narrow enough, when the
+    /// benchmark measuring it is at its longest, or out of steps ([`MAX_ANSWER_STEPS`]).
+    fn max_narrowing_step(&self) -> Option<SweepStep> {
+        let precision = self.spec.capacity_precision?;
+        if self
+            .max_narrowing
+            .is_some_and(|(n, _)| n >= MAX_ANSWER_STEPS)
+            || self.max_narrow_enough(precision)
+        {
+            return None;
+        }
+        let (step, _) = self.measured_max()?;
+        (step.length * LENGTHEN <= MAX_LENGTH + 1e-9).then(|| SweepStep {
+            length: step.length * LENGTHEN,
+            ..step.clone()
+        })
+    }
+
+    /// What narrowing the maximum cost, when `--capacity-precision` asked for it.
+    fn max_refinement(&self) -> Option<Refinement> {
+        let precision = self.spec.capacity_precision?;
+        let (benchmarks, seconds) = self.max_narrowing.unwrap_or((0, 0.0));
+        Some(Refinement {
+            precision,
+            benchmarks,
+            seconds,
+            met: self.max_narrow_enough(precision),
+        })
+    }
+
     /// What narrowing the SLO answer cost, when `--slo-precision` asked for it.
-    fn refinement(&self) -> Option<SloRefinement> {
+    fn refinement(&self) -> Option<Refinement> {
         let precision = self.spec.slo_precision?;
         let (benchmarks, seconds) = self.narrowing.unwrap_or((0, 0.0));
-        Some(SloRefinement {
+        Some(Refinement {
             precision,
             benchmarks,
             seconds,
@@ -655,7 +726,7 @@ impl SweepPlanner {
     /// them); `None` before any probe. The knee is left for the
     /// report, which owns the latency figures.
     pub fn answer(&self) -> Option<Capacity> {
-        let (step, best) = self.saturated().unwrap_or(self.best()?);
+        let (step, best) = self.measured_max()?;
         let bracket = self.spec.slo.as_ref().map(|_| SloBracket {
             refinement: self.refinement(),
             ..slo_bracket(
@@ -676,6 +747,7 @@ impl SweepPlanner {
             slo_bracket: bracket,
             trace: None,
             intervals: None,
+            max_refinement: self.max_refinement(),
         };
         if let OpenLoop::Trace { recorded_rate } = self.spec.open_loop {
             c.set_trace_multiples(recorded_rate);

@@ -50,8 +50,8 @@ mod views;
 pub use figures::cached::CachedTokensReport;
 pub use figures::capacity::{knee, knee_threshold_ms, slo_metric, KNEE_FACTOR, KNEE_SLACK_MS};
 pub use figures::capacity_interval::{
-    capacity_interval, capacity_intervals, knee_interval, max_interval, slo_has_intervals,
-    slo_interval, slo_verdict,
+    capacity_interval, capacity_intervals, knee_interval, max_interval, rate_interval,
+    slo_has_intervals, slo_interval, slo_verdict,
 };
 pub use figures::hist::{Dist, MetricSummary, SIGNIFICANT_FIGURES};
 pub use figures::images::ImageReport;

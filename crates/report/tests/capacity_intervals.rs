@@ -83,6 +83,7 @@ fn sweep() -> RunReport {
         }),
         trace: None,
         intervals: None,
+        max_refinement: None,
     };
     c.intervals = bench_report::capacity_intervals(&run, &c);
     run.capacity = Some(c);

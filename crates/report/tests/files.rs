@@ -188,6 +188,7 @@ fn json_validates_against_the_published_schema() {
         }),
         trace: None,
         intervals: None,
+        max_refinement: None,
     });
     // The answer is in JSON, YAML (round trip) and CSV columns.
     let dir = tmpdir("capacity");
@@ -488,6 +489,7 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
         }),
         trace: None,
         intervals: None,
+        max_refinement: None,
     });
     let g = render_guidellm(&run, None);
     let tail = &g[g.find("Benchmarks Stats:").expect("stats")..];
@@ -533,6 +535,7 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
         }),
         trace: None,
         intervals: None,
+        max_refinement: None,
     };
     c.set_trace_multiples(2.5);
     let t = c.trace.expect("multiples");
@@ -610,6 +613,7 @@ fn a_comparison_says_whether_capacities_differ_beyond_their_intervals() {
         slo_bracket: None,
         trace: None,
         intervals: None,
+        max_refinement: None,
     });
     let iv = bench_report::capacity_interval(&a).expect("the synchronous benchmark has one");
     assert!(iv.low < iv.high);

@@ -132,6 +132,7 @@ fn capacity_sweep() -> RunReport {
         }),
         trace: None,
         intervals: None,
+        max_refinement: None,
     };
     c.intervals = bench_report::capacity_intervals(&run, &c);
     run.capacity = Some(c);
@@ -206,6 +207,7 @@ fn trial_capacity(rate: f64) -> Capacity {
         slo_bracket: None,
         trace: None,
         intervals: None,
+        max_refinement: None,
     }
 }
 

@@ -263,6 +263,7 @@ fn sample_capacity() -> bench_core::Capacity {
         }),
         trace: None,
         intervals: None,
+        max_refinement: None,
     }
 }
 

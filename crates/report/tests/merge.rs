@@ -261,6 +261,7 @@ fn capacity(rate: f64) -> bench_core::Capacity {
         slo_bracket: None,
         trace: None,
         intervals: None,
+        max_refinement: None,
     }
 }
 

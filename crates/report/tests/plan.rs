@@ -26,6 +26,7 @@ fn swept(low: f64, high: Option<f64>) -> RunReport {
             knee_requests_per_s: None,
             slo_max_requests_per_s: Some(CrossingInterval { low, high }),
         }),
+        max_refinement: None,
     });
     run
 }

@@ -1,6 +1,6 @@
 //! Runs of several benchmarks: fixed lists and the sweep.
 
-use bench_core::{Backend, Capacity, RequestRecord, Shard, Strategy, Sure};
+use bench_core::{Backend, Capacity, Interval, RequestRecord, Shard, Strategy, Sure};
 use bench_profile::{
     Limits, Profile, ProfileError, Reading, SweepPlanner, SweepRole, SweepStep, Transient,
     LADDER_LENGTH, LADDER_WARMUP,
@@ -33,6 +33,13 @@ pub trait Observer {
     /// "Intervals"; `None`: no SLO, or not judged): the sweep narrows its SLO answer's interval
     /// by these (`--slo-precision`).
     fn slo_sure(&mut self, index: usize) -> Option<Sure> {
+        let _ = index;
+        None
+    }
+    /// The 95% interval of the requests/s the finished benchmark `index` read, as the report
+    /// states the capacity's (`None`: none): the sweep narrows its maximum's interval by it
+    /// (`--capacity-precision`).
+    fn rate_interval(&mut self, index: usize) -> Option<Interval> {
         let _ = index;
         None
     }
@@ -195,6 +202,7 @@ impl<B: Backend> Scheduler<B> {
                 needs_longer: outcome.rates.sustained.is_some_and(|s| s.needs_longer()),
                 verdict: outcome.rates.sustained.map(|s| s.verdict),
                 slo_sure: observer.slo_sure(index),
+                rate_interval: observer.rate_interval(index),
                 seconds: outcome.end.saturating_sub(outcome.start) as f64 / 1e9,
             };
             tracing::info!(label = %outcome.strategy.label(), ?reading, "benchmark measured");

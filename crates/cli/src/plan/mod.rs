@@ -100,18 +100,26 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     Ok(exit_code(&report, &ctx.interrupted))
 }
 
-/// The SLO answer's precision a plan asks of each sweep unless told otherwise: a replica count
-/// is only as sure as the rate it divides by (docs/planning.md).
+/// The precision a plan asks of each sweep's answer unless told otherwise (`--slo-precision`
+/// with an SLO, else `--capacity-precision`): a replica count is only as sure as the rate it
+/// divides by (docs/planning.md).
 pub const DEFAULT_SLO_PRECISION: &str = "5%";
 
-/// The sweep's flags with `--slo-precision` set to [`DEFAULT_SLO_PRECISION`] when there is an
-/// SLO and neither the flags nor the profile set one.
+/// The sweep's flags with the precision of the answer the plan divides by set to
+/// [`DEFAULT_SLO_PRECISION`] when neither the flags nor the profile set one: `--slo-precision`
+/// when there is an SLO, `--capacity-precision` when there is none.
 fn precise_by_default(common: &CommonArgs, file: Option<&settings::FileSettings>) -> CommonArgs {
     let mut c = common.clone();
     let slo = c.load.slo.is_some() || file.is_some_and(|f| f.slo.is_some());
-    let given = c.load.slo_precision.is_some() || file.is_some_and(|f| f.slo_precision.is_some());
-    if slo && !given {
+    let slo_given =
+        c.load.slo_precision.is_some() || file.is_some_and(|f| f.slo_precision.is_some());
+    let max_given =
+        c.load.capacity_precision.is_some() || file.is_some_and(|f| f.capacity_precision.is_some());
+    if slo && !slo_given {
         c.load.slo_precision = Some(DEFAULT_SLO_PRECISION.into());
+    }
+    if !slo && !max_given {
+        c.load.capacity_precision = Some(DEFAULT_SLO_PRECISION.into());
     }
     c
 }

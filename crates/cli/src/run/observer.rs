@@ -29,6 +29,9 @@ pub(super) struct ReportObserver {
     slo: Option<Slo>,
     /// Whether each benchmark met the SLO, by index.
     pub(super) verdicts: std::collections::HashMap<usize, (bool, bench_core::Sure)>,
+    /// The 95% interval of each benchmark's requests/s, by index (the sweep's
+    /// `--capacity-precision` reads it).
+    pub(super) rate_intervals: std::collections::HashMap<usize, bench_core::Interval>,
     /// Since when (run clock) every finished request failed to connect, and how many did.
     unanswered: Option<(bench_core::Nanos, u64)>,
     /// Set when the server stopped answering (or the client ran out of file descriptors):
@@ -168,6 +171,9 @@ impl Observer for ReportObserver {
             let sure = bench_report::slo_verdict(slo, &report);
             self.verdicts.insert(index, (report.meets(slo), sure));
         }
+        if let Some(iv) = bench_report::rate_interval(&report) {
+            self.rate_intervals.insert(index, iv);
+        }
         self.warn_benchmark(o, &report);
         self.write_vllm_file(&report);
         let closed_loop = o.strategy.release() == bench_core::Release::ClosedLoop;
@@ -184,6 +190,10 @@ impl Observer for ReportObserver {
 
     fn slo_sure(&mut self, index: usize) -> Option<bench_core::Sure> {
         self.verdicts.get(&index).map(|v| v.1)
+    }
+
+    fn rate_interval(&mut self, index: usize) -> Option<bench_core::Interval> {
+        self.rate_intervals.get(&index).copied()
     }
 }
 
@@ -215,6 +225,7 @@ impl ReportObserver {
             hinted: false,
             slo: s.load.build.slo.clone(),
             verdicts: Default::default(),
+            rate_intervals: Default::default(),
             unanswered: None,
             server_gone: None,
             fd_limit: limits::open_files(),

@@ -49,6 +49,7 @@ impl ReportObserver {
     /// from 0 again.
     fn begin_trial(&mut self, index: u32, data_seed: Option<u64>) {
         self.verdicts.clear();
+        self.rate_intervals.clear();
         if let Some(t) = self.run.trials.as_mut() {
             t.runs.push(bench_report::Trial {
                 index,

@@ -227,6 +227,11 @@ pub struct LoadArgs {
     /// twice this of its lower end, e.g. 5% (or 0.05); the report says what it cost.
     #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
     pub slo_precision: Option<String>,
+    /// Sweep: run the benchmark that measured the maximum sustained throughput again longer
+    /// (up to 4 benchmark lengths) until the maximum's 95% interval spans at most twice this
+    /// of its lower end, e.g. 5% (or 0.05); the report says what it cost.
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub capacity_precision: Option<String>,
     /// Seconds per benchmark (default 30; 5 with --mock).
     #[arg(long, allow_negative_numbers = true)]
     pub max_seconds: Option<f64>,

@@ -117,6 +117,8 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo_precision: Option<PrecisionValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_precision: Option<PrecisionValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drain_timeout: Option<f64>,

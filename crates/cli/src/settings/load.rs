@@ -207,6 +207,7 @@ fn build_options(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<Build
     };
     let (slo, slo_tolerance) = slo(src, rate_type)?;
     let slo_precision = slo_precision(src, slo.as_ref())?;
+    let capacity_precision = capacity_precision(src, rate_type)?;
     Ok(BuildOptions {
         max_concurrency: c.max_concurrency.or(f.max_concurrency),
         burstiness: c.burstiness.or(f.burstiness).unwrap_or(1.0),
@@ -217,7 +218,31 @@ fn build_options(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<Build
         slo,
         slo_tolerance,
         slo_precision,
+        capacity_precision,
     })
+}
+
+/// `--capacity-precision` (docs/metrics.md, "The capacity's precision"): a target in
+/// (0%, 100%), for a sweep.
+fn capacity_precision(src: &Sources<'_>, rate_type: RateType) -> anyhow::Result<Option<f64>> {
+    let (c, f) = (&src.cli.load, src.file);
+    let Some(text) = c
+        .capacity_precision
+        .clone()
+        .or(f.capacity_precision.as_ref().map(|p| p.text()))
+    else {
+        return Ok(None);
+    };
+    let origin = src.origin("capacity-precision", c.capacity_precision.is_some());
+    if rate_type != RateType::Sweep {
+        return Err(usage(format!(
+            "{origin}: narrows a sweep's maximum; the rate type is {rate_type}"
+        )));
+    }
+    let target = text
+        .parse::<bench_core::Target>()
+        .map_err(|e| usage(format!("{origin}: {e}")))?;
+    Ok(Some(target.0))
 }
 
 /// `--slo-precision` (docs/metrics.md, "The SLO answer's precision"): a target in (0%, 100%),

@@ -83,6 +83,10 @@ impl Settings {
                 .build
                 .slo_precision
                 .map(|p| PrecisionValue::Text(bench_core::Target(p).to_string())),
+            capacity_precision: l
+                .build
+                .capacity_precision
+                .map(|p| PrecisionValue::Text(bench_core::Target(p).to_string())),
             max_seconds: l.limits.max_seconds,
             drain_timeout: l.limits.drain_timeout,
             precision: l

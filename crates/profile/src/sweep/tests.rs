@@ -97,6 +97,7 @@ fn drive_with(
                 needs_longer: false,
                 verdict: None,
                 slo_sure: None,
+                rate_interval: None,
                 seconds: 0.0,
             },
         );
@@ -215,6 +216,7 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
             needs_longer: false,
             verdict: None,
             slo_sure: None,
+            rate_interval: None,
             seconds: 0.0,
         },
     );
@@ -451,6 +453,7 @@ fn a_rate_that_cannot_be_judged_runs_again_longer_and_its_longest_run_judges_it(
             needs_longer: near && short,
             verdict: None,
             slo_sure: None,
+            rate_interval: None,
             seconds: 0.0,
         };
         p.record(step.clone(), reading);
@@ -508,6 +511,7 @@ fn a_rate_below_what_the_closed_loops_carried_that_did_not_settle_runs_again_lon
             needs_longer: false,
             verdict,
             slo_sure: None,
+            rate_interval: None,
             seconds: 0.0,
         };
         p.record(step, reading);
@@ -553,6 +557,7 @@ fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_a
             needs_longer: false,
             verdict,
             slo_sure: None,
+            rate_interval: None,
             seconds: 0.0,
         };
         p.record(step, reading);
@@ -610,6 +615,7 @@ fn drive_sure_from(
             needs_longer: false,
             verdict: None,
             slo_sure: sure,
+            rate_interval: None,
             seconds: 10.0 * step.length,
         };
         p.record(step.clone(), reading);
@@ -679,4 +685,96 @@ fn slo_precision_lengthens_rates_too_short_for_intervals() {
     assert!(r.met, "{r:?}");
     let (c, _) = p.narrow_enough(0.05);
     assert!(c.low <= 5.0 && c.high.is_some_and(|h| h >= 5.0), "{c:?}");
+}
+
+/// A sweep of the batching server whose every reading's interval is `width / length` of its
+/// rate wide (relative), and missing below `from` benchmark lengths. Equal maxima would take
+/// turns: a benchmark run again longer moves after its equals, and the first of equals
+/// measures the maximum.
+fn drive_max_precision(
+    precision: Option<f64>,
+    width: f64,
+    from: f64,
+) -> (Vec<SweepStep>, SweepPlanner) {
+    let mut s = spec(SweepMode::Adaptive, None);
+    s.capacity_precision = precision;
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    let srv = server(16, 50.0);
+    let mut steps = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let (rps, tok) = srv(&step.strategy);
+        // Closed loops carry a little less the more streams they hold, and open-loop rates
+        // read a little under what they offered, so that the maximum is one benchmark's (the
+        // rung that saturates the batch), as with a real server.
+        let loss = match step.strategy {
+            Strategy::Concurrent { streams } => 1.0 - f64::from(streams) / 1000.0,
+            _ if step.strategy.target_rate().is_some() => 0.998,
+            _ => 1.0,
+        };
+        let (rps, tok) = (rps * loss, tok * loss);
+        let half = rps * width / step.length / 2.0;
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(tok),
+            slo_met: None,
+            needs_longer: false,
+            verdict: step.strategy.target_rate().map(|r| {
+                if bench_core::kept_up(r, rps) {
+                    Verdict::KeptUp
+                } else {
+                    Verdict::NotKeptUp
+                }
+            }),
+            slo_sure: None,
+            rate_interval: (step.length >= from).then_some(Interval {
+                low: rps - half,
+                high: rps + half,
+            }),
+            seconds: 10.0 * step.length,
+        };
+        p.record(step.clone(), reading);
+        steps.push(step);
+        assert!(steps.len() < 100, "the sweep ends");
+    }
+    (steps, p)
+}
+
+#[test]
+fn capacity_precision_lengthens_the_benchmark_that_measured_the_maximum() {
+    // 37% wide at the rung's 0.81 lengths: two doublings make it 9.3% (within +-5%).
+    let (steps, p) = drive_max_precision(Some(0.05), 0.3, 1.0);
+    let c = p.answer().expect("answer");
+    let r = c.max_refinement.expect("refinement");
+    assert!(r.met, "{r:?}");
+    assert_eq!(r.benchmarks, 2, "{steps:?}");
+    let last = steps.last().expect("steps");
+    assert_eq!(last.strategy.label(), c.max_measured_by);
+    assert!((last.length - 4.0 * steps_len(&steps, &c.max_measured_by)).abs() < 1e-9);
+    assert!((r.seconds - 10.0 * (2.0 + 4.0) * steps_len(&steps, &c.max_measured_by)).abs() < 1e-6);
+    // Without the flag nothing runs again and nothing is recorded.
+    let (plain, q) = drive_max_precision(None, 0.3, 1.0);
+    assert!(q.answer().expect("answer").max_refinement.is_none());
+    assert_eq!(plain.len() + 2, steps.len());
+}
+
+/// The length of the first run of the benchmark labelled `label`.
+fn steps_len(steps: &[SweepStep], label: &str) -> f64 {
+    steps
+        .iter()
+        .find(|s| s.strategy.label() == label)
+        .map_or(f64::NAN, |s| s.length)
+}
+
+#[test]
+fn capacity_precision_gets_an_interval_for_a_run_too_short_for_one_and_gives_up_at_max_length() {
+    // No interval below two lengths: the maximum's benchmark runs again until it has one.
+    let (_, p) = drive_max_precision(Some(0.2), 0.3, 2.0);
+    let r = p.answer().expect("answer").max_refinement.expect("r");
+    assert!(r.met && r.benchmarks >= 1, "{r:?}");
+    // Too wide even at the longest: it stops there and says the precision was not met.
+    let (steps, p) = drive_max_precision(Some(0.001), 0.3, 1.0);
+    let r = p.answer().expect("answer").max_refinement.expect("r");
+    assert!(!r.met, "{r:?}");
+    assert!(r.benchmarks <= MAX_ANSWER_STEPS, "{r:?}");
+    assert!(steps.iter().all(|s| s.length <= MAX_LENGTH + 1e-9));
 }

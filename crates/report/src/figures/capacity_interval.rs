@@ -121,6 +121,16 @@ pub fn slo_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
     Some(crossing(&verdicts))
 }
 
+/// The 95% interval of the requests/s benchmark `b` read: of its departures while loaded for a
+/// rate past the capacity (surely not kept up), else of its rate; `None` when it has none. The
+/// sweep narrows the maximum's interval by it (`--capacity-precision`).
+pub fn rate_interval(b: &BenchmarkReport) -> Option<Interval> {
+    match b.rates.sustained {
+        Some(s) if s.verdict == bench_core::Verdict::NotKeptUp => Some(s.departures_interval),
+        _ => Some(b.intervals.as_ref()?.requests_per_s),
+    }
+}
+
 /// The 95% interval of the maximum (requests/s): the interval of the throughput of the
 /// benchmark that measured it, scaled as the maximum was; `None` when that benchmark has none.
 /// A run of repeated trials states the across-trial interval of the trials' capacities
@@ -137,11 +147,7 @@ pub fn max_interval(run: &RunReport, c: &Capacity) -> Option<Interval> {
         .iter()
         .rev()
         .find(|b| b.label == c.max_measured_by)?;
-    // A rate past the capacity measured it by its departures while loaded.
-    let iv = match b.rates.sustained {
-        Some(s) if s.verdict == bench_core::Verdict::NotKeptUp => s.departures_interval,
-        _ => b.intervals.as_ref()?.requests_per_s,
-    };
+    let iv = rate_interval(b)?;
     let scale =
         (b.rates.requests_per_s > 0.0).then(|| c.max_requests_per_s / b.rates.requests_per_s)?;
     Some(Interval {

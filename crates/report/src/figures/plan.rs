@@ -354,6 +354,7 @@ mod tests {
                 knee_requests_per_s: None,
                 slo_max_requests_per_s: Some(CrossingInterval { low, high }),
             }),
+            max_refinement: None,
         });
         let costs = Costs {
             gpus_per_replica: 2.0,

@@ -10,7 +10,7 @@ use crate::figures::capacity::{KNEE_FACTOR, KNEE_SLACK_MS};
 use crate::figures::capacity_interval::{capacity_interval, knee_interval, slo_interval};
 use crate::figures::model::RunReport;
 use crate::views::common::{
-    crossing_words, lower_bound_words, output_tokens_words, trace_multiples_text, trimmed,
+    crossing_words, lower_bound_words, output_tokens_words, refinement_words, trace_multiples_text,
 };
 
 fn rate(v: Option<f64>) -> String {
@@ -23,17 +23,19 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
     let sure = capacity_interval(run).map_or(String::new(), |iv| {
         format!(" (95% interval {:.2} to {:.2})", iv.low, iv.high)
     });
-    let mut out = vec![
-        (
-            "Maximum sustained throughput".to_string(),
-            format!(
-                "{before}{:.2} req/s{sure}{} (measured by {}){after}",
-                c.max_requests_per_s,
-                output_tokens_words(c, "output tok/s"),
-                c.max_measured_by
-            ),
+    let mut out = vec![(
+        "Maximum sustained throughput".to_string(),
+        format!(
+            "{before}{:.2} req/s{sure}{} (measured by {}){after}",
+            c.max_requests_per_s,
+            output_tokens_words(c, "output tok/s"),
+            c.max_measured_by
         ),
-        (
+    )];
+    if let Some(r) = &c.max_refinement {
+        out.push(("Maximum's precision".to_string(), refinement_words(r)));
+    }
+    out.push((
             "Knee (latency leaves its plateau)".to_string(),
             match c.knee_requests_per_s {
                 Some(k) => format!(
@@ -42,8 +44,7 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
                 ),
                 None => "not found within the swept rates".into(),
             },
-        ),
-    ];
+        ));
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
         let sure = crossing_words(slo_interval(run, c));
         let text = match (b.low, b.high) {
@@ -63,18 +64,6 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
         out.push(("Trace multiple".to_string(), t));
     }
     out
-}
-
-/// `asked +-5%: met after 4 benchmarks (38.2 benchmark-seconds)`.
-fn refinement_words(r: &bench_core::SloRefinement) -> String {
-    format!(
-        "asked +-{}%: {} after {} more benchmark{} ({:.1} benchmark-seconds)",
-        trimmed(r.precision * 100.0, 2),
-        if r.met { "met" } else { "NOT met" },
-        r.benchmarks,
-        if r.benchmarks == 1 { "" } else { "s" },
-        r.seconds
-    )
 }
 
 /// The "Capacity" block after guidellm's tables.
@@ -116,6 +105,14 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
         );
     }
     let _ = writeln!(s, "{:<40} {:<10}", "Measured by:", c.max_measured_by);
+    if let Some(r) = &c.max_refinement {
+        let _ = writeln!(
+            s,
+            "{:<40} {:<10}",
+            "Max throughput precision:",
+            refinement_words(r)
+        );
+    }
     if c.max_is_lower_bound {
         let _ = writeln!(
             s,

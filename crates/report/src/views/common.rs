@@ -401,6 +401,18 @@ pub fn max_concurrency(strategy: &bench_core::Strategy) -> Option<u32> {
     }
 }
 
+/// `asked +-5%: met after 4 benchmarks (38.2 benchmark-seconds)`.
+pub(crate) fn refinement_words(r: &bench_core::Refinement) -> String {
+    format!(
+        "asked +-{}%: {} after {} more benchmark{} ({:.1} benchmark-seconds)",
+        trimmed(r.precision * 100.0, 2),
+        if r.met { "met" } else { "NOT met" },
+        r.benchmarks,
+        if r.benchmarks == 1 { "" } else { "s" },
+        r.seconds
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

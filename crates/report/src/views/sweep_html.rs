@@ -11,8 +11,8 @@ use crate::figures::capacity::{open_loop, slo_metric};
 use crate::figures::capacity_interval::{knee_interval, slo_interval};
 use crate::figures::model::{BenchmarkReport, RunReport};
 use crate::figures::options::Metric;
-use crate::views::common::crossing_words;
 use crate::views::common::esc;
+use crate::views::common::{crossing_words, refinement_words};
 use crate::views::svg::{line_chart, Axes, Mark, Series, PALETTE};
 
 /// The capacity answer as the page's first lines.
@@ -31,6 +31,13 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
         esc(&c.max_measured_by),
         esc(after)
     );
+    if let Some(r) = &c.max_refinement {
+        let _ = write!(
+            h,
+            "<p>Capacity's precision: {}.</p>",
+            esc(&refinement_words(r))
+        );
+    }
     let _ = write!(
         h,
         "<p>Knee: {}.</p>",
@@ -53,6 +60,13 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
             (None, _) => "<b>no rate met it</b>".into(),
         };
         let _ = write!(h, "<p>With {}: {text}.</p>", esc(&slo.to_string()));
+        if let Some(r) = &b.refinement {
+            let _ = write!(
+                h,
+                "<p>SLO answer's precision: {}.</p>",
+                esc(&refinement_words(r))
+            );
+        }
     }
     if let Some(t) = crate::views::common::trace_multiples_text(c) {
         let _ = write!(h, "<p id=\"trace-multiple\">Trace: {}.</p>", esc(&t));
