@@ -1,6 +1,6 @@
 //! Intervals (docs/metrics.md, "Intervals") end to end against the simulator: real runs
 //! state them, and they cover the engine model's figures. The method's coverage is measured
-//! in process over 1,000 seeded trials of each case (crates/report/tests/interval_coverage.rs,
+//! in process over 1,000 seeded trials of each case (crates/report/tests/it/interval_coverage.rs,
 //! at least 90%; measured 94.5-94.7%), with the records drawn from the same engine model;
 //! here a few real trials show that a run's records are the model's and its intervals come
 //! out as those trials say.

@@ -496,7 +496,7 @@ fn capacity_precision_narrows_the_maximums_interval_to_the_target() {
     assert!(low <= point && point <= high);
     // The interval meets the engine's closed form within 3%: the closed form leaves out the
     // 2 ms each prefill adds to its step, and a narrow interval misses one time in twenty by
-    // design (its coverage is tested in crates/report/tests/interval_coverage.rs). Runs read
+    // design (its coverage is tested in crates/report/tests/it/interval_coverage.rs). Runs read
     // 32.92 (32.45-33.38), 33.35 (33.28-33.42) and 33.53 (33.41-33.65) against 33.33.
     assert!(
         low <= 1.03 * capacity && high >= 0.97 * capacity,

@@ -17,7 +17,7 @@
 //! error 1 point at most), one that ignored the batches' spread, or sat off-centre by a
 //! standard error, covers well under 80% and always fails.
 
-mod common;
+use crate::common;
 
 use std::time::SystemTime;
 

@@ -2,7 +2,7 @@
 //! the SLO rate's interval, the plan JSON against docs/plan-schema.json, the console's table
 //! and recommendation, the CSV, and the HTML page's Pareto chart.
 
-mod common;
+use crate::common;
 
 use bench_core::{Capacity, CapacityIntervals, CrossingInterval, Slo};
 use bench_report::*;

@@ -2,7 +2,7 @@
 //! (the bracket combined with the intervals measured at its rates) in every output, and the
 //! comparison's per-figure marks (beyond the intervals, within noise, no interval).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

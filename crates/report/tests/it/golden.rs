@@ -7,7 +7,7 @@
 //! was reshaped into figures and views (issue 34) and prove it changed no output. Set `BLESS=1`
 //! to rewrite them after an intended change (then review the diff).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -19,7 +19,7 @@
 //! estimator's error: 52% wide on average over these trials). The first test here fails on
 //! that method.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::time::SystemTime;

@@ -3,7 +3,7 @@
 //! equals the summary of all the records at once in every count, sum and histogram; the
 //! merged run validates against the published schema and renders in every format.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! real guidellm and vLLM outputs in `tests/seeds/`. Set `BLESS=1` to rewrite the expected
 //! files after an intended change (then review the diff).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

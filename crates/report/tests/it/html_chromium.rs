@@ -5,7 +5,7 @@
 //!
 //! Without Chromium the test is skipped locally and fails under CI (`CI` set).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpListener;

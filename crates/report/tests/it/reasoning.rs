@@ -2,7 +2,7 @@
 //! record set, in every output: JSON (against the schema), YAML, CSV, HTML and both consoles,
 //! which show them only when a benchmark saw reasoning.
 
-mod common;
+use crate::common;
 
 use bench_core::{SloMetric, SloStat};
 use bench_report::{

@@ -1,7 +1,7 @@
 //! Report files: JSON round trips (consoles re-rendered from a saved run are identical),
 //! the JSON Schema, YAML, CSV, atomic incremental writes, and bad input.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -389,7 +389,7 @@ fn killed_run_leaves_a_valid_file_with_every_finished_benchmark() {
     let dir = tmpdir("kill");
     let path = dir.join("run.json");
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "files::child_writer", "--nocapture", "--test-threads=1"])
         .env("BENCH_REPORT_CHILD_WRITER", &path)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
