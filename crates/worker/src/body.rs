@@ -35,6 +35,52 @@ fn join(scheme: &str, authority: &str, path: &str, query: Option<&str>) -> Resul
         .map_err(|e| e.to_string())
 }
 
+/// A target URL checked as every request's base: `http://` or `https://`, a host, a port in
+/// 1-65535 when given, no credentials. Its URI, scheme and authority; the reason otherwise.
+fn checked_target(target: &str) -> Result<(Uri, &'static str, String), String> {
+    let uri: Uri = target
+        .trim()
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| e.to_string())?;
+    let scheme = match uri.scheme_str() {
+        Some("http") => "http",
+        Some("https") => "https",
+        Some(_) => return Err("the scheme must be http:// or https://".into()),
+        None => return Err("missing scheme; write http://HOST:PORT or https://HOST".into()),
+    };
+    let authority = uri.authority().ok_or("missing host")?.as_str().to_owned();
+    if authority.contains('@') {
+        return Err("credentials in the URL are not supported; use --api-key or --header".into());
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("missing host".into());
+    }
+    if let Some((_, port)) = authority.rsplit_once(':').filter(|(_, p)| !p.contains(']')) {
+        if !matches!(port.parse::<u16>(), Ok(1..)) {
+            return Err(format!("the port `{port}` is not in 1-65535"));
+        }
+    }
+    Ok((uri, scheme, authority))
+}
+
+/// The host and port a target URL connects to (the scheme's port when it names none), by the
+/// rule every request's URL is checked with; [`Error::InvalidTarget`] otherwise.
+pub fn target_host_port(target: &str) -> Result<(String, u16), Error> {
+    let (uri, scheme, _) = checked_target(target).map_err(|reason| Error::InvalidTarget {
+        target: redact_url(target.trim()),
+        reason,
+    })?;
+    let host = uri.host().unwrap_or_default();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Ok((host, port))
+}
+
 impl Urls {
     pub(crate) fn new(cfg: &WorkerConfig) -> Result<Urls, Error> {
         let display = redact_url(cfg.target.trim());
@@ -42,39 +88,7 @@ impl Urls {
             target: display.clone(),
             reason: reason.to_owned(),
         };
-        let uri: Uri = cfg
-            .target
-            .trim()
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
-        let scheme = match uri.scheme_str() {
-            Some("http") => "http",
-            Some("https") => "https",
-            Some(_) => return Err(bad("the scheme must be http:// or https://")),
-            None => {
-                return Err(bad(
-                    "missing scheme; write http://HOST:PORT or https://HOST",
-                ))
-            }
-        };
-        let authority = uri
-            .authority()
-            .ok_or_else(|| bad("missing host"))?
-            .as_str()
-            .to_owned();
-        if authority.contains('@') {
-            return Err(bad(
-                "credentials in the URL are not supported; use --api-key or --header",
-            ));
-        }
-        if uri.host().is_none_or(str::is_empty) {
-            return Err(bad("missing host"));
-        }
-        if let Some((_, port)) = authority.rsplit_once(':').filter(|(_, p)| !p.contains(']')) {
-            if !matches!(port.parse::<u16>(), Ok(1..)) {
-                return Err(bad(&format!("the port `{port}` is not in 1-65535")));
-            }
-        }
+        let (uri, scheme, authority) = checked_target(&cfg.target).map_err(|r| bad(&r))?;
         let query = uri.query();
         let prefix = uri.path().trim_end_matches('/');
         let (root, api) = match prefix.strip_suffix("/v1") {

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use body::{rejected_vllm_field, vllm_extensions_wanted, VLLM_ONLY_FIELDS};
+pub use body::{rejected_vllm_field, target_host_port, vllm_extensions_wanted, VLLM_ONLY_FIELDS};
 pub use fleet::Fleet;
 pub use stream::{Progress, StreamRecorder};
 pub use worker::{OutputCounter, Worker};

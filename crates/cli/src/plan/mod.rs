@@ -175,20 +175,12 @@ fn fixed_target(
     Ok(Some((url.clone(), addr)))
 }
 
-/// The socket address of `http://host:port/...`.
+/// The socket address of a target URL, parsed by the worker's rule
+/// ([`bench_worker::target_host_port`]).
 fn socket_of(url: &str) -> Option<std::net::SocketAddr> {
     use std::net::ToSocketAddrs as _;
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next()?;
-    let authority = authority.rsplit('@').next()?;
-    let with_port = if authority.rsplit(':').next()?.parse::<u16>().is_ok() {
-        authority.to_string()
-    } else if url.starts_with("https") {
-        format!("{authority}:443")
-    } else {
-        format!("{authority}:80")
-    };
-    with_port.to_socket_addrs().ok()?.next()
+    let (host, port) = bench_worker::target_host_port(url).ok()?;
+    (host.as_str(), port).to_socket_addrs().ok()?.next()
 }
 
 /// `--show-config`: the first configuration's sweep settings as a profile, with the plan's own
@@ -339,10 +331,14 @@ mod tests {
             socket_of("http://127.0.0.1:8123/v1").map(|a| a.port()),
             Some(8123)
         );
-        assert_eq!(
-            socket_of("http://user:pw@127.0.0.1:9/").map(|a| a.port()),
-            Some(9)
-        );
+        // The worker's rule: credentials in the URL are refused, as every run refuses them.
+        assert_eq!(socket_of("http://user:pw@127.0.0.1:9/"), None);
+        assert_eq!(socket_of("127.0.0.1:9"), None);
         assert_eq!(socket_of("http://127.0.0.1").map(|a| a.port()), Some(80));
+        assert_eq!(socket_of("https://127.0.0.1").map(|a| a.port()), Some(443));
+        assert_eq!(
+            socket_of("http://[::1]:8000/v1").map(|a| a.to_string()),
+            Some("[::1]:8000".into())
+        );
     }
 }

@@ -389,7 +389,12 @@ fn killed_run_leaves_a_valid_file_with_every_finished_benchmark() {
     let dir = tmpdir("kill");
     let path = dir.join("run.json");
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "files::child_writer", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "files::child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("BENCH_REPORT_CHILD_WRITER", &path)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
