@@ -484,3 +484,49 @@ fn show_config_prints_a_plan_profile_that_loads_again() {
     ]);
     assert!(given.contains("capacity_precision: 20%"), "{given}");
 }
+
+/// bench killed outright (SIGKILL: no handler runs, nothing is dropped) leaves no server: the
+/// watchdog beside it (`plan::launch::WATCHDOG`) sees bench gone within a second and tears the
+/// server's group down, SIGTERM then SIGKILL after the grace.
+#[test]
+fn a_killed_plan_leaves_no_server_behind() {
+    let dir = common::fresh("plan", "killed");
+    let cfg = dir.join("sim.yaml");
+    std::fs::write(&cfg, SIM).expect("sim config");
+    let mut child = common::bench_command()
+        .args(["plan", "--serve", &serve(&cfg), "--params", "q=0.5"])
+        .args(["--demand", "10", "--max-seconds", "30", "--stop-grace", "2"])
+        .args(["--quiet", "--console", "none", "--plan-dir"])
+        .arg(dir.join("plan"))
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let log = dir.join("plan/q-0.5/server.log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("listening on") {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The log's first line is the command as launched, with its port.
+    let launched = serde_json::json!({ "command": text.lines().next().expect("command") });
+    let port = still_served(&launched).expect("the server answers while the plan runs");
+    child.kill().expect("SIGKILL bench");
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while still_served(&launched).is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server on port {port} outlived bench's SIGKILL by 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

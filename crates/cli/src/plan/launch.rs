@@ -1,7 +1,8 @@
 //! A server bench launches for one configuration: started by `sh -c` in a process group of
 //! its own with its output in a log file, polled until it answers, and torn down as a group
 //! (SIGTERM, then SIGKILL after a grace) when dropped, so that no error, panic or interruption
-//! leaves a server behind.
+//! leaves a server behind. Beside each server a watchdog shell ([`WATCHDOG`]) tears its group
+//! down the same way if bench itself dies without dropping it (SIGKILL, the OOM killer).
 
 use std::fs::File;
 use std::io::{Read as _, Write as _};
@@ -49,9 +50,31 @@ impl std::fmt::Display for NotReady {
     }
 }
 
+/// The watchdog of a launched server, run by `sh -c` with arguments bench's pid, the server's
+/// process group and the grace in seconds: once a second it reads its own parent from
+/// `/proc/self/stat`'s fourth field (`$$` is the watchdog), and when that is no longer bench
+/// (bench exited, however, and the watchdog was handed to another parent) it sends the group
+/// SIGTERM, then SIGKILL once the grace has passed with the group still alive (dash's `kill`,
+/// `sh` on Debian, takes no `--`). bench kills it when it stops the server itself.
+pub const WATCHDOG: &str = r#"bench=$1 group=$2 grace=$3
+while :; do
+  read -r _ _ _ parent _ < /proc/$$/stat || break
+  [ "$parent" = "$bench" ] || break
+  sleep 1
+done
+kill -TERM "-$group" 2>/dev/null
+waited=0
+while [ "$waited" -lt "$grace" ] && kill -0 "-$group" 2>/dev/null; do
+  sleep 1
+  waited=$((waited + 1))
+done
+kill -KILL "-$group" 2>/dev/null"#;
+
 /// A launched server; dropping it tears its process group down.
 pub struct Launched {
     child: Child,
+    /// The watchdog that stops the server if bench dies first ([`WATCHDOG`]).
+    watchdog: Option<Child>,
     grace: Duration,
     log: PathBuf,
     stopped: bool,
@@ -72,8 +95,25 @@ impl Launched {
             .stderr(err)
             .process_group(0)
             .spawn()?;
+        let watchdog = Command::new("sh")
+            .args(["-c", WATCHDOG, "bench-watchdog"])
+            .args([
+                std::process::id().to_string(),
+                child.id().to_string(),
+                format!("{}", grace.ceil().max(1.0)),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                tracing::warn!("no watchdog for the server (it may outlive a killed bench): {e}")
+            })
+            .ok();
         Ok(Launched {
             child,
+            watchdog,
             grace: Duration::from_secs_f64(grace),
             log: log.to_path_buf(),
             stopped: false,
@@ -126,12 +166,17 @@ impl Launched {
         log_tail(&self.log)
     }
 
-    /// SIGTERM to the whole process group, SIGKILL after the grace; waits for the shell.
+    /// SIGTERM to the whole process group, SIGKILL after the grace; waits for the shell. The
+    /// watchdog goes first: bench stops the server itself.
     pub fn stop(&mut self) {
         if self.stopped {
             return;
         }
         self.stopped = true;
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = killpg(Pid::from_raw(w.id() as i32), Signal::SIGKILL);
+            let _ = w.wait();
+        }
         let group = Pid::from_raw(self.child.id() as i32);
         let _ = killpg(group, Signal::SIGTERM);
         let deadline = Instant::now() + self.grace;
