@@ -530,3 +530,88 @@ fn a_killed_plan_leaves_no_server_behind() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `--serve-params` (vLLM's file): each entry is one configuration, its keys fill the command's
+/// `{key}`s and the rest are appended as vLLM appends them. `echo` stands for the server: it
+/// prints the arguments it received into its log and exits, so each configuration is recorded
+/// as failed to start with that log tail, which shows exactly what the server was given.
+#[test]
+fn serve_params_configurations_get_the_flags_vllm_would_pass() {
+    let dir = common::fresh("plan", "serve-params");
+    let file = dir.join("serve.json");
+    std::fs::write(
+        &file,
+        r#"{"small": {"tp": 1, "max_num_seqs": 32, "enforce_eager": true},
+            "big": {"tp": 2, "max_num_seqs": 64, "enforce_eager": false,
+                    "compilation_config": {"level": 3}}}"#,
+    )
+    .expect("write");
+    let out = common::bench_command()
+        .args(["plan", "--serve", "echo served -tp {tp} --port {port}"])
+        .arg("--serve-params")
+        .arg(&file)
+        .args(["--demand", "1", "--ready-timeout", "5", "--plan-dir"])
+        .arg(dir.join("plan"))
+        .args(["--quiet", "--console", "none"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
+    let p = read_plan(&dir);
+    let names: Vec<&str> = p["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .map(|c| c["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["small", "big"], "the file's order");
+    for (name, args) in [
+        ("small", "-tp 1 --port PORT --max-num-seqs 32 --enforce-eager"),
+        (
+            "big",
+            "-tp 2 --port PORT --max-num-seqs 64 --no-enforce-eager --compilation-config {\"level\":3}",
+        ),
+    ] {
+        let c = config(&p, name);
+        assert_eq!(c["status"], "failed_to_start", "{c}");
+        let tail = c["log_tail"].to_string();
+        let port = c["command"]
+            .as_str()
+            .and_then(|cmd| cmd.split("--port ").nth(1))
+            .and_then(|r| r.split(' ').next())
+            .expect("port");
+        let want = format!("served {}", args.replace("PORT", port));
+        assert!(
+            tail.contains(&want.replace('"', "\\\"")),
+            "{name}: {tail} lacks {want}"
+        );
+    }
+    // A file that is not of vLLM's shape is a usage error naming it.
+    std::fs::write(&file, "[1]").expect("write");
+    let out = common::bench_command()
+        .args(["plan", "--serve", "echo {port}", "--demand", "1"])
+        .arg("--serve-params")
+        .arg(&file)
+        .output()
+        .expect("run");
+    let err = common::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--serve-params") && err.contains("entry 1"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // It lists the configurations itself: with --params it is refused.
+    let out = common::bench_command()
+        .args(["plan", "--serve", "echo {port}", "--params", "a=1,2"])
+        .arg("--serve-params")
+        .arg(&file)
+        .output()
+        .expect("run");
+    let err = common::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--serve-params") && err.contains("not both"),
+        "{err}"
+    );
+}

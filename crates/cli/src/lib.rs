@@ -146,8 +146,10 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 40] = [
+    const NOT_OURS: [&str; 42] = [
         "--max-num-seqs",                 // vllm serve (docs/planning.md)
+        "--enforce-eager",                // vllm serve (docs/planning.md, --serve-params)
+        "--no-enforce-eager",             // vllm serve
         "--workspace",                    // cargo (docs/testing.md)
         "--all-targets",                  // cargo clippy
         "--check",                        // cargo fmt

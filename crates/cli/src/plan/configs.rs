@@ -15,6 +15,9 @@ pub struct Config {
     pub name: String,
     /// The parameters' values.
     pub values: BTreeMap<String, String>,
+    /// Flags appended to the serve command, shell-quoted (a `--serve-params` entry's keys the
+    /// command does not name; none for `--params`).
+    pub flags: Vec<String>,
 }
 
 impl Config {
@@ -66,13 +69,14 @@ pub fn product(params: &[Param]) -> Vec<Config> {
                     .join(",")
             },
             values: pairs.into_iter().collect(),
+            flags: Vec::new(),
         })
         .collect()
 }
 
 /// The `{name}`s of `template`, in order (`{{` and `}}` are literal braces); an unclosed `{`
 /// is an error.
-fn placeholders(template: &str) -> Result<Vec<String>, String> {
+pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
     let mut names = Vec::new();
     let mut chars = template.chars().peekable();
     while let Some(c) = chars.next() {
@@ -116,8 +120,18 @@ pub fn check_template(template: &str, params: &[Param]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `template` with `config`'s values and `port` filled in (checked by [`check_template`]).
+/// `template` with `config`'s values and `port` filled in (checked by [`check_template`]),
+/// then its flags appended.
 pub fn render(template: &str, config: &Config, port: u16) -> String {
+    let mut out = fill(template, config, port);
+    for f in &config.flags {
+        out.push(' ');
+        out.push_str(f);
+    }
+    out
+}
+
+fn fill(template: &str, config: &Config, port: u16) -> String {
     let mut out = String::with_capacity(template.len());
     let mut chars = template.chars().peekable();
     while let Some(c) = chars.next() {

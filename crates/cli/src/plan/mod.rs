@@ -9,6 +9,7 @@
 
 mod configs;
 mod launch;
+mod listed;
 mod one;
 
 use std::path::{Path, PathBuf};
@@ -52,8 +53,11 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
         .map_or_else(String::new, |(p, _)| p.display().to_string());
     let file = profile.as_ref().and_then(|(_, f)| f.plan.as_ref());
     let plan = settings::plan::resolve(&args.plan, file, &name)?;
-    let all = configs::product(&plan.params);
-    if let Some(t) = &plan.serve {
+    let all = match &plan.serve_params {
+        Some(file) => listed::read(&plan, file)?,
+        None => configs::product(&plan.params),
+    };
+    if let (Some(t), None) = (&plan.serve, &plan.serve_params) {
         configs::check_template(t, &plan.params)?;
     }
     configs::check_gpus(&plan, &all)?;

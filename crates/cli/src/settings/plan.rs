@@ -34,6 +34,12 @@ pub struct PlanArgs {
     /// combination (Cartesian product).
     #[arg(long = "params", value_name = "NAME=V1,V2", visible_alias = "param")]
     pub params: Vec<String>,
+    /// vLLM's parameter file instead of --params: a JSON list of objects, or an object of
+    /// named objects, one configuration each (no product). A key fills `{key}` in --serve; a
+    /// key the command does not name is appended as vLLM does, `--key-with-dashes VALUE`
+    /// (true: the bare flag, false: `--no-` and the flag's name).
+    #[arg(long, value_name = "FILE.json")]
+    pub serve_params: Option<PathBuf>,
     /// A load setting that follows a parameter, `PARAM=SETTING` (vLLM's --link-vars), e.g.
     /// `max_num_seqs=max_concurrency`; settings: max_concurrency, max_requests, max_seconds,
     /// sweep_size.
@@ -98,6 +104,9 @@ pub struct PlanFile {
     /// Parameter name to its values, in the order written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_yaml::Mapping>,
+    /// vLLM's parameter file: one configuration per entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serve_params: Option<PathBuf>,
     /// Parameter name to the load setting that follows it.
     #[serde(skip_serializing_if = "Option::is_none", alias = "link_vars")]
     pub link: Option<BTreeMap<String, String>>,
@@ -137,6 +146,9 @@ pub struct Param {
 pub struct PlanSettings {
     pub serve: Option<String>,
     pub params: Vec<Param>,
+    /// `--serve-params`: the configurations are this file's entries, not the product of
+    /// `params` (which is then empty).
+    pub serve_params: Option<PathBuf>,
     /// (parameter, load setting).
     pub links: Vec<Link>,
     pub ready_timeout: f64,
@@ -263,6 +275,7 @@ impl PlanSettings {
         PlanFile {
             serve: self.serve.clone(),
             params: (!params.is_empty()).then_some(params),
+            serve_params: self.serve_params.clone(),
             link: (!self.links.is_empty()).then(|| self.links.iter().cloned().collect()),
             ready_timeout: Some(self.ready_timeout),
             ready_path: Some(self.ready_path.clone()),
@@ -287,6 +300,7 @@ fn params_and_links(
     cli: &PlanArgs,
     f: &PlanFile,
     origin: &dyn Fn(&str, bool) -> String,
+    listed: bool,
 ) -> anyhow::Result<(Vec<Param>, Vec<Link>)> {
     let params = if cli.params.is_empty() {
         match &f.params {
@@ -317,7 +331,8 @@ fn params_and_links(
             .map(|l| parse_link(l, "--link"))
             .collect::<anyhow::Result<_>>()?
     };
-    for (p, _) in &links {
+    // A `--serve-params` file's keys are checked against the links once it is read.
+    for (p, _) in links.iter().filter(|_| !listed) {
         if !names.contains(p) {
             return Err(usage(format!(
                 "--link: `{p}` is not a parameter given by --params"
@@ -341,12 +356,28 @@ pub fn resolve(
             format!("{profile}: plan: {}", flag.replace('-', "_"))
         }
     };
-    let (params, links) = params_and_links(cli, &f, &origin)?;
+    let serve_params = cli.serve_params.clone().or(f.serve_params.clone());
+    let (params, links) = params_and_links(cli, &f, &origin, serve_params.is_some())?;
     let serve = cli.serve.clone().or(f.serve.clone());
     if serve.is_none() && !params.is_empty() {
         return Err(usage(
             "--params needs --serve: a parameter is a setting of a server bench starts".into(),
         ));
+    }
+    if let Some(p) = &serve_params {
+        let flag = origin("serve-params", cli.serve_params.is_some());
+        if serve.is_none() {
+            return Err(usage(format!(
+                "{flag} {}: needs --serve, the command its entries configure",
+                p.display()
+            )));
+        }
+        if !params.is_empty() {
+            return Err(usage(format!(
+                "{flag} {}: lists the configurations itself; give it or --params, not both",
+                p.display()
+            )));
+        }
     }
     // A positive number from the flag, else the file, else `default` (`None`: none).
     let positive = |flag: &str, c: Option<f64>, fv: Option<f64>, default: Option<f64>| match c
@@ -398,6 +429,7 @@ pub fn resolve(
     Ok(PlanSettings {
         serve,
         params,
+        serve_params,
         links,
         ready_timeout: ready_timeout.unwrap_or(DEFAULT_READY_TIMEOUT),
         ready_path,
