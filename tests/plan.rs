@@ -615,3 +615,87 @@ fn serve_params_configurations_get_the_flags_vllm_would_pass() {
         "{err}"
     );
 }
+
+/// A plan over a trace (issue 35): the demand is the trace's peak rate times the growth, each
+/// configuration's sweep replays the trace sped up, and the fleet divides the demand by the
+/// maximum it states. The engine is tests/trace_sweep.rs's `batch8` (capacity `B / C` = 8 /
+/// 0.24 s = 33.3 req/s); the trace 400 evenly spaced rows at 4 req/s, so its peak over any
+/// window is 4 req/s, and growth 10 plans for 40 req/s: two replicas by the closed form.
+#[test]
+fn a_plan_over_a_trace_sizes_the_fleet_for_its_peak_from_the_trace_sweep() {
+    let _one = common::serial();
+    let dir = common::fresh("plan", "trace-plan");
+    let rows: String = (0..400u64)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 16, \"output_length\": 24, \"hash_ids\": [{i}]}}\n",
+                i * 250
+            )
+        })
+        .collect();
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, rows).expect("trace");
+    let cfg = dir.join("sim.yaml");
+    std::fs::write(
+        &cfg,
+        "max_batch: 8\nstep_base_ms: 6\nstep_per_seq_ms: 0.5\nprefill_overhead_ms: 2\nprefill_rate: 0\nignore_eos: true\n",
+    )
+    .expect("sim");
+    let serve = format!(
+        "{} mock-server --port {{port}} --config {}",
+        env!("CARGO_BIN_EXE_bench"),
+        cfg.display()
+    );
+    let out = common::bench_command()
+        .args(["plan", "--serve", &serve, "--growth", "10", "--data"])
+        .arg(format!("trace={},block_size=16", trace.display()))
+        .args(["--max-seconds", "2", "--warmup", "0.2", "--sweep-size", "4"])
+        .args([
+            "--stop-grace",
+            "2",
+            "--quiet",
+            "--console",
+            "none",
+            "--plan-dir",
+        ])
+        .arg(dir.join("plan"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run");
+    let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+    eprintln!("{stdout}\n{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let p = read_plan(&dir);
+    assert_eq!(p["demand"]["requests_per_s"].as_f64(), Some(4.0), "{p}");
+    assert_eq!(p["demand"]["planned_requests_per_s"].as_f64(), Some(40.0));
+    let c = config(&p, "target");
+    assert_eq!(c["status"], "planned", "{c}");
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("plan").join(c["run_file"].as_str().expect("run")))
+            .expect("run file"),
+    )
+    .expect("json");
+    let cap = &run["capacity"];
+    let capacity = 8.0 / 0.24;
+    let point = common::f(cap, &["max_requests_per_s"]);
+    // The trace sweep's answer, as tests/trace_sweep.rs holds it: within 5% of the closed form,
+    // and stated as a multiple of the trace's 4 req/s.
+    assert!(
+        (point - capacity).abs() <= 0.05 * capacity,
+        "{point} against {capacity}"
+    );
+    let multiple = common::f(cap, &["trace", "max_multiple"]);
+    assert!((multiple - point / 4.0).abs() < 1e-6, "{cap}");
+    // The plan's precision default (no SLO: the maximum's) ran, and the fleet divides by the
+    // lower end of the interval it reached.
+    assert_eq!(
+        cap["max_refinement"]["precision"].as_f64(),
+        Some(0.05),
+        "{cap}"
+    );
+    let low = common::f(&c["fleet"], &["rate_interval", "low"]);
+    let replicas = c["fleet"]["replicas"].as_u64().expect("a sure count");
+    assert_eq!(replicas, (40.0 / low).ceil() as u64, "{c}");
+    assert_eq!(replicas, 2, "the closed form's count: {c}");
+    assert_eq!(still_served(c), None, "the server outlived the plan");
+}
