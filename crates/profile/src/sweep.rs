@@ -649,9 +649,15 @@ impl SweepPlanner {
             .or_else(|| at(want_high, want_high * 0.99, high_done).flatten())
     }
 
-    /// The benchmark that measured the maximum ([`Self::saturated`], else [`Self::best`]).
+    /// The benchmark that measured the maximum: in adaptive mode [`Self::saturated`], else
+    /// [`Self::best`]; in guidellm mode [`Self::best`] (its answer is the better of its probes,
+    /// or a rate that kept up above them: docs/profiles.md, "guidellm's sweep").
     fn measured_max(&self) -> Option<&(SweepStep, Reading)> {
-        self.saturated().or_else(|| self.best())
+        let saturated = match self.spec.mode {
+            SweepMode::Adaptive => self.saturated(),
+            SweepMode::Guidellm => None,
+        };
+        saturated.or_else(|| self.best())
     }
 
     /// Whether the maximum's interval is as narrow as `--capacity-precision` `P` asks:

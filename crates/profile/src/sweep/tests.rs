@@ -223,6 +223,46 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
     assert_eq!(q.expected_len(), 10);
 }
 
+/// guidellm mode states the better of its probes even when its top rate (`r_thr` itself) is
+/// not kept up: the saturated open loop's departures are the adaptive sweep's rule, not
+/// guidellm's (docs/profiles.md). A CI run on a loaded machine read `constant@188.23` departing
+/// 140.69 req/s after a throughput probe of 188.23, and stated 140.69 measured by that rate.
+#[test]
+fn guidellm_mode_states_its_probe_when_its_top_rate_is_not_kept_up() {
+    let s = spec(SweepMode::Guidellm, None);
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    while let Some(step) = p.next_step().expect("plans") {
+        let rps = match step.strategy {
+            Strategy::Synchronous => 0.5,
+            Strategy::Throughput { .. } => 8.0,
+            _ => step.strategy.target_rate().expect("a rate").min(6.0),
+        };
+        let verdict = step.strategy.target_rate().map(|r| {
+            if bench_core::kept_up(r, rps) {
+                Verdict::KeptUp
+            } else {
+                Verdict::NotKeptUp
+            }
+        });
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: None,
+            slo_met: None,
+            needs_longer: false,
+            verdict,
+            slo_sure: None,
+            rate_interval: None,
+            seconds: 10.0,
+        };
+        p.record(step, reading);
+    }
+    let a = p.answer().expect("answer");
+    assert_eq!(
+        (a.max_requests_per_s, a.max_measured_by.as_str()),
+        (8.0, "throughput")
+    );
+}
+
 #[test]
 fn bracket_ignores_passes_above_a_failure() {
     let b = slo_bracket(&[(1.0, true), (2.0, false), (3.0, true)], 0.05, 0);
