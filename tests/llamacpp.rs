@@ -725,11 +725,14 @@ fn a_plan_launches_llama_cpp_per_configuration_and_ranks_it_as_its_counters_do()
             "--demand",
             "5",
         ])
+        // Sweep size 2: the probes and the ladder only, no open-loop rate. The test compares
+        // each maximum with the server's counters and ranks them; a rate would only add 4-6 s a
+        // configuration (the alone lane runs one unit at a time: CI's 20 minutes).
         .args([
             "--max-seconds",
             "4",
             "--sweep-size",
-            "3",
+            "2",
             "--drain-timeout",
             "2",
         ])

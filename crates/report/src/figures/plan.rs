@@ -238,6 +238,13 @@ fn at_rate(run: &RunReport, rate: f64) -> Option<&BenchmarkReport> {
         .map(|(_, b)| b)
 }
 
+/// The benchmark that measured `run`'s maximum (the last of its label): what the fleet's
+/// per-request figures come from when the sweep ran no open-loop rate (`--sweep-size 2`).
+fn measured_by(run: &RunReport) -> Option<&BenchmarkReport> {
+    let by = &run.capacity.as_ref()?.max_measured_by;
+    run.benchmarks.iter().rev().find(|b| &b.label == by)
+}
+
 /// The sweep's open-loop rates as Pareto points, for a replica of `gpus` GPUs.
 pub fn pareto_points(run: &RunReport, gpus: f64) -> Vec<ParetoPoint> {
     open_loop(run)
@@ -265,7 +272,7 @@ pub fn fleet(run: &RunReport, basis: PlanBasis, demand: f64, costs: Costs) -> Op
     let low = iv.map(|i| i.low).filter(|l| *l > 0.0);
     let replicas = low.and_then(|l| replicas_for(demand, l));
     let planned_at = low.unwrap_or(point);
-    let b = at_rate(run, planned_at);
+    let b = at_rate(run, planned_at).or_else(|| measured_by(run));
     let per_request = b.map_or(0.0, |b| b.tokens.output.completed.per_request);
     let output_tokens_per_s = demand * per_request;
     let gpus = replicas.map(|r| f64::from(r) * costs.gpus_per_replica);

@@ -113,6 +113,25 @@ fn the_fleet_is_sized_on_the_intervals_lower_end() {
     );
     let ranks: Vec<Option<u32>> = p.configs.iter().map(|c| c.rank).collect();
     assert_eq!(ranks, vec![Some(1), Some(2), None]);
+    // A sweep with no open-loop rate (`--sweep-size 2`): the per-request figures come from the
+    // benchmark that measured the maximum (here the throughput probe), never 0 by default.
+    let mut probes_only = swept(8.0, Some(9.0));
+    probes_only.benchmarks.retain(|b| !b.is_open_loop());
+    let by = probes_only
+        .benchmarks
+        .iter()
+        .find(|b| b.label == "throughput")
+        .expect("the throughput probe");
+    let want = 30.0 * by.tokens.output.completed.per_request;
+    let costs = Costs {
+        gpus_per_replica: 1.0,
+        gpu_hour_cost: None,
+    };
+    let f = fleet(&probes_only, PlanBasis::Capacity, 30.0, costs).expect("fleet");
+    assert!(
+        want > 0.0 && (f.output_tokens_per_s - want).abs() < 1e-9,
+        "{f:?}"
+    );
 }
 
 #[test]
