@@ -223,12 +223,15 @@ fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_with
 }
 
 /// The SLO answer of a sweep of 8 s rungs against the engine model: its 95% interval holds the
-/// model's rate, and its point value is within 5%. Not 3%: the SLO rate moves about 2.7 times
+/// model's rate, and its point value is within 6%. Not 3%: the SLO rate moves about 2.7 times
 /// as much as the ITL median it is read by (`dλ/λ = (S / (S - b) - (n - 1/2) S / (P + (n - 1/2)
 /// S)) dS/S`, 2.7 at `S` = 11 ms), and beside two timed tests in CI the client reads the ITL
-/// median up to 1.4% over the engine's steps (the ITL test above, which runs alone); one such
-/// run read 20.06 req/s against 20.98 (-4.4%), its interval 17.72-22.41 holding the model.
-/// Issue 22's defect, which this guards, read 8% high.
+/// median up to 1.4% over the engine's steps (the ITL test above, which runs alone): 3.8%. And
+/// the point is the bracket's lower end, the highest rate measured to meet the SLO, below the
+/// crossing by up to the search's 2% tolerance by construction: 5.8% in all. CI runs read
+/// 20.06 req/s against 20.98 (-4.4%, interval 17.72-22.41) and 19.82 (-5.5%, interval
+/// 19.82-22.48), each interval holding the model. Issue 22's defect, which this guards, read 8%
+/// high.
 #[test]
 fn the_slo_answer_of_an_8s_sweep_holds_the_engine_model() {
     let _one = common::serial();
@@ -247,7 +250,7 @@ fn the_slo_answer_of_an_8s_sweep_holds_the_engine_model() {
     let iv = &run["capacity"]["intervals"]["slo_max_requests_per_s"];
     eprintln!("SLO rate {got:.2} req/s ({iv}), engine model {want:.2} req/s");
     assert!(
-        (got - want).abs() <= 0.05 * want,
+        (got - want).abs() <= 0.06 * want,
         "SLO rate {got} vs engine model {want}: {}",
         run["capacity"]
     );
