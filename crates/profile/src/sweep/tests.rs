@@ -223,6 +223,17 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
     assert_eq!(q.expected_len(), 10);
 }
 
+/// An open loop's verdict by the kept-up rule alone (`None` for a closed loop).
+fn verdict_of(step: &SweepStep, rps: f64) -> Option<Verdict> {
+    step.strategy.target_rate().map(|r| {
+        if bench_core::kept_up(r, rps) {
+            Verdict::KeptUp
+        } else {
+            Verdict::NotKeptUp
+        }
+    })
+}
+
 /// guidellm mode states the better of its probes even when its top rate (`r_thr` itself) is
 /// not kept up: the saturated open loop's departures are the adaptive sweep's rule, not
 /// guidellm's (docs/profiles.md). A CI run on a loaded machine read `constant@188.23` departing
@@ -237,13 +248,7 @@ fn guidellm_mode_states_its_probe_when_its_top_rate_is_not_kept_up() {
             Strategy::Throughput { .. } => 8.0,
             _ => step.strategy.target_rate().expect("a rate").min(6.0),
         };
-        let verdict = step.strategy.target_rate().map(|r| {
-            if bench_core::kept_up(r, rps) {
-                Verdict::KeptUp
-            } else {
-                Verdict::NotKeptUp
-            }
-        });
+        let verdict = verdict_of(&step, rps);
         let reading = Reading {
             requests_per_s: rps,
             output_tokens_per_s: None,
@@ -758,13 +763,7 @@ fn drive_max_precision(
             output_tokens_per_s: Some(tok),
             slo_met: None,
             needs_longer: false,
-            verdict: step.strategy.target_rate().map(|r| {
-                if bench_core::kept_up(r, rps) {
-                    Verdict::KeptUp
-                } else {
-                    Verdict::NotKeptUp
-                }
-            }),
+            verdict: verdict_of(&step, rps),
             slo_sure: None,
             rate_interval: (step.length >= from).then_some(Interval {
                 low: rps - half,
