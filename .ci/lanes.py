@@ -9,12 +9,12 @@ core). The lanes:
 - **other**: every binary that times nothing (unit tests, format and error checks, fault
   injection), one after another, then the doc tests, at the lowest CPU priority (SCHED_IDLE,
   inherited by every process it starts): it takes only the CPU the timed lanes leave.
-- **timed**, three workers: the *timed* tests, those that compare measured timings with the
+- **timed**, four workers: the *timed* tests, those that compare measured timings with the
   simulator's closed form or drive a real server. A root test file is timed when its tests take
   the file's one-at-a-time lock (`serial()`); its tests are run one per process (`--exact`), so
   the workers share them out, longest first. The simulator's and the worker's integration
   tests run as whole binaries (they hold their own lock between timing and CPU-heavy tests). At
-  most three timed tests run at once.
+  most four timed tests run at once.
 - **alone**: the timed tests that must have the machine's timed share to themselves (listed
   in ALONE: a CPU-bound real server, the 1% closed-form claims, the busiest token streams) run first, one after another,
   before the workers start; the other lane runs beside them at that priority.
@@ -22,7 +22,7 @@ core). The lanes:
 Each unit's output is printed whole when it ends (never interleaved), then a table of every
 unit's wall time, slowest first. Exit status: 0 when every unit and the doc tests passed.
 
-Usage: python3 .ci/lanes.py [--workers N]   (N timed workers, default 3; 1 runs them one by one)
+Usage: python3 .ci/lanes.py [--workers N]   (N timed workers, default 4; 1 runs them one by one)
 """
 
 import json
@@ -78,7 +78,7 @@ ALONE = (
 
 # Rough wall times (s) of the longest timed tests, to start them first; any other counts 10.
 LONG = {
-    "the_slo_answer_of_an_8s_sweep": 180,
+    "the_slo_answer_of_a_sweep_holds": 100,
     "the_sweep_states_the_capacity": 100,
     "the_trace_sweep_states_the_capacity": 80,
     "the_knee_under_precision_is_the_knee_without_it": 85,
@@ -210,7 +210,7 @@ def timed_lanes(results, queue, workers):
 
 
 def main():
-    workers = 3
+    workers = 4
     if "--workers" in sys.argv:
         workers = int(sys.argv[sys.argv.index("--workers") + 1])
     started = time.monotonic()
