@@ -32,7 +32,7 @@ pub fn line(p: &Progress) -> String {
         },
     };
     let line = format!(
-        "[{}/{}] {} {} | {} | {:.2} req/s | in flight {}{} | completed {} incomplete {} errored {} | TTFT {} ITL {}",
+        "[{}/{}] {} {} | {} | {:.2} req/s | in flight {}{} | completed {} incomplete {} errored {}{} | TTFT {} ITL {}",
         p.index + 1,
         p.total,
         p.label,
@@ -44,6 +44,7 @@ pub fn line(p: &Progress) -> String {
         p.completed,
         p.incomplete,
         p.errored,
+        if p.cancelled > 0 { format!(" cancelled {}", p.cancelled) } else { String::new() },
         ms(p.mean_ttft),
         ms(p.mean_itl),
     );

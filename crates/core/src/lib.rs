@@ -12,6 +12,7 @@
 
 mod arrivals;
 mod balance;
+mod cancel;
 mod image;
 mod interval;
 mod pages;
@@ -27,6 +28,7 @@ mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
 pub use balance::{Assigned, Balance, Balancer, UnknownBalance};
+pub use cancel::Cancellation;
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};
 pub use pages::Pages;
@@ -55,6 +57,12 @@ pub use slo::{
     kept_up, Capacity, Refinement, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat,
     TraceCapacity, KEPT_UP,
 };
+
+/// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,
+/// so that runs without them serialize as before).
+pub fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// Nanoseconds since the run's [`Clock`] epoch. Plain integers serialize compactly and make
 /// per-request records independent of the process that took them.
@@ -245,6 +253,9 @@ pub enum Outcome {
     /// Cancelled by the scheduler (the benchmark's time ran out, or the user interrupted);
     /// the record keeps what had arrived.
     Cancelled,
+    /// Cancelled by the client on purpose, as load (`--cancel-rate`, [`Cancellation`]): its
+    /// own status, neither an error nor incomplete; the record keeps what had arrived.
+    ClientCancelled,
     /// The server answered with a non-success status.
     Http {
         /// The HTTP status code.
@@ -294,6 +305,8 @@ pub enum Status {
     Incomplete,
     /// Failed.
     Errored,
+    /// Cancelled by the client on purpose (`--cancel-rate`).
+    Cancelled,
 }
 
 impl Outcome {
@@ -302,6 +315,7 @@ impl Outcome {
         match self {
             Outcome::Completed => Status::Completed,
             Outcome::Cancelled => Status::Incomplete,
+            Outcome::ClientCancelled => Status::Cancelled,
             _ => Status::Errored,
         }
     }
@@ -316,7 +330,10 @@ impl Outcome {
             | Outcome::StreamError { message }
             | Outcome::Protocol { message }
             | Outcome::BadReply { message } => Some(message),
-            Outcome::Completed | Outcome::Cancelled | Outcome::Timeout { .. } => None,
+            Outcome::Completed
+            | Outcome::Cancelled
+            | Outcome::ClientCancelled
+            | Outcome::Timeout { .. } => None,
         }
     }
 
@@ -326,6 +343,7 @@ impl Outcome {
         match self {
             Outcome::Completed => "completed".into(),
             Outcome::Cancelled => "cancelled".into(),
+            Outcome::ClientCancelled => "client_cancelled".into(),
             Outcome::Http { status: 429, .. } => RATE_LIMITED.into(),
             Outcome::Http { status, .. } => format!("http_{status}"),
             Outcome::Connect { .. } => "connect".into(),
@@ -555,6 +573,7 @@ mod tests {
     fn outcome_status_and_kind() {
         assert_eq!(Outcome::Completed.status(), Status::Completed);
         assert_eq!(Outcome::Cancelled.status(), Status::Incomplete);
+        assert_eq!(Outcome::ClientCancelled.status(), Status::Cancelled);
         let o = Outcome::Http {
             status: 503,
             body: "busy".into(),

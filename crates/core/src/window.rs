@@ -374,6 +374,9 @@ pub struct BenchmarkOutcome {
     pub incomplete: u64,
     /// Failed.
     pub errored: u64,
+    /// Cancelled by the client on purpose (`--cancel-rate`).
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub cancelled: u64,
     /// Records in the measurement window.
     pub measured: u64,
     /// Completed records in the measurement window.
@@ -397,6 +400,9 @@ pub struct BenchmarkOutcome {
     /// The ramp-up the benchmark climbed by, when it had one, and when its rate changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<crate::RampRecord>,
+    /// The client's own cancellations, when the benchmark had them (`--cancel-rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancellation: Option<crate::Cancellation>,
 }
 
 fn secs(ns: Nanos) -> f64 {

@@ -75,6 +75,7 @@ pub use figures::precision::{half_widths, judge as judge_precision, PrecisionChe
 pub use figures::stats::{Accumulator, BenchmarkMeta};
 pub use figures::targets::TargetCounts;
 pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
+pub use views::cancel_view::cancel_notes;
 pub use views::capacity_view::{render_capacity, render_capacity_vllm};
 pub use views::common::{crossing_words, max_concurrency};
 pub use views::compare::render_comparison;

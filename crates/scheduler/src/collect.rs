@@ -112,6 +112,7 @@ struct Tally {
     completed: u64,
     incomplete: u64,
     errored: u64,
+    cancelled: u64,
     measured: u64,
     measured_completed: u64,
     ttft_sum: u128,
@@ -152,6 +153,7 @@ impl Tally {
             }
             Status::Incomplete => self.incomplete += 1,
             Status::Errored => self.errored += 1,
+            Status::Cancelled => self.cancelled += 1,
         }
         if phase == Phase::Measured {
             self.measured += 1;
@@ -167,7 +169,7 @@ impl Tally {
     }
 
     fn finished(&self) -> u64 {
-        self.completed + self.incomplete + self.errored
+        self.completed + self.incomplete + self.errored + self.cancelled
     }
 }
 
@@ -260,6 +262,7 @@ impl<B: Backend> Scheduler<B> {
             think: self.options.think_time,
             last_due: None,
             shard,
+            cancellation: self.options.cancellation,
             ramp: self.options.ramp.and_then(|r| {
                 let to = plan
                     .strategy
@@ -534,6 +537,7 @@ impl<B: Backend> Collector<'_, B> {
             completed: self.tally.completed,
             incomplete: self.tally.incomplete,
             errored: self.tally.errored,
+            cancelled: self.tally.cancelled,
             measured: self.tally.measured,
             measured_completed: self.tally.measured_completed,
             not_sent,
@@ -542,6 +546,7 @@ impl<B: Backend> Collector<'_, B> {
             completed_rate: rates.requests_per_s,
             sessions: self.shared.sessions.snapshot(),
             ramp: self.ramp_record(),
+            cancellation: self.sched.options.cancellation,
         };
         self.publish(now, ProgressPhase::Draining, true);
         outcome
@@ -590,6 +595,7 @@ impl<B: Backend> Collector<'_, B> {
             completed: tally.completed,
             incomplete: tally.incomplete,
             errored: tally.errored,
+            cancelled: tally.cancelled,
             mean_ttft: (tally.ttft_n > 0)
                 .then(|| tally.ttft_sum as f64 / tally.ttft_n as f64 / 1e9),
             mean_itl: (tally.itl_n > 0).then(|| tally.itl_sum as f64 / tally.itl_n as f64 / 1e9),

@@ -76,6 +76,9 @@ pub struct SchedulerOptions {
     /// The ramp-up every benchmark climbs by to its rate or streams (`None`: none); the
     /// caller checks it fits the load ([`bench_core::Ramp::validate`]).
     pub ramp: Option<bench_core::Ramp>,
+    /// The share of requests the client cancels, and when (`None`: none; docs/metrics.md,
+    /// "Cancellation"). Not applied to session turns.
+    pub cancellation: Option<bench_core::Cancellation>,
 }
 
 impl Default for SchedulerOptions {
@@ -87,6 +90,7 @@ impl Default for SchedulerOptions {
             think_time: ThinkTime::None,
             shard: None,
             ramp: None,
+            cancellation: None,
         }
     }
 }

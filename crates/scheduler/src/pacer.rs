@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp, RampOver, RateChange,
-    Release, RequestRecord, RequestSpec, Shard, ThinkTime, TokenSource,
+    Backend, Cancellation, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp, RampOver,
+    RateChange, Release, RequestRecord, RequestSpec, Shard, ThinkTime, TokenSource,
 };
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -118,6 +118,8 @@ pub(crate) struct Pacer<B> {
     /// (docs/distributed.md), so that session numbers and think times are the
     /// single-process run's.
     pub(crate) shard: Option<Shard>,
+    /// The requests the client cancels as load (not session turns).
+    pub(crate) cancellation: Option<Cancellation>,
     /// The previous request's intended time (for grouping, [`GROUP_BELOW`]).
     pub(crate) last_due: Option<Nanos>,
     /// The ramp-up this benchmark climbs by, and the levels it records the change to.
@@ -478,10 +480,17 @@ impl<B: Backend> Pacer<B> {
         shared.sent.fetch_add(1, Ordering::Relaxed);
         let prompt_tokens = spec.prompt_tokens;
         let requested = spec.output_tokens;
+        let index = self
+            .shard
+            .map_or(id, |s| u64::from(s.index) + id * u64::from(s.count));
+        let give_up = self
+            .cancellation
+            .filter(|c| c.chooses(index))
+            .map(|c| c.after());
         self.runtime.spawn(async move {
             let record = tokio::select! {
                 biased;
-                r = backend.send(spec, dispatch, cancel) => r,
+                r = send(&*backend, spec, dispatch, cancel, give_up) => r,
                 _ = hard.cancelled() => {
                     shared.abandoned.fetch_add(1, Ordering::Relaxed);
                     abandoned(&dispatch, prompt_tokens, requested)
@@ -497,6 +506,35 @@ impl<B: Backend> Pacer<B> {
             drop(permit);
         });
     }
+}
+
+/// Sends one request. One the client cancels as load ([`Cancellation`]) is cancelled `give_up`
+/// after its dispatch unless it ended first, and then ends
+/// [`Outcome::ClientCancelled`] (unless the benchmark's own cancellation came first).
+async fn send<B: Backend>(
+    backend: &B,
+    spec: RequestSpec,
+    dispatch: Dispatch,
+    cancel: CancellationToken,
+    give_up: Option<std::time::Duration>,
+) -> RequestRecord {
+    let Some(after) = give_up else {
+        return backend.send(spec, dispatch, cancel).await;
+    };
+    let own = cancel.child_token();
+    let sent = backend.send(spec, dispatch, own.clone());
+    tokio::pin!(sent);
+    tokio::select! {
+        biased;
+        r = &mut sent => return r,
+        () = tokio::time::sleep(after) => {}
+    }
+    own.cancel();
+    let mut r = sent.await;
+    if r.outcome == Outcome::Cancelled && !cancel.is_cancelled() {
+        r.outcome = Outcome::ClientCancelled;
+    }
+    r
 }
 
 /// The running pacer: a task on the caller's runtime, or its own thread.

@@ -59,6 +59,8 @@ pub struct Progress {
     pub incomplete: u64,
     /// Requests failed so far.
     pub errored: u64,
+    /// Requests the client cancelled on purpose so far (`--cancel-rate`).
+    pub cancelled: u64,
     /// Mean time to first token of completed requests, seconds.
     pub mean_ttft: Option<f64>,
     /// Mean inter-token latency of completed requests, seconds (`(t_last - t_first) / (n - 1)`

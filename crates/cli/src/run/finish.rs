@@ -162,6 +162,9 @@ fn print_console(s: &Settings, run: &RunReport) -> anyhow::Result<()> {
     for line in bench_report::ramp_notes(run) {
         println!("{line}");
     }
+    for line in bench_report::cancel_notes(run) {
+        println!("{line}");
+    }
     for line in bench_report::target_notes(run) {
         println!("{line}");
     }

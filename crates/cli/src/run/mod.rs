@@ -199,6 +199,7 @@ async fn drive(
         think_time: s.load.think_time,
         shard: dist.shard,
         ramp: s.load.ramp,
+        cancellation: s.load.cancellation,
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(fleet.clone(), clock, options);

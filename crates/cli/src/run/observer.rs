@@ -264,6 +264,7 @@ impl ReportObserver {
         };
         let mut report = acc.finish(meta);
         report.ramp = o.ramp.clone();
+        report.cancellation = o.cancellation;
         if let Some(w) = self.precision.as_mut() {
             w.finished(&mut report);
         }

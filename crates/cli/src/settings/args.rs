@@ -290,6 +290,23 @@ pub struct LoadArgs {
     /// Measure the ramp-up too: the window opens at the start, not when the ramp ends.
     #[arg(long)]
     pub rampup_in_window: bool,
+    /// Cancel this share of the requests as load, as users do who close a chat: 10% or 0.1,
+    /// evenly spread (every 10th request at 10%). Each is cancelled --cancel-after its send
+    /// unless it ended first, and counts as cancelled: not an error, not incomplete.
+    #[arg(long, value_name = "SHARE")]
+    pub cancel_rate: Option<String>,
+    /// AIPerf's spelling of --cancel-rate, in percent (10 = 10%).
+    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
+    pub request_cancellation_rate: Option<f64>,
+    /// How long after its send a request chosen by --cancel-rate is cancelled: 0.5s, 500ms,
+    /// or seconds [default: 0]. AIPerf: --request-cancellation-delay.
+    #[arg(
+        long,
+        value_name = "TIME",
+        allow_hyphen_values = true,
+        visible_alias = "request-cancellation-delay"
+    )]
+    pub cancel_after: Option<String>,
     /// Sessions (--data with turns=): pause between a reply and the user's next turn, excluded
     /// from latency: a duration (2s, 500ms), exp:MEAN or uniform:MIN-MAX (seeded) [default: 0].
     #[arg(long, value_name = "TIME")]

@@ -153,6 +153,15 @@ pub struct FileSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rampup_in_window: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel_rate: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_cancellation_rate: Option<f64>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        alias = "request_cancellation_delay"
+    )]
+    pub cancel_after: Option<serde_yaml::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<serde_yaml::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat_until: Option<serde_yaml::Value>,

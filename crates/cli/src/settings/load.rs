@@ -37,6 +37,9 @@ pub struct LoadSettings {
     pub repeat: Repeat,
     /// The ramp-up every benchmark climbs by (docs/metrics.md, "Ramp-up").
     pub ramp: Option<bench_core::Ramp>,
+    /// The share of requests the client cancels, and when (docs/metrics.md, "Cancellation").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancellation: Option<bench_core::Cancellation>,
 }
 
 /// Repeated trials (`--repeat N`, `--repeat-until PERCENT`).
@@ -489,5 +492,6 @@ pub(crate) fn resolve(
         },
         repeat: repeat(src)?,
         ramp,
+        cancellation: None,
     })
 }

@@ -10,6 +10,7 @@
 //! Everything is parsed once here; the run uses the typed [`Settings`].
 
 mod args;
+mod cancel;
 mod file;
 mod load;
 mod peers;
@@ -153,7 +154,7 @@ pub fn resolve(
     let (data, spec) = resolve_data(&src)?;
     check_data_for_backend(target.backend, &spec, &src)?;
     let trace = matches!(spec, bench_loader::DataSpec::Trace(_));
-    let load = load::resolve(
+    let mut load = load::resolve(
         &src,
         t.rate_type.as_deref(),
         &t.rate,
@@ -161,6 +162,7 @@ pub fn resolve(
         target.mock,
         trace,
     )?;
+    load.cancellation = cancel::given(&src, spec.sessions())?;
     if load.repeat.trials > 1 && spec.sessions() {
         return Err(usage(format!(
             "{}: sessions (turns=, conversation files) cannot be repeated yet: their per-turn summaries keep no histograms to pool",

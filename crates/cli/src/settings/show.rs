@@ -117,6 +117,9 @@ impl Settings {
                 .ramp
                 .filter(|r| r.in_window && r.duration().is_some())
                 .map(|_| true),
+            cancel_rate: l.cancellation.map(|c| serde_yaml::Value::from(c.share)),
+            request_cancellation_rate: None,
+            cancel_after: l.cancellation.map(|c| serde_yaml::Value::from(c.after_s)),
             think_time: (l.think_time != bench_core::ThinkTime::None)
                 .then(|| l.think_time.to_string()),
             repeat: (l.repeat.trials > 1).then(|| l.repeat.trials.into()),

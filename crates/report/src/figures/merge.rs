@@ -412,6 +412,7 @@ fn merge_tokens(shards: &[&BenchmarkReport], n: &RequestCounts) -> Tokens {
             completed: stat(|c| c.completed, n.completed),
             incomplete: stat(|c| c.incomplete, n.incomplete),
             errored: stat(|c| c.errored, n.errored),
+            cancelled: stat(|c| c.cancelled, n.cancelled),
             sources: sum_maps(parts.iter().map(|c| &c.sources)),
         })
     };
@@ -482,10 +483,9 @@ fn merge_goodput(
             Pooling::SideBySide => per_s,
             Pooling::OneAfterAnother => per_s / parts.len() as f64,
         },
-        fraction: if n.total > 0 {
-            requests as f64 / n.total as f64
-        } else {
-            0.0
+        fraction: match n.goodput_judged() {
+            0 => 0.0,
+            judged => requests as f64 / judged as f64,
         },
     })
 }

@@ -220,6 +220,10 @@ pub struct BenchmarkReport {
     /// climbed to and when its rate changed, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<bench_core::RampRecord>,
+    /// The client's own cancellations (docs/metrics.md, "Cancellation"): the share of
+    /// requests it cancelled and how long after sending each; `requests.cancelled` counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancellation: Option<bench_core::Cancellation>,
     /// Latency distributions summaries.
     pub metrics: Metrics,
     /// The histograms behind `metrics`, to merge runs or cut other percentiles.
@@ -310,8 +314,8 @@ pub struct Timeline {
 
 pub use bench_core::LatencyScope;
 
-/// Request counts. `completed + incomplete + errored` are the requests inside the window
-/// (requests that ended before it opened or were sent after it closed are excluded).
+/// Request counts. `completed + incomplete + errored + cancelled` are the requests inside the
+/// window (requests that ended before it opened or were sent after it closed are excluded).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestCounts {
     /// Finished normally.
@@ -320,7 +324,11 @@ pub struct RequestCounts {
     pub incomplete: u64,
     /// Failed (HTTP, transport, timeout, in-stream error, protocol).
     pub errored: u64,
-    /// `completed + incomplete + errored`.
+    /// Cancelled by the client on purpose (`--cancel-rate`; docs/metrics.md, "Cancellation"):
+    /// neither errors nor incomplete. Absent from runs without cancellations.
+    #[serde(default, skip_serializing_if = "bench_core::is_zero")]
+    pub cancelled: u64,
+    /// `completed + incomplete + errored + cancelled`.
     pub total: u64,
     /// Excluded: ended before the window opened.
     pub excluded_warmup: u64,
@@ -332,6 +340,17 @@ pub struct RequestCounts {
     pub excluded_unsteady: u64,
 }
 
+impl RequestCounts {
+    /// The requests goodput's fraction is a share of (docs/metrics.md, "Goodput"): every
+    /// included request but the completed ones outside the steady state and those the client
+    /// cancelled on purpose (AIPerf's rule): failures and incomplete requests count against it.
+    pub fn goodput_judged(&self) -> u64 {
+        self.total
+            .saturating_sub(self.cancelled)
+            .saturating_sub(self.excluded_unsteady)
+    }
+}
+
 /// Token counts of one kind (prompt or output), by status.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenCounts {
@@ -341,6 +360,10 @@ pub struct TokenCounts {
     pub incomplete: TokenStat,
     /// Errored requests.
     pub errored: TokenStat,
+    /// Requests the client cancelled on purpose (what arrived before the cancellation);
+    /// absent from runs without cancellations.
+    #[serde(default, skip_serializing_if = "TokenStat::is_empty")]
+    pub cancelled: TokenStat,
     /// Requests by where their count came from (`usage`, `tokenizer`, `chunks`, `requested`).
     pub sources: BTreeMap<String, u64>,
 }
@@ -352,6 +375,13 @@ pub struct TokenStat {
     pub total: u64,
     /// Mean per request (0 when there are none).
     pub per_request: f64,
+}
+
+impl TokenStat {
+    /// No tokens (no request, or none with tokens).
+    pub fn is_empty(&self) -> bool {
+        self.total == 0 && self.per_request == 0.0
+    }
 }
 
 /// Prompt and output tokens.
@@ -722,6 +752,7 @@ pub(crate) fn sum_counts(counts: impl Iterator<Item = RequestCounts>) -> Request
         completed: a.completed + c.completed,
         incomplete: a.incomplete + c.incomplete,
         errored: a.errored + c.errored,
+        cancelled: a.cancelled + c.cancelled,
         total: a.total + c.total,
         excluded_warmup: a.excluded_warmup + c.excluded_warmup,
         excluded_cooldown: a.excluded_cooldown + c.excluded_cooldown,

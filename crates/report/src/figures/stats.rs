@@ -219,6 +219,7 @@ impl Accumulator {
             intervals,
             precision: None,
             ramp: None,
+            cancellation: None,
             metrics,
             histograms,
             records: self.opts.keep_records.then_some(records),
@@ -269,7 +270,8 @@ impl Accumulator {
         for r in self.requests.iter() {
             pass.add(r);
         }
-        pass.counts.total = pass.counts.completed + pass.counts.incomplete + pass.counts.errored;
+        let c = &mut pass.counts;
+        c.total = c.completed + c.incomplete + c.errored + c.cancelled;
         (pass, scope)
     }
 
@@ -304,10 +306,10 @@ struct Pass<'a> {
     tokens: Tokens,
     /// Prompt and output token sums and request counts by status (completed, incomplete,
     /// errored).
-    prompt: [(u64, u64); 3],
-    output: [(u64, u64); 3],
+    prompt: [(u64, u64); 4],
+    output: [(u64, u64); 4],
     /// Reasoning and answer token sums by status.
-    reasoning_sums: [(u64, u64); 3],
+    reasoning_sums: [(u64, u64); 4],
     /// Measured requests with reasoning by where their reasoning count came from (empty when
     /// none carried reasoning).
     reasoning_sources: BTreeMap<String, u64>,
@@ -341,9 +343,9 @@ impl<'a> Pass<'a> {
             counts: RequestCounts::default(),
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
-            prompt: [(0, 0); 3],
-            output: [(0, 0); 3],
-            reasoning_sums: [(0, 0); 3],
+            prompt: [(0, 0); 4],
+            output: [(0, 0); 4],
+            reasoning_sums: [(0, 0); 4],
             reasoning_sources: BTreeMap::new(),
             dists: Metric::ALL.iter().map(|_| Dist::new()).collect(),
             busy_ns: 0,
@@ -401,6 +403,10 @@ impl<'a> Pass<'a> {
                     *self.errors.entry(k.to_string()).or_default() += 1;
                 }
                 2
+            }
+            Status::Cancelled => {
+                self.counts.cancelled += 1;
+                3
             }
         };
         self.prompt[si].0 += r.prompt_tokens as u64;
@@ -553,15 +559,17 @@ impl<'a> Pass<'a> {
             per_request: if n > 0 { total as f64 / n as f64 } else { 0.0 },
         };
         let (p, o) = (&mut self.tokens.prompt, &mut self.tokens.output);
-        (p.completed, p.incomplete, p.errored) = (
+        (p.completed, p.incomplete, p.errored, p.cancelled) = (
             stat(self.prompt[0]),
             stat(self.prompt[1]),
             stat(self.prompt[2]),
+            stat(self.prompt[3]),
         );
-        (o.completed, o.incomplete, o.errored) = (
+        (o.completed, o.incomplete, o.errored, o.cancelled) = (
             stat(self.output[0]),
             stat(self.output[1]),
             stat(self.output[2]),
+            stat(self.output[3]),
         );
         if !self.reasoning_sources.is_empty() {
             let by = |phase: fn(&(u64, u64)) -> u64| {
@@ -569,20 +577,22 @@ impl<'a> Pass<'a> {
                     let sums = self.reasoning_sums.get(i).map_or(0, phase);
                     stat((sums, self.output.get(i).map_or(0, |o| o.1)))
                 };
-                (c(0), c(1), c(2))
+                (c(0), c(1), c(2), c(3))
             };
-            let (rc, ri, re) = by(|s| s.0);
-            let (ac, ai, ae) = by(|s| s.1);
+            let (rc, ri, re, rx) = by(|s| s.0);
+            let (ac, ai, ae, ax) = by(|s| s.1);
             self.tokens.reasoning = Some(TokenCounts {
                 completed: rc,
                 incomplete: ri,
                 errored: re,
+                cancelled: rx,
                 sources: self.reasoning_sources.clone(),
             });
             self.tokens.answer = Some(TokenCounts {
                 completed: ac,
                 incomplete: ai,
                 errored: ae,
+                cancelled: ax,
                 sources: self.tokens.output.sources.clone(),
             });
         }
@@ -702,7 +712,7 @@ impl<'a> Pass<'a> {
                 0 => 0.0,
                 judged => steady.requests_per_s * good as f64 / judged as f64,
             },
-            fraction: match c.total - c.excluded_unsteady {
+            fraction: match c.goodput_judged() {
                 0 => 0.0,
                 judged => good as f64 / judged as f64,
             },

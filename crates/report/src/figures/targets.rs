@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct TargetCounts {
     /// The URL its requests went to (credentials and query string removed).
     pub url: String,
-    /// Requests sent to it (any outcome): `completed + errored + incomplete`.
+    /// Requests sent to it (any outcome): `completed + errored + incomplete + cancelled`.
     pub requests: u64,
     /// Of them, finished normally.
     pub completed: u64,
@@ -18,6 +18,9 @@ pub struct TargetCounts {
     pub errored: u64,
     /// Of them, cancelled while in flight (the benchmark's time ran out).
     pub incomplete: u64,
+    /// Of them, cancelled by the client on purpose (`--cancel-rate`); absent when none.
+    #[serde(default, skip_serializing_if = "bench_core::is_zero")]
+    pub cancelled: u64,
     /// Output tokens received from it, every request's (any outcome).
     pub output_tokens: u64,
 }
@@ -29,6 +32,7 @@ impl TargetCounts {
             Status::Completed => self.completed += 1,
             Status::Errored => self.errored += 1,
             Status::Incomplete => self.incomplete += 1,
+            Status::Cancelled => self.cancelled += 1,
         }
         self.output_tokens += u64::from(r.output_tokens);
     }
@@ -38,6 +42,7 @@ impl TargetCounts {
         self.completed += o.completed;
         self.errored += o.errored;
         self.incomplete += o.incomplete;
+        self.cancelled += o.cancelled;
         self.output_tokens += o.output_tokens;
     }
 }

@@ -57,6 +57,7 @@ impl TurnAcc {
                 Status::Completed => c.completed += 1,
                 Status::Incomplete => c.incomplete += 1,
                 Status::Errored => c.errored += 1,
+                Status::Cancelled => c.cancelled += 1,
             },
         }
         if phase != Phase::Measured || r.status != Status::Completed {
@@ -79,7 +80,7 @@ impl TurnAcc {
 
     fn report(mut self, turn: u32, percentiles: &[f64]) -> TurnReport {
         let c = &mut self.counts;
-        c.total = c.completed + c.incomplete + c.errored;
+        c.total = c.completed + c.incomplete + c.errored + c.cancelled;
         let histograms = [
             ("ttft_ms", &self.ttft),
             ("itl_ms", &self.itl),

@@ -198,6 +198,11 @@ fn csv_header() -> Vec<String> {
             .iter()
             .map(|s| s.to_string()),
     );
+    header.extend(
+        crate::views::cancel_view::CSV_COLUMNS
+            .iter()
+            .map(|s| s.to_string()),
+    );
     header
 }
 
@@ -222,6 +227,7 @@ pub fn render_csv(run: &RunReport) -> String {
             num,
         ));
         row.extend(crate::views::images_view::csv_cells(b));
+        row.extend(crate::views::cancel_view::csv_cells(b, num));
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -264,6 +264,13 @@ fn benchmark_summary(h: &mut String, b: &BenchmarkReport) {
 
 /// The request and token counts by outcome, then the errors by kind when there are any.
 fn counts_tables(h: &mut String, b: &BenchmarkReport) {
+    if b.requests.cancelled > 0 {
+        let _ = writeln!(
+            h,
+            "<p>Cancelled by the client on purpose (<code>--cancel-rate</code>): {} of {} requests, neither errors nor incomplete (docs/metrics.md, \"Cancellation\").</p>",
+            b.requests.cancelled, b.requests.total
+        );
+    }
     h.push_str("<table>\n<tr><th>Requests</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Excluded (warmup / cooldown)</th></tr>\n");
     let r = &b.requests;
     let _ = writeln!(

@@ -19,6 +19,7 @@
 //! from [`common`], which imports figures alone, never from another view. No module here
 //! imports one that imports it back (`tests/layers.rs` checks).
 
+pub(crate) mod cancel_view;
 pub(crate) mod capacity_view;
 pub(crate) mod common;
 pub(crate) mod compare;

@@ -40,6 +40,7 @@ mod tests {
             completed: n - 1,
             errored: 1,
             incomplete: 0,
+            cancelled: 0,
             output_tokens: 3 * n,
         };
         run.benchmarks[0].targets = Some(vec![t("http://a/v1", 3), t("http://b/v1", 2)]);

@@ -112,6 +112,10 @@ fn totals_lines(out: &mut String, b: &BenchmarkReport, current: bool) {
         if b.requests.incomplete > 0 {
             line_int(out, "Incomplete requests:", b.requests.incomplete);
         }
+        // Cancelled on purpose by the client (`--cancel-rate`), shown whenever there are any.
+        if b.requests.cancelled > 0 {
+            line_int(out, "Cancelled requests:", b.requests.cancelled);
+        }
         if let Some(c) = crate::views::common::max_concurrency(&b.strategy) {
             line_int(out, "Maximum request concurrency:", c as u64);
         }

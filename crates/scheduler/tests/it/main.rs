@@ -4,6 +4,7 @@
 //! binary that compiled and linked the whole dependency tree again. A test is named by its
 //! module, e.g. `cargo test -p bench-scheduler --test scheduler MODULE::` runs one former file.
 
+mod cancel;
 mod ramp;
 mod scheduler;
 mod sessions;
