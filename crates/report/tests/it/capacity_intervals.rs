@@ -4,95 +4,15 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
-
-use bench_core::{Capacity, CrossingInterval, Interval, SloBracket, Strategy};
+use bench_core::CrossingInterval;
 use bench_report::{
-    knee, knee_interval, render_comparison, render_comparison_html, render_csv, render_guidellm,
-    render_html, render_json, render_vllm, slo_interval, BenchmarkReport, Intervals,
-    MetricIntervals, RunReport, StatsOptions, VllmConsoleOptions,
+    knee_interval, render_comparison, render_comparison_html, render_csv, render_guidellm,
+    render_html, render_json, render_vllm, slo_interval, VllmConsoleOptions,
 };
-
-fn iv(low: f64, high: f64) -> Interval {
-    Interval { low, high }
-}
-
-/// An open-loop benchmark at `rate` that completed `rate` req/s (interval +-3%), with median
-/// TTFT `ttft` ms and its interval.
-fn rung(base: &BenchmarkReport, rate: f64, ttft: f64, ttft_iv: (f64, f64)) -> BenchmarkReport {
-    let mut b = base.clone();
-    b.strategy = Strategy::Constant {
-        rate,
-        max_concurrency: None,
-    };
-    b.label = b.strategy.label();
-    b.rates.target_rate = Some(rate);
-    b.rates.requests_per_s = rate;
-    b.metrics.ttft_ms.median = ttft;
-    let mut metrics = BTreeMap::new();
-    metrics.insert(
-        "ttft_ms".to_string(),
-        MetricIntervals {
-            median: Some(iv(ttft_iv.0, ttft_iv.1)),
-            p90: None,
-            p99: None,
-        },
-    );
-    b.intervals = Some(Intervals {
-        method: "batch_means".into(),
-        level: 0.95,
-        batches: 5,
-        batch_s: 2.0,
-        requests_per_s: iv(0.97 * rate, 1.03 * rate),
-        output_tokens_per_s: iv(10.0 * rate, 11.0 * rate),
-        metrics,
-    });
-    b
-}
-
-/// Five rates: median TTFT 20 ms at the lowest (threshold 2 x 20 + 10 = 50 ms), surely under 50
-/// at 4 req/s, unsure at 6 and 8 (point 45 and 60 ms), surely over at 10.
-fn sweep() -> RunReport {
-    let mut run = common::sample_run(&StatsOptions::default());
-    let base = run.benchmarks[2].clone();
-    run.benchmarks.truncate(2);
-    for (rate, ttft, ttft_iv) in [
-        (2.0, 20.0, (18.0, 22.0)),
-        (4.0, 30.0, (25.0, 35.0)),
-        (6.0, 45.0, (40.0, 55.0)),
-        (8.0, 60.0, (45.0, 70.0)),
-        (10.0, 200.0, (150.0, 250.0)),
-    ] {
-        run.benchmarks.push(rung(&base, rate, ttft, ttft_iv));
-    }
-    let m = run.benchmarks[0].clone();
-    let mut c = Capacity {
-        max_requests_per_s: m.rates.requests_per_s,
-        max_output_tokens_per_s: m.rates.output_tokens_per_s,
-        max_measured_by: m.label.clone(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: knee(&run),
-        slo: Some("ttft_median=40".parse().expect("slo")),
-        slo_max_requests_per_s: Some(4.0),
-        slo_bracket: Some(SloBracket {
-            low: Some(4.0),
-            high: Some(6.0),
-            tolerance: 0.05,
-            steps: 1,
-            refinement: None,
-        }),
-        trace: None,
-        intervals: None,
-        max_refinement: None,
-    };
-    c.intervals = bench_report::capacity_intervals(&run, &c);
-    run.capacity = Some(c);
-    run
-}
 
 #[test]
 fn the_knee_and_slo_intervals_span_the_unsure_rates() {
-    let run = sweep();
+    let run = common::capacity_sweep();
     let c = run.capacity.as_ref().expect("capacity");
     assert_eq!(c.knee_requests_per_s, Some(6.0), "45 ms <= 50, 60 ms > 50");
     // Surely on the plateau up to 4 req/s (35 <= 50), surely off it at 10 (150 > 50).
@@ -120,7 +40,7 @@ fn the_knee_and_slo_intervals_span_the_unsure_rates() {
     let mut sure = run.clone();
     for (i, (lo, hi)) in [(4, (44.0, 46.0)), (5, (58.0, 62.0))] {
         let m = sure.benchmarks[i].intervals.as_mut().expect("iv");
-        m.metrics.get_mut("ttft_ms").expect("ttft").median = Some(iv(lo, hi));
+        m.metrics.get_mut("ttft_ms").expect("ttft").median = Some(common::iv(lo, hi));
     }
     let k = knee_interval(&sure, sure.capacity.as_ref().expect("capacity")).expect("knee");
     assert_eq!((k.low, k.high), (6.0, Some(8.0)));
@@ -134,7 +54,7 @@ fn the_knee_and_slo_intervals_span_the_unsure_rates() {
         .intervals
         .as_mut()
         .expect("iv")
-        .requests_per_s = iv(4.0, 7.0);
+        .requests_per_s = common::iv(4.0, 7.0);
     let c = slow.capacity.as_ref().expect("capacity");
     let k = knee_interval(&slow, c).expect("knee");
     assert_eq!((k.low, k.high), (4.0, Some(6.0)));
@@ -145,7 +65,7 @@ fn the_knee_and_slo_intervals_span_the_unsure_rates() {
 
 #[test]
 fn no_interval_without_a_method_or_without_any_intervals() {
-    let run = sweep();
+    let run = common::capacity_sweep();
     let mut c = run.capacity.clone().expect("capacity");
     c.slo = Some("ttft_mean=40".parse().expect("slo"));
     assert_eq!(
@@ -195,7 +115,7 @@ fn no_interval_without_a_method_or_without_any_intervals() {
 
 #[test]
 fn the_intervals_are_in_every_output() {
-    let run = sweep();
+    let run = common::capacity_sweep();
     let g = render_guidellm(&run, None);
     assert!(
         g.contains("Knee (latency leaves its plateau): 6.00 req/s (95%: 4.00-10.00) (median TTFT"),
@@ -244,15 +164,15 @@ fn the_intervals_are_in_every_output() {
 /// label, in the console and the HTML, with a legend.
 #[test]
 fn every_compared_figure_is_marked_beyond_the_intervals_within_noise_or_unjudged() {
-    let a = sweep();
+    let a = common::capacity_sweep();
     let mut b = a.clone();
     // b's TTFT median at 4 req/s: 80 ms (70-90), beyond a's 25-35; its output rate 45 tok/s
     // (39-44), overlapping a's 40-44.
     let four = &mut b.benchmarks[3];
     four.metrics.ttft_ms.median = 80.0;
     let ivs = four.intervals.as_mut().expect("iv");
-    ivs.metrics.get_mut("ttft_ms").expect("ttft").median = Some(iv(70.0, 90.0));
-    ivs.output_tokens_per_s = iv(39.0, 44.0);
+    ivs.metrics.get_mut("ttft_ms").expect("ttft").median = Some(common::iv(70.0, 90.0));
+    ivs.output_tokens_per_s = common::iv(39.0, 44.0);
     // b's synchronous benchmark has no intervals: nothing of it can be judged.
     b.benchmarks[0].intervals = None;
     let names = ["a".to_string(), "b".to_string()];
@@ -319,7 +239,7 @@ fn attr(tag: &str, name: &str) -> f64 {
 /// at the chart's scale (5 ms either side of the point), under the point.
 #[test]
 fn the_html_draws_error_bars_on_the_points_of_a_known_report() {
-    let h = render_html(&sweep());
+    let h = render_html(&common::capacity_sweep());
     let chart = h
         .split("<svg class=\"chart\"")
         .find(|s| s.contains("Time to first token vs request rate"))

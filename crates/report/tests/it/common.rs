@@ -11,6 +11,44 @@ use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOpti
 pub const MS: Nanos = 1_000_000;
 pub const S: Nanos = 1_000_000_000;
 
+/// A capacity answer of `max` req/s and `tokens` output tok/s, measured by `by`, that kept
+/// up, and nothing else: a test sets the fields it exercises (`..common::capacity(...)`).
+pub fn capacity(max: f64, tokens: f64, by: &str) -> bench_core::Capacity {
+    bench_core::Capacity {
+        max_requests_per_s: max,
+        max_output_tokens_per_s: tokens,
+        max_measured_by: by.into(),
+        max_is_lower_bound: false,
+        knee_requests_per_s: None,
+        slo: None,
+        slo_max_requests_per_s: None,
+        slo_bracket: None,
+        trace: None,
+        intervals: None,
+        max_refinement: None,
+    }
+}
+
+/// A sweep's capacity answer of `rate` req/s at 10 output tokens a request, measured by
+/// `concurrent@8`, with an SLO answer of `rate - 2` (the trials' and the shards' fixtures).
+pub fn swept_capacity(rate: f64) -> bench_core::Capacity {
+    bench_core::Capacity {
+        slo_max_requests_per_s: Some(rate - 2.0),
+        ..capacity(rate, 10.0 * rate, "concurrent@8")
+    }
+}
+
+/// The SLO search's bracket from `low` to `high` at 5% after `steps` steps.
+pub fn bracket(low: Option<f64>, high: Option<f64>, steps: u32) -> bench_core::SloBracket {
+    bench_core::SloBracket {
+        low,
+        high,
+        tolerance: 0.05,
+        steps,
+        refinement: None,
+    }
+}
+
 /// A tiny fixed-seed generator (xorshift), so fixtures never change between platforms.
 pub struct Rng(u64);
 impl Rng {
@@ -487,4 +525,78 @@ pub fn schema_validator() -> jsonschema::Validator {
         serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
             .expect("schema is JSON");
     jsonschema::validator_for(&schema).expect("valid JSON Schema")
+}
+
+pub fn iv(low: f64, high: f64) -> bench_report::Interval {
+    bench_report::Interval { low, high }
+}
+
+/// An open-loop benchmark at `rate` that completed `rate` req/s (interval +-3%), with median
+/// TTFT `ttft` ms and its interval.
+pub fn rung(
+    base: &bench_report::BenchmarkReport,
+    rate: f64,
+    ttft: f64,
+    ttft_iv: (f64, f64),
+) -> bench_report::BenchmarkReport {
+    let mut b = base.clone();
+    b.strategy = bench_core::Strategy::Constant {
+        rate,
+        max_concurrency: None,
+    };
+    b.label = b.strategy.label();
+    b.rates.target_rate = Some(rate);
+    b.rates.requests_per_s = rate;
+    b.metrics.ttft_ms.median = ttft;
+    let mut metrics = std::collections::BTreeMap::new();
+    metrics.insert(
+        "ttft_ms".to_string(),
+        bench_report::MetricIntervals {
+            median: Some(iv(ttft_iv.0, ttft_iv.1)),
+            p90: None,
+            p99: None,
+        },
+    );
+    b.intervals = Some(bench_report::Intervals {
+        method: "batch_means".into(),
+        level: 0.95,
+        batches: 5,
+        batch_s: 2.0,
+        requests_per_s: iv(0.97 * rate, 1.03 * rate),
+        output_tokens_per_s: iv(10.0 * rate, 11.0 * rate),
+        metrics,
+    });
+    b
+}
+
+/// Five rates: median TTFT 20 ms at the lowest (threshold 2 x 20 + 10 = 50 ms), surely under 50
+/// at 4 req/s, unsure at 6 and 8 (point 45 and 60 ms), surely over at 10.
+pub fn capacity_sweep() -> RunReport {
+    let mut run = sample_run(&StatsOptions::default());
+    let base = run.benchmarks[2].clone();
+    run.benchmarks.truncate(2);
+    for (rate, ttft, ttft_iv) in [
+        (2.0, 20.0, (18.0, 22.0)),
+        (4.0, 30.0, (25.0, 35.0)),
+        (6.0, 45.0, (40.0, 55.0)),
+        (8.0, 60.0, (45.0, 70.0)),
+        (10.0, 200.0, (150.0, 250.0)),
+    ] {
+        run.benchmarks.push(rung(&base, rate, ttft, ttft_iv));
+    }
+    let m = run.benchmarks[0].clone();
+    let mut c = bench_core::Capacity {
+        knee_requests_per_s: bench_report::knee(&run),
+        slo: Some("ttft_median=40".parse().expect("slo")),
+        slo_max_requests_per_s: Some(4.0),
+        slo_bracket: Some(bracket(Some(4.0), Some(6.0), 1)),
+        ..capacity(
+            m.rates.requests_per_s,
+            m.rates.output_tokens_per_s,
+            &m.label,
+        )
+    };
+    c.intervals = bench_report::capacity_intervals(&run, &c);
+    run.capacity = Some(c);
+    run
 }

@@ -172,23 +172,10 @@ fn json_validates_against_the_published_schema() {
     keep.keep_records = true;
     let mut with_capacity = common::sample_run(&opts());
     with_capacity.capacity = Some(bench_core::Capacity {
-        max_requests_per_s: 9.5,
-        max_output_tokens_per_s: 152.0,
-        max_measured_by: "concurrent@8".into(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: None,
         slo: Some("ttft_p99=200".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
-        slo_bracket: Some(bench_core::SloBracket {
-            low: Some(4.0),
-            high: None,
-            tolerance: 0.05,
-            steps: 2,
-            refinement: None,
-        }),
-        trace: None,
-        intervals: None,
-        max_refinement: None,
+        slo_bracket: Some(common::bracket(Some(4.0), None, 2)),
+        ..common::capacity(9.5, 152.0, "concurrent@8")
     });
     // The answer is in JSON, YAML (round trip) and CSV columns.
     let dir = tmpdir("capacity");
@@ -478,23 +465,11 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
         "both kept up and stayed on the plateau"
     );
     run.capacity = Some(bench_core::Capacity {
-        max_requests_per_s: 9.5,
-        max_output_tokens_per_s: 152.0,
-        max_measured_by: "concurrent@8".into(),
-        max_is_lower_bound: false,
         knee_requests_per_s: Some(4.0),
         slo: Some("ttft_p99=200".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
-        slo_bracket: Some(bench_core::SloBracket {
-            low: Some(4.0),
-            high: Some(4.1),
-            tolerance: 0.05,
-            steps: 3,
-            refinement: None,
-        }),
-        trace: None,
-        intervals: None,
-        max_refinement: None,
+        slo_bracket: Some(common::bracket(Some(4.0), Some(4.1), 3)),
+        ..common::capacity(9.5, 152.0, "concurrent@8")
     });
     let g = render_guidellm(&run, None);
     let tail = &g[g.find("Benchmarks Stats:").expect("stats")..];
@@ -524,23 +499,11 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
     let validator = common::schema_validator();
     let mut run = common::sample_run(&opts());
     let mut c = bench_core::Capacity {
-        max_requests_per_s: 9.5,
-        max_output_tokens_per_s: 152.0,
-        max_measured_by: "concurrent@8".into(),
-        max_is_lower_bound: false,
         knee_requests_per_s: Some(5.0),
         slo: Some("ttft_p99=200".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
-        slo_bracket: Some(bench_core::SloBracket {
-            low: Some(4.0),
-            high: Some(4.2),
-            tolerance: 0.05,
-            steps: 2,
-            refinement: None,
-        }),
-        trace: None,
-        intervals: None,
-        max_refinement: None,
+        slo_bracket: Some(common::bracket(Some(4.0), Some(4.2), 2)),
+        ..common::capacity(9.5, 152.0, "concurrent@8")
     };
     c.set_trace_multiples(2.5);
     let t = c.trace.expect("multiples");
@@ -607,19 +570,12 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
 #[test]
 fn a_comparison_says_whether_capacities_differ_beyond_their_intervals() {
     let mut a = common::sample_run(&opts());
-    a.capacity = Some(bench_core::Capacity {
-        max_requests_per_s: a.benchmarks[0].rates.requests_per_s,
-        max_output_tokens_per_s: a.benchmarks[0].rates.output_tokens_per_s,
-        max_measured_by: a.benchmarks[0].label.clone(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: None,
-        slo: None,
-        slo_max_requests_per_s: None,
-        slo_bracket: None,
-        trace: None,
-        intervals: None,
-        max_refinement: None,
-    });
+    let first = &a.benchmarks[0];
+    a.capacity = Some(common::capacity(
+        first.rates.requests_per_s,
+        first.rates.output_tokens_per_s,
+        &first.label,
+    ));
     let iv = bench_report::capacity_interval(&a).expect("the synchronous benchmark has one");
     assert!(iv.low < iv.high);
     let line = format!("(95% interval {:.2} to {:.2})", iv.low, iv.high);

@@ -9,18 +9,16 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use bench_core::{Capacity, RequestRecord, SloBracket, Strategy, Window};
+use bench_core::{RequestRecord, Window};
 use bench_report::{
-    knee, merge_shards, parse_metric_percentiles, parse_percentile_metrics, precision_notes,
-    read_run, render_capacity, render_capacity_vllm, render_clocks, render_comparison,
+    merge_shards, parse_metric_percentiles, parse_percentile_metrics, precision_notes, read_run,
+    render_capacity, render_capacity_vllm, render_clocks, render_comparison,
     render_comparison_html, render_csv, render_guidellm, render_html, render_json, render_trials,
     render_vllm, render_vllm_benchmark, render_vllm_preamble, render_yaml, vllm_result,
-    vllm_result_filename, Accumulator, BenchmarkMeta, BenchmarkReport, Goodput, Interval,
-    Intervals, Metric, MetricIntervals, RunReport, ShardFile, ShardRun, StatsOptions,
-    VllmConsoleOptions, VllmLayout, VllmResultMeta,
+    vllm_result_filename, Accumulator, BenchmarkMeta, BenchmarkReport, Goodput, Metric, RunReport,
+    ShardFile, ShardRun, StatsOptions, VllmConsoleOptions, VllmLayout, VllmResultMeta,
 };
 
 fn golden_dir() -> PathBuf {
@@ -64,82 +62,6 @@ fn goodput_opts() -> StatsOptions {
     }
 }
 
-fn iv(low: f64, high: f64) -> Interval {
-    Interval { low, high }
-}
-
-/// An open-loop benchmark at `rate` that completed `rate` req/s, median TTFT `ttft` ms.
-fn rung(base: &BenchmarkReport, rate: f64, ttft: f64, ttft_iv: (f64, f64)) -> BenchmarkReport {
-    let mut b = base.clone();
-    b.strategy = Strategy::Constant {
-        rate,
-        max_concurrency: None,
-    };
-    b.label = b.strategy.label();
-    b.rates.target_rate = Some(rate);
-    b.rates.requests_per_s = rate;
-    b.metrics.ttft_ms.median = ttft;
-    let mut metrics = BTreeMap::new();
-    metrics.insert(
-        "ttft_ms".to_string(),
-        MetricIntervals {
-            median: Some(iv(ttft_iv.0, ttft_iv.1)),
-            p90: None,
-            p99: None,
-        },
-    );
-    b.intervals = Some(Intervals {
-        method: "batch_means".into(),
-        level: 0.95,
-        batches: 5,
-        batch_s: 2.0,
-        requests_per_s: iv(0.97 * rate, 1.03 * rate),
-        output_tokens_per_s: iv(10.0 * rate, 11.0 * rate),
-        metrics,
-    });
-    b
-}
-
-/// A sweep of five open-loop rates with intervals, its capacity, knee, SLO and their intervals.
-fn capacity_sweep() -> RunReport {
-    let mut run = common::sample_run(&StatsOptions::default());
-    let base = run.benchmarks[2].clone();
-    run.benchmarks.truncate(2);
-    for (rate, ttft, ttft_iv) in [
-        (2.0, 20.0, (18.0, 22.0)),
-        (4.0, 30.0, (25.0, 35.0)),
-        (6.0, 45.0, (40.0, 55.0)),
-        (8.0, 60.0, (45.0, 70.0)),
-        (10.0, 200.0, (150.0, 250.0)),
-    ] {
-        run.benchmarks.push(rung(&base, rate, ttft, ttft_iv));
-    }
-    let m = run.benchmarks[0].clone();
-    let mut c = Capacity {
-        max_requests_per_s: m.rates.requests_per_s,
-        max_output_tokens_per_s: m.rates.output_tokens_per_s,
-        max_measured_by: m.label.clone(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: knee(&run),
-        slo: Some("ttft_median=40".parse().expect("slo")),
-        slo_max_requests_per_s: Some(4.0),
-        slo_bracket: Some(SloBracket {
-            low: Some(4.0),
-            high: Some(6.0),
-            tolerance: 0.05,
-            steps: 1,
-            refinement: None,
-        }),
-        trace: None,
-        intervals: None,
-        max_refinement: None,
-    };
-    c.intervals = bench_report::capacity_intervals(&run, &c);
-    run.capacity = Some(c);
-    run
-}
-
-/// `b` summarised again from `records` over the same bounds and window.
 fn summarise(b: &BenchmarkReport, records: &[RequestRecord]) -> BenchmarkReport {
     let mut acc = Accumulator::new(&opts());
     for r in records {
@@ -195,22 +117,6 @@ fn shards(count: u32) -> Vec<ShardFile> {
         .collect()
 }
 
-fn trial_capacity(rate: f64) -> Capacity {
-    Capacity {
-        max_requests_per_s: rate,
-        max_output_tokens_per_s: 10.0 * rate,
-        max_measured_by: "concurrent@8".into(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: None,
-        slo: None,
-        slo_max_requests_per_s: Some(rate - 2.0),
-        slo_bracket: None,
-        trace: None,
-        intervals: None,
-        max_refinement: None,
-    }
-}
-
 /// Three trials of the sample run's records, pooled.
 fn pooled_trials() -> RunReport {
     let mut run = common::sample_run(&opts());
@@ -222,7 +128,7 @@ fn pooled_trials() -> RunReport {
             index: i as u32,
             data_seed: Some(7 + i as u64),
             benchmarks: f.run.benchmarks,
-            capacity: Some(trial_capacity(10.0 + 2.0 * i as f64)),
+            capacity: Some(common::swept_capacity(10.0 + 2.0 * i as f64)),
         })
         .collect();
     run.trials = Some(bench_report::Trials {
@@ -249,7 +155,7 @@ fn runs() -> Vec<(&'static str, RunReport)> {
         ),
         ("sessions", common::session_run(&d)),
         ("reasoning", common::reasoning_run(&d)),
-        ("capacity", capacity_sweep()),
+        ("capacity", common::capacity_sweep()),
         ("merged", merge_shards(shards(2), 1.0).expect("merge")),
         ("trials", pooled_trials()),
     ]

@@ -247,23 +247,11 @@ fn html_report_renders_in_chromium_offline_without_errors() {
 
 fn sample_capacity() -> bench_core::Capacity {
     bench_core::Capacity {
-        max_requests_per_s: 9.5,
-        max_output_tokens_per_s: 152.0,
-        max_measured_by: "throughput".into(),
-        max_is_lower_bound: false,
         knee_requests_per_s: Some(4.0),
         slo: Some("ttft_p99=200,itl_p50=30".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
-        slo_bracket: Some(bench_core::SloBracket {
-            low: Some(4.0),
-            high: Some(8.0),
-            tolerance: 0.05,
-            steps: 0,
-            refinement: None,
-        }),
-        trace: None,
-        intervals: None,
-        max_refinement: None,
+        slo_bracket: Some(common::bracket(Some(4.0), Some(8.0), 0)),
+        ..common::capacity(9.5, 152.0, "throughput")
     }
 }
 

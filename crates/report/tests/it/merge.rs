@@ -248,23 +248,6 @@ fn clocks_proven_apart_by_the_targets_date_are_refused() {
     assert!(errors.is_empty(), "{errors:?}");
 }
 
-/// A sweep's capacity answer of `rate` req/s (SLO answer `rate - 2`).
-fn capacity(rate: f64) -> bench_core::Capacity {
-    bench_core::Capacity {
-        max_requests_per_s: rate,
-        max_output_tokens_per_s: 10.0 * rate,
-        max_measured_by: "concurrent@8".into(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: None,
-        slo: None,
-        slo_max_requests_per_s: Some(rate - 2.0),
-        slo_bracket: None,
-        trace: None,
-        intervals: None,
-        max_refinement: None,
-    }
-}
-
 /// The trials of a repeated run (docs/metrics.md, "Repeated trials"): the sample run's
 /// records split into three trials, pooled, equal the whole run in every count and histogram;
 /// rates are the trials' means with Student's interval across them; the capacity too; the
@@ -281,7 +264,7 @@ fn pooled_trials_equal_the_whole_run_and_state_across_trial_intervals() {
             index: i as u32,
             data_seed: Some(7 + i as u64),
             benchmarks: f.run.benchmarks,
-            capacity: Some(capacity(10.0 + 2.0 * i as f64)),
+            capacity: Some(common::swept_capacity(10.0 + 2.0 * i as f64)),
         })
         .collect();
     run.trials = Some(bench_report::Trials {

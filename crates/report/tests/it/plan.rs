@@ -12,21 +12,15 @@ use bench_report::*;
 fn swept(low: f64, high: Option<f64>) -> RunReport {
     let mut run = common::sample_run(&StatsOptions::default());
     run.capacity = Some(Capacity {
-        max_requests_per_s: 9.0,
-        max_output_tokens_per_s: 200.0,
-        max_measured_by: "throughput".into(),
-        max_is_lower_bound: false,
         knee_requests_per_s: Some(8.0),
         slo: Some("itl_p50=50".parse::<Slo>().expect("slo")),
         slo_max_requests_per_s: Some(8.0),
-        slo_bracket: None,
-        trace: None,
         intervals: Some(CapacityIntervals {
             max_requests_per_s: None,
             knee_requests_per_s: None,
             slo_max_requests_per_s: Some(CrossingInterval { low, high }),
         }),
-        max_refinement: None,
+        ..common::capacity(9.0, 200.0, "throughput")
     });
     run
 }
