@@ -42,9 +42,9 @@ TIMED_CRATES = ("crates/mock/", "crates/worker/")
 
 # Timed tests that run with no other timed test beside them: (file, test name; "*" every test
 # of the file). llama.cpp takes both cores (its server runs 2 threads); the ITL test and the 30 s
-# throughput test state a closed form within 2% and 1%; the sustained sweep's closed-loop rungs
-# read 114.8 req/s for a capacity of 106.7 with two other timed tests beside it (a fresh-clone run
-# with three workers), within the test's 5% with one or none (107.2 alone).
+# throughput test state a closed form within 2% and 1%; the sustained sweep's SLO point moves 2.7
+# times the ITL median it is read by, and its closed-loop rungs read up to 114.8 req/s for a
+# capacity of 106.7 (the engine's cohorts, docs/simulator.md, "Preset: vllm-cpu": 107.2 alone).
 ALONE = (
     ("tests/llamacpp.rs", "*"),
     ("tests/steady_latency.rs",

@@ -841,6 +841,74 @@ mod tests {
         }
     }
 
+    /// Issue 37's open point (docs/simulator.md, "Preset: vllm-cpu"): a closed loop that keeps
+    /// the fast preset's batch full runs faster than its capacity's closed form, because that
+    /// form takes the `B / n` prompts entering each step as spread one step's worth at a time,
+    /// while a closed loop's requests leave and re-enter in cohorts, so fewer steps carry
+    /// prompts and pay the prefill overhead `O`. With `k` prompts a prefill step,
+    /// `X = 1 / ((n / B)(b + q B) + O / k + L / ρ)`: `k = B / n` is the closed form. On the
+    /// paused clock the steps are exact, so `k` and `X` are counted, not estimated.
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_loop_runs_as_fast_as_its_prompts_share_steps() {
+        let (batch, n, prompt) = (128usize, 32u32, 64u32);
+        let mut p = params(batch, 2.5, 0.05, 3.0);
+        p.prefill_ns_per_token = 1e9 / 10_000.0;
+        p.step_budget = 2048;
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
+        let t0 = Instant::now();
+        let ms = move |at: Instant| (at - t0).as_secs_f64() * 1e3;
+        let mut clients = Vec::new();
+        for _ in 0..2 * batch {
+            let engine = engine.clone();
+            clients.push(tokio::spawn(async move {
+                let mut seen = Vec::new();
+                for _ in 0..24 {
+                    let h = engine.submit(prompt, n, Blocks::default());
+                    h.wait_for(1).await;
+                    let first = ms(Instant::now());
+                    h.wait_for(n).await;
+                    seen.push((first, ms(Instant::now())));
+                }
+                seen
+            }));
+        }
+        let (mut all, mut to) = (Vec::new(), f64::INFINITY);
+        for c in clients {
+            let seen = c.await.expect("client");
+            // The loaded span ends when the first client has sent its last request.
+            to = seen.last().map_or(to, |&(_, done)| to.min(done));
+            all.extend(seen);
+        }
+        // ... and starts past its first quarter (the first cohorts' fill).
+        let from = to / 4.0;
+        let done = all.iter().filter(|&&(_, d)| d > from && d <= to).count() as f64;
+        let mut firsts: Vec<f64> = all
+            .iter()
+            .map(|&(f, _)| f)
+            .filter(|&f| f > from && f <= to)
+            .collect();
+        firsts.sort_by(f64::total_cmp);
+        let prompts = firsts.len() as f64;
+        firsts.dedup();
+        let k = prompts / firsts.len() as f64;
+        let got = done / (to - from) * 1e3;
+        let model = |k: f64| 1e3 / ((32.0 / 128.0) * (2.5 + 0.05 * 128.0) + 3.0 / k + 6.4);
+        eprintln!(
+            "k = {k:.2} prompts a prefill step: {got:.2} req/s, model {:.2} at k, {:.2} at k = 4",
+            model(k),
+            model(4.0)
+        );
+        assert!(
+            k > 4.5,
+            "prompts share steps more than the closed form's 4: {k}"
+        );
+        assert!(
+            (got - model(k)).abs() <= 0.01 * model(k),
+            "{got} vs {} at k = {k}",
+            model(k)
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn without_budget_a_burst_prefills_in_parallel() {
         let mut p = params(64, 8.0, 0.0, 2.0);
