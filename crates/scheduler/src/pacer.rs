@@ -508,9 +508,9 @@ impl<B: Backend> Pacer<B> {
     }
 }
 
-/// Sends one request. One the client cancels as load ([`Cancellation`]) is cancelled `give_up`
-/// after its dispatch unless it ended first, and then ends
-/// [`Outcome::ClientCancelled`] (unless the benchmark's own cancellation came first).
+/// Sends one request. One the client cancels as load ([`Cancellation`]) takes
+/// [`give_up_after`], boxed: the common path's task holds only the transport's future, as
+/// before cancellations existed (the request task's size is on the client's hot path).
 async fn send<B: Backend>(
     backend: &B,
     spec: RequestSpec,
@@ -518,9 +518,21 @@ async fn send<B: Backend>(
     cancel: CancellationToken,
     give_up: Option<std::time::Duration>,
 ) -> RequestRecord {
-    let Some(after) = give_up else {
-        return backend.send(spec, dispatch, cancel).await;
-    };
+    match give_up {
+        None => backend.send(spec, dispatch, cancel).await,
+        Some(after) => Box::pin(give_up_after(backend, spec, dispatch, cancel, after)).await,
+    }
+}
+
+/// Sends one request and cancels it `after` its dispatch unless it ended first; it then ends
+/// [`Outcome::ClientCancelled`] (unless the benchmark's own cancellation came first).
+async fn give_up_after<B: Backend>(
+    backend: &B,
+    spec: RequestSpec,
+    dispatch: Dispatch,
+    cancel: CancellationToken,
+    after: std::time::Duration,
+) -> RequestRecord {
     let own = cancel.child_token();
     let sent = backend.send(spec, dispatch, own.clone());
     tokio::pin!(sent);
