@@ -38,6 +38,7 @@ fn cancelled_requests_leave_the_server_and_free_their_slots_for_the_others() {
     let dir = fresh("cancellation", "closed");
     let log = dir.join("log.jsonl");
     let cfg = write_sim(&dir, SIM, Some(&log));
+    let (html, csv) = (dir.join("run.html"), dir.join("run.csv"));
     let run = mock_report(
         "run",
         "cancel",
@@ -56,9 +57,17 @@ fn cancelled_requests_leave_the_server_and_free_their_slots_for_the_others() {
             "25%",
             "--cancel-after",
             "200ms",
+            "--output",
+            html.to_str().expect("utf8"),
+            "--output",
+            csv.to_str().expect("utf8"),
         ],
     );
     let entries = read_log(&log);
+    let (html, csv) = (
+        std::fs::read_to_string(&html).expect("html"),
+        std::fs::read_to_string(&csv).expect("csv"),
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let b = &run["benchmarks"][0];
     let r = &b["requests"];
@@ -69,6 +78,21 @@ fn cancelled_requests_leave_the_server_and_free_their_slots_for_the_others() {
     assert_eq!(f(r, &["errored"]) + f(r, &["incomplete"]), 0.0, "{r}");
     assert!((cancelled - (total / 4.0).floor()).abs() <= 1.0, "{r}");
     assert_eq!(b["cancellation"]["share"], 0.25, "{}", b["cancellation"]);
+    // The HTML's summary has a Cancelled column and the benchmark a line; the CSV the count.
+    let n = cancelled.to_string();
+    assert!(html.contains("<th>Cancelled</th>"), "html summary");
+    assert!(
+        html.contains(&format!("on purpose (<code>--cancel-rate</code>): {n} of")),
+        "html line"
+    );
+    // The cancellation's five columns come last (no field of theirs holds a comma).
+    let (head, row) = csv.split_once('\n').expect("csv rows");
+    assert_eq!(
+        head.rsplit(',').nth(4),
+        Some("requests_cancelled"),
+        "csv header"
+    );
+    assert_eq!(row.trim_end().rsplit(',').nth(4), Some(n.as_str()), "csv");
     // The server saw each of them leave, about 0.2 s after it arrived, before its last token.
     let gone: Vec<_> = entries
         .iter()

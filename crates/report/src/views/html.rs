@@ -146,15 +146,29 @@ fn pct(b: &BenchmarkReport, m: Metric, p: f64) -> String {
 }
 
 fn summary_table(h: &mut String, run: &RunReport) {
-    h.push_str("<div class=\"scroll\"><table>\n<tr><th>Benchmark</th><th>Completed</th><th>Incomplete</th><th>Errored</th><th>Target rate</th><th>Req/s</th><th>Concurrency</th><th>Out tok/s</th><th>Total tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2EL p50</th><th>E2EL p99</th><th>Goodput/s</th></tr>\n");
+    // A Cancelled column only when the client cancelled requests on purpose (`--cancel-rate`).
+    let cancels = run.benchmarks.iter().any(|b| b.cancellation.is_some());
+    let cancelled = |b: &BenchmarkReport| {
+        if cancels {
+            format!("<td>{}</td>", b.requests.cancelled)
+        } else {
+            String::new()
+        }
+    };
+    h.push_str("<div class=\"scroll\"><table>\n<tr><th>Benchmark</th><th>Completed</th><th>Incomplete</th><th>Errored</th>");
+    if cancels {
+        h.push_str("<th>Cancelled</th>");
+    }
+    h.push_str("<th>Target rate</th><th>Req/s</th><th>Concurrency</th><th>Out tok/s</th><th>Total tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2EL p50</th><th>E2EL p99</th><th>Goodput/s</th></tr>\n");
     for b in &run.benchmarks {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&b.label),
             b.requests.completed,
             b.requests.incomplete,
             b.requests.errored,
+            cancelled(b),
             b.rates.target_rate.map_or("-".into(), |r| format!("{r:.2}")),
             b.rates.requests_per_s,
             b.rates.concurrency,
