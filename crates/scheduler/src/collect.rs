@@ -464,7 +464,8 @@ impl<B: Backend> Collector<'_, B> {
             at_secs: secs(now - self.bounds.t0),
             backlog: self.shared.in_flight.load(Ordering::Relaxed) as f64
                 + self.shared.queued(now, rate),
-            completed: self.tally.completed,
+            // Requests the client cancelled on purpose left the server too.
+            completed: self.tally.completed + self.tally.cancelled,
         };
         if self
             .samples

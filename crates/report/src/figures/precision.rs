@@ -76,6 +76,9 @@ struct Bin {
     /// Measured completed requests that ended in it, and their output tokens.
     ended: f64,
     tokens: f64,
+    /// Measured requests the client cancelled on purpose that ended in it: they left the
+    /// server, as the completed ones did ([`PrecisionCheck::falling_behind`]).
+    cancelled: f64,
     /// TTFT and ITL (microseconds) of the measured completed requests sent in it.
     ttft: Dist,
     itl: Dist,
@@ -85,6 +88,7 @@ impl Bin {
     fn merge(&mut self, other: &Bin) {
         self.ended += other.ended;
         self.tokens += other.tokens;
+        self.cancelled += other.cancelled;
         self.ttft.merge(&other.ttft);
         self.itl.merge(&other.itl);
     }
@@ -150,6 +154,10 @@ impl PrecisionCheck {
 
     /// Takes one finished request; only measured completed ones count.
     pub fn add(&mut self, r: &RequestRecord, measured: bool) {
+        if measured && r.status() == Status::Cancelled {
+            let e = self.bin(r.end);
+            self.bins[e].cancelled += 1.0;
+        }
         if !measured || r.status() != Status::Completed {
             return;
         }
@@ -240,7 +248,8 @@ impl PrecisionCheck {
     }
 
     /// Whether a constant or Poisson load is falling behind at `now`: its measured requests
-    /// completed over the span at less than [`bench_core::KEPT_UP`] of the rate sent. Such a
+    /// left over the span (completed, or cancelled by the client on purpose, as the sustained
+    /// judgement counts them) at less than [`bench_core::KEPT_UP`] of the rate sent. Such a
     /// load is not stationary (its queue and latencies grow for as long as it lasts), so no
     /// interval of its figures settles, and the estimate, which sees only the requests that
     /// completed, misses the longest ones still in flight: a sweep's rung past the capacity
@@ -258,7 +267,7 @@ impl PrecisionCheck {
         for (i, b) in self.bins.iter().enumerate() {
             let lo = self.start + i as Nanos * self.width;
             if lo >= from && lo + self.width <= now {
-                ended += b.ended;
+                ended += b.ended + b.cancelled;
                 covered += self.width;
             }
         }
@@ -411,6 +420,16 @@ mod tests {
         let end = 30_000 * MS;
         assert!(!kept.falling_behind(end));
         assert!(behind.falling_behind(end));
+        // Every other request cancelled by the client on purpose: they left, it keeps up.
+        let mut cancels = PrecisionCheck::new(constant(), 0, Some(0));
+        for (i, r) in records(30).iter().enumerate() {
+            let mut r = r.clone();
+            if i % 2 == 1 {
+                r.outcome = bench_core::Outcome::ClientCancelled;
+            }
+            cancels.add(&r, true);
+        }
+        assert!(!cancels.falling_behind(end));
         // A closed loop has no rate sent to fall behind.
         let mut closed = PrecisionCheck::new(Strategy::Synchronous, 0, Some(0));
         for r in records(30).iter().step_by(2) {
