@@ -43,8 +43,8 @@ TIMED_CRATES = ("crates/mock/", "crates/worker/")
 # Timed tests that run with no other timed test beside them: (file, test name; "*" every test
 # of the file). llama.cpp takes both cores (its server runs 2 threads); the ITL test and the 30 s
 # throughput test state a closed form within 2% and 1%; the sustained sweep's SLO point moves 2.7
-# times the ITL median it is read by, and its closed-loop rungs read up to 114.8 req/s for a
-# capacity of 106.7 (the engine's cohorts, docs/simulator.md, "Preset: vllm-cpu": 107.2 alone).
+# times the ITL median it is read by, and its closed-loop rungs read 114.8 req/s for a capacity
+# of 106.7 beside two timed tests (107.2 alone; docs/simulator.md, "Preset: vllm-cpu").
 ALONE = (
     ("tests/llamacpp.rs", "*"),
     ("tests/steady_latency.rs",
@@ -79,10 +79,6 @@ ALONE = (
     # steps): two steps, the first reasoning tokens read in one go. Gaps of 4 ms are within a
     # busy debug process's scheduling delay; with three workers it had passed every run.
     ("tests/reasoning_cli.rs", "reasoning_figures_equal_the_closed_form_and_the_log"),
-    # 256 streams on the vLLM-like fast preset (3,600 SSE events/s through a debug build, 10 s),
-    # the busiest token stream of the suite: beside three timed tests its simulator's log read
-    # 103.09 req/s against the client's 113.12 (alone: 113.37 and 114.09).
-    ("tests/sustained.rs", "a_closed_loop_reads_the_engines_own_rate_which_its_cohorts_set"),
 )
 
 # Rough wall times (s) of the longest timed tests, to start them first; any other counts 10.
