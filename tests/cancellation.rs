@@ -185,19 +185,13 @@ fn bad_cancellations_are_usage_errors_and_every_spelling_sets_one() {
         text(&out.stdout)
     };
     let from_keys = shown(&["--profile", profile.to_str().expect("utf8")]);
-    let from_flags = shown(&[
-        "--mock",
-        "--rate-type",
-        "constant",
-        "--rate",
-        "5",
-        "--max-seconds",
-        "1",
+    let aiperf = [
         "--request-cancellation-rate",
         "25",
         "--request-cancellation-delay",
         "250ms",
-    ]);
+    ];
+    let from_flags = shown(&[&run[1..], &aiperf[..]].concat());
     for s in [&from_keys, &from_flags] {
         assert!(
             s.contains("cancel_rate: 0.25") && s.contains("cancel_after: 0.25"),

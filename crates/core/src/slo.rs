@@ -342,6 +342,25 @@ pub struct TraceCapacity {
 }
 
 impl Capacity {
+    /// A maximum of `max` req/s and `tokens` output tok/s measured by the benchmark `by`,
+    /// kept up to, with nothing else yet: the sweep (and a test) sets the knee, the SLO
+    /// answer, the trace multiples, the intervals and the refinement it has.
+    pub fn measured(max: f64, tokens: f64, by: String) -> Self {
+        Self {
+            max_requests_per_s: max,
+            max_output_tokens_per_s: tokens,
+            max_measured_by: by,
+            max_is_lower_bound: false,
+            knee_requests_per_s: None,
+            slo: None,
+            slo_max_requests_per_s: None,
+            slo_bracket: None,
+            trace: None,
+            intervals: None,
+            max_refinement: None,
+        }
+    }
+
     /// Sets the trace multiples from the answer's current rates and the trace's recorded mean
     /// rate `recorded` (req/s); call again after the knee is found.
     pub fn set_trace_multiples(&mut self, recorded: f64) {

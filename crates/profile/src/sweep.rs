@@ -743,17 +743,16 @@ impl SweepPlanner {
         });
         let scale = evidence(step, best);
         let mut c = Capacity {
-            max_requests_per_s: best.requests_per_s * scale,
-            max_output_tokens_per_s: best.output_tokens_per_s.map_or(f64::NAN, |t| t * scale),
-            max_measured_by: step.strategy.label(),
             max_is_lower_bound: self.top_rate_kept_up(),
-            knee_requests_per_s: None,
             slo: self.spec.slo.clone(),
             slo_max_requests_per_s: bracket.and_then(|b| b.low),
             slo_bracket: bracket,
-            trace: None,
-            intervals: None,
             max_refinement: self.max_refinement(),
+            ..Capacity::measured(
+                best.requests_per_s * scale,
+                best.output_tokens_per_s.map_or(f64::NAN, |t| t * scale),
+                step.strategy.label(),
+            )
         };
         if let OpenLoop::Trace { recorded_rate } = self.spec.open_loop {
             c.set_trace_multiples(recorded_rate);

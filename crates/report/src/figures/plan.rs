@@ -347,21 +347,12 @@ mod tests {
     fn fleet_at(point: f64, low: f64, high: Option<f64>, demand: f64) -> Fleet {
         let mut run = RunReport::new("r", "2026-11-28T00:00:00Z");
         run.capacity = Some(bench_core::Capacity {
-            max_requests_per_s: point,
-            max_output_tokens_per_s: 0.0,
-            max_measured_by: "concurrent@64".into(),
-            max_is_lower_bound: false,
-            knee_requests_per_s: None,
-            slo: None,
-            slo_max_requests_per_s: None,
-            slo_bracket: None,
-            trace: None,
             intervals: Some(bench_core::CapacityIntervals {
                 max_requests_per_s: None,
                 knee_requests_per_s: None,
                 slo_max_requests_per_s: Some(CrossingInterval { low, high }),
             }),
-            max_refinement: None,
+            ..bench_core::Capacity::measured(point, 0.0, "concurrent@64".into())
         });
         let costs = Costs {
             gpus_per_replica: 2.0,

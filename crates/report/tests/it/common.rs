@@ -11,30 +11,12 @@ use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOpti
 pub const MS: Nanos = 1_000_000;
 pub const S: Nanos = 1_000_000_000;
 
-/// A capacity answer of `max` req/s and `tokens` output tok/s, measured by `by`, that kept
-/// up, and nothing else: a test sets the fields it exercises (`..common::capacity(...)`).
-pub fn capacity(max: f64, tokens: f64, by: &str) -> bench_core::Capacity {
-    bench_core::Capacity {
-        max_requests_per_s: max,
-        max_output_tokens_per_s: tokens,
-        max_measured_by: by.into(),
-        max_is_lower_bound: false,
-        knee_requests_per_s: None,
-        slo: None,
-        slo_max_requests_per_s: None,
-        slo_bracket: None,
-        trace: None,
-        intervals: None,
-        max_refinement: None,
-    }
-}
-
 /// A sweep's capacity answer of `rate` req/s at 10 output tokens a request, measured by
 /// `concurrent@8`, with an SLO answer of `rate - 2` (the trials' and the shards' fixtures).
 pub fn swept_capacity(rate: f64) -> bench_core::Capacity {
     bench_core::Capacity {
         slo_max_requests_per_s: Some(rate - 2.0),
-        ..capacity(rate, 10.0 * rate, "concurrent@8")
+        ..bench_core::Capacity::measured(rate, 10.0 * rate, "concurrent@8".into())
     }
 }
 
@@ -590,10 +572,10 @@ pub fn capacity_sweep() -> RunReport {
         slo: Some("ttft_median=40".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
         slo_bracket: Some(bracket(Some(4.0), Some(6.0), 1)),
-        ..capacity(
+        ..bench_core::Capacity::measured(
             m.rates.requests_per_s,
             m.rates.output_tokens_per_s,
-            &m.label,
+            m.label.clone(),
         )
     };
     c.intervals = bench_report::capacity_intervals(&run, &c);

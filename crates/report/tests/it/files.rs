@@ -175,7 +175,7 @@ fn json_validates_against_the_published_schema() {
         slo: Some("ttft_p99=200".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
         slo_bracket: Some(common::bracket(Some(4.0), None, 2)),
-        ..common::capacity(9.5, 152.0, "concurrent@8")
+        ..bench_core::Capacity::measured(9.5, 152.0, "concurrent@8".into())
     });
     // The answer is in JSON, YAML (round trip) and CSV columns.
     let dir = tmpdir("capacity");
@@ -469,7 +469,7 @@ fn capacity_blocks_follow_both_consoles_and_the_knee_needs_a_rise() {
         slo: Some("ttft_p99=200".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
         slo_bracket: Some(common::bracket(Some(4.0), Some(4.1), 3)),
-        ..common::capacity(9.5, 152.0, "concurrent@8")
+        ..bench_core::Capacity::measured(9.5, 152.0, "concurrent@8".into())
     });
     let g = render_guidellm(&run, None);
     let tail = &g[g.find("Benchmarks Stats:").expect("stats")..];
@@ -503,7 +503,7 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
         slo: Some("ttft_p99=200".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
         slo_bracket: Some(common::bracket(Some(4.0), Some(4.2), 2)),
-        ..common::capacity(9.5, 152.0, "concurrent@8")
+        ..bench_core::Capacity::measured(9.5, 152.0, "concurrent@8".into())
     };
     c.set_trace_multiples(2.5);
     let t = c.trace.expect("multiples");
@@ -571,10 +571,10 @@ fn a_trace_sweeps_multiples_are_in_every_output() {
 fn a_comparison_says_whether_capacities_differ_beyond_their_intervals() {
     let mut a = common::sample_run(&opts());
     let first = &a.benchmarks[0];
-    a.capacity = Some(common::capacity(
+    a.capacity = Some(bench_core::Capacity::measured(
         first.rates.requests_per_s,
         first.rates.output_tokens_per_s,
-        &first.label,
+        first.label.clone(),
     ));
     let iv = bench_report::capacity_interval(&a).expect("the synchronous benchmark has one");
     assert!(iv.low < iv.high);

@@ -251,7 +251,7 @@ fn sample_capacity() -> bench_core::Capacity {
         slo: Some("ttft_p99=200,itl_p50=30".parse().expect("slo")),
         slo_max_requests_per_s: Some(4.0),
         slo_bracket: Some(common::bracket(Some(4.0), Some(8.0), 0)),
-        ..common::capacity(9.5, 152.0, "throughput")
+        ..bench_core::Capacity::measured(9.5, 152.0, "throughput".into())
     }
 }
 

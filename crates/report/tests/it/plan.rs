@@ -20,7 +20,7 @@ fn swept(low: f64, high: Option<f64>) -> RunReport {
             knee_requests_per_s: None,
             slo_max_requests_per_s: Some(CrossingInterval { low, high }),
         }),
-        ..common::capacity(9.0, 200.0, "throughput")
+        ..bench_core::Capacity::measured(9.0, 200.0, "throughput".into())
     });
     run
 }
