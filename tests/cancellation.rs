@@ -80,10 +80,10 @@ fn cancelled_requests_leave_the_server_and_free_their_slots_for_the_others() {
     assert_eq!(b["cancellation"]["share"], 0.25, "{}", b["cancellation"]);
     // The HTML's summary has a Cancelled column and the benchmark a line; the CSV the count.
     let n = cancelled.to_string();
-    assert!(html.contains("<th>Cancelled</th>"), "html summary");
+    assert!(html.contains("<th>Cancelled</th>"), "html summary: {r}");
     assert!(
         html.contains(&format!("on purpose (<code>--cancel-rate</code>): {n} of")),
-        "html line"
+        "html line: {r}"
     );
     // The cancellation's five columns come last (no field of theirs holds a comma).
     let (head, row) = csv.split_once('\n').expect("csv rows");
@@ -98,8 +98,8 @@ fn cancelled_requests_leave_the_server_and_free_their_slots_for_the_others() {
         .iter()
         .filter(|e| e["end"] == "client_gone")
         .collect();
-    assert_eq!(gone.len() as f64, cancelled, "the simulator's log");
-    assert_eq!(entries.len() as f64, total, "the simulator's log");
+    assert_eq!(gone.len() as f64, cancelled, "the simulator's log: {r}");
+    assert_eq!(entries.len() as f64, total, "the simulator's log: {r}");
     for e in &gone {
         let out = e["output_tokens"].as_u64().expect("output_tokens");
         let held = (e["last_token_unix_ns"].as_u64().unwrap_or(0) as f64

