@@ -90,6 +90,16 @@ pub struct MockServerArgs {
     /// Length of every embedding vector returned [default: 16].
     #[arg(long, value_name = "N")]
     pub embedding_dim: Option<u32>,
+    /// GPU power model (`/dcgm/metrics`): watts a replica's GPU draws with no slot held
+    /// [default: 100].
+    #[arg(long, value_name = "W")]
+    pub gpu_idle_w: Option<f64>,
+    /// GPU power model: watts added per sequence holding a batch slot [default: 2].
+    #[arg(long, value_name = "W")]
+    pub gpu_per_seq_w: Option<f64>,
+    /// GPU power model: frame buffer memory a replica's GPU holds, MiB [default: 72000].
+    #[arg(long, value_name = "MIB")]
+    pub gpu_memory_mib: Option<f64>,
     /// Independent engines behind the one port, each with its own batch, queue and caches;
     /// no effect with --zero-delay [default: 1].
     #[arg(long, value_name = "N")]
@@ -192,6 +202,9 @@ impl MockServerArgs {
             pool_per_input_ms => pool_per_input_ms,
             pool_token_rate => pool_token_rate,
             embedding_dim => embedding_dim,
+            gpu_idle_w => gpu_idle_w,
+            gpu_per_seq_w => gpu_per_seq_w,
+            gpu_memory_mib => gpu_memory_mib,
             replicas => replicas,
             fail_429 => faults.http_429,
             fail_500 => faults.http_500,

@@ -108,6 +108,13 @@ pub struct MockConfig {
     /// How requests are spread over the replicas. Default round-robin.
     #[serde(deserialize_with = "balance_from_str")]
     pub balance: Balance,
+    /// The GPU power model (`GET /dcgm/metrics`, docs/simulator.md, "GPU power model"): watts
+    /// one replica's GPU draws with no slot held. Default 100.
+    pub gpu_idle_w: f64,
+    /// Watts added per sequence holding a batch slot. Default 2.
+    pub gpu_per_seq_w: f64,
+    /// Frame buffer memory one replica's GPU holds, MiB, loaded or idle. Default 72000.
+    pub gpu_memory_mib: f64,
     /// Fault injection. Default: none.
     pub faults: Faults,
 }
@@ -211,6 +218,9 @@ impl Default for MockConfig {
             embedding_dim: 16,
             replicas: 1,
             balance: Balance::RoundRobin,
+            gpu_idle_w: 100.0,
+            gpu_per_seq_w: 2.0,
+            gpu_memory_mib: 72_000.0,
             faults: Faults::default(),
         }
     }
@@ -340,6 +350,9 @@ impl MockConfig {
             ("pool_base_ms", self.pool_base_ms),
             ("pool_per_input_ms", self.pool_per_input_ms),
             ("pool_token_rate", self.pool_token_rate),
+            ("gpu_idle_w", self.gpu_idle_w),
+            ("gpu_per_seq_w", self.gpu_per_seq_w),
+            ("gpu_memory_mib", self.gpu_memory_mib),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(invalid(

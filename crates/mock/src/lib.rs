@@ -24,6 +24,7 @@ mod body;
 mod config;
 mod engine;
 mod faults;
+mod gpu;
 mod log;
 mod metrics;
 mod prefix;

@@ -3,7 +3,10 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// vLLM's bucket bounds (seconds) for `vllm:time_to_first_token_seconds`.
 const TTFT_BUCKETS: &[f64] = &[
@@ -83,6 +86,36 @@ struct Gauges {
     waiting: AtomicU64,
     /// Tokens held by slot-holding sequences (prompt + released output): the KV-usage model.
     kv_tokens: AtomicU64,
+    /// The time integrals of the slot holders, which the GPU power model reads.
+    held: Mutex<Held>,
+}
+
+/// One replica's slot holders over time, integrated up to `at`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Held {
+    /// When the integrals were last brought up to date (`None`: never, nothing held yet).
+    at: Option<Instant>,
+    /// Slot holders since `at`.
+    pub running: u64,
+    /// Seconds of slot holding, summed over the holders (`∫ running dt`).
+    pub slot_s: f64,
+    /// Seconds with at least one slot held (the engine stepping).
+    pub busy_s: f64,
+}
+
+impl Held {
+    /// The integrals brought up to `now`.
+    fn at(mut self, now: Instant) -> Self {
+        if let Some(at) = self.at {
+            let dt = now.saturating_duration_since(at).as_secs_f64();
+            self.slot_s += self.running as f64 * dt;
+            if self.running > 0 {
+                self.busy_s += dt;
+            }
+        }
+        self.at = Some(now);
+        self
+    }
 }
 
 /// Live figures of a running simulator. Counters and histograms are shared by the replicas
@@ -144,8 +177,25 @@ impl Metrics {
     /// Replica `replica`'s slot holders and queue.
     pub(crate) fn set_queue(&self, replica: usize, running: usize, waiting: usize) {
         let g = self.gauges(replica);
+        Self::hold(g, running as u64);
         g.running.store(running as u64, Ordering::Relaxed);
         g.waiting.store(waiting as u64, Ordering::Relaxed);
+    }
+
+    /// Brings `g`'s integrals up to now, then counts `running` holders from now on.
+    fn hold(g: &Gauges, running: u64) {
+        let mut h = g.held.lock().unwrap_or_else(|p| p.into_inner());
+        *h = h.at(Instant::now());
+        h.running = running;
+    }
+
+    /// Every replica's slot-holding integrals, up to now (the GPU power model's input).
+    pub(crate) fn held(&self) -> Vec<Held> {
+        let now = Instant::now();
+        self.gauges
+            .iter()
+            .map(|g| g.held.lock().unwrap_or_else(|p| p.into_inner()).at(now))
+            .collect()
     }
 
     /// Tokens held in replica `replica`'s simulated KV cache.
@@ -156,7 +206,8 @@ impl Metrics {
     }
 
     /// In zero-delay mode there is no engine (and one replica): in-flight responses count as
-    /// running.
+    /// running. They hold no GPU (the power model sees an idle engine): this path is the
+    /// client ceiling's, and takes no lock.
     pub(crate) fn running_add(&self, delta: i64) {
         let running = &self.gauges(0).running;
         if delta >= 0 {

@@ -67,6 +67,8 @@ pub(crate) struct State {
     /// The engines (and pooling slots), one per replica, and the router.
     replicas: Replicas,
     metrics: Arc<Metrics>,
+    /// The simulated GPUs behind `/dcgm/metrics`.
+    gpus: crate::gpu::GpuExporter,
     log: Option<Arc<RequestLog>>,
     next_id: AtomicU64,
     limits: Limits,
@@ -132,7 +134,9 @@ impl MockServer {
             prompt_ids: config.prefix_cache_blocks > 0 && !zero_delay,
             strict: config.strict,
         };
+        let gpus = crate::gpu::GpuExporter::new(&config, Replicas::count(&config));
         let state = Arc::new(State {
+            gpus,
             cfg: config,
             zero_delay,
             model_escaped,
@@ -477,7 +481,12 @@ async fn handle(
             "text/plain; version=0.0.4",
             MockBody::full(Bytes::from(state.metrics.render()), 0, None),
         ),
-        "/v1/models" | "/health" | "/metrics" => error_response(
+        "/dcgm/metrics" if get => response(
+            StatusCode::OK,
+            "text/plain; version=0.0.4",
+            MockBody::full(Bytes::from(state.gpus.render(&state.metrics)), 0, None),
+        ),
+        "/v1/models" | "/health" | "/metrics" | "/dcgm/metrics" => error_response(
             None,
             StatusCode::METHOD_NOT_ALLOWED,
             "method not allowed: use GET",

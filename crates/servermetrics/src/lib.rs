@@ -7,11 +7,13 @@
 //! - [`snapshot`]: one scrape folded to one value per metric name (the label rule).
 //! - [`names`]: where vLLM, SGLang, TGI and llama.cpp keep each figure.
 //! - [`summary`]: per-benchmark summaries from timestamped scrapes (`server_metrics`).
+//! - [`gpu`]: GPU power, utilization, memory and energy from NVIDIA's DCGM exporter.
 //! - [`Scraper`]: the task that scrapes on an interval and on demand, off the request path.
 //!
 //! It depends only on `bench-core` (for the run clock); the CLI wires it, the report renders
 //! [`ServerMetrics`]. Definitions: `docs/metrics.md`, "Server metrics".
 
+pub mod gpu;
 pub mod names;
 pub mod parse;
 mod scrape;

@@ -169,13 +169,15 @@ pub const SERVERS: &[Server] = &[
     },
 ];
 
-/// True for gauges that are ratios (averaged, not summed, across label sets).
+/// True for gauges that are ratios (averaged, not summed, across label sets): DCGM's
+/// utilizations (`DCGM_FI_DEV_GPU_UTIL`, `DCGM_FI_PROF_*_ACTIVE`) among them, averaged over a
+/// node's GPUs.
 pub fn is_ratio_gauge(name: &str) -> bool {
     SERVERS.iter().any(|s| {
         s.sources.iter().any(|(role, src)| {
             matches!(role, KvUsage | PrefixHitRate) && matches!(src, Gauge(n) if *n == name)
         })
-    }) || ["_perc", "_ratio", "_usage", "_rate"]
+    }) || ["_perc", "_ratio", "_usage", "_rate", "_UTIL", "_ACTIVE"]
         .iter()
         .any(|s| name.ends_with(s))
 }

@@ -118,6 +118,27 @@ impl Scraper {
         )
     }
 
+    /// The number of series (label sets) of `name` at the last scrape: a DCGM exporter's GPUs.
+    pub fn series(&self, name: &str) -> Option<u32> {
+        let s = self.lock();
+        match s.scrapes.last()?.snap.get(name)? {
+            crate::snapshot::Folded::Gauge { series, .. }
+            | crate::snapshot::Folded::Counter { series, .. } => Some(*series),
+            crate::snapshot::Folded::Histogram(_) => None,
+        }
+    }
+
+    /// This node's GPU figures over one benchmark (DCGM names, [`crate::gpu`]); `None` once
+    /// scraping has failed.
+    pub fn gpu_node(&self, span: Span) -> Option<crate::gpu::GpuNode> {
+        let sm = self.summarize(span)?;
+        let gpus = self
+            .series(crate::gpu::POWER)
+            .or_else(|| self.series(crate::gpu::UTIL))
+            .unwrap_or(0);
+        Some(crate::gpu::node(&sm, gpus))
+    }
+
     /// The scraped URL, without credentials.
     pub fn url(&self) -> &str {
         &self.shown_url

@@ -3,7 +3,7 @@
 //!
 //! Folding rule (documented in `docs/metrics.md`): series of one name that differ only in
 //! labels (`model_name`, `engine`, ...) are **summed** (counters, histograms by bucket,
-//! gauges), except ratio gauges (KV usage, hit rates, names ending `_perc`, `_ratio`, `_usage`,
+//! gauges), except ratio gauges (KV usage, hit rates, DCGM's `_UTIL` and `_ACTIVE`, names ending `_perc`, `_ratio`, `_usage`,
 //! `_rate`), which are **averaged**. Histogram buckets are keyed by `le`. Counters' `_created`
 //! samples and summaries' quantile samples are dropped; a summary keeps `_sum` and `_count` as
 //! counters. NaN samples are skipped.

@@ -5,7 +5,7 @@
 //! - [`plan`]: settings to a run plan (shard checks, tokenizer, data, traces, the report's
 //!   header);
 //! - [`target`]: the worker, connected to the target (or the simulator) and its model;
-//! - [`services`]: beside the run: the simulator, the server-metrics scraper, the run clock;
+//! - [`services`]: beside the run: the simulator, the server-metrics and GPU scrapers, the run clock;
 //! - [`observer`]: the scheduler's observer, which feeds records into the reports;
 //! - [`trials`]: one run or repeated trials, and the sweep's capacity answer;
 //! - [`finish`]: consoles, warnings and the exit code.
@@ -177,8 +177,8 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
     };
     let (clock, shard_run) = services::start_clock(&dist, server_date).await;
     run.shard = shard_run;
-    let scraper = services::start_scraper(&s, &server.target, clock).await?;
-    drive(&s, &dist, plan, server, run, (clock, scraper)).await
+    let scrapers = services::start_scrapers(&s, &server.target, clock).await?;
+    drive(&s, &dist, plan, server, run, (clock, scrapers)).await
 }
 
 /// Runs the benchmarks on `server` (once, or as trials) with progress shown and signals
@@ -189,7 +189,7 @@ async fn drive(
     plan: RunPlan,
     server: Server,
     run: RunReport,
-    (clock, scraper): (Clock, Option<bench_servermetrics::Scraper>),
+    (clock, scrapers): (Clock, services::Scrapers),
 ) -> anyhow::Result<ExitCode> {
     let Server {
         mock, fleet, model, ..
@@ -208,7 +208,7 @@ async fn drive(
     let stop = sched.stop_handle();
     let (interrupted, signals) = signals::listen(move || stop.stop())?;
 
-    let mut observer = ReportObserver::new(s, run, scraper, &model, clock, sched.stop_handle());
+    let mut observer = ReportObserver::new(s, run, scrapers, &model, clock, sched.stop_handle());
     observer.rewind = plan.rewind;
     observer.targets = fleet.shared_urls();
     observer.shard = dist.shard;

@@ -21,8 +21,11 @@ pub(super) struct ReportObserver {
     pub(super) files: outputs::Writer,
     wall_epoch: std::time::SystemTime,
     pub(super) write_error: Option<String>,
-    scraper: Option<bench_servermetrics::Scraper>,
-    scrape_warned: bool,
+    /// The server's and the GPUs' scrapers.
+    scrapers: super::services::Scrapers,
+    /// The running benchmark's output tokens (every request's, whatever its outcome or
+    /// window) and completed requests: what the GPUs' energy over the benchmark is divided by.
+    gpu_work: (u64, u64),
     vllm_files: Option<crate::vllm_files::VllmFiles>,
     /// The vLLM-fields hint was printed.
     hinted: bool,
@@ -111,38 +114,12 @@ impl ReportObserver {
             None => self.unanswered = None,
         }
     }
-
-    /// The server's view of `[start, end]`, after a scrape taken now (the benchmark has
-    /// drained). Warns once when scraping failed; the report then has no server metrics.
-    fn server_metrics(
-        &mut self,
-        span: bench_servermetrics::Span,
-    ) -> Option<bench_servermetrics::ServerMetrics> {
-        let sc = self.scraper.as_ref()?;
-        let handle = tokio::runtime::Handle::current();
-        if sc.failure().is_none()
-            && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        {
-            // Between benchmarks, off the request path: at most the scrape timeout.
-            tokio::task::block_in_place(|| handle.block_on(sc.scrape_now()));
-        }
-        if let Some(f) = sc.failure() {
-            if !self.scrape_warned {
-                self.scrape_warned = true;
-                tracing::warn!(
-                    "server metrics from {}: {f}; the report has none from this benchmark on (--no-server-metrics turns scraping off)",
-                    sc.url()
-                );
-            }
-            return None;
-        }
-        sc.summarize(span)
-    }
 }
 
 impl Observer for ReportObserver {
     fn benchmark_started(&mut self, index: usize, _total: usize, plan: &BenchmarkPlan) {
         self.rewind.benchmark_started();
+        self.gpu_work = (0, 0);
         self.acc = Some(Accumulator::new(&self.stats).with_targets(&self.targets));
         if let Some(w) = self.precision.as_mut() {
             w.started(index, plan, self.clock.now());
@@ -152,6 +129,8 @@ impl Observer for ReportObserver {
     fn record(&mut self, _index: usize, record: RequestRecord, phase: Phase) {
         self.watch_connects(&record);
         self.endings.add(&record);
+        self.gpu_work.0 += u64::from(record.output_tokens);
+        self.gpu_work.1 += u64::from(record.outcome == bench_core::Outcome::Completed);
         let look = self.precision.as_mut().and_then(|w| w.add(&record, phase));
         // The accumulator applies the measurement window itself (same rule as the scheduler).
         if let Some(acc) = self.acc.as_mut() {
@@ -202,7 +181,7 @@ impl ReportObserver {
     pub(super) fn new(
         s: &Settings,
         run: RunReport,
-        scraper: Option<bench_servermetrics::Scraper>,
+        scrapers: super::services::Scrapers,
         model: &str,
         clock: Clock,
         stop: bench_scheduler::StopHandle,
@@ -219,8 +198,8 @@ impl ReportObserver {
             files: outputs::Writer::new(s.report.output.clone()),
             wall_epoch: clock.wall_epoch(),
             write_error: None,
-            scraper,
-            scrape_warned: false,
+            scrapers,
+            gpu_work: (0, 0),
             vllm_files: crate::vllm_files::VllmFiles::new(s, model),
             hinted: false,
             slo: s.load.build.slo.clone(),
@@ -274,12 +253,14 @@ impl ReportObserver {
         }
         // Gauges over the window the latency figures describe (docs/metrics.md).
         let tl = &report.timeline;
-        report.server_metrics = self.server_metrics(bench_servermetrics::Span {
+        let span = bench_servermetrics::Span {
             start: o.start,
             end: o.end,
             open: tl.steady_start_ns.unwrap_or(o.window.open),
             close: tl.steady_end_ns.unwrap_or(o.window.close),
-        });
+        };
+        report.server_metrics = self.scrapers.server_metrics(span);
+        report.gpu_metrics = self.scrapers.gpu_metrics(span, self.gpu_work);
         report
     }
 

@@ -59,9 +59,120 @@ pub(super) async fn start_clock(
     (clock, shard_run)
 }
 
+/// What scrapes beside the benchmarks: the server's metrics and the GPUs' DCGM exporters.
+pub(super) struct Scrapers {
+    server: Option<Watched>,
+    /// One per `--gpu-metrics` URL, in the order given.
+    gpus: Vec<Watched>,
+}
+
+/// A scraper, and whether its failure was warned of.
+struct Watched {
+    scraper: bench_servermetrics::Scraper,
+    warned: bool,
+}
+
+impl Watched {
+    fn new(scraper: bench_servermetrics::Scraper) -> Self {
+        Self {
+            scraper,
+            warned: false,
+        }
+    }
+
+    /// Scrapes now (the benchmark has drained; between benchmarks, off the request path: at
+    /// most the scrape timeout), then the scraper when it still works; warns once (`what`
+    /// and what it means) when it failed.
+    fn fresh(&mut self, what: &str, then: &str) -> Option<&bench_servermetrics::Scraper> {
+        let sc = &self.scraper;
+        let handle = tokio::runtime::Handle::current();
+        if sc.failure().is_none()
+            && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            tokio::task::block_in_place(|| handle.block_on(sc.scrape_now()));
+        }
+        let Some(f) = sc.failure() else {
+            return Some(sc);
+        };
+        if !self.warned {
+            self.warned = true;
+            tracing::warn!("{what} from {}: {f}; {then}", sc.url());
+        }
+        None
+    }
+}
+
+impl Scrapers {
+    /// The server's view of `[start, end]`, after a scrape taken now. Warns once when
+    /// scraping failed; the report then has no server metrics.
+    pub(super) fn server_metrics(
+        &mut self,
+        span: bench_servermetrics::Span,
+    ) -> Option<bench_servermetrics::ServerMetrics> {
+        let sc = self.server.as_mut()?.fresh(
+            "server metrics",
+            "the report has none from this benchmark on (--no-server-metrics turns scraping off)",
+        )?;
+        sc.summarize(span)
+    }
+
+    /// The GPUs' view of `[start, end]` (docs/metrics.md, "GPU telemetry and energy"), after a
+    /// scrape of each exporter taken now, with the benchmark's `(output tokens, completed
+    /// requests)`. An exporter that failed is warned of once and left out; `None` when none
+    /// is left.
+    pub(super) fn gpu_metrics(
+        &mut self,
+        span: bench_servermetrics::Span,
+        (tokens, completed): (u64, u64),
+    ) -> Option<bench_servermetrics::gpu::GpuMetrics> {
+        let nodes = self
+            .gpus
+            .iter_mut()
+            .filter_map(|w| {
+                w.fresh(
+                    "GPU metrics",
+                    "the report has none of its GPUs from this benchmark on",
+                )?
+                .gpu_node(span)
+            })
+            .collect();
+        bench_servermetrics::gpu::combine(nodes, tokens, completed)
+    }
+}
+
+/// Starts every scraper and takes each one's first scrape.
+pub(super) async fn start_scrapers(
+    s: &Settings,
+    target: &str,
+    clock: Clock,
+) -> anyhow::Result<Scrapers> {
+    let server = start_scraper(s, target, clock).await?;
+    let mut gpus = Vec::new();
+    for url in &s.report.gpu_metrics {
+        let full = match url.strip_prefix('/') {
+            Some(path) => bench_servermetrics::default_url(target)
+                .map(|m| format!("{}/{path}", m.trim_end_matches("/metrics")))
+                .ok_or_else(|| {
+                    UsageError::new(format!("--gpu-metrics {url}: the target has no host"))
+                })?,
+            None => url.clone(),
+        };
+        let mut opts = bench_servermetrics::ScrapeOptions::new(full);
+        opts.interval = std::time::Duration::from_secs_f64(s.report.server_metrics_interval);
+        let scraper = bench_servermetrics::Scraper::spawn(opts, clock)
+            .map_err(|e| UsageError::new(format!("--gpu-metrics: {e}")))?;
+        scraper.scrape_now().await;
+        gpus.push(Watched::new(scraper));
+    }
+    Ok(Scrapers {
+        server: server.map(Watched::new),
+        gpus,
+    })
+}
+
 /// Starts scraping the server's metrics (unless turned off) and takes the first scrape, the
 /// base of the first benchmark's counters.
-pub(super) async fn start_scraper(
+async fn start_scraper(
     s: &Settings,
     target: &str,
     clock: Clock,

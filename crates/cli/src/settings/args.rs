@@ -384,6 +384,10 @@ pub struct ReportArgs {
     /// Do not scrape the server's metrics.
     #[arg(long)]
     pub no_server_metrics: bool,
+    /// NVIDIA DCGM exporters scraped for GPU power, utilization, memory and energy (J per
+    /// output token), one per node, comma-separated; a /path is on the target's host.
+    #[arg(long, value_name = "URL[,URL]")]
+    pub gpu_metrics: Option<String>,
 }
 
 /// Peer flags whose meaning differs from a bench flag; `peers.rs` translates them.

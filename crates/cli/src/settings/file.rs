@@ -189,6 +189,9 @@ pub struct FileSettings {
     pub server_metrics_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_metrics_interval: Option<f64>,
+    /// DCGM exporters: one URL, a comma-separated string of them, or a list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_metrics: Option<TargetList>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_empty: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

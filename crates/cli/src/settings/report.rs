@@ -7,6 +7,7 @@ use bench_profile::RateType;
 use bench_report::{Goodput, VllmConsoleOptions, VllmLayout};
 use serde::Serialize;
 
+use super::file::TargetList;
 use super::{usage, Console, Sources};
 
 /// vLLM's `--save-result` file.
@@ -58,6 +59,43 @@ pub struct ReportSettings {
     pub server_metrics_url: Option<String>,
     /// Seconds between scrapes.
     pub server_metrics_interval: f64,
+    /// DCGM exporters scraped for the GPUs' figures (`--gpu-metrics`), each an `http(s)://`
+    /// URL or a `/path` on the target; printed and saved without passwords.
+    #[serde(serialize_with = "redacted_all")]
+    pub gpu_metrics: Vec<String>,
+}
+
+fn redacted_all<S: serde::Serializer>(urls: &[String], s: S) -> Result<S::Ok, S::Error> {
+    urls.iter()
+        .map(|u| bench_servermetrics::redact(u))
+        .collect::<Vec<_>>()
+        .serialize(s)
+}
+
+/// `--gpu-metrics` (or the profile's `gpu_metrics`): comma-separated URLs, each `http://` or
+/// `https://` with a host, or a `/path` on the target's host.
+fn gpu_metrics(flag: Option<&str>, file: Option<&TargetList>) -> anyhow::Result<Vec<String>> {
+    let (name, given) = match (flag, file) {
+        (Some(f), _) => ("--gpu-metrics", vec![f.to_string()]),
+        (None, Some(l)) => ("gpu_metrics", l.given()),
+        (None, None) => return Ok(Vec::new()),
+    };
+    let mut urls = Vec::new();
+    for part in given.iter().flat_map(|g| g.split(',')).map(str::trim) {
+        let shown = bench_servermetrics::redact(part);
+        let ok = part.starts_with('/')
+            || ["http://", "https://"].iter().any(|s| {
+                part.strip_prefix(s)
+                    .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+            });
+        if !ok {
+            return Err(usage(format!(
+                "{name} `{shown}`: expected an http:// or https:// URL of a DCGM exporter, or a /path on the target"
+            )));
+        }
+        urls.push(part.to_string());
+    }
+    Ok(urls)
 }
 
 fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
@@ -207,5 +245,6 @@ pub(crate) fn resolve(
         server_metrics_interval: server_metrics_interval(
             c.server_metrics_interval.or(f.server_metrics_interval),
         )?,
+        gpu_metrics: gpu_metrics(c.gpu_metrics.as_deref(), f.gpu_metrics.as_ref())?,
     })
 }

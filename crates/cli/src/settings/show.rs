@@ -142,6 +142,14 @@ impl Settings {
                 .as_deref()
                 .map(bench_servermetrics::redact),
             server_metrics_interval: Some(o.server_metrics_interval),
+            gpu_metrics: (!o.gpu_metrics.is_empty()).then(|| {
+                TargetList::Many(
+                    o.gpu_metrics
+                        .iter()
+                        .map(|u| bench_servermetrics::redact(u))
+                        .collect(),
+                )
+            }),
             allow_empty: o.allow_empty.then_some(true),
             save_result: o.save_result.as_ref().map(|_| true),
             result_dir: o.save_result.as_ref().and_then(|v| v.dir.clone()),

@@ -16,7 +16,7 @@ use crate::Error;
 
 /// Settings that may differ between the shards of one run: where each wrote its files and
 /// what it printed, and whether it scraped the server (only one shard should).
-const PER_PROCESS_KEYS: [&str; 8] = [
+const PER_PROCESS_KEYS: [&str; 9] = [
     "output",
     "console",
     "quiet",
@@ -25,6 +25,7 @@ const PER_PROCESS_KEYS: [&str; 8] = [
     "server_metrics",
     "server_metrics_url",
     "server_metrics_interval",
+    "gpu_metrics",
 ];
 
 /// Error samples kept per kind, as in one run.
@@ -291,6 +292,8 @@ pub(crate) fn merge_benchmark(
     // Only one shard should scrape the server (the one given --server-metrics): the lowest
     // index that did speaks for the whole run.
     out.server_metrics = shards.iter().find_map(|b| b.server_metrics.clone());
+    // The same for the GPUs' exporters: one shard's view of the whole deployment.
+    out.gpu_metrics = shards.iter().find_map(|b| b.gpu_metrics.clone());
     out.sessions = crate::figures::turns_merge::merge(
         &shards
             .iter()

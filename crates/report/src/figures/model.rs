@@ -234,6 +234,10 @@ pub struct BenchmarkReport {
     /// What the server's own metrics endpoint said over this benchmark (when scraped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<bench_servermetrics::ServerMetrics>,
+    /// GPU power, utilization, memory and energy from DCGM exporters (`--gpu-metrics`;
+    /// docs/metrics.md, "GPU telemetry and energy").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_metrics: Option<bench_servermetrics::gpu::GpuMetrics>,
     /// Sessions, when the benchmark ran them (multi-turn data): how they ended (started,
     /// completed, cut by the end of the benchmark, errored), how long they lasted, and every
     /// per-request metric by turn.

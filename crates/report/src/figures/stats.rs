@@ -224,6 +224,7 @@ impl Accumulator {
             histograms,
             records: self.opts.keep_records.then_some(records),
             server_metrics: None,
+            gpu_metrics: None,
             sessions,
             cached_tokens: self.cached.report(),
             images,

@@ -97,6 +97,7 @@ pub fn pool(run: &mut RunReport) -> Result<(), Error> {
         // The server's gauges and counters are each trial's own (a sum of gauges means
         // nothing): they stay with the trials.
         b.server_metrics = None;
+        b.gpu_metrics = None;
         b.intervals = Some(across(&b, &group));
         benchmarks.push(b);
     }

@@ -203,6 +203,11 @@ fn csv_header() -> Vec<String> {
             .iter()
             .map(|s| s.to_string()),
     );
+    header.extend(
+        crate::views::gpu_view::CSV_COLUMNS
+            .iter()
+            .map(|s| s.to_string()),
+    );
     header
 }
 
@@ -228,6 +233,7 @@ pub fn render_csv(run: &RunReport) -> String {
         ));
         row.extend(crate::views::images_view::csv_cells(b));
         row.extend(crate::views::cancel_view::csv_cells(b, num));
+        row.extend(crate::views::gpu_view::csv_cells(b, num));
         out.push_str(&row.join(","));
         out.push('\n');
     }

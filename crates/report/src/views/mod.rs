@@ -1,7 +1,8 @@
 //! The views: the figures rendered for people and for other tools.
 //!
 //! This tree owns every output format: the guidellm console ([`guidellm`]) and the vLLM
-//! console ([`vllm`]) with their shared sections (server metrics [`server`], the steady state
+//! console ([`vllm`]) with their shared sections (server metrics [`server`], the GPUs
+//! [`gpu_view`], the steady state
 //! [`steady_view`], reasoning [`reasoning_view`], sessions [`turns_view`], images
 //! [`images_view`], capacity [`capacity_view`], trials and shard clocks [`runs_view`], the
 //! precision check's lines [`precision_view`], the per-target line [`targets_view`]), the CSV, JSON and YAML files ([`files`],
@@ -25,6 +26,7 @@ pub(crate) mod common;
 pub(crate) mod compare;
 pub(crate) mod compare_html;
 pub(crate) mod files;
+pub(crate) mod gpu_view;
 pub(crate) mod guidellm;
 pub(crate) mod html;
 pub(crate) mod html_server;
