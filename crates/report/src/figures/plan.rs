@@ -97,6 +97,10 @@ pub struct Fleet {
     /// One user's decode speed at the planned rate, `1000 / median TPOT` (tokens/s): at the
     /// demand each replica runs at or under that rate, so users see at least this.
     pub output_tokens_per_s_per_user: Option<f64>,
+    /// The GPUs' energy per output token at the planned rate (J), when the sweep scraped
+    /// them (`--gpu-metrics`; docs/metrics.md, "GPU telemetry and energy").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_per_output_token_j: Option<f64>,
 }
 
 /// One point of a configuration's sweep on the Pareto chart.
@@ -295,6 +299,9 @@ pub fn fleet(run: &RunReport, basis: PlanBasis, demand: f64, costs: Costs) -> Op
         output_tokens_per_s,
         output_tokens_per_s_per_gpu: gpus.filter(|g| *g > 0.0).map(|g| output_tokens_per_s / g),
         output_tokens_per_s_per_user: b.and_then(per_user),
+        energy_per_output_token_j: b
+            .and_then(|b| b.gpu_metrics.as_ref())
+            .and_then(|g| g.j_per_output_token),
     })
 }
 
@@ -382,6 +389,53 @@ mod tests {
             (Some(5), 4, Some(4))
         );
         assert!((f.headroom.expect("headroom") - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_energy_per_token_is_the_planned_rates() {
+        // Two open-loop rates, 10 and 20 req/s, with GPU figures; the plan's lower end 19.
+        let mut run = RunReport::new("r", "2026-11-28T00:00:00Z");
+        for (rate, j) in [(10.0, 0.9), (20.0, 0.4)] {
+            let mut b = crate::test_support::open_loop(|_| 100);
+            b.strategy = bench_core::Strategy::Constant {
+                rate,
+                max_concurrency: None,
+            };
+            b.gpu_metrics = bench_servermetrics::gpu::combine(
+                vec![bench_servermetrics::gpu::GpuNode {
+                    url: "http://n:9400/metrics".into(),
+                    gpus: 1,
+                    power_w: None,
+                    utilization_pct: None,
+                    memory_used_mib: None,
+                    energy_j: Some(j * 1000.0),
+                }],
+                1000,
+                10,
+            );
+            run.benchmarks.push(b);
+        }
+        let mut c = bench_core::Capacity::measured(21.0, 0.0, "concurrent@64".into());
+        c.intervals = Some(bench_core::CapacityIntervals {
+            max_requests_per_s: None,
+            knee_requests_per_s: None,
+            slo_max_requests_per_s: Some(CrossingInterval {
+                low: 19.0,
+                high: Some(22.0),
+            }),
+        });
+        c.slo = Some("itl_p50=50".parse().expect("slo"));
+        c.slo_max_requests_per_s = Some(21.0);
+        run.capacity = Some(c);
+        let costs = Costs {
+            gpus_per_replica: 1.0,
+            gpu_hour_cost: None,
+        };
+        let f = fleet(&run, PlanBasis::Slo, 100.0, costs).expect("fleet");
+        assert_eq!(f.energy_per_output_token_j, Some(0.4));
+        run.benchmarks.iter_mut().for_each(|b| b.gpu_metrics = None);
+        let f = fleet(&run, PlanBasis::Slo, 100.0, costs).expect("fleet");
+        assert_eq!(f.energy_per_output_token_j, None);
     }
 
     #[test]

@@ -46,7 +46,30 @@ fn replica_words(f: &Fleet) -> String {
     }
 }
 
-fn row(c: &PlanConfig) -> Vec<String> {
+/// Whether any configuration's sweep measured its GPUs' energy (the table then has a column
+/// for it).
+fn has_energy(p: &PlanReport) -> bool {
+    p.configs.iter().any(|c| {
+        c.fleet
+            .as_ref()
+            .is_some_and(|f| f.energy_per_output_token_j.is_some())
+    })
+}
+
+fn row(c: &PlanConfig, energy: bool) -> Vec<String> {
+    let mut r = cells(c);
+    if energy {
+        let e = c.fleet.as_ref().and_then(|f| f.energy_per_output_token_j);
+        r.push(if c.status == ConfigStatus::Planned {
+            opt(e.map(|j| j * 1e3), 2)
+        } else {
+            String::new()
+        });
+    }
+    r
+}
+
+fn cells(c: &PlanConfig) -> Vec<String> {
     let rank = c.rank.map_or_else(|| "-".into(), |r| r.to_string());
     let Some(f) = c
         .fleet
@@ -171,11 +194,13 @@ pub fn render_plan(p: &PlanReport, width: Option<u16>) -> String {
     if let Some(slo) = &p.slo {
         let _ = writeln!(s, "  SLO: {slo}");
     }
-    let rows = table_order(p).into_iter().map(row).collect();
-    let spec = Spec {
-        groups: GROUPS.to_vec(),
-        rows,
-    };
+    let energy = has_energy(p);
+    let rows = table_order(p).into_iter().map(|c| row(c, energy)).collect();
+    let mut groups = GROUPS.to_vec();
+    if energy {
+        groups.push(("Energy", &["mJ/out tok"]));
+    }
+    let spec = Spec { groups, rows };
     s.push_str(&render(&spec, width));
     s.push('\n');
     for c in p.configs.iter().filter(|c| c.reason.is_some()) {
@@ -191,7 +216,7 @@ pub fn render_plan(p: &PlanReport, width: Option<u16>) -> String {
     s
 }
 
-const CSV_HEADER: &str = "rank,name,status,limit_req_s,limit_low,limit_high,replicas,replicas_at_point,replicas_low,headroom,gpus,cost_per_hour,cost_per_million_output_tokens,output_tokens_per_s,output_tokens_per_s_per_gpu,output_tokens_per_s_per_user,reason";
+const CSV_HEADER: &str = "rank,name,status,limit_req_s,limit_low,limit_high,replicas,replicas_at_point,replicas_low,headroom,gpus,cost_per_hour,cost_per_million_output_tokens,output_tokens_per_s,output_tokens_per_s_per_gpu,output_tokens_per_s_per_user,reason,energy_per_output_token_j";
 
 fn csv_cell(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -236,6 +261,7 @@ pub fn render_plan_csv(p: &PlanReport) -> String {
             num(f.and_then(|f| f.output_tokens_per_s_per_gpu)),
             num(f.and_then(|f| f.output_tokens_per_s_per_user)),
             csv_cell(c.reason.as_deref().unwrap_or("")),
+            num(f.and_then(|f| f.energy_per_output_token_j)),
         ];
         let _ = writeln!(s, "{}", cells.join(","));
     }
@@ -309,15 +335,19 @@ pub fn render_plan_html(p: &PlanReport) -> String {
         "<div class=\"answer\"><p>{}</p></div>\n<div class=\"scroll\"><table><tr>",
         esc(&recommendation(p))
     );
+    let energy = has_energy(p);
     for (_, names) in GROUPS {
         for n in names {
             let _ = write!(h, "<th>{}</th>", esc(n));
         }
     }
+    if energy {
+        h.push_str("<th>Energy mJ/out tok</th>");
+    }
     h.push_str("</tr>\n");
     for c in table_order(p) {
         h.push_str("<tr>");
-        for cell in row(c) {
+        for cell in row(c, energy) {
             let _ = write!(h, "<td>{}</td>", esc(&cell));
         }
         h.push_str("</tr>\n");

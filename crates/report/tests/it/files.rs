@@ -229,6 +229,7 @@ fn json_validates_against_the_published_schema() {
         common::sample_run(&StatsOptions::default()),
         with_capacity,
         common::with_server_metrics(common::sample_run(&opts())),
+        with_gpus(common::sample_run(&opts())),
         common::session_run(&opts()),
         common::session_run(&keep),
     ] {
@@ -676,4 +677,32 @@ fn a_run_over_two_targets_counts_each_validates_and_round_trips() {
     value["benchmarks"][0]["targets"][0]["sent"] = serde_json::json!(5);
     assert!(!validator.is_valid(&value), "an unknown field is refused");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run` with every benchmark's GPU figures from two DCGM exporters (`--gpu-metrics`).
+fn with_gpus(mut run: bench_report::RunReport) -> bench_report::RunReport {
+    use bench_servermetrics::gpu::{combine, GpuNode};
+    let g = |mean: f64| {
+        Some(bench_servermetrics::GaugeSummary {
+            mean,
+            max: mean + 10.0,
+            last: mean,
+        })
+    };
+    let node = |url: &str| GpuNode {
+        url: url.into(),
+        gpus: 4,
+        power_w: g(1600.0),
+        utilization_pct: g(75.0),
+        memory_used_mib: g(300_000.0),
+        energy_j: Some(16_000.0),
+    };
+    for b in &mut run.benchmarks {
+        b.gpu_metrics = combine(
+            vec![node("http://a:9400/metrics"), node("http://b:9400/metrics")],
+            64_000,
+            500,
+        );
+    }
+    run
 }

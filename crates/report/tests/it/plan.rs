@@ -169,4 +169,39 @@ fn the_plan_files_follow_the_schema_and_say_the_recommendation() {
         html.contains("<pre>boom</pre>"),
         "the failed configuration's log tail"
     );
+    assert!(!text.contains("mJ/out tok") && !html.contains("mJ/out tok"));
+}
+
+/// With GPU figures (`--gpu-metrics`) the table, the CSV and the page show the planned rate's
+/// energy per output token; the schema holds it.
+#[test]
+fn a_plan_with_gpu_figures_shows_the_energy_per_token() {
+    let mut p = plan();
+    let c = p
+        .configs
+        .iter_mut()
+        .find(|c| c.rank == Some(1))
+        .expect("ranked");
+    c.fleet.as_mut().expect("fleet").energy_per_output_token_j = Some(0.0125);
+    let text = render_plan(&p, Some(240));
+    assert!(
+        text.contains("mJ/out tok") && text.contains("12.50"),
+        "{text}"
+    );
+    let csv = render_plan_csv(&p);
+    assert!(csv
+        .lines()
+        .next()
+        .is_some_and(|h| h.ends_with(",energy_per_output_token_j")));
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("1,tp=1,") && l.ends_with(",0.0125")),
+        "{csv}"
+    );
+    assert!(render_plan_html(&p).contains("<td>12.50</td>"));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/plan-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("json");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    assert!(validator.is_valid(&serde_json::to_value(&p).expect("json")));
 }
