@@ -274,3 +274,106 @@ fn the_trace_sweep_states_the_capacity_of_a_server_that_admits_everything() {
         }
     }
 }
+
+/// The engine's requests/s in a closed loop that keeps the batch full with `k` prompts a
+/// prefill step on average (docs/simulator.md, "Preset: vllm-cpu"): every step gives each of
+/// the `B` slots a token, so `R` requests of `n` tokens take `n R / B` steps of `b + q B`, plus
+/// the overhead `O` on the `R / k` steps that carry prompts and `L / ρ` a prompt. The
+/// capacity's closed form is `k = B / n` (4 here, 106.7 req/s); the step budget allows at most
+/// 32 prompts of 64 tokens a step (114.7 req/s).
+fn rate_for_prompts_per_step(k: f64) -> f64 {
+    let (b, o, q, l_rho, n, batch) = (2.5, 3.0, 0.05, 6.4, 32.0, 128.0);
+    1e3 / ((n / batch) * (b + q * batch) + o / k + l_rho)
+}
+
+/// The engine's own departure rate in a closed loop from its log, by Little's law on the
+/// server's timestamps over `[first arrival + skip, last arrival]`: the mean number of
+/// requests in the server (arrival to last token, clipped to the span) over the mean time
+/// one spends there (of those that arrived in the span before the first that outlasted it).
+/// Counting departures instead is at the mercy of the cohorts' phase: a closed loop's requests
+/// leave and re-enter in waves about one latency apart, so a span of two waves reads 104.7 to
+/// 114.3 req/s by where it starts (one run's log, five starts half a second apart).
+fn engine_little(log: &[Value], skip_ns: u64) -> f64 {
+    let t = |e: &Value, k: &str| e[k].as_u64().expect("time");
+    let first = log
+        .iter()
+        .map(|e| t(e, "arrival_unix_ns"))
+        .min()
+        .expect("log");
+    let b = log
+        .iter()
+        .map(|e| t(e, "arrival_unix_ns"))
+        .max()
+        .expect("log");
+    let a = first + skip_ns;
+    let busy: u64 = log
+        .iter()
+        .map(|e| {
+            let (s, end) = (
+                t(e, "arrival_unix_ns").max(a),
+                t(e, "last_token_unix_ns").min(b),
+            );
+            end.saturating_sub(s)
+        })
+        .sum();
+    let cut = log
+        .iter()
+        .filter(|e| t(e, "arrival_unix_ns") >= a && t(e, "last_token_unix_ns") > b)
+        .map(|e| t(e, "arrival_unix_ns"))
+        .min()
+        .unwrap_or(b);
+    let held: Vec<u64> = log
+        .iter()
+        .filter(|e| (a..cut).contains(&t(e, "arrival_unix_ns")))
+        .map(|e| t(e, "last_token_unix_ns") - t(e, "arrival_unix_ns"))
+        .collect();
+    let in_system = busy as f64 / (b - a) as f64;
+    let time_in = held.iter().sum::<u64>() as f64 / held.len() as f64 / 1e9;
+    in_system / time_in
+}
+
+/// Issue 37's open point: closed loops on the fast preset read more than the closed form
+/// (108.82 req/s under `--precision`, its interval excluding 106.7; a sweep's rungs once
+/// 114.8). The engine does run that fast: a closed loop's requests leave and re-enter in
+/// cohorts, so its prompts share steps and fewer steps pay the prefill overhead (counted
+/// exactly on the paused clock: `engine::tests::a_closed_loop_runs_as_fast_as_its_prompts_share_steps`,
+/// 25.5 prompts a prefill step, 114.34 req/s against the model's 114.38). Here, in real time,
+/// bench's reading is the engine's own rate by its log (Little's law on the server's
+/// timestamps, [`engine_little`]) within 2%, and the engine's lies between the uniform closed
+/// form and the budget's bound. The log's departures counted over the run's second half
+/// (`engine_while_loaded`) once read 103.09 and 106.40 req/s here in CI: the cohorts' phase
+/// (docs/performance.md, "The knee under --precision").
+#[test]
+fn a_closed_loop_reads_the_engines_own_rate_which_its_cohorts_set() {
+    let _one = common::serial();
+    let dir = fresh("sustained", "closed");
+    let log = dir.join("log.jsonl");
+    let cfg = write_sim(&dir, FAST, Some(&log));
+    let args = [
+        "--rate-type",
+        "concurrent",
+        "--rate",
+        "256",
+        "--max-seconds",
+        "8",
+        "--data",
+        DATA,
+    ];
+    let v = mock_report("run", "closed", &dir, Some(&cfg), &args);
+    // Past the first wave (the 256 requests sent at once, about 2.2 s each).
+    let engine = engine_little(&read_log(&log), 2_500_000_000);
+    let _ = std::fs::remove_dir_all(&dir);
+    let got = f(&v["benchmarks"][0], &["rates", "requests_per_s"]);
+    let (low, high) = (capacity(), rate_for_prompts_per_step(32.0));
+    eprintln!(
+        "bench {got:.2} req/s, engine {engine:.2} by its log; between {low:.2} and {high:.2}"
+    );
+    assert!(
+        (got - engine).abs() <= 0.02 * engine,
+        "bench {got} vs engine {engine}"
+    );
+    assert!(
+        0.99 * low <= engine && engine <= 1.01 * high,
+        "engine {engine} outside {low}-{high}"
+    );
+}
