@@ -97,19 +97,24 @@ fn rerank_counts_pairs_from_usage_and_cohere_keeps_the_loaders_count() {
 }
 
 /// The sweep and the SLO search on embeddings: `max_batch = 16` slots of `d = 90 + 2.5 * 4 =
-/// 100` ms give `16 / 0.1 = 160` requests/s. The simulator's timer ends a sleep up to 1 ms
-/// late, so the measured capacity lies between `16 / 0.101` and `16 / 0.1` (5 % allowed below,
-/// for a loaded machine). Below it open-loop requests never wait (e2el about `d`); above it the
-/// queue grows by `rate - capacity` a second, so in a 2 s benchmark `e2el_p99 <= 200 ms` (2 d)
-/// still holds up to about 1.05 times the capacity: the SLO search lands between the
-/// capacity's lower bound (less 15 % for the scheduling spikes of a loaded machine) and 1.1
-/// times it. Load-sensitive, like tests/capacity_sweep.rs.
+/// 100` ms give `16 / 0.1 = 160` requests/s. The simulator's timer ends a sleep late, by up to
+/// a millisecond on a quiet machine and by more on a busy one, so the server's own capacity is
+/// `16 / h`, `h` the mean time a request held its slot by the simulator's log (from
+/// `submitted_unix_ns`, the slot granted, to `reply_unix_ns`): the measured capacity lies
+/// within 5% below that (the sweep's rungs sit at most that far under the rate that saturates)
+/// and never above `16 / 0.1`. A CI run beside two timed tests read 147.9 req/s, 7% under `16 /
+/// 0.101`: the timers, not bench, as the log now shows. Below the capacity open-loop requests
+/// never wait (e2el about `d`); above it the queue grows by `rate - capacity` a second, so in a
+/// 2 s benchmark `e2el_p99 <= 200 ms` (2 d) still holds up to about 1.05 times the capacity:
+/// the SLO search lands between the capacity's lower bound (less 15 % for the scheduling
+/// spikes of a loaded machine) and 1.1 times it.
 #[test]
 fn sweep_and_slo_search_find_the_closed_form_capacity() {
     let _one = serial();
     let dir = fresh("pooling", "sweep");
     let sim = "max_batch: 16\npool_base_ms: 90\npool_per_input_ms: 2.5\npool_token_rate: 0\n";
-    let cfg = write_sim(&dir, sim, None);
+    let log = dir.join("log.jsonl");
+    let cfg = write_sim(&dir, sim, Some(&log));
     let data = format!("prompt_tokens={P},batch_size=4");
     let args = [
         "--backend",
@@ -128,18 +133,32 @@ fn sweep_and_slo_search_find_the_closed_form_capacity() {
         "0.02",
     ];
     let v = mock_report("sweep", "sweep", &dir, Some(&cfg), &args);
+    let held: Vec<f64> = common::read_log(&log)
+        .iter()
+        .filter_map(|e| {
+            let (a, b) = (
+                e["submitted_unix_ns"].as_u64()?,
+                e["reply_unix_ns"].as_u64()?,
+            );
+            Some((b - a) as f64 / 1e9)
+        })
+        .collect();
     let _ = std::fs::remove_dir_all(&dir);
     let cap = &v["capacity"];
-    let (low, high) = (16.0 / 0.101, 16.0 / 0.1);
+    let h = held.iter().sum::<f64>() / held.len() as f64;
+    let (server, high) = (16.0 / h, 16.0 / 0.1);
+    let low = 16.0 / 0.101;
     let got = f(cap, &["max_requests_per_s"]);
+    eprintln!("capacity {got:.1} req/s; the server's 16 / {h:.5} s = {server:.1}; closed form {low:.1}-{high:.1}");
+    assert!(h >= 0.1, "a slot held {h} s, under the service time");
     assert!(
-        got >= 0.95 * low && got <= 1.01 * high,
-        "capacity {got}: {cap}"
+        got >= 0.95 * server && got <= 1.01 * high,
+        "capacity {got} vs the server's {server}: {cap}"
     );
     assert!(cap["max_output_tokens_per_s"].is_null(), "{cap}");
     let slo = f(cap, &["slo_max_requests_per_s"]);
     assert!(
-        slo >= 0.85 * low && slo <= 1.1 * high,
+        slo >= 0.85 * server.min(low) && slo <= 1.1 * high,
         "SLO rate {slo}: {cap}"
     );
 }

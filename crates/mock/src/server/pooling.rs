@@ -194,6 +194,9 @@ pub(crate) async fn serve(
     if !service.is_zero() {
         // The semaphore is never closed: a permit always comes.
         let _slot = state.replicas.get(&lease).pool_slots.acquire().await;
+        // Its service starts: `submitted_unix_ns` in the log (to `reply_unix_ns`, the time
+        // the slot was held, timer lateness included).
+        log.submitted();
         tokio::time::sleep(service).await;
     }
     state.metrics.count_status(200);
