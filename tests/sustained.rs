@@ -40,9 +40,14 @@ fn past_keeping_up() -> f64 {
     1.02 * capacity() / bench_core::KEPT_UP
 }
 
-/// The rate (req/s) at which the inter-token latency reaches `x_ms`.
-fn itl_rate(x_ms: f64) -> f64 {
-    (1.0 - 5.5 / x_ms) / (0.05 * 32.0 + 6.4) * 1e3
+/// The rate (req/s) up to which a constant rate's ITL median is the step with one prompt
+/// (about 15 ms), past which it is the step with two (about 20 ms): where half the steps carry
+/// a second prompt, `λ S = 1.5` with the mean step `S = 5.5 ms / (1 - λ (1.6 ms + 6.4 ms))`
+/// (docs/simulator.md, "Preset: vllm-cpu"; on the paused clock,
+/// `engine::median_tests::a_constant_rates_itl_median_jumps_where_half_the_steps_carry_two_prompts`).
+/// An SLO on the median between the two steps holds up to this rate.
+fn median_jump_rate() -> f64 {
+    1.5 / (5.5 + 1.5 * (0.05 * 32.0 + 6.4)) * 1e3
 }
 
 fn verdict(b: &Value) -> &str {
@@ -148,14 +153,16 @@ fn a_rate_below_the_capacity_is_kept_up_and_reads_the_rate_sent() {
 }
 
 /// The sweep against the fast preset: the capacity within 5% of the closed form, no rate past
-/// it called sustained, the ladder up to the batch, and the SLO search's point within 6% of its
-/// closed form.
+/// it called sustained, the ladder up to the batch, and the SLO search's answer for a median
+/// ITL between the two steps a constant rate alternates (18 ms) at the rate where the median
+/// jumps ([`median_jump_rate`], 85.71 req/s): its interval holds it, and its point (the
+/// highest rate measured to meet the SLO) lies within the search's 4% tolerance under it.
 #[test]
 fn the_sweep_states_the_capacity_of_a_server_that_admits_everything() {
     let _one = common::serial();
     let dir = fresh("sustained", "sweep");
     let cfg = write_sim(&dir, FAST, None);
-    let x_ms = 20.0;
+    let x_ms = 18.0;
     let slo = format!("itl_p50={x_ms}");
     let args = [
         "--max-seconds",
@@ -211,21 +218,21 @@ fn the_sweep_states_the_capacity_of_a_server_that_admits_everything() {
         ladder_top >= 128,
         "the ladder reached the batch: {ladder_top}"
     );
-    // The SLO rate: its point value within 6% of the closed form.
-    // The point reads low on this preset, by 1.0%, 3.9% and 5.0% in three runs (90.63 closed
-    // form; the last in a CI run, alone): rates just under the crossing read their ITL median a
-    // little over 20 ms and fail by their point figures, while every interval (86.09-90.87,
-    // 87.12-92.30, 79.02-92.42) held the closed form. 5% was the search's tolerance (4%) plus
-    // too little for that.
-    let want = itl_rate(x_ms);
+    // The SLO rate. (With `itl_p50=20`, the median's upper step itself, the answer was
+    // ill-posed: the median is 20.0 ms from 85.8 to 87.4 req/s on the engine's schedule, so a
+    // client reading it a hair high fails there; against the mean's closed form, 90.63, it
+    // "read low" by 1-5%.)
+    let want = median_jump_rate();
     let slo_rate = f(c, &["slo_max_requests_per_s"]);
+    let iv = &c["intervals"]["slo_max_requests_per_s"];
+    eprintln!("SLO rate {slo_rate:.2} ({iv}) vs the median's jump at {want:.2}");
     assert!(
-        (slo_rate - want).abs() <= 0.06 * want,
+        slo_rate <= 1.01 * want && slo_rate >= 0.95 * want,
         "SLO rate {slo_rate} vs {want}"
     );
-    // Not asserted, an open defect (docs/testing.md): the SLO interval held the closed form in
-    // three runs, then in a CI run read 87.74-90.35, its "surely failing" end 0.3% under it.
-    eprintln!("SLO interval {}", c["intervals"]["slo_max_requests_per_s"]);
+    let low = iv["low"].as_f64().expect("interval");
+    let high = iv["high"].as_f64().unwrap_or(f64::INFINITY);
+    assert!(low <= want && want <= high, "{iv} misses {want}");
 }
 
 /// The trace sweep against the fast preset: a trace of 64/32-token requests 50 ms apart

@@ -923,3 +923,84 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod median_tests {
+    use super::*;
+
+    /// The ITL gaps (ms) of the requests whose first token came in `[5 s, 19 s)` of a
+    /// constant rate on the fast vLLM-like preset (docs/simulator.md, "Preset: vllm-cpu"),
+    /// sorted.
+    async fn fast_preset_gaps(rate: f64) -> Vec<f64> {
+        let (n, prompt) = (32u32, 64u32);
+        let p = EngineParams {
+            max_batch: 128,
+            step_base_ns: 2.5e6,
+            step_per_seq_ns: 0.05e6,
+            prefill_overhead_ns: 3e6,
+            prefill_ns_per_token: 1e9 / 10_000.0,
+            cache_blocks: 0,
+            block_size: 16,
+            step_budget: 2048,
+        };
+        let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
+        let t0 = Instant::now();
+        let mut seqs = Vec::new();
+        for i in 0..(rate * 20.0) as usize {
+            tokio::time::sleep_until(t0 + Duration::from_secs_f64(i as f64 / rate)).await;
+            let h = engine.submit(prompt, n, Blocks::default());
+            seqs.push(tokio::spawn(async move {
+                let mut at = Vec::new();
+                for k in 1..=n {
+                    h.wait_for(k).await;
+                    at.push((Instant::now() - t0).as_secs_f64() * 1e3);
+                }
+                at
+            }));
+        }
+        let mut gaps = Vec::new();
+        for s in seqs {
+            let at = s.await.expect("sequence");
+            if (5000.0..19_000.0).contains(&at[0]) {
+                gaps.extend(at.windows(2).map(|w| w[1] - w[0]));
+            }
+        }
+        gaps.sort_by(f64::total_cmp);
+        gaps
+    }
+
+    /// Under a step budget every step that admits prompts carries their prefill, so a
+    /// constant rate's steps carry `floor(m)` or `ceil(m)` prompts, `m = λ S` prompts a mean
+    /// step `S = (b + O) / (1 - λ (q n + L / ρ))`, and the ITL median is the shorter step's
+    /// while fewer than half carry the extra prompt: it jumps where `m = 1.5`, at `λ = 1.5 / (b
+    /// + O + 1.5 (q n + L / ρ)) = 85.71` req/s on the fast preset, from about 15 ms to 20 ms,
+    /// while the mean follows the closed form. An SLO on the median between the two steps is
+    /// met up to that rate, not where the mean reaches it (a sweep's SLO answer for `itl_p50 =
+    /// 20` once "read low" against the mean's 90.63 req/s: the median is 20 ms from 85.8 and 21
+    /// from 87.5 req/s).
+    #[tokio::test(start_paused = true)]
+    async fn a_constant_rates_itl_median_jumps_where_half_the_steps_carry_two_prompts() {
+        let jump = 1.5 / (5.5 + 1.5 * (0.05 * 32.0 + 6.4)) * 1e3;
+        let mean_model = |r: f64| 5.5 / (1.0 - r * 8.0e-3);
+        for (rate, below) in [(0.99 * jump, true), (1.01 * jump, false)] {
+            let gaps = fast_preset_gaps(rate).await;
+            let (median, mean) = (
+                gaps[gaps.len() / 2],
+                gaps.iter().sum::<f64>() / gaps.len() as f64,
+            );
+            eprintln!(
+                "{rate:.2} req/s: ITL median {median} ms, mean {mean:.3} (model {:.3})",
+                mean_model(rate)
+            );
+            assert!(
+                (mean - mean_model(rate)).abs() <= 0.005 * mean_model(rate),
+                "{mean}"
+            );
+            if below {
+                assert!(median < 16.0, "{rate}: {median}");
+            } else {
+                assert!((19.5..21.5).contains(&median), "{rate}: {median}");
+            }
+        }
+    }
+}

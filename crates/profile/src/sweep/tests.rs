@@ -617,6 +617,48 @@ fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_a
     assert!(!a.max_is_lower_bound);
 }
 
+#[test]
+fn an_unsure_rate_past_the_capacity_does_not_raise_the_bar_of_the_saturated_reading() {
+    // As above, but every rate up to 7% past what the server carries (107) is unsure and its
+    // short window's completions match its arrivals (a queue growing a few requests a second
+    // hides in 4 s): it is no evidence of keeping up, so the saturated open loop's 106 stays
+    // the capacity rather than the closed loops' 114 (a `vllm-cpu-fast` sweep once stated 118).
+    let s = spec(SweepMode::Adaptive, None);
+    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    let mut labels = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let (rps, verdict) = match (&step.strategy, step.strategy.target_rate()) {
+            (Strategy::Synchronous, _) => (10.0, None),
+            (Strategy::Concurrent { streams }, _) => {
+                ((10.0 * f64::from(*streams)).min(114.0), None)
+            }
+            (_, Some(r)) if r <= 100.0 => (r, Some(Verdict::KeptUp)),
+            (_, Some(r)) if r <= 1.07 * 107.0 => (r, Some(Verdict::Unsure)),
+            (_, Some(r)) => (106.0 + (r - 105.0) / 100.0, Some(Verdict::NotKeptUp)),
+            _ => unreachable!(),
+        };
+        labels.push(step.strategy.label());
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(rps * 32.0),
+            slo_met: None,
+            needs_longer: false,
+            verdict,
+            slo_sure: None,
+            rate_interval: None,
+            seconds: 0.0,
+        };
+        p.record(step, reading);
+        assert!(labels.len() < 100, "the sweep ends");
+    }
+    let a = p.answer().expect("answer");
+    assert!(
+        (106.0..107.0).contains(&a.max_requests_per_s),
+        "{a:?} {labels:?}"
+    );
+    assert!(a.max_measured_by.starts_with("constant@"), "{a:?}");
+}
+
 /// A sweep whose SLO verdicts are sure only away from the limit: an open-loop rate within
 /// `0.15 / length` of `limit` (relative) is unsure, so that longer runs judge closer to it.
 fn drive_sure(
