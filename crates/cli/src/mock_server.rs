@@ -56,6 +56,14 @@ pub struct MockServerArgs {
     /// prefill runs in parallel [default: 0].
     #[arg(long, value_name = "TOKENS")]
     pub max_num_batched_tokens: Option<u32>,
+    /// Speculative decoding: draft tokens verified per sequence at every step; a step emits the
+    /// accepted ones plus one, in one event; 0 = off, at most 32 [default: 0].
+    #[arg(long, value_name = "K")]
+    pub spec_tokens: Option<u32>,
+    /// Speculative decoding: probability that each draft token is accepted (seeded; acceptance
+    /// stops at the first rejection) [default: 0.7].
+    #[arg(long, value_name = "P", allow_negative_numbers = true)]
+    pub spec_accept: Option<f64>,
     /// Zero-delay mode: no prefill or decode time, every response written at once (sets the
     /// four timing parameters to 0).
     #[arg(long)]
@@ -192,6 +200,8 @@ impl MockServerArgs {
             prefix_cache_blocks => prefix_cache_blocks,
             block_size => block_size,
             max_num_batched_tokens => max_num_batched_tokens,
+            spec_tokens => spec_tokens,
+            spec_accept => spec_accept,
             default_max_tokens => default_max_tokens,
             max_model_len => max_model_len,
             kv_cache_tokens => kv_cache_tokens,

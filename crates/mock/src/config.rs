@@ -46,6 +46,14 @@ pub struct MockConfig {
     /// then advances in chunks at step boundaries and lengthens the step it rides on; 0 lets
     /// every prefill run in parallel at `prefill_rate`. Default 0.
     pub max_num_batched_tokens: u32,
+    /// Speculative decoding: draft tokens a drafter proposes for each decoding sequence at
+    /// every step (vLLM's `num_speculative_tokens`); the step verifies them and emits the
+    /// accepted ones plus one, in one streamed event. 0 turns it off. At most
+    /// [`MAX_SPEC_TOKENS`]. No effect in zero-delay mode. Default 0.
+    pub spec_tokens: u32,
+    /// Speculative decoding: the probability that each draft token is accepted (drawn from
+    /// the request's seeded stream; acceptance stops at the first rejection). Default 0.7.
+    pub spec_accept: f64,
     /// Output limit of a request that names none (`max_tokens`, `max_completion_tokens`,
     /// `max_new_tokens`). Default 128.
     pub default_max_tokens: u32,
@@ -121,6 +129,9 @@ pub struct MockConfig {
 
 /// The most replicas one simulator runs (each is an engine task; more is a unit mistake).
 pub const MAX_REPLICAS: u32 = 1024;
+
+/// The most draft tokens a step verifies (`spec_tokens`); real drafters propose a handful.
+pub const MAX_SPEC_TOKENS: u32 = 32;
 
 /// The routing policy of a simulator with several replicas (`balance` in a config file,
 /// `--balance` on the command line): bench's own vocabulary for spreading load
@@ -199,6 +210,8 @@ impl Default for MockConfig {
             prefix_cache_blocks: 0,
             block_size: 16,
             max_num_batched_tokens: 0,
+            spec_tokens: 0,
+            spec_accept: 0.7,
             default_max_tokens: 128,
             max_model_len: 131_072,
             kv_cache_tokens: 65_536,
@@ -333,6 +346,21 @@ impl MockConfig {
                 ),
             ));
         }
+        if self.spec_tokens > MAX_SPEC_TOKENS {
+            return Err(invalid(
+                "spec_tokens",
+                format!(
+                    "must be from 0 (off) to {MAX_SPEC_TOKENS}, got {}",
+                    self.spec_tokens
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.spec_accept) {
+            return Err(invalid(
+                "spec_accept",
+                format!("must be a probability in [0, 1], got {}", self.spec_accept),
+            ));
+        }
         if self.embedding_dim == 0 {
             return Err(invalid("embedding_dim", "must be at least 1"));
         }
@@ -461,6 +489,40 @@ mod tests {
             .expect_err("x")
             .to_string()
             .contains("max_batch"));
+    }
+
+    #[test]
+    fn speculative_decoding_settings_are_checked() {
+        for (c, field) in [
+            (
+                MockConfig {
+                    spec_tokens: MAX_SPEC_TOKENS + 1,
+                    ..MockConfig::default()
+                },
+                "`spec_tokens`",
+            ),
+            (
+                MockConfig {
+                    spec_accept: 1.5,
+                    ..MockConfig::default()
+                },
+                "`spec_accept`",
+            ),
+            (
+                MockConfig {
+                    spec_accept: f64::NAN,
+                    ..MockConfig::default()
+                },
+                "`spec_accept`",
+            ),
+        ] {
+            let e = c.validate().expect_err("invalid").to_string();
+            assert!(e.contains(field) && !e.contains('\n'), "{e}");
+        }
+        let c: MockConfig =
+            serde_yaml::from_str("spec_tokens: 4\nspec_accept: 0.6\n").expect("parse");
+        assert_eq!((c.spec_tokens, c.spec_accept), (4, 0.6));
+        assert!(c.validate().is_ok());
     }
 
     #[test]

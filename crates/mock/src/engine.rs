@@ -19,7 +19,10 @@
 //!   its own clock: each step carries prefill chunks, in admission order, up to the budget left
 //!   after one token per decoding sequence, and lasts `prefill_overhead + chunk tokens /
 //!   prefill_rate` longer; a sequence whose last chunk rides a step gets its first token at that
-//!   step's end and decodes from the next step on.
+//!   step's end and decodes from the next step on;
+//! - with speculative decoding ([`crate::spec`]), a decoding sequence's step emits its accepted
+//!   drafts plus one token (capped by the tokens it has left), drawn when it arrived; the step
+//!   costs what a plain step costs.
 //!
 //! Tokens reach the HTTP side through [`SeqShared`]: a released-token counter and a waker, so
 //! the engine never allocates or formats per token.
@@ -37,6 +40,7 @@ use tokio::time::Instant;
 
 use crate::metrics::Metrics;
 use crate::prefix::{Blocks, PrefixCache};
+use crate::spec::Drafts;
 
 /// Token progress of one sequence, shared by the engine (writer) and the response (reader).
 #[derive(Debug, Default)]
@@ -113,6 +117,8 @@ pub(crate) struct EngineParams {
     /// Tokens per step shared by decoding and prefilling sequences (0: no budget, every
     /// prefill runs on its own clock).
     pub step_budget: u32,
+    /// Draft tokens verified per decoding sequence per step (0: no speculative decoding).
+    pub spec_tokens: u8,
 }
 
 impl EngineParams {
@@ -130,6 +136,7 @@ impl EngineParams {
             cache_blocks: c.prefix_cache_blocks as usize,
             block_size: c.block_size.max(1),
             step_budget: c.max_num_batched_tokens,
+            spec_tokens: u8::try_from(c.spec_tokens).unwrap_or(u8::MAX),
         }
     }
 
@@ -166,6 +173,7 @@ struct Submit {
     prompt_tokens: u32,
     tokens: u32,
     blocks: Blocks,
+    drafts: Drafts,
 }
 
 /// Where requests are handed to the engine task.
@@ -186,13 +194,27 @@ impl std::fmt::Debug for Submit {
 impl EngineHandle {
     /// Queues a sequence of `tokens` output tokens (at least 1). `blocks` name its prompt and
     /// output blocks for the prefix cache (empty without one).
+    #[cfg(test)]
     pub(crate) fn submit(&self, prompt_tokens: u32, tokens: u32, blocks: Blocks) -> SeqHandle {
+        self.submit_drafted(prompt_tokens, tokens, blocks, Drafts::default())
+    }
+
+    /// [`Self::submit`] with the accepted drafts of each of its decode steps (speculative
+    /// decoding; empty: one token per step).
+    pub(crate) fn submit_drafted(
+        &self,
+        prompt_tokens: u32,
+        tokens: u32,
+        blocks: Blocks,
+        drafts: Drafts,
+    ) -> SeqHandle {
         let shared = Arc::new(SeqShared::default());
         let msg = Submit {
             shared: shared.clone(),
             prompt_tokens,
             tokens: tokens.max(1),
             blocks,
+            drafts,
         };
         if self.tx.send(msg).is_err() {
             // The engine is gone (server shutting down): release everything so that no
@@ -231,6 +253,7 @@ struct Waiting {
     tokens: u32,
     arrival: Instant,
     blocks: Blocks,
+    drafts: Drafts,
 }
 
 struct Active {
@@ -249,9 +272,24 @@ struct Active {
     /// Prefill tokens carried by the step in progress (with a step budget).
     chunk: u32,
     blocks: Blocks,
+    /// Accepted drafts of each decode step (speculative decoding), and the next step's index.
+    drafts: Drafts,
+    step: usize,
 }
 
 impl Active {
+    /// Tokens the decode step ending now emits: one, or with speculative decoding its
+    /// accepted drafts plus one (capped by the tokens left), counted in the spec metrics.
+    fn emit(&mut self, k: u8, metrics: &Metrics) -> u32 {
+        if self.drafts.is_empty() {
+            return 1;
+        }
+        let accepted = self.drafts.accepted(self.step);
+        self.step += 1;
+        metrics.add_spec_step(k, accepted);
+        (u32::from(accepted) + 1).min(self.tokens - self.released)
+    }
+
     /// Releases the first token at scheduled time `t` and caches the prompt's blocks. True
     /// when more tokens follow.
     fn first_token(&mut self, t: Instant, cache: &mut PrefixCache, metrics: &Metrics) -> bool {
@@ -315,6 +353,7 @@ impl Engine {
                             tokens: msg.tokens,
                             arrival: now,
                             blocks: msg.blocks,
+                            drafts: msg.drafts,
                         });
                         next_msg = rx.try_recv().ok();
                     }
@@ -399,13 +438,15 @@ impl Engine {
         let mut generated = 0u64;
         let m = &self.metrics;
         let cache = &mut self.cache;
+        let k = self.params.spec_tokens;
         self.decoding.retain_mut(|a| {
             if a.shared.is_cancelled() {
                 return false;
             }
-            a.released += 1;
+            let emitted = a.emit(k, m);
+            a.released += emitted;
             a.shared.release(a.released);
-            generated += 1;
+            generated += u64::from(emitted);
             m.itl.observe(t - a.last_token);
             a.last_token = t;
             if a.released < a.tokens {
@@ -505,6 +546,8 @@ impl Engine {
                 remaining: uncached.max(1),
                 chunk: 0,
                 blocks: w.blocks,
+                drafts: w.drafts,
+                step: 0,
             };
             if self.params.step_budget > 0 || !prefill.is_zero() {
                 self.prefilling.push(a);
@@ -589,6 +632,7 @@ mod tests {
             cache_blocks: 0,
             block_size: 16,
             step_budget: 0,
+            spec_tokens: 0,
         }
     }
 
@@ -909,6 +953,129 @@ mod tests {
         );
     }
 
+    /// Speculative decoding on the paused clock: each step releases its accepted drafts plus
+    /// one token at once, capped by the tokens left; the counters count every verification,
+    /// the last step's surplus accepted drafts included, as vLLM's do.
+    #[tokio::test(start_paused = true)]
+    async fn speculative_steps_release_accepted_drafts_plus_one_together() {
+        let metrics = Arc::new(Metrics::new("m", 1000, 1).with_spec(3));
+        let mut p = params(1, 10.0, 0.0, 5.0);
+        p.spec_tokens = 3;
+        let (engine, _task) = spawn(p, metrics.clone(), 0);
+        let t0 = Instant::now();
+        let h = engine.submit_drafted(0, 7, Blocks::default(), Drafts::of(&[2, 0, 3]));
+        let mut at = Vec::new();
+        for k in 1..=7 {
+            h.wait_for(k).await;
+            at.push((Instant::now() - t0).as_secs_f64() * 1e3);
+        }
+        // First token at 5 (prefill), the boundary at 10, then 3 tokens at 20, 1 at 30 and the
+        // last 2 (of 4 the step could give) at 40.
+        assert_eq!(at, vec![5.0, 20.0, 20.0, 20.0, 30.0, 40.0, 40.0]);
+        assert_eq!(metrics.generated(), 7);
+        assert_eq!(
+            metrics.spec_totals(),
+            Some((3, 9, 5, vec![2, 2, 1])),
+            "drafts, draft tokens, accepted, per position"
+        );
+        // One server ITL observation per step, not per token.
+        assert_eq!(metrics.itl.count(), 3);
+        let text = metrics.render();
+        for line in [
+            "vllm:spec_decode_num_drafts_total{model_name=\"m\"} 3\n",
+            "vllm:spec_decode_num_draft_tokens_total{model_name=\"m\"} 9\n",
+            "vllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 5\n",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"m\",position=\"2\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert!(!Metrics::new("m", 1, 1).render().contains("spec_decode"));
+    }
+
+    /// The mean and variance of the decode steps that emit `m` tokens, `k` drafts a step
+    /// accepted with probability `a` up to the first rejection: with `e = min(A + 1, m)` the
+    /// step's tokens, `S(m) = 1 + S(m - e)`, so `E[S(m)] = 1 + E[S(m - e)]` and `E[S(m)^2] =
+    /// 1 + 2 E[S(m - e)] + E[S(m - e)^2]`, over `P(A = j) = a^j (1 - a)` (`a^k` for `j = k`).
+    fn steps_moments(k: u8, a: f64, m: usize) -> (f64, f64) {
+        let p = |j: u8| {
+            if j == k {
+                a.powi(i32::from(k))
+            } else {
+                a.powi(i32::from(j)) * (1.0 - a)
+            }
+        };
+        let (mut s1, mut s2) = (vec![0.0; m + 1], vec![0.0; m + 1]);
+        for t in 1..=m {
+            for j in 0..=k {
+                let r = t - (usize::from(j) + 1).min(t);
+                s1[t] += p(j) * (1.0 + s1[r]);
+                s2[t] += p(j) * (1.0 + 2.0 * s1[r] + s2[r]);
+            }
+        }
+        (s1[m], s2[m] - s1[m] * s1[m])
+    }
+
+    /// The counters over many sequences against the closed form (docs/simulator.md,
+    /// "Speculative decoding"): acceptance rate `E[A] / k` with `E[A] = a + ... + a^k`, mean
+    /// acceptance length `1 + E[A]`, position `i`'s rate `a^(i + 1)`, and each sequence's
+    /// TPOT on an unloaded engine `S x steps / (n - 1)`, its mean steps `S(n - 1)` above. The
+    /// draws are seeded, so the figures are fixed; the tolerances are four standard errors
+    /// of the model's own variance.
+    #[tokio::test(start_paused = true)]
+    async fn speculative_counters_match_the_closed_form() {
+        use crate::spec::{accepted_moments, SpecModel};
+        let (k, a, n, seqs) = (4u8, 0.7, 64u32, 1000u64);
+        let model = SpecModel { k, accept: a };
+        let metrics = Arc::new(Metrics::new("m", 1_000_000, 1).with_spec(k));
+        let mut p = params(1000, 10.0, 0.0, 0.0);
+        p.spec_tokens = k;
+        let (engine, _task) = spawn(p, metrics.clone(), 0);
+        let mut steps = 0u64;
+        let mut tasks = Vec::new();
+        for s in 0..seqs {
+            let d = Drafts::draw(model, &mut crate::spec::rng(11, s), n);
+            steps += u64::from(d.totals().0);
+            let want = d.totals().0;
+            let h = engine.submit_drafted(0, n, Blocks::default(), d);
+            tasks.push(tokio::spawn(async move {
+                h.wait_for(1).await;
+                let first = Instant::now();
+                h.wait_for(n).await;
+                // Unloaded steps of 10 ms (no per-sequence cost): TPOT = S x steps / (n - 1).
+                let tpot = (Instant::now() - first).as_secs_f64() * 1e3 / f64::from(n - 1);
+                assert_eq!(tpot, 10.0 * f64::from(want) / f64::from(n - 1));
+            }));
+        }
+        for t in tasks {
+            t.await.expect("sequence");
+        }
+        let (drafts, draft_tokens, accepted, per_pos) = metrics.spec_totals().expect("spec");
+        assert_eq!(drafts, steps, "one draft per decode step");
+        assert_eq!(draft_tokens, steps * u64::from(k));
+        let (m1, m2) = accepted_moments(k, a);
+        let se = ((m2 - m1 * m1) / drafts as f64).sqrt();
+        let mean = accepted as f64 / drafts as f64;
+        eprintln!("E[A] {mean:.4} (model {m1:.4}, se {se:.4}), {drafts} drafts");
+        assert!((mean - m1).abs() <= 4.0 * se, "{mean} vs {m1}");
+        let rate = accepted as f64 / draft_tokens as f64;
+        assert!((rate - m1 / f64::from(k)).abs() <= 4.0 * se / f64::from(k));
+        assert!(
+            (m1 + 1.0 - (1.0 - a.powi(5)) / (1.0 - a)).abs() < 1e-12,
+            "1 + E[A]"
+        );
+        for (i, &c) in per_pos.iter().enumerate() {
+            let q = a.powi(i as i32 + 1);
+            let got = c as f64 / drafts as f64;
+            let se = (q * (1.0 - q) / drafts as f64).sqrt();
+            assert!((got - q).abs() <= 4.0 * se, "position {i}: {got} vs {q}");
+        }
+        let (want, var) = steps_moments(k, a, (n - 1) as usize);
+        let per_seq = steps as f64 / seqs as f64;
+        let se = (var / seqs as f64).sqrt();
+        eprintln!("steps per sequence {per_seq:.3}, model {want:.3} (se {se:.3})");
+        assert!((per_seq - want).abs() <= 4.0 * se, "{per_seq} vs {want}");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn without_budget_a_burst_prefills_in_parallel() {
         let mut p = params(64, 8.0, 0.0, 2.0);
@@ -942,6 +1109,7 @@ mod median_tests {
             cache_blocks: 0,
             block_size: 16,
             step_budget: 2048,
+            spec_tokens: 0,
         };
         let (engine, _task) = spawn(p, Arc::new(Metrics::new("m", 1000, 1)), 0);
         let t0 = Instant::now();

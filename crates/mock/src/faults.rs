@@ -108,6 +108,14 @@ impl FaultPlan {
         plan
     }
 
+    /// The plan with every stream fault's position moved by `snap` (with speculative
+    /// decoding: to the last whole step at or before it).
+    pub(crate) fn snapped(mut self, snap: impl Fn(u32) -> u32) -> Self {
+        self.malformed_after = self.malformed_after.map(&snap);
+        self.terminal = self.terminal.map(|(k, t)| (snap(k), t));
+        self
+    }
+
     /// Whether the plan changes the body of a streaming response.
     pub(crate) fn touches_stream(&self) -> bool {
         self.malformed_after.is_some() || self.terminal.is_some()

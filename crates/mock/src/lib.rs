@@ -32,12 +32,13 @@ mod render;
 mod replicas;
 mod request;
 mod server;
+mod spec;
 mod tls;
 mod words;
 
 use std::path::PathBuf;
 
-pub use config::{parse_balance, Balance, Faults, MockConfig, MAX_REPLICAS};
+pub use config::{parse_balance, Balance, Faults, MockConfig, MAX_REPLICAS, MAX_SPEC_TOKENS};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
 pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};

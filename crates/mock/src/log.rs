@@ -95,6 +95,15 @@ pub struct RequestLogEntry {
     /// Their prompt tokens (part of `prompt_tokens`): `ceil(w / 28) * ceil(h / 28) + 2` each.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub image_tokens: u32,
+    /// Speculative decoding (`spec_tokens` > 0): the decode steps the request was drawn to
+    /// take, each one draft of `spec_tokens` tokens verified (a request that ends early runs
+    /// fewer). Its streamed events are 1 + this many.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spec_drafts: u32,
+    /// Of those drafts, the tokens drawn to be accepted (past the last token too, as vLLM
+    /// counts them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spec_accepted_tokens: u32,
     /// In-process only: arrival.
     #[serde(skip)]
     pub arrival: Option<Instant>,

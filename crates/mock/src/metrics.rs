@@ -137,6 +137,19 @@ pub(crate) struct Metrics {
     errors: AtomicU64,
     prefix_queries: AtomicU64,
     prefix_hits: AtomicU64,
+    /// vLLM's speculative-decoding counters, served when `spec_tokens` > 0.
+    spec: Option<SpecCounters>,
+}
+
+/// `vllm:spec_decode_*` (docs/simulator.md, "Speculative decoding"): what vLLM's
+/// `SpecDecodingStats` counts at each verification.
+#[derive(Debug)]
+struct SpecCounters {
+    drafts: AtomicU64,
+    draft_tokens: AtomicU64,
+    accepted: AtomicU64,
+    /// Drafts whose token at position `i` (from 0) was accepted.
+    per_pos: Vec<AtomicU64>,
 }
 
 impl Metrics {
@@ -166,6 +179,85 @@ impl Metrics {
             errors: AtomicU64::new(0),
             prefix_queries: AtomicU64::new(0),
             prefix_hits: AtomicU64::new(0),
+            spec: None,
+        }
+    }
+
+    /// Serves vLLM's speculative-decoding counters for `k` draft tokens a step (none when 0).
+    pub(crate) fn with_spec(mut self, k: u8) -> Self {
+        self.spec = (k > 0).then(|| SpecCounters {
+            drafts: AtomicU64::new(0),
+            draft_tokens: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            per_pos: (0..k).map(|_| AtomicU64::new(0)).collect(),
+        });
+        self
+    }
+
+    /// One verification of `k` draft tokens of which the first `accepted` were accepted.
+    pub(crate) fn add_spec_step(&self, k: u8, accepted: u8) {
+        let Some(s) = &self.spec else {
+            return;
+        };
+        s.drafts.fetch_add(1, Ordering::Relaxed);
+        s.draft_tokens.fetch_add(u64::from(k), Ordering::Relaxed);
+        s.accepted.fetch_add(u64::from(accepted), Ordering::Relaxed);
+        for c in s.per_pos.iter().take(usize::from(accepted)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters' values: drafts, draft tokens, accepted tokens, accepted per position.
+    #[cfg(test)]
+    pub(crate) fn spec_totals(&self) -> Option<(u64, u64, u64, Vec<u64>)> {
+        let s = self.spec.as_ref()?;
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Some((
+            l(&s.drafts),
+            l(&s.draft_tokens),
+            l(&s.accepted),
+            s.per_pos.iter().map(l).collect(),
+        ))
+    }
+
+    /// vLLM's names: three counters and one per draft position (label `position`, from 0).
+    fn render_spec(&self, out: &mut String) {
+        let Some(s) = &self.spec else {
+            return;
+        };
+        let l = &self.label;
+        for (name, help, c) in [
+            (
+                "vllm:spec_decode_num_drafts",
+                "Number of spec decoding drafts.",
+                &s.drafts,
+            ),
+            (
+                "vllm:spec_decode_num_draft_tokens",
+                "Number of draft tokens.",
+                &s.draft_tokens,
+            ),
+            (
+                "vllm:spec_decode_num_accepted_tokens",
+                "Number of accepted tokens.",
+                &s.accepted,
+            ),
+        ] {
+            let v = c.load(Ordering::Relaxed);
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name}_total{l} {v}\n"
+            );
+        }
+        let name = "vllm:spec_decode_num_accepted_tokens_per_pos";
+        let _ = write!(
+            out,
+            "# HELP {name} Accepted tokens per draft position.\n# TYPE {name} counter\n"
+        );
+        let m = &self.model_label;
+        for (i, c) in s.per_pos.iter().enumerate() {
+            let v = c.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_total{{{m},position=\"{i}\"}} {v}");
         }
     }
 
@@ -359,6 +451,7 @@ impl Metrics {
             "Arrival to last token (engine schedule).",
             m,
         );
+        self.render_spec(&mut out);
         out
     }
 }

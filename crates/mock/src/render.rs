@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::faults::{FaultPlan, Terminal};
+use crate::spec::{Drafts, StepCursor};
 
 mod responses;
 pub(crate) use responses::{responses_full, responses_stream};
@@ -105,6 +106,18 @@ pub(crate) struct Ctx<'a> {
     pub reasoning: u32,
     /// Whether and how the usage says the prompt tokens the prefix cache served.
     pub cached: CachedUsage,
+    /// Speculative decoding's steps: the tokens of one step go out in one event (OpenAI and
+    /// Responses streams; TGI's stream has one event per token by protocol). `None`: one token
+    /// per step.
+    pub drafts: Option<&'a Drafts>,
+}
+
+impl Ctx<'_> {
+    /// Which output tokens end a step.
+    fn steps(&self) -> StepCursor<'_> {
+        self.drafts
+            .map_or_else(StepCursor::single, |d| d.cursor(self.tokens))
+    }
 }
 
 /// `usage.prompt_tokens_details.cached_tokens` in an OpenAI answer, as vLLM sends it with
@@ -344,17 +357,39 @@ fn push_oai_head(b: &mut Vec<u8>, kind: Oai, id: u64, created: u64, model: &str)
 
 /// The rest of a token event after its head; `finish` is `None` while more tokens follow.
 fn push_oai_token(b: &mut Vec<u8>, kind: Oai, word: &str, finish: Option<&[u8]>) {
-    push_oai_token_as(b, kind, word, finish, false);
+    push_oai_open(b, kind, false);
+    b.extend_from_slice(word.as_bytes());
+    push_oai_close(b, kind, finish);
 }
 
-/// [`push_oai_token`], the chat token sent as `reasoning_content` when `reasoning`.
-fn push_oai_token_as(
+/// The events of output tokens `range`, one step's: one event carrying their words, or two
+/// when the step crosses from reasoning to answer; `finish` goes on the last. Each starts with
+/// the response's event head.
+fn push_step_events(
     b: &mut Vec<u8>,
+    head_len: &mut usize,
     kind: Oai,
-    word: &str,
+    ctx: &Ctx<'_>,
+    range: std::ops::Range<u32>,
     finish: Option<&[u8]>,
-    reasoning: bool,
 ) {
+    let r = ctx.reasoning;
+    let split = (range.start < r && r < range.end).then_some(r);
+    let parts = match split {
+        Some(r) => [range.start..r, r..range.end],
+        None => [range.clone(), range.end..range.end],
+    };
+    for part in parts.into_iter().filter(|p| !p.is_empty()) {
+        let last = part.end == range.end;
+        event_head(b, head_len, kind, ctx);
+        push_oai_open(b, kind, part.start < r);
+        push_text(b, ctx, part);
+        push_oai_close(b, kind, if last { finish } else { None });
+    }
+}
+
+/// A token event's choice up to its text.
+fn push_oai_open(b: &mut Vec<u8>, kind: Oai, reasoning: bool) {
     match kind {
         Oai::Completions => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"text\":\""),
         Oai::Chat if reasoning => {
@@ -362,7 +397,10 @@ fn push_oai_token_as(
         }
         Oai::Chat => b.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":{\"content\":\""),
     }
-    b.extend_from_slice(word.as_bytes());
+}
+
+/// A token event's choice after its text: the finish reason (`null` while more follow).
+fn push_oai_close(b: &mut Vec<u8>, kind: Oai, finish: Option<&[u8]>) {
     match kind {
         Oai::Completions => b.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
         Oai::Chat => b.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
@@ -451,6 +489,7 @@ impl EventCycle {
     fn fits(&self, kind: Oai, ctx: &Ctx<'_>) -> bool {
         self.kind == kind
             && ctx.reasoning == 0
+            && ctx.drafts.is_none()
             && *self.model == *ctx.model
             && self.starts.len() == ctx.words.len().max(1) + 1
             && decimal_len(ctx.created) == self.created_len
@@ -572,14 +611,13 @@ impl EventCycle {
             push_role_chunk(&mut edge, &mut head_len, ctx);
         }
         let before = edge.len();
-        let w = ctx.words.get(ctx.word_start, ctx.tokens - 1);
         push_last(
             &mut edge,
             &mut head_len,
             self.kind,
             ctx,
             include_usage,
-            &w.escaped,
+            ctx.tokens - 1..ctx.tokens,
         );
         let edge = Bytes::from(edge);
         let lent = Bytes::from_owner(Lease {
@@ -620,23 +658,22 @@ fn hex16(v: u64) -> [u8; 16] {
     out
 }
 
-/// The last token's event (with the finish reason), the usage event when asked for, and
-/// `[DONE]`.
+/// The last step's event (tokens `last_step`, with the finish reason), the usage event when
+/// asked for, and `[DONE]`.
 fn push_last(
     b: &mut Vec<u8>,
     head_len: &mut usize,
     kind: Oai,
     ctx: &Ctx<'_>,
     include_usage: bool,
-    word: &str,
+    last_step: std::ops::Range<u32>,
 ) -> Option<usize> {
     let finish: &[u8] = if ctx.finish_length {
         b"\"length\""
     } else {
         b"\"stop\""
     };
-    event_head(b, head_len, kind, ctx);
-    push_oai_token_as(b, kind, word, Some(finish), ctx.tokens <= ctx.reasoning);
+    push_step_events(b, head_len, kind, ctx, last_step, Some(finish));
     let mut slot = None;
     if include_usage {
         event_head(b, head_len, kind, ctx);
@@ -701,6 +738,7 @@ pub(crate) fn oai_stream(
             head_len = c.head_len;
         }
     }
+    let (mut steps, mut from) = (ctx.steps(), first);
     for i in first..rendered_tokens {
         if i == 0 && plan.malformed_after == Some(0) {
             malformed_oai(&mut b, &mut head_len, kind, ctx);
@@ -709,12 +747,13 @@ pub(crate) fn oai_stream(
             push_role_chunk(&mut b, &mut head_len, ctx);
         }
         let last = i + 1 == ctx.tokens;
-        let w = ctx.words.get(ctx.word_start, i);
+        // A step's tokens go out together, in its last token's frame (the frames before it
+        // in the step are empty; the engine releases them together).
         if last {
-            cached_slot = push_last(&mut b, &mut head_len, kind, ctx, include_usage, &w.escaped);
-        } else {
-            event_head(&mut b, &mut head_len, kind, ctx);
-            push_oai_token_as(&mut b, kind, &w.escaped, None, i < ctx.reasoning);
+            cached_slot = push_last(&mut b, &mut head_len, kind, ctx, include_usage, from..i + 1);
+        } else if steps.ends_step(i) || i + 1 == rendered_tokens {
+            push_step_events(&mut b, &mut head_len, kind, ctx, from..i + 1, None);
+            from = i + 1;
         }
         if plan.malformed_after == Some(i + 1) && !last {
             malformed_oai(&mut b, &mut head_len, kind, ctx);
@@ -1008,7 +1047,93 @@ mod tests {
             prompt_tokens: 7,
             reasoning: 0,
             cached: CachedUsage::Omit,
+            drafts: None,
         }
+    }
+
+    /// The text of every content event of each frame of `r` (reasoning or answer).
+    fn frame_texts(r: &Rendered) -> Vec<Vec<String>> {
+        let data = r.data.to_vec();
+        let mut from = 0;
+        r.ends
+            .iter()
+            .map(|&e| {
+                let frame = &data[from..e as usize];
+                from = e as usize;
+                events(frame)
+                    .iter()
+                    .filter_map(|ev| {
+                        serde_json::from_str::<serde_json::Value>(ev.split_once("data: ")?.1).ok()
+                    })
+                    .filter_map(|v| {
+                        let c = v.pointer("/choices/0")?;
+                        let d = c.get("delta").unwrap_or(c);
+                        ["text", "content", "reasoning_content"]
+                            .iter()
+                            .find_map(|k| d.get(*k)?.as_str().filter(|t| !t.is_empty()))
+                            .map(str::to_string)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Speculative decoding: a step's tokens travel in one event, in its last token's frame
+    /// (the frames before it in the step are empty); a step crossing from reasoning to answer
+    /// has one event of each; the bytes carry the same words in the same order.
+    #[test]
+    fn a_steps_tokens_go_in_one_event() {
+        let w = words();
+        // Tokens 0 | 1 2 3 | 4 | 5 6: steps of 1 (prefill), 3, 1, 2.
+        let d = Drafts::of(&[2, 0, 3]);
+        let base = ctx(&w, 7);
+        let c = Ctx {
+            drafts: Some(&d),
+            ..base
+        };
+        let word = |i: u32| w.get(base.word_start, i).escaped.replace("\\\"", "\"");
+        let joined = |r: std::ops::Range<u32>| r.map(word).collect::<String>();
+        for kind in [Oai::Completions, Oai::Chat] {
+            let r = oai_stream(kind, &c, true, &FaultPlan::default(), true, None);
+            assert_eq!(r.ends.len(), 7, "one frame per token");
+            let t = frame_texts(&r);
+            let want: Vec<Vec<String>> = vec![
+                vec![joined(0..1)],
+                vec![],
+                vec![],
+                vec![joined(1..4)],
+                vec![joined(4..5)],
+                vec![],
+                vec![joined(5..7)],
+            ];
+            assert_eq!(t, want, "{kind:?}");
+            let plain = oai_stream(kind, &base, true, &FaultPlan::default(), true, None);
+            assert_eq!(
+                frame_texts(&plain).concat().concat(),
+                t.concat().concat(),
+                "the same words"
+            );
+        }
+        let reasoning = Ctx { reasoning: 2, ..c };
+        let r = oai_stream(
+            Oai::Chat,
+            &reasoning,
+            false,
+            &FaultPlan::default(),
+            true,
+            None,
+        );
+        let ev = String::from_utf8(r.data.to_vec()).expect("utf8");
+        let step = &ev[r.ends[2] as usize..r.ends[3] as usize];
+        assert_eq!(step.matches("\"reasoning_content\"").count(), 1, "{step}");
+        assert_eq!(step.matches("\"content\"").count(), 1, "{step}");
+        // The Responses API too.
+        let r = responses_stream(&c, &FaultPlan::default(), true);
+        let data = r.data.to_vec();
+        let step =
+            String::from_utf8(data[r.ends[2] as usize..r.ends[3] as usize].to_vec()).expect("utf8");
+        assert_eq!(step.matches("output_text.delta\n").count(), 1, "{step}");
+        assert_eq!(r.ends[1], r.ends[0], "an empty frame inside a step");
     }
 
     #[test]

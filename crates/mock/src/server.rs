@@ -31,6 +31,7 @@ use crate::prefix::{self, Blocks};
 use crate::render::{self, CachedUsage, Ctx, EventCycle, Oai, Words};
 use crate::replicas::{Lease, Replicas};
 use crate::request::{self, Api, Limits};
+use crate::spec::{Drafts, SpecModel};
 use crate::{tls, Error, MockConfig};
 
 mod pooling;
@@ -67,6 +68,8 @@ pub(crate) struct State {
     /// The engines (and pooling slots), one per replica, and the router.
     replicas: Replicas,
     metrics: Arc<Metrics>,
+    /// Speculative decoding's drafting model, when the engine drafts.
+    spec: Option<SpecModel>,
     /// The simulated GPUs behind `/dcgm/metrics`.
     gpus: crate::gpu::GpuExporter,
     log: Option<Arc<RequestLog>>,
@@ -112,12 +115,15 @@ impl MockServer {
             config.record_requests,
             config.log_token_times,
         )?;
-        let metrics = Arc::new(Metrics::new(
-            &config.model,
-            config.kv_cache_tokens,
-            Replicas::count(&config),
-        ));
         let zero_delay = config.is_zero_delay();
+        let metrics = Arc::new(
+            Metrics::new(
+                &config.model,
+                config.kv_cache_tokens,
+                Replicas::count(&config),
+            )
+            .with_spec(SpecModel::of(&config).map_or(0, |m| m.k)),
+        );
         let (replicas, engines) = Replicas::start(&config, &metrics);
         let model_escaped = render::escape(&config.model);
         let now = unix_secs();
@@ -137,6 +143,7 @@ impl MockServer {
         let gpus = crate::gpu::GpuExporter::new(&config, Replicas::count(&config));
         let state = Arc::new(State {
             gpus,
+            spec: SpecModel::of(&config),
             cfg: config,
             zero_delay,
             model_escaped,
@@ -569,10 +576,13 @@ async fn generate(
         rng.range(p.min_tokens.clamp(1, p.limit), p.limit)
     };
     let word_start = (rng.next_u64() % state.words.len().max(1) as u64) as usize;
+    let drafts = state.spec.map_or_else(Drafts::default, |m| {
+        Drafts::draw(m, &mut crate::spec::rng(cfg.seed, id), tokens)
+    });
     let plan = if cfg.faults.is_none() {
         FaultPlan::default()
     } else {
-        FaultPlan::draw(&cfg.faults, &mut rng, tokens)
+        FaultPlan::draw(&cfg.faults, &mut rng, tokens).snapped(|k| drafts.snap(tokens, k))
     };
     if let Some(l) = &mut log.0 {
         l.entry.stream = p.stream;
@@ -584,6 +594,7 @@ async fn generate(
             l.entry.reasoning_tokens = cfg.reasoning_tokens.min(tokens);
         }
         l.entry.faults = plan.records(p.stream);
+        (l.entry.spec_drafts, l.entry.spec_accepted_tokens) = drafts.totals();
     }
     if plan.slow_headers {
         tokio::time::sleep(Duration::from_millis(cfg.faults.slow_headers_ms)).await;
@@ -615,6 +626,7 @@ async fn generate(
             (Some(_), 1..) if !state.zero_delay => CachedUsage::Known(0),
             _ => CachedUsage::Omit,
         },
+        drafts: (!drafts.is_empty()).then_some(&drafts),
     };
     let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
     let answer = Answer {
@@ -679,6 +691,8 @@ fn pending_log(
                 reply_unix_ns: None,
                 images: 0,
                 image_tokens: 0,
+                spec_drafts: 0,
+                spec_accepted_tokens: 0,
             },
             sink: sink.clone(),
         })
@@ -786,7 +800,8 @@ fn stream_response(
     let gate = match &state.replicas.get(&a.lease).engine {
         Some(e) if timed => {
             a.log.submitted();
-            Some(e.submit(p.prompt_tokens, tokens, a.blocks))
+            let drafts = ctx.drafts.cloned().unwrap_or_default();
+            Some(e.submit_drafted(p.prompt_tokens, tokens, a.blocks, drafts))
         }
         _ => {
             state.metrics.add_generated(u64::from(tokens));
@@ -817,7 +832,8 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
     match &state.replicas.get(&a.lease).engine {
         Some(e) if !state.zero_delay => {
             a.log.submitted();
-            let gate = e.submit(p.prompt_tokens, tokens, a.blocks);
+            let drafts = ctx.drafts.cloned().unwrap_or_default();
+            let gate = e.submit_drafted(p.prompt_tokens, tokens, a.blocks, drafts);
             gate.wait_for(tokens).await;
             if let Some(l) = &mut a.log.0 {
                 l.entry.cached_tokens = gate.cached_tokens();

@@ -2,8 +2,9 @@
 //! (docs/simulator.md, "API").
 //!
 //! Streamed: `response.created` and `response.in_progress` written with the first token, one
-//! delta event per token (`response.reasoning_text.delta` for the first `reasoning` tokens,
-//! `response.output_text.delta` for the rest), then `response.output_text.done` and
+//! delta event per token, or per step with speculative decoding (`response.reasoning_text.delta`
+//! for the first `reasoning` tokens, `response.output_text.delta` for the rest; a step that
+//! crosses from one to the other has one of each), then `response.output_text.done` and
 //! `response.completed` (with `usage`) written with the last token. Every event has an
 //! `event:` line naming its type, as OpenAI writes them.
 
@@ -96,6 +97,24 @@ fn push_end(b: &mut Vec<u8>, ctx: &Ctx<'_>) {
     b.extend_from_slice(b"}}\n\n");
 }
 
+/// The delta events of output tokens `range` (one step's): the reasoning part, then the answer
+/// part.
+fn push_deltas(b: &mut Vec<u8>, ctx: &Ctx<'_>, range: std::ops::Range<u32>) {
+    let r = ctx.reasoning.clamp(range.start, range.end);
+    for (part, kind) in [
+        (range.start..r, &b"response.reasoning_text.delta"[..]),
+        (r..range.end, &b"response.output_text.delta"[..]),
+    ] {
+        if part.is_empty() {
+            continue;
+        }
+        event(b, kind);
+        b.extend_from_slice(b",\"output_index\":0,\"content_index\":0,\"delta\":\"");
+        push_text(b, ctx, part);
+        b.extend_from_slice(b"\"}\n\n");
+    }
+}
+
 /// A streamed `/v1/responses` answer, one frame per token (or one frame when `frames` is off
 /// and no fault touches the stream).
 pub(crate) fn responses_stream(ctx: &Ctx<'_>, plan: &FaultPlan, frames: bool) -> Rendered {
@@ -103,18 +122,16 @@ pub(crate) fn responses_stream(ctx: &Ctx<'_>, plan: &FaultPlan, frames: bool) ->
     let frames = frames || plan.touches_stream();
     let mut b: Vec<u8> = Vec::with_capacity(150 * (ctx.tokens as usize + 4));
     let mut ends = Vec::with_capacity(if frames { rendered as usize + 1 } else { 0 });
+    let (mut steps, mut from) = (ctx.steps(), 0);
     for i in 0..rendered {
         if i == 0 {
             push_start(&mut b, ctx);
         }
-        if i < ctx.reasoning {
-            event(&mut b, b"response.reasoning_text.delta");
-        } else {
-            event(&mut b, b"response.output_text.delta");
+        // A step's tokens go out together, in its last token's frame.
+        if steps.ends_step(i) || i + 1 == rendered {
+            push_deltas(&mut b, ctx, from..i + 1);
+            from = i + 1;
         }
-        b.extend_from_slice(b",\"output_index\":0,\"content_index\":0,\"delta\":\"");
-        b.extend_from_slice(ctx.words.get(ctx.word_start, i).escaped.as_bytes());
-        b.extend_from_slice(b"\"}\n\n");
         if plan.malformed_after == Some(i + 1) && i + 1 < ctx.tokens {
             b.extend_from_slice(
                 b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\n\n",

@@ -11,4 +11,5 @@ mod faults;
 mod prefix_cache;
 mod replicas;
 mod request_log;
+mod spec_decode;
 mod transport;
