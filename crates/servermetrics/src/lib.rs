@@ -7,6 +7,7 @@
 //! - [`snapshot`]: one scrape folded to one value per metric name (the label rule).
 //! - [`names`]: where vLLM, SGLang, TGI and llama.cpp keep each figure.
 //! - [`summary`]: per-benchmark summaries from timestamped scrapes (`server_metrics`).
+//! - [`spec`]: speculative decoding's acceptance over each benchmark's steady window.
 //! - [`gpu`]: GPU power, utilization, memory and energy from NVIDIA's DCGM exporter.
 //! - [`Scraper`]: the task that scrapes on an interval and on demand, off the request path.
 //!
@@ -18,9 +19,11 @@ pub mod names;
 pub mod parse;
 mod scrape;
 pub mod snapshot;
+pub mod spec;
 pub mod summary;
 
 pub use scrape::{default_url, redact, ScrapeOptions, Scraper};
+pub use spec::SpecDecodeSummary;
 pub use summary::{
     BucketDelta, CounterSummary, GaugeSummary, LatencySummary, MetricSummary, SeriesPoint,
     ServerMetrics, ServerSummary, Span,

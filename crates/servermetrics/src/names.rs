@@ -1,6 +1,12 @@
 //! The names vLLM, SGLang, TGI and llama.cpp give the figures a capacity planner needs. The
 //! table is the one place these names live; `docs/metrics.md` prints it.
 
+/// Labels whose values tell apart figures of one metric name rather than copies of one figure
+/// (engines, models, ranks): a series carrying one is folded under `name{label="value"}`
+/// (vLLM's accepted tokens per draft position,
+/// `vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"}`, ...).
+pub const KEPT_LABELS: [&str; 1] = ["position"];
+
 /// What bench reads a server figure from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -44,6 +50,16 @@ pub enum Role {
     Ttft,
     Itl,
     E2e,
+    /// Speculative decoding (not in [`Role::ALL`]: `crate::spec` reads these over the steady
+    /// window): verifications of drafts, draft tokens, accepted draft tokens, accepted tokens
+    /// per draft position (a counter whose `position` label the fold keeps), and the
+    /// acceptance rate and length as gauges.
+    SpecDrafts,
+    SpecDraftTokens,
+    SpecAcceptedTokens,
+    SpecAcceptedPerPosition,
+    SpecAcceptRate,
+    SpecAcceptLength,
 }
 
 impl Role {
@@ -73,6 +89,12 @@ impl Role {
             Role::Ttft => "ttft",
             Role::Itl => "itl",
             Role::E2e => "e2e",
+            Role::SpecDrafts
+            | Role::SpecDraftTokens
+            | Role::SpecAcceptedTokens
+            | Role::SpecAcceptedPerPosition
+            | Role::SpecAcceptRate
+            | Role::SpecAcceptLength => "spec_decode",
         }
     }
 }
@@ -112,6 +134,19 @@ pub const SERVERS: &[Server] = &[
             (Itl, Histogram("vllm:inter_token_latency_seconds")),
             (Itl, Histogram("vllm:time_per_output_token_seconds")),
             (E2e, Histogram("vllm:e2e_request_latency_seconds")),
+            (SpecDrafts, Counter("vllm:spec_decode_num_drafts_total")),
+            (
+                SpecDraftTokens,
+                Counter("vllm:spec_decode_num_draft_tokens_total"),
+            ),
+            (
+                SpecAcceptedTokens,
+                Counter("vllm:spec_decode_num_accepted_tokens_total"),
+            ),
+            (
+                SpecAcceptedPerPosition,
+                Counter("vllm:spec_decode_num_accepted_tokens_per_pos_total"),
+            ),
         ],
     },
     Server {
@@ -127,6 +162,8 @@ pub const SERVERS: &[Server] = &[
             (Itl, Histogram("sglang:inter_token_latency_seconds")),
             (Itl, Histogram("sglang:time_per_output_token_seconds")),
             (E2e, Histogram("sglang:e2e_request_latency_seconds")),
+            (SpecAcceptRate, Gauge("sglang:spec_accept_rate")),
+            (SpecAcceptLength, Gauge("sglang:spec_accept_length")),
         ],
     },
     Server {
@@ -171,11 +208,14 @@ pub const SERVERS: &[Server] = &[
 
 /// True for gauges that are ratios (averaged, not summed, across label sets): DCGM's
 /// utilizations (`DCGM_FI_DEV_GPU_UTIL`, `DCGM_FI_PROF_*_ACTIVE`) among them, averaged over a
-/// node's GPUs.
+/// node's GPUs, and SGLang's acceptance length (a mean per verification, one series per rank).
 pub fn is_ratio_gauge(name: &str) -> bool {
     SERVERS.iter().any(|s| {
         s.sources.iter().any(|(role, src)| {
-            matches!(role, KvUsage | PrefixHitRate) && matches!(src, Gauge(n) if *n == name)
+            matches!(
+                role,
+                KvUsage | PrefixHitRate | SpecAcceptRate | SpecAcceptLength
+            ) && matches!(src, Gauge(n) if *n == name)
         })
     }) || ["_perc", "_ratio", "_usage", "_rate", "_UTIL", "_ACTIVE"]
         .iter()

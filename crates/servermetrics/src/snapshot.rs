@@ -6,11 +6,14 @@
 //! gauges), except ratio gauges (KV usage, hit rates, DCGM's `_UTIL` and `_ACTIVE`, names ending `_perc`, `_ratio`, `_usage`,
 //! `_rate`), which are **averaged**. Histogram buckets are keyed by `le`. Counters' `_created`
 //! samples and summaries' quantile samples are dropped; a summary keeps `_sum` and `_count` as
-//! counters. NaN samples are skipped.
+//! counters. NaN samples are skipped. A series carrying a label of [`KEPT_LABELS`] (`position`)
+//! is folded apart under `name{position="0"}`: its values are different figures, not copies of
+//! one.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::names::is_ratio_gauge;
+use crate::names::{is_ratio_gauge, KEPT_LABELS};
 use crate::parse::{Exposition, Kind};
 
 /// A folded value.
@@ -61,13 +64,14 @@ pub fn fold(e: &Exposition) -> Snapshot {
                 if s.name.ends_with("_created") || s.labels.iter().any(|(k, _)| k == "quantile") {
                     continue;
                 }
-                add(&mut out, &s.name, s.value, true);
+                add(&mut out, &key(&s.name, &s.labels), s.value, true);
             }
             Kind::Gauge | Kind::Untyped => {
+                let key = key(&s.name, &s.labels);
                 if is_ratio_gauge(&s.name) {
-                    *ratio_series.entry(s.name.clone()).or_default() += 1;
+                    *ratio_series.entry(key.to_string()).or_default() += 1;
                 }
-                add(&mut out, &s.name, s.value, false);
+                add(&mut out, &key, s.value, false);
             }
         }
     }
@@ -91,6 +95,24 @@ pub fn fold(e: &Exposition) -> Snapshot {
         );
     }
     out
+}
+
+/// The name a series is folded under: its metric name, followed by its [`KEPT_LABELS`] as in
+/// Prometheus' text (`name{position="0"}`) when it carries any.
+fn key<'a>(name: &'a str, labels: &[(String, String)]) -> Cow<'a, str> {
+    let kept: Vec<String> = KEPT_LABELS
+        .iter()
+        .filter_map(|k| {
+            let (_, v) = labels.iter().find(|(l, _)| l == k)?;
+            let v = v.replace('\\', "\\\\").replace('"', "\\\"");
+            Some(format!("{k}=\"{v}\""))
+        })
+        .collect();
+    if kept.is_empty() {
+        Cow::Borrowed(name)
+    } else {
+        Cow::Owned(format!("{name}{{{}}}", kept.join(",")))
+    }
 }
 
 fn add(out: &mut Snapshot, name: &str, v: f64, counter: bool) {
@@ -188,5 +210,32 @@ mod tests {
         assert!(!f.contains_key("s"));
         assert!(matches!(f["s_sum"], Folded::Counter { value, .. } if value == 2.0));
         assert!(matches!(f["odd"], Folded::Gauge { value, .. } if value == 7.0));
+    }
+
+    /// vLLM's accepted tokens per draft position: one counter name, a `position` label per
+    /// figure, other labels (engines) summed within each position.
+    #[test]
+    fn kept_labels_fold_apart() {
+        let e = parse(
+            "# TYPE p counter\n\
+             p_total{engine=\"0\",position=\"0\"} 5\np_total{engine=\"1\",position=\"0\"} 2\n\
+             p_total{engine=\"0\",position=\"1\"} 3\n\
+             # TYPE sglang:spec_accept_length gauge\n\
+             sglang:spec_accept_length{tp_rank=\"0\"} 3\nsglang:spec_accept_length{tp_rank=\"1\"} 2\n",
+        )
+        .expect("valid");
+        let f = fold(&e);
+        let c = |v: f64, series: u32| Folded::Counter { value: v, series };
+        assert_eq!(f["p_total{position=\"0\"}"], c(7.0, 2));
+        assert_eq!(f["p_total{position=\"1\"}"], c(3.0, 1));
+        assert!(!f.contains_key("p_total"));
+        assert_eq!(
+            f["sglang:spec_accept_length"],
+            Folded::Gauge {
+                value: 2.5,
+                series: 2
+            },
+            "a mean per rank, averaged"
+        );
     }
 }

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::{Role, Source, SERVERS};
 use crate::snapshot::{Folded, Hist, Snapshot};
+use crate::spec::SpecDecodeSummary;
 
 /// One scrape on the run clock.
 #[derive(Debug, Clone)]
@@ -82,6 +83,9 @@ pub struct ServerSummary {
     pub itl_ms: Option<LatencySummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_ms: Option<LatencySummary>,
+    /// Speculative decoding's acceptance over the benchmark's steady window (`crate::spec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeSummary>,
     /// Which metric each figure came from (figure key -> Prometheus name(s)).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -233,9 +237,15 @@ pub fn summarize(
     let server = SERVERS
         .iter()
         .find(|s| s.sources.iter().any(|(_, src)| present(&metrics, src)));
-    let summary = server
+    let mut summary = server
         .map(|s| resolve(s, &metrics, duration_s))
         .unwrap_or_default();
+    if let Some((spec, names)) =
+        server.and_then(|s| crate::spec::summarize(s, &inside, base, last, &metrics))
+    {
+        summary.spec_decode = Some(spec);
+        summary.sources.insert("spec_decode".into(), names);
+    }
     let series = series(server, &whole, start, &metrics);
     Some(ServerMetrics {
         url: url.to_string(),
