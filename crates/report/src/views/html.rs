@@ -254,6 +254,7 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
     distribution_charts(h, b);
     crate::views::turns_view::html_section(h, b);
     crate::views::html_server::benchmark_section(h, b);
+    crate::views::spec_view::html_section(h, b);
     crate::views::gpu_view::html_section(h, b);
     h.push_str("</details>\n");
 }

@@ -1,8 +1,8 @@
 //! The views: the figures rendered for people and for other tools.
 //!
 //! This tree owns every output format: the guidellm console ([`guidellm`]) and the vLLM
-//! console ([`vllm`]) with their shared sections (server metrics [`server`], the GPUs
-//! [`gpu_view`], the steady state
+//! console ([`vllm`]) with their shared sections (server metrics [`server`], speculative
+//! decoding [`spec_view`], the GPUs [`gpu_view`], the steady state
 //! [`steady_view`], reasoning [`reasoning_view`], sessions [`turns_view`], images
 //! [`images_view`], capacity [`capacity_view`], trials and shard clocks [`runs_view`], the
 //! precision check's lines [`precision_view`], the per-target line [`targets_view`]), the CSV, JSON and YAML files ([`files`],
@@ -39,6 +39,7 @@ pub(crate) mod ramp_view;
 pub(crate) mod reasoning_view;
 pub(crate) mod runs_view;
 pub(crate) mod server;
+pub(crate) mod spec_view;
 pub(crate) mod steady_view;
 pub(crate) mod svg;
 pub(crate) mod sweep_html;
