@@ -3,8 +3,8 @@
 //!
 //! - **vLLM's counters** (drafts, draft tokens, accepted tokens, accepted per position): their
 //!   increase between the first and the last periodic scrape inside the benchmark's steady
-//!   window (the window its gauges and latency figures describe), so the ramp and the drain
-//!   are out; with fewer than two scrapes inside, from the base scrape to the end scrape (the
+//!   window (the window its gauges and latency figures describe: its steady state when it
+//!   has one, else its measurement window), so the ramp and the drain are out; with fewer than two scrapes inside, from the base scrape to the end scrape (the
 //!   whole benchmark, as every other counter). Acceptance rate = accepted / draft tokens;
 //!   acceptance length = 1 + accepted / drafts (the target model's own token counted, as vLLM
 //!   counts it); position `i`'s rate = its accepted tokens / drafts.
@@ -41,8 +41,9 @@ pub struct SpecDecodeSummary {
     /// Seconds between the two scrapes the counters' increase is taken from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub span_s: Option<f64>,
-    /// `steady_window` (the first and last periodic scrapes inside it), `benchmark` (too few
-    /// scrapes inside: the base and end scrapes) or `gauges` (SGLang's means).
+    /// `window` (the first and last periodic scrapes inside the window the gauges describe:
+    /// the steady state when the benchmark has one, else its measurement window), `benchmark`
+    /// (fewer than two scrapes inside: the base and end scrapes) or `gauges` (SGLang's means).
     pub counted_over: String,
 }
 
@@ -68,7 +69,7 @@ pub(crate) fn summarize(
     ) {
         if end.snap.contains_key(d) {
             let (from, to, counted_over) = match (inside.first(), inside.last()) {
-                (Some(f), Some(l)) if inside.len() >= 2 => (*f, *l, "steady_window"),
+                (Some(f), Some(l)) if inside.len() >= 2 => (*f, *l, "window"),
                 _ => (base, end, "benchmark"),
             };
             let per_pos = name(Role::SpecAcceptedPerPosition);
@@ -209,7 +210,7 @@ mod tests {
         };
         let m = summarize(&scrapes, span, "u", 1.0).expect("summary");
         let s = m.summary.spec_decode.expect("spec");
-        assert_eq!(s.counted_over, "steady_window");
+        assert_eq!(s.counted_over, "window");
         assert_eq!(
             (s.drafts, s.draft_tokens, s.accepted_tokens),
             (Some(200.0), Some(600.0), Some(200.0))

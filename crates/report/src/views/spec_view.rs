@@ -175,7 +175,7 @@ mod tests {
                     accepted_tokens: Some(1500.0),
                     per_position: vec![0.75, 0.5, 0.25],
                     span_s: Some(4.0),
-                    counted_over: "steady_window".into(),
+                    counted_over: "window".into(),
                 }),
                 ..ServerSummary::default()
             },
@@ -214,7 +214,7 @@ mod tests {
         }
         let mut h = String::new();
         html_section(&mut h, &b);
-        assert!(h.contains("<td>steady_window (4.0 s)</td>"), "{h}");
+        assert!(h.contains("<td>window (4.0 s)</td>"), "{h}");
         assert_eq!(
             csv_cells(&b, |v| format!("{v}")),
             ["0.5", "2.5", "1000", "3000", "1500", "0.75;0.5;0.25"].map(String::from)
