@@ -103,15 +103,9 @@ fn energy_per_token_is_the_power_models_over_the_logged_slot_time() {
     assert_eq!(f(g, &["gpus"]), 1.0);
     // Every output shows it.
     assert!(html.contains("<h3>GPUs (1 over 1 exporter)</h3>"), "html");
-    // The GPU columns come last (an earlier field may hold a quoted comma).
-    let (head, row) = csv.split_once('\n').expect("csv rows");
-    assert_eq!(head.rsplit(',').nth(2), Some("gpu_energy_j"), "csv header");
-    let cell: f64 = row
-        .trim_end()
-        .rsplit(',')
-        .nth(2)
-        .and_then(|c| c.parse().ok())
-        .expect("cell");
+    let cell: f64 = common::csv_cell(&csv, "gpu_energy_j")
+        .parse()
+        .expect("a number");
     assert!(
         (cell - energy).abs() < 1e-6 * energy,
         "csv {cell} vs {energy}"

@@ -101,14 +101,9 @@ fn acceptance_is_the_closed_form_in_every_output() {
         html.contains("<h3>Speculative decoding (server)</h3>"),
         "html"
     );
-    let (head, row) = csv.split_once('\n').expect("csv rows");
-    assert_eq!(head.rsplit(',').nth(5), Some("spec_acceptance_rate"), "csv");
-    let cell: f64 = row
-        .trim_end()
-        .rsplit(',')
-        .nth(5)
-        .and_then(|c| c.parse().ok())
-        .expect("cell");
+    let cell: f64 = common::csv_cell(&csv, "spec_acceptance_rate")
+        .parse()
+        .expect("a number");
     // The CSV writes 6 decimals.
     assert!((cell - mean / 4.0).abs() < 1e-6, "csv {cell}");
 }

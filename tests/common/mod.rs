@@ -191,3 +191,20 @@ pub fn mock_server(args: &[&str]) -> (Killed, String) {
         .to_string();
     (server, url)
 }
+
+/// The cell of `column` in the first row of a report CSV, read by a real CSV reader (earlier
+/// fields hold quoted commas); panics naming the column when it is missing.
+pub fn csv_cell(csv_text: &str, column: &str) -> String {
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let header = reader.headers().expect("csv header").clone();
+    let i = header
+        .iter()
+        .position(|h| h == column)
+        .unwrap_or_else(|| panic!("no column {column} in {header:?}"));
+    let row = reader
+        .records()
+        .next()
+        .expect("a row")
+        .expect("a valid row");
+    row[i].to_string()
+}
