@@ -302,6 +302,7 @@ pub(crate) fn merge_benchmark(
     )
     .map_err(|e| refuse(format!("its sessions: {e}")))?;
     merge_newer(&mut out, shards);
+    out.models = crate::figures::models::merge(shards, &out)?;
     Ok(out)
 }
 

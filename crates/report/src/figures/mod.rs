@@ -24,6 +24,7 @@ pub(crate) mod images;
 pub(crate) mod interval;
 pub(crate) mod merge;
 pub(crate) mod model;
+pub(crate) mod models;
 pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod precision;
