@@ -95,6 +95,9 @@ pub struct RequestLogEntry {
     /// Their prompt tokens (part of `prompt_tokens`): `ceil(w / 28) * ceil(h / 28) + 2` each.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub image_tokens: u32,
+    /// The model it named, when the server serves several (`models`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// In-process only: arrival.
     #[serde(skip)]
     pub arrival: Option<Instant>,

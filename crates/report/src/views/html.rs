@@ -255,6 +255,7 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
     crate::views::turns_view::html_section(h, b);
     crate::views::html_server::benchmark_section(h, b);
     crate::views::gpu_view::html_section(h, b);
+    crate::views::models_view::html_section(h, b);
     h.push_str("</details>\n");
 }
 
