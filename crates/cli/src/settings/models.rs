@@ -88,7 +88,12 @@ pub(crate) fn resolve(src: &Sources<'_>) -> anyhow::Result<Resolved> {
         None => Vec::new(),
     };
     let origin = given.as_ref().map(|g| g.1.clone());
-    let (models, base, origin, default) = adapters(src, &list, origin)?;
+    let Listed {
+        models,
+        base,
+        origin,
+        default,
+    } = adapters(src, &list, origin)?;
     let sel = selection(src)?;
     let (Some(origin), false) = (origin, models.is_empty()) else {
         return Ok((None, None));
@@ -118,12 +123,7 @@ fn adapters(
     src: &Sources<'_>,
     list: &[ModelWeight],
     origin: Option<String>,
-) -> anyhow::Result<(
-    Vec<ModelWeight>,
-    Option<String>,
-    Option<String>,
-    Option<ModelSelection>,
-)> {
+) -> anyhow::Result<Listed> {
     let (f, p) = (src.file, &src.cli.peers);
     let lora = if p.lora_modules.is_empty() {
         f.lora_modules.clone().map(|l| (l, false))
@@ -171,20 +171,35 @@ fn adapters(
         (None, None) => None,
     };
     let Some((models, peer_origin)) = peer else {
-        return Ok((list.to_vec(), None, origin, None));
+        return Ok(Listed {
+            models: list.to_vec(),
+            base: None,
+            origin,
+            default: None,
+        });
     };
     if list.len() > 1 || list.iter().any(|m| m.weight.is_some()) {
         return Err(usage(format!(
             "{peer_origin}: give the models either as a --model list or as the adapters, not both (--model then names the base model)"
         )));
     }
-    let base = list.first().map(|m| m.name.clone());
-    Ok((
+    Ok(Listed {
         models,
-        base,
-        Some(peer_origin),
-        Some(ModelSelection::Random),
-    ))
+        base: list.first().map(|m| m.name.clone()),
+        origin: Some(peer_origin),
+        default: Some(ModelSelection::Random),
+    })
+}
+
+/// The models of a mix as listed, before the selection is applied.
+struct Listed {
+    models: Vec<ModelWeight>,
+    /// The base model reported beside a peer's adapter list (its `--model`).
+    base: Option<String>,
+    /// The flag or key the list came from.
+    origin: Option<String>,
+    /// The selection when none is given (random for the peers' adapter lists).
+    default: Option<ModelSelection>,
 }
 
 #[cfg(test)]
