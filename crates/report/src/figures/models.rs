@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use crate::figures::chunks::ChunkStore;
 use crate::figures::compact::{us, Compact};
 use crate::figures::hist::{Dist, MetricSummary};
-use crate::figures::model::{BenchmarkReport, Rates};
 use crate::Error;
 
 /// The percentile every model's latency summaries hold beside the median (the histograms
@@ -124,14 +123,14 @@ impl ModelLedger {
     }
 
     /// The rows over the requests `window` includes, the latencies over those `steady` holds
-    /// (the rule of the benchmark's own distributions), the rates shares of `rates`; `None`
-    /// without a mix.
+    /// (the rule of the benchmark's own distributions), the rates shares of the benchmark's
+    /// `rates` (requests/s, output tokens/s); `None` without a mix.
     pub(crate) fn report(
         &self,
         requests: &bench_core::Pages<Compact>,
         store: &ChunkStore,
         (window, steady): (&Window, Option<Steady>),
-        rates: &Rates,
+        rates: (f64, f64),
     ) -> Option<Vec<ModelFigures>> {
         if self.names.is_empty() {
             return None;
@@ -211,27 +210,28 @@ fn set_distributions(f: &mut ModelFigures, dists: &[Dist; 3]) {
 }
 
 /// The rows with their rates: each model's part of the completed requests (and of their
-/// output tokens) of the benchmark's steady rates.
-fn with_rates(mut rows: Vec<ModelFigures>, rates: &Rates) -> Vec<ModelFigures> {
+/// output tokens) of the benchmark's steady rates `(requests/s, output tokens/s)`.
+fn with_rates(mut rows: Vec<ModelFigures>, rates: (f64, f64)) -> Vec<ModelFigures> {
     let done: u64 = rows.iter().map(|r| r.completed).sum();
     let tokens: u64 = rows.iter().map(|r| r.output_tokens).sum();
     let part = |n: u64, of: u64| if of > 0 { n as f64 / of as f64 } else { 0.0 };
     for r in &mut rows {
-        r.requests_per_s = rates.requests_per_s * part(r.completed, done);
-        r.output_tokens_per_s = rates.output_tokens_per_s * part(r.output_tokens, tokens);
+        r.requests_per_s = rates.0 * part(r.completed, done);
+        r.output_tokens_per_s = rates.1 * part(r.output_tokens, tokens);
     }
     rows
 }
 
 /// Several shards' (or trials') rows together, model by model (matched by name, in the order
 /// first met): counts and tokens add, histograms merge (percentiles of all the requests), and
-/// rates are the merged benchmark `out`'s shares. `None` when no part had rows.
-pub(crate) fn merge(
-    parts: &[&BenchmarkReport],
-    out: &BenchmarkReport,
+/// rates are shares of the merged benchmark's `rates` (requests/s, output tokens/s). `None`
+/// when no part had rows.
+pub(crate) fn merge<'a>(
+    parts: impl Iterator<Item = &'a Vec<ModelFigures>>,
+    rates: (f64, f64),
 ) -> Result<Option<Vec<ModelFigures>>, Error> {
     let mut rows: Vec<(ModelFigures, [Dist; 3])> = Vec::new();
-    for row in parts.iter().filter_map(|b| b.models.as_ref()).flatten() {
+    for row in parts.flatten() {
         let at = match rows.iter().position(|(o, _)| o.name == row.name) {
             Some(i) => i,
             None => {
@@ -268,85 +268,5 @@ pub(crate) fn merge(
             f
         })
         .collect();
-    Ok(Some(with_rates(merged, &out.rates)))
-}
-
-#[cfg(test)]
-mod tests {
-    use bench_core::{Outcome, RequestRecord};
-
-    use super::*;
-    use crate::figures::options::StatsOptions;
-    use crate::figures::stats::{Accumulator, BenchmarkMeta};
-    use crate::test_support::record;
-
-    fn req(id: u64, model: Option<u32>, ttft_ms: u64, outcome: Outcome) -> RequestRecord {
-        // Chunks at ttft, ttft + 10, ttft + 20 ms after dispatch at 1 s + id ms.
-        let t0 = 1_000_000_000 + id * 1_000_000;
-        let ms = 1_000_000;
-        let at = [
-            t0 + ttft_ms * ms,
-            t0 + (ttft_ms + 10) * ms,
-            t0 + (ttft_ms + 20) * ms,
-        ];
-        RequestRecord {
-            id,
-            model,
-            outcome,
-            ..record(t0, &at, at[2])
-        }
-    }
-
-    #[test]
-    fn each_model_counts_its_requests_and_takes_its_share_of_the_rates() {
-        let names = ["base".to_string(), "lora".to_string()];
-        let mut acc = Accumulator::new(&StatsOptions::default()).with_models(&names);
-        for i in 0..6 {
-            acc.add(req(i, Some(0), 5, Outcome::Completed));
-        }
-        for i in 6..8 {
-            acc.add(req(i, Some(1), 50, Outcome::Completed));
-        }
-        let http = Outcome::Http {
-            status: 404,
-            body: String::new(),
-            retry_after_ms: None,
-        };
-        acc.add(req(8, Some(1), 50, http));
-        // Abandoned before any worker saw it: no model.
-        acc.add(req(9, None, 50, Outcome::Cancelled));
-        let meta = BenchmarkMeta::new(
-            bench_core::Strategy::Synchronous,
-            0,
-            3_000_000_000,
-            std::time::SystemTime::UNIX_EPOCH,
-        );
-        let b = acc.finish(meta);
-        let rows = b.models.as_ref().expect("rows");
-        let row = |r: &ModelFigures| (r.requests, r.completed, r.errored, r.output_tokens);
-        assert_eq!(row(&rows[0]), (6, 6, 0, 18));
-        assert_eq!(row(&rows[1]), (3, 2, 1, 6));
-        assert_eq!(rows[0].median("ttft_ms"), Some(5.0));
-        assert_eq!(rows[1].p99("ttft_ms"), Some(50.0));
-        assert_eq!(rows[1].median("itl_ms"), Some(10.0));
-        let share = b.rates.requests_per_s * 6.0 / 8.0;
-        assert!((rows[0].requests_per_s - share).abs() < 1e-9);
-        let sum: f64 = rows.iter().map(|r| r.output_tokens_per_s).sum();
-        assert!((sum - b.rates.output_tokens_per_s).abs() < 1e-9);
-        // Merging the benchmark with itself doubles the counts and keeps the latencies.
-        let m = merge(&[&b, &b], &b).expect("merge").expect("rows");
-        assert_eq!(row(&m[1]), (6, 4, 2, 12));
-        assert_eq!(m[1].ttft_ms.count, 4);
-        assert_eq!(m[0].median("ttft_ms"), Some(5.0));
-        // One model: no rows.
-        let mut one = Accumulator::new(&StatsOptions::default()).with_models(&names[..1]);
-        one.add(req(0, Some(0), 5, Outcome::Completed));
-        let meta = BenchmarkMeta::new(
-            bench_core::Strategy::Synchronous,
-            0,
-            3_000_000_000,
-            std::time::SystemTime::UNIX_EPOCH,
-        );
-        assert_eq!(one.finish(meta).models, None);
-    }
+    Ok(Some(with_rates(merged, rates)))
 }

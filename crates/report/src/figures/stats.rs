@@ -204,7 +204,7 @@ impl Accumulator {
             &self.requests,
             &self.chunks,
             (&window, steady_state),
-            &rates,
+            (rates.requests_per_s, rates.output_tokens_per_s),
         );
         let (ws, we) = (window.open, window.close);
         let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
