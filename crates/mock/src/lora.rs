@@ -163,3 +163,72 @@ impl Resident {
         s.swap
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MockConfig;
+
+    fn model(name: &str, lora: bool) -> ServedModel {
+        ServedModel {
+            name: name.into(),
+            lora,
+            step_per_seq_ms: None,
+        }
+    }
+
+    #[test]
+    fn requests_pick_a_served_model_or_get_vllms_404_message() {
+        let cfg = MockConfig {
+            models: vec![model("base", false), model("lora-a", true)],
+            ..MockConfig::default()
+        };
+        cfg.validate().expect("valid");
+        assert_eq!(cfg.served_model(), "base");
+        let s = ServedModels::from_config(&cfg).expect("models");
+        assert_eq!(s.pick(br#"{"model":"lora-a","prompt":"x"}"#), Ok(1));
+        assert_eq!(s.pick(br#"{"prompt":"x"}"#), Ok(0));
+        assert_eq!(
+            s.pick(br#"{"model":"nope"}"#),
+            Err("The model `nope` does not exist.".to_string())
+        );
+        let list = s.list(&cfg, 0);
+        assert_eq!(list[1]["parent"], "base");
+        assert_eq!(list[0]["parent"], serde_json::Value::Null);
+        assert!(ServedModels::from_config(&MockConfig::default()).is_none());
+    }
+
+    #[test]
+    fn bad_model_settings_are_refused_by_name() {
+        let bad = [
+            MockConfig {
+                models: vec![model("a", true)],
+                ..MockConfig::default()
+            },
+            MockConfig {
+                models: vec![model("a", false), model("a", true)],
+                ..MockConfig::default()
+            },
+            MockConfig {
+                model: "other".into(),
+                models: vec![model("a", false)],
+                ..MockConfig::default()
+            },
+            MockConfig {
+                max_loras: 0,
+                ..MockConfig::default()
+            },
+            MockConfig {
+                lora_swap_ms: -1.0,
+                ..MockConfig::default()
+            },
+        ];
+        for (c, field) in bad
+            .iter()
+            .zip(["models", "models", "model", "max_loras", "lora_swap_ms"])
+        {
+            let e = c.validate().expect_err("refused").to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        }
+    }
+}

@@ -263,6 +263,33 @@ mod tests {
     }
 
     #[test]
+    fn show_config_writes_a_mix_that_loads_again_to_the_same_settings() {
+        let dir = std::env::temp_dir().join(format!("bench-mix-show-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (i, args) in [
+            &["--model", "base:0.5,lora-a:0.3,lora-b:0.2"][..],
+            &["--model", "a,b", "--model-selection", "random"],
+            &["--model", "b0", "--lora-modules", "x", "y"],
+            &["--model", "one"],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let s = run(args).expect("ok");
+            let file = dir.join(format!("p{i}.yaml"));
+            let yaml = serde_yaml::to_string(&s.to_file()).expect("yaml");
+            std::fs::write(&file, yaml).expect("write");
+            let again = run(&["--profile", file.to_str().expect("utf8")]).expect("loads");
+            assert_eq!(
+                (&again.target.model, &again.target.model_mix),
+                (&s.target.model, &s.target.model_mix),
+                "{args:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn bad_mixes_are_usage_errors_naming_the_flag() {
         for (args, needle) in [
             (
