@@ -149,6 +149,7 @@ mod tests {
     fn rec(outcome: Outcome, dispatched: Nanos, end: Nanos) -> RequestRecord {
         RequestRecord {
             target: None,
+            model: None,
             cached_tokens: None,
             id: 0,
             scheduled: dispatched,

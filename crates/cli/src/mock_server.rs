@@ -108,6 +108,18 @@ pub struct MockServerArgs {
     /// GPU power model: frame buffer memory a replica's GPU holds, MiB [default: 72000].
     #[arg(long, value_name = "MIB")]
     pub gpu_memory_mib: Option<f64>,
+    /// LoRA adapters served beside the base model (vLLM's spelling: NAME or NAME=PATH, the
+    /// path ignored), each at the server's step cost; `models:` in --config sets each one's.
+    /// A request naming a model not served is answered 404.
+    #[arg(long, value_name = "NAME[=PATH]", num_args = 1..)]
+    pub lora_modules: Vec<String>,
+    /// LoRA adapters resident at once (vLLM's --max-loras) [default: 1].
+    #[arg(long, value_name = "N")]
+    pub max_loras: Option<u32>,
+    /// Milliseconds a request's prefill takes longer when its adapter is loaded for it
+    /// [default: 5].
+    #[arg(long, value_name = "MS")]
+    pub lora_swap_ms: Option<f64>,
     /// Independent engines behind the one port, each with its own batch, queue and caches;
     /// no effect with --zero-delay [default: 1].
     #[arg(long, value_name = "N")]
@@ -171,6 +183,29 @@ pub struct MockServerArgs {
 }
 
 impl MockServerArgs {
+    /// `--lora-modules`: adapters of the base model (the config's first model, else `model`)
+    /// after the config's models.
+    fn add_lora_modules(&self, c: &mut MockConfig) {
+        if self.lora_modules.is_empty() {
+            return;
+        }
+        if c.models.is_empty() {
+            c.models.push(bench_mock::ServedModel {
+                name: c.model.clone(),
+                lora: false,
+                step_per_seq_ms: None,
+            });
+        }
+        for m in &self.lora_modules {
+            let name = m.split_once('=').map_or(m.as_str(), |(n, _)| n).trim();
+            c.models.push(bench_mock::ServedModel {
+                name: name.to_string(),
+                lora: true,
+                step_per_seq_ms: None,
+            });
+        }
+    }
+
     /// Defaults, then the config file, then flags; validated.
     fn resolve(&self) -> anyhow::Result<MockConfig> {
         let mut c = match &self.config {
@@ -186,6 +221,7 @@ impl MockServerArgs {
         if let Some(v) = &self.model {
             c.model = v.clone();
         }
+        self.add_lora_modules(&mut c);
         macro_rules! set {
             ($($flag:ident => $($field:ident).+),* $(,)?) => {
                 $(if let Some(v) = self.$flag.clone() { c.$($field).+ = v; })*
@@ -216,6 +252,8 @@ impl MockServerArgs {
             gpu_per_seq_w => gpu_per_seq_w,
             gpu_memory_mib => gpu_memory_mib,
             replicas => replicas,
+            max_loras => max_loras,
+            lora_swap_ms => lora_swap_ms,
             fail_429 => faults.http_429,
             fail_500 => faults.http_500,
             fail_503 => faults.http_503,

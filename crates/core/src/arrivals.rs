@@ -155,6 +155,7 @@ mod tests {
     fn a_record_spreads_its_count_over_its_chunks() {
         let r = RequestRecord {
             target: None,
+            model: None,
             cached_tokens: None,
             session: None,
             reasoning: None,

@@ -15,6 +15,7 @@ mod balance;
 mod cancel;
 mod image;
 mod interval;
+mod models;
 mod pages;
 mod precision;
 mod ramp;
@@ -31,6 +32,9 @@ pub use balance::{Assigned, Balance, Balancer, UnknownBalance};
 pub use cancel::Cancellation;
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};
+pub use models::{
+    model_list_text, parse_model_list, ModelMix, ModelSelection, ModelWeight, MAX_MODELS,
+};
 pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use ramp::{Ramp, RampOver, RampRecord, RampShape, RateChange, MAX_CHANGES};
@@ -441,6 +445,10 @@ pub struct RequestRecord {
     /// the run spread its load across several ([`Balance`]); `None` with one target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<u32>,
+    /// The model it named, by index from 0 in the order of the run's model mix (docs/cli.md,
+    /// "Model mixes"); `None` with one model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<u32>,
 }
 
 impl RequestRecord {
@@ -610,6 +618,7 @@ mod tests {
     fn record_round_trips_through_json() {
         let r = RequestRecord {
             target: None,
+            model: None,
             cached_tokens: None,
             session: None,
             reasoning: Some(ReasoningTokens {

@@ -123,6 +123,19 @@ pub struct MockConfig {
     pub gpu_per_seq_w: f64,
     /// Frame buffer memory one replica's GPU holds, MiB, loaded or idle. Default 72000.
     pub gpu_memory_mib: f64,
+    /// Several models served by the one engine, the first the base and the others models or
+    /// LoRA adapters (docs/simulator.md, "Models and LoRA adapters"). When given, the first's
+    /// name is the served model (`model` must be left unset or equal it) and a request naming
+    /// no model of the list is answered 404, as vLLM does. Default: none (one model, `model`,
+    /// and any requested name accepted).
+    pub models: Vec<crate::lora::ServedModel>,
+    /// LoRA adapters resident at once (vLLM's `--max-loras`): a request for an adapter that
+    /// is not resident waits until one resident adapter has no sequence in the batch. Default
+    /// 1, as vLLM's.
+    pub max_loras: u32,
+    /// Milliseconds a request's prefill takes longer when its adapter is loaded for it (not
+    /// resident). Default 5.
+    pub lora_swap_ms: f64,
     /// Fault injection. Default: none.
     pub faults: Faults,
 }
@@ -234,6 +247,9 @@ impl Default for MockConfig {
             gpu_idle_w: 100.0,
             gpu_per_seq_w: 2.0,
             gpu_memory_mib: 72_000.0,
+            models: Vec::new(),
+            max_loras: 1,
+            lora_swap_ms: 5.0,
             faults: Faults::default(),
         }
     }
@@ -401,7 +417,71 @@ impl MockConfig {
                 return Err(invalid(field, format!("{v} ms is more than an hour")));
             }
         }
+        self.validate_models()?;
         self.faults.validate()
+    }
+
+    /// The model name served: the first of `models` when given, else `model`.
+    pub fn served_model(&self) -> &str {
+        self.models
+            .first()
+            .map_or(self.model.as_str(), |m| m.name.as_str())
+    }
+
+    /// Checks `models`, `max_loras` and `lora_swap_ms`.
+    fn validate_models(&self) -> Result<(), Error> {
+        if self.max_loras == 0 {
+            return Err(invalid("max_loras", "must be at least 1"));
+        }
+        let swap = self.lora_swap_ms;
+        if !(swap.is_finite() && (0.0..=3_600_000.0).contains(&swap)) {
+            return Err(invalid(
+                "lora_swap_ms",
+                format!("must be a finite number from 0 to an hour, got {swap}"),
+            ));
+        }
+        let Some(first) = self.models.first() else {
+            return Ok(());
+        };
+        if first.lora {
+            return Err(invalid(
+                "models",
+                "the first model is the base and cannot be a LoRA adapter",
+            ));
+        }
+        if self.model != Self::default().model && self.model != first.name {
+            return Err(invalid(
+                "model",
+                format!(
+                    "`{}` is not the first of models (`{}`): leave model out",
+                    self.model, first.name
+                ),
+            ));
+        }
+        for (i, m) in self.models.iter().enumerate() {
+            if m.name.is_empty() {
+                return Err(invalid("models", format!("model {} has no name", i + 1)));
+            }
+            if self.models[..i].iter().any(|o| o.name == m.name) {
+                return Err(invalid("models", format!("`{}` is named twice", m.name)));
+            }
+            if let Some(c) = m
+                .step_per_seq_ms
+                .filter(|c| !(c.is_finite() && (0.0..=3_600_000.0).contains(c)))
+            {
+                return Err(invalid(
+                    "models",
+                    format!(
+                        "`{}`: step_per_seq_ms must be from 0 to an hour, got {c}",
+                        m.name
+                    ),
+                ));
+            }
+        }
+        if self.models.len() > usize::from(u16::MAX) {
+            return Err(invalid("models", "too many models"));
+        }
+        Ok(())
     }
 }
 

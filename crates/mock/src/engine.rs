@@ -38,6 +38,7 @@ use futures_util::task::AtomicWaker;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::lora::{Resident, ServedModels};
 use crate::metrics::Metrics;
 use crate::prefix::{Blocks, PrefixCache};
 use crate::spec::Drafts;
@@ -174,6 +175,8 @@ struct Submit {
     tokens: u32,
     blocks: Blocks,
     drafts: Drafts,
+    /// Its model's index in the served models (0 with one model).
+    model: u16,
 }
 
 /// Where requests are handed to the engine task.
@@ -196,13 +199,39 @@ impl EngineHandle {
     /// output blocks for the prefix cache (empty without one).
     #[cfg(test)]
     pub(crate) fn submit(&self, prompt_tokens: u32, tokens: u32, blocks: Blocks) -> SeqHandle {
-        self.submit_drafted(prompt_tokens, tokens, blocks, Drafts::default())
+        self.submit_as(0, prompt_tokens, tokens, blocks)
     }
 
     /// [`Self::submit`] with the accepted drafts of each of its decode steps (speculative
     /// decoding; empty: one token per step).
+    #[cfg(test)]
     pub(crate) fn submit_drafted(
         &self,
+        prompt_tokens: u32,
+        tokens: u32,
+        blocks: Blocks,
+        drafts: Drafts,
+    ) -> SeqHandle {
+        self.submit_full(0, prompt_tokens, tokens, blocks, drafts)
+    }
+
+    /// [`EngineHandle::submit`] for served model `model` (an index of the served models).
+    #[cfg(test)]
+    pub(crate) fn submit_as(
+        &self,
+        model: u16,
+        prompt_tokens: u32,
+        tokens: u32,
+        blocks: Blocks,
+    ) -> SeqHandle {
+        self.submit_full(model, prompt_tokens, tokens, blocks, Drafts::default())
+    }
+
+    /// Queues a sequence for served model `model` with the accepted drafts of each of its
+    /// decode steps (empty: one token per step).
+    pub(crate) fn submit_full(
+        &self,
+        model: u16,
         prompt_tokens: u32,
         tokens: u32,
         blocks: Blocks,
@@ -215,6 +244,7 @@ impl EngineHandle {
             tokens: tokens.max(1),
             blocks,
             drafts,
+            model,
         };
         if self.tx.send(msg).is_err() {
             // The engine is gone (server shutting down): release everything so that no
@@ -226,13 +256,26 @@ impl EngineHandle {
 }
 
 /// Starts the engine task of replica `replica` (the index of the gauges it writes).
+#[cfg(test)]
 pub(crate) fn spawn(
     params: EngineParams,
     metrics: Arc<Metrics>,
     replica: usize,
 ) -> (EngineHandle, tokio::task::JoinHandle<()>) {
+    spawn_serving(params, None, metrics, replica)
+}
+
+/// [`spawn`] serving the models `served` (none: one model).
+pub(crate) fn spawn_serving(
+    params: EngineParams,
+    served: Option<Arc<ServedModels>>,
+    metrics: Arc<Metrics>,
+    replica: usize,
+) -> (EngineHandle, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let engine = Engine {
+        served,
+        resident: Resident::default(),
         cache: PrefixCache::new(params.cache_blocks),
         params,
         metrics,
@@ -254,6 +297,7 @@ struct Waiting {
     arrival: Instant,
     blocks: Blocks,
     drafts: Drafts,
+    model: u16,
 }
 
 struct Active {
@@ -275,6 +319,10 @@ struct Active {
     /// Accepted drafts of each decode step (speculative decoding), and the next step's index.
     drafts: Drafts,
     step: usize,
+    /// Its served model.
+    model: u16,
+    /// An adapter load still to pay (with a step budget: by the step of its first chunk).
+    swap: Duration,
 }
 
 impl Active {
@@ -316,6 +364,10 @@ impl Active {
 
 struct Engine {
     params: EngineParams,
+    /// The models served, when several (their step costs and adapters).
+    served: Option<Arc<ServedModels>>,
+    /// The LoRA adapters resident on this engine.
+    resident: Resident,
     cache: PrefixCache,
     metrics: Arc<Metrics>,
     /// Which replica this engine is (its gauges in `metrics`).
@@ -354,6 +406,7 @@ impl Engine {
                             arrival: now,
                             blocks: msg.blocks,
                             drafts: msg.drafts,
+                            model: msg.model,
                         });
                         next_msg = rx.try_recv().ok();
                     }
@@ -474,7 +527,7 @@ impl Engine {
         if self.step_deadline.is_none() && self.slots() > 0 {
             self.decoding.append(&mut self.joining);
             let prefill = self.plan_chunks();
-            self.step_deadline = Some(t + self.params.step(self.slots()) + prefill);
+            self.step_deadline = Some(t + self.step_len() + prefill);
         }
     }
 
@@ -487,12 +540,16 @@ impl Engine {
         let decoding = u32::try_from(self.decoding.len()).unwrap_or(u32::MAX);
         let mut left = self.params.step_budget.saturating_sub(decoding);
         let mut total = 0u32;
+        let mut swaps = Duration::ZERO;
         for a in &mut self.prefilling {
             a.chunk = a.remaining.min(left);
             left -= a.chunk;
             total += a.chunk;
+            if a.chunk > 0 {
+                swaps += std::mem::take(&mut a.swap);
+            }
         }
-        self.params.chunk_cost(total)
+        self.params.chunk_cost(total) + swaps
     }
 
     /// With a step budget, at a step's end: applies the chunks; sequences whose prefill is
@@ -522,17 +579,18 @@ impl Engine {
     /// Fills free slots from the queue, FIFO, with admission time `t`.
     fn admit(&mut self, t: Instant) {
         while self.slots() < self.params.max_batch {
-            let Some(w) = self.waiting.pop_front() else {
+            let Some(w) = self.next_waiting() else {
                 break;
             };
             if w.shared.is_cancelled() {
                 continue;
             }
             let uncached = w.prompt_tokens - self.lookup(&w);
+            let swap = self.load_model(w.model);
             let prefill = if self.params.step_budget > 0 {
                 Duration::ZERO
             } else {
-                self.params.prefill(uncached)
+                self.params.prefill(uncached) + swap
             };
             let mut a = Active {
                 shared: w.shared,
@@ -548,6 +606,12 @@ impl Engine {
                 blocks: w.blocks,
                 drafts: w.drafts,
                 step: 0,
+                model: w.model,
+                swap: if self.params.step_budget > 0 {
+                    swap
+                } else {
+                    Duration::ZERO
+                },
             };
             if self.params.step_budget > 0 || !prefill.is_zero() {
                 self.prefilling.push(a);
@@ -555,6 +619,47 @@ impl Engine {
                 self.joining.push(a);
             }
         }
+    }
+
+    /// The models of the sequences holding slots.
+    fn held_models(&self) -> impl Iterator<Item = u16> + '_ {
+        self.prefilling
+            .iter()
+            .chain(&self.joining)
+            .chain(&self.decoding)
+            .map(|a| a.model)
+    }
+
+    /// The length of a step starting now: `step_base + step_per_seq * slots`, or with several
+    /// models each held sequence's model's cost.
+    fn step_len(&self) -> Duration {
+        match &self.served {
+            None => self.params.step(self.slots()),
+            Some(s) => s.step(&self.params, self.held_models()),
+        }
+    }
+
+    /// The next request to admit: the queue's first, or with several models the first whose
+    /// model can run now (a cancelled one goes too, to be dropped); `None` when none can.
+    fn next_waiting(&mut self) -> Option<Waiting> {
+        let Some(s) = self.served.clone() else {
+            return self.waiting.pop_front();
+        };
+        let held: Vec<u16> = self.held_models().collect();
+        let i = self
+            .waiting
+            .iter()
+            .position(|w| w.shared.is_cancelled() || self.resident.admits(&s, w.model, &held))?;
+        self.waiting.remove(i)
+    }
+
+    /// Makes `model` runnable for a request admitted now; the adapter load it costs.
+    fn load_model(&mut self, model: u16) -> Duration {
+        let Some(s) = self.served.clone() else {
+            return Duration::ZERO;
+        };
+        let held: Vec<u16> = self.held_models().collect();
+        self.resident.load(&s, model, &held)
     }
 
     /// Prompt tokens of `w` found in the prefix cache: whole leading blocks, never the last
@@ -1172,3 +1277,7 @@ mod median_tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "engine_lora_tests.rs"]
+mod lora_tests;

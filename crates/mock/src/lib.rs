@@ -26,6 +26,7 @@ mod engine;
 mod faults;
 mod gpu;
 mod log;
+mod lora;
 mod metrics;
 mod prefix;
 mod render;
@@ -41,6 +42,7 @@ use std::path::PathBuf;
 pub use config::{parse_balance, Balance, Faults, MockConfig, MAX_REPLICAS, MAX_SPEC_TOKENS};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
+pub use lora::ServedModel;
 pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};
 pub use server::MockServer;
 

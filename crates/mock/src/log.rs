@@ -104,6 +104,9 @@ pub struct RequestLogEntry {
     /// counts them).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spec_accepted_tokens: u32,
+    /// The model it named, when the server serves several (`models`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// In-process only: arrival.
     #[serde(skip)]
     pub arrival: Option<Instant>,

@@ -84,6 +84,7 @@ impl Replicas {
     /// writing its gauges in `metrics`. Returns the engines' tasks.
     pub(crate) fn start(
         config: &MockConfig,
+        served: Option<&Arc<crate::lora::ServedModels>>,
         metrics: &Arc<Metrics>,
     ) -> (Self, Vec<tokio::task::JoinHandle<()>>) {
         let zero_delay = config.is_zero_delay();
@@ -92,7 +93,8 @@ impl Replicas {
         let replicas = (0..Self::count(config))
             .map(|i| {
                 let engine = (!zero_delay).then(|| {
-                    let (handle, task) = engine::spawn(params, metrics.clone(), i);
+                    let (handle, task) =
+                        engine::spawn_serving(params, served.cloned(), metrics.clone(), i);
                     tasks.push(task);
                     handle
                 });
@@ -246,7 +248,7 @@ mod tests {
             config.kv_cache_tokens,
             Replicas::count(config),
         ));
-        let (replicas, tasks) = Replicas::start(config, &metrics);
+        let (replicas, tasks) = Replicas::start(config, None, &metrics);
         let mut rng = crate::faults::Rng::new(config.seed, 0);
         let t0 = tokio::time::Instant::now();
         let mut at = t0;

@@ -26,6 +26,7 @@ use bench_tokenizer::Tokenizer;
 use crate::body::{ConnShared, LogState, MockBody, PendingLog};
 use crate::faults::{FaultPlan, Rng};
 use crate::log::{EndKind, RequestLog, RequestLogEntry};
+use crate::lora::ServedModels;
 use crate::metrics::Metrics;
 use crate::prefix::{self, Blocks};
 use crate::render::{self, CachedUsage, Ctx, EventCycle, Oai, Words};
@@ -75,6 +76,8 @@ pub(crate) struct State {
     log: Option<Arc<RequestLog>>,
     next_id: AtomicU64,
     limits: Limits,
+    /// The models served, when several (`models`).
+    served: Option<Arc<ServedModels>>,
 }
 
 impl MockServer {
@@ -115,24 +118,25 @@ impl MockServer {
             config.record_requests,
             config.log_token_times,
         )?;
+        let served = ServedModels::from_config(&config).map(Arc::new);
         let zero_delay = config.is_zero_delay();
         let metrics = Arc::new(
             Metrics::new(
-                &config.model,
+                config.served_model(),
                 config.kv_cache_tokens,
                 Replicas::count(&config),
             )
             .with_spec(SpecModel::of(&config).map_or(0, |m| m.k)),
         );
-        let (replicas, engines) = Replicas::start(&config, &metrics);
-        let model_escaped = render::escape(&config.model);
+        let (replicas, engines) = Replicas::start(&config, served.as_ref(), &metrics);
+        let model_escaped = render::escape(config.served_model());
         let now = unix_secs();
         let completions_cycle = EventCycle::new(Oai::Completions, &model_escaped, &words, now);
         let chat_cycle = EventCycle::new(Oai::Chat, &model_escaped, &words, now);
-        let models_body = models_body(&config);
+        let models_body = models_body(&config, served.as_deref());
         let scheme = if config.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
-        let model = config.model.clone();
+        let model = config.served_model().to_string();
         let limits = Limits {
             default_max_tokens: config.default_max_tokens,
             max_model_len: config.max_model_len,
@@ -157,6 +161,7 @@ impl MockServer {
             log,
             next_id: AtomicU64::new(0),
             limits,
+            served,
         });
         let stop = CancellationToken::new();
         let accept = tokio::spawn(accept_loop(
@@ -525,7 +530,11 @@ fn cache_blocks(ids: &[u32], prompt_tokens: u32, ctx: &Ctx<'_>, block_size: u32)
 /// The body of `GET /v1/models`: the one model, with vLLM's fields (`owned_by: "bench-mock"`
 /// tells bench it may send vLLM's extensions; `"system"` in strict mode, as a server that
 /// refuses them).
-fn models_body(config: &MockConfig) -> Bytes {
+fn models_body(config: &MockConfig, served: Option<&ServedModels>) -> Bytes {
+    if let Some(s) = served {
+        let data = s.list(config, unix_secs());
+        return Bytes::from(serde_json::json!({"object": "list", "data": data}).to_string());
+    }
     Bytes::from(
         serde_json::json!({
             "object": "list",
@@ -561,6 +570,13 @@ async fn generate(
         Ok(b) => b,
         Err((status, msg)) => return fail(state, api, log.take(), status, &msg),
     };
+    let model = match pick_model(state, api, &body) {
+        Ok(m) => m,
+        Err(msg) => return fail(state, api, log.take(), StatusCode::NOT_FOUND, &msg),
+    };
+    if let (Some(l), Some(s)) = (&mut log.0, &state.served) {
+        l.entry.model = Some(s.name(model).to_string());
+    }
     let p = match request::parse(api, &body, &state.prompts, state.limits) {
         Ok(p) => p,
         Err(msg) => return fail(state, api, log.take(), StatusCode::BAD_REQUEST, &msg),
@@ -608,7 +624,10 @@ async fn generate(
     let ctx = Ctx {
         id,
         created: unix_secs(),
-        model: &state.model_escaped,
+        model: state
+            .served
+            .as_ref()
+            .map_or(state.model_escaped.as_str(), |s| s.escaped(model)),
         words: &state.words,
         word_start,
         tokens,
@@ -631,6 +650,7 @@ async fn generate(
     let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
     let answer = Answer {
         api,
+        model,
         p: &p,
         ctx: &ctx,
         blocks,
@@ -647,6 +667,8 @@ async fn generate(
 /// What a successful answer is made of.
 struct Answer<'a> {
     api: Api,
+    /// The served model it runs on (0 with one model).
+    model: u16,
     p: &'a request::Parsed,
     ctx: &'a Ctx<'a>,
     blocks: Blocks,
@@ -693,10 +715,20 @@ fn pending_log(
                 image_tokens: 0,
                 spec_drafts: 0,
                 spec_accepted_tokens: 0,
+                model: None,
             },
             sink: sink.clone(),
         })
     }))
+}
+
+/// The served model a generation request names (0, the base, with one model or for TGI's
+/// API, which names none); the message of vLLM's 404 for a name not served.
+fn pick_model(state: &State, api: Api, body: &[u8]) -> Result<u16, String> {
+    match &state.served {
+        Some(s) if !api.is_tgi() => s.pick(body),
+        _ => Ok(0),
+    }
 }
 
 /// The request body, at most [`MAX_BODY`] bytes; the status and message of the refusal.
@@ -801,7 +833,7 @@ fn stream_response(
         Some(e) if timed => {
             a.log.submitted();
             let drafts = ctx.drafts.cloned().unwrap_or_default();
-            Some(e.submit_drafted(p.prompt_tokens, tokens, a.blocks, drafts))
+            Some(e.submit_full(a.model, p.prompt_tokens, tokens, a.blocks, drafts))
         }
         _ => {
             state.metrics.add_generated(u64::from(tokens));
@@ -833,7 +865,7 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
         Some(e) if !state.zero_delay => {
             a.log.submitted();
             let drafts = ctx.drafts.cloned().unwrap_or_default();
-            let gate = e.submit_drafted(p.prompt_tokens, tokens, a.blocks, drafts);
+            let gate = e.submit_full(a.model, p.prompt_tokens, tokens, a.blocks, drafts);
             gate.wait_for(tokens).await;
             if let Some(l) = &mut a.log.0 {
                 l.entry.cached_tokens = gate.cached_tokens();

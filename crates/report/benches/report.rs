@@ -36,6 +36,7 @@ fn records(n: usize, chunks: usize) -> Vec<RequestRecord> {
             let end = cs.last().map_or(first, |c| c.at) + MS / 2;
             RequestRecord {
                 target: None,
+                model: None,
                 cached_tokens: None,
                 session: None,
                 reasoning: None,

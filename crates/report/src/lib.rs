@@ -63,6 +63,7 @@ pub use figures::model::{
     RunReport, SessionReport, ShardClock, ShardRun, Timeline, TokenCounts, TokenStat, TokenSummary,
     Tokens, Trial, Trials, TurnReport, SCHEMA_VERSION, TURN_ROWS,
 };
+pub use figures::models::{ModelFigures, MODEL_METRICS, MODEL_PERCENTILES};
 pub use figures::options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, DEFAULT_PERCENTILES,

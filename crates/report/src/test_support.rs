@@ -13,6 +13,7 @@ use crate::figures::stats::{Accumulator, BenchmarkMeta};
 pub(crate) fn record(dispatched: Nanos, chunks: &[Nanos], end: Nanos) -> RequestRecord {
     RequestRecord {
         target: None,
+        model: None,
         cached_tokens: None,
         session: None,
         reasoning: None,
@@ -42,6 +43,7 @@ pub(crate) fn open_loop(lat: impl Fn(u64) -> u64) -> BenchmarkReport {
         let (sent, end) = (i * 100, i * 100 + lat(i));
         acc.add(RequestRecord {
             target: None,
+            model: None,
             prompt_tokens: 1,
             ..record(sent * MS, &[(sent + 1) * MS, end * MS], end * MS)
         });

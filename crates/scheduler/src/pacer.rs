@@ -610,6 +610,7 @@ where
 pub(crate) fn abandoned(d: &Dispatch, prompt_tokens: u32, requested: Option<u32>) -> RequestRecord {
     RequestRecord {
         target: None,
+        model: None,
         cached_tokens: None,
         session: None,
         reasoning: None,

@@ -200,6 +200,10 @@ pub struct WorkerConfig {
     /// The model name to send; discovered from `/v1/models` by [`Worker::discover_model`]
     /// when `None`.
     pub model: Option<String>,
+    /// A model mix (docs/cli.md, "Model mixes"): each request names the model
+    /// [`bench_core::ModelMix::choose`] picks for its sequence number, and its record says
+    /// which ([`bench_core::RequestRecord::model`]). `None`: every request names `model`.
+    pub models: Option<std::sync::Arc<bench_core::ModelMix>>,
     /// Sent as `Authorization: Bearer ...`. Never logged or printed.
     pub api_key: Option<String>,
     /// Extra headers, sent on every request. Values are never logged or printed.
@@ -247,6 +251,7 @@ impl Default for WorkerConfig {
             backend: BackendKind::default(),
             endpoint: None,
             model: None,
+            models: None,
             api_key: None,
             headers: Vec::new(),
             http2: false,
@@ -278,6 +283,7 @@ impl fmt::Debug for WorkerConfig {
             .field("backend", &self.backend)
             .field("endpoint", &self.endpoint)
             .field("model", &self.model)
+            .field("models", &self.models.as_ref().map(|m| m.names()))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &headers)
             .field("http2", &self.http2)

@@ -42,6 +42,8 @@ struct Inner {
     body: BodyBuilder,
     timeouts: Timeouts,
     model: OnceLock<String>,
+    /// The model mix, when requests choose among several models.
+    mix: Option<Arc<bench_core::ModelMix>>,
     counter: Option<OutputCounter>,
     /// Replies are streamed (`WorkerConfig::stream`).
     stream: bool,
@@ -179,6 +181,7 @@ impl Worker {
                 body,
                 timeouts: config.timeouts,
                 model,
+                mix: config.models.clone(),
                 counter: None,
                 // Embeddings and rerank replies are never streamed.
                 stream: config.stream && !config.backend.pooling(),
@@ -217,6 +220,7 @@ impl Worker {
                 body: shared.body.clone(),
                 timeouts: shared.timeouts,
                 model: shared.model.clone(),
+                mix: shared.mix.clone(),
                 counter: shared.counter.clone(),
                 stream: shared.stream,
                 think_tags: shared.think_tags,
@@ -238,6 +242,18 @@ impl Worker {
     /// [`Worker::discover_model`] found.
     pub fn model(&self) -> Option<&str> {
         self.inner.model.get().map(String::as_str)
+    }
+
+    /// The model request `id` names, and its index in the mix (`None` without a mix: the
+    /// one model, as before mixes existed).
+    fn model_for(&self, id: u64) -> (Option<&str>, Option<u32>) {
+        match &self.inner.mix {
+            None => (self.model(), None),
+            Some(mix) => {
+                let i = mix.choose(id);
+                (Some(mix.name(i)), Some(i as u32))
+            }
+        }
     }
 
     /// The backend spoken.
@@ -802,7 +818,8 @@ impl Backend for Worker {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> RequestRecord {
-        let body = self.inner.body.build(self.model(), &spec);
+        let (model, chosen) = self.model_for(dispatch.id);
+        let body = self.inner.body.build(model, &spec);
         let sent = Sent {
             body,
             prompt_tokens: spec.prompt_tokens,
@@ -814,7 +831,9 @@ impl Backend for Worker {
                 .then(|| bench_core::ImageCounts::of(&spec.images))
                 .flatten(),
         };
-        self.exchange(sent, dispatch, cancel).await.0
+        let mut rec = self.exchange(sent, dispatch, cancel).await.0;
+        rec.model = chosen;
+        rec
     }
 
     async fn send_turn(
@@ -823,7 +842,8 @@ impl Backend for Worker {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> (RequestRecord, Option<String>) {
-        let body = self.inner.body.build_turn(self.model(), &turn);
+        let (model, chosen) = self.model_for(dispatch.id);
+        let body = self.inner.body.build_turn(model, &turn);
         let sent = Sent {
             body,
             prompt_tokens: turn.prompt_tokens(),
@@ -832,7 +852,9 @@ impl Backend for Worker {
             inputs: 1,
             images: None,
         };
-        self.exchange(sent, dispatch, cancel).await
+        let (mut rec, reply) = self.exchange(sent, dispatch, cancel).await;
+        rec.model = chosen;
+        (rec, reply)
     }
 
     fn silent(&self) -> Vec<Silent> {
@@ -894,6 +916,7 @@ impl Worker {
             StreamRecorder::new(self.inner.backend, false, false).with_inputs(sent.inputs);
         let mut rec = RequestRecord {
             target: None,
+            model: None,
             cached_tokens: None,
             session: None,
             reasoning: None,

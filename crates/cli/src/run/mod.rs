@@ -163,7 +163,7 @@ fn init_logs() {
 /// The run on the runtime: its plan, the server, the clock and the scraper, then [`drive`].
 async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
     let mut plan = RunPlan::resolve(&s, &dist)?;
-    let server = target::reach_server(&s, &plan.tokenizer).await?;
+    let server = target::reach_server(&s, &plan.tokenizer, dist.shard).await?;
 
     let mut run = plan::new_run_report(&s, &server.model, server.fleet.first(), plan.data_seed);
     if let Some(t) = plan.trace.take() {

@@ -54,6 +54,8 @@ pub(super) struct ReportObserver {
     /// The URLs of the targets sharing the load, when several (each benchmark counts its
     /// requests by target); empty with one.
     pub(super) targets: Vec<String>,
+    /// The names of the run's model mix, when several (each benchmark reports per model).
+    pub(super) models: Vec<String>,
     /// This process's shard (its report states its share of the target rate).
     pub(super) shard: Option<bench_core::Shard>,
     /// The run clock (a shard reads its wall clock against it as each benchmark ends).
@@ -120,7 +122,11 @@ impl Observer for ReportObserver {
     fn benchmark_started(&mut self, index: usize, _total: usize, plan: &BenchmarkPlan) {
         self.rewind.benchmark_started();
         self.gpu_work = (0, 0);
-        self.acc = Some(Accumulator::new(&self.stats).with_targets(&self.targets));
+        self.acc = Some(
+            Accumulator::new(&self.stats)
+                .with_targets(&self.targets)
+                .with_models(&self.models),
+        );
         if let Some(w) = self.precision.as_mut() {
             w.started(index, plan, self.clock.now());
         }
@@ -213,6 +219,12 @@ impl ReportObserver {
             timeouts: s.target.timeouts,
             rewind: data::Rewind::default(),
             targets: Vec::new(),
+            models: s
+                .target
+                .model_mix
+                .as_ref()
+                .map(|m| m.models.iter().map(|x| x.name.clone()).collect())
+                .unwrap_or_default(),
             shard: None,
             clock,
             precision: s
@@ -345,6 +357,7 @@ mod tests {
             cached_tokens: None,
             images: None,
             target: None,
+            model: None,
         }
     }
 

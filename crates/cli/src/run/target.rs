@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use bench_core::ModelMix;
 use bench_mock::MockServer;
 use bench_tokenizer::Tokenizer;
 use bench_worker::{Fleet, Worker, WorkerConfig};
@@ -17,7 +18,7 @@ use crate::{limits, UsageError};
 fn worker_config(
     s: &Settings,
     target: &str,
-    model: Option<&str>,
+    (model, mix): (Option<&str>, Option<&Arc<ModelMix>>),
     vllm_extensions: bool,
 ) -> WorkerConfig {
     let (t, r) = (&s.target, &s.request);
@@ -26,6 +27,7 @@ fn worker_config(
         backend: t.backend,
         endpoint: t.endpoint.clone(),
         model: model.map(str::to_string).or_else(|| t.model.clone()),
+        models: mix.cloned(),
         api_key: t.api_key.clone(),
         headers: t.headers.clone(),
         http2: t.http2,
@@ -55,7 +57,11 @@ fn worker_config(
 
 /// Builds the worker (sending `model` when given), checks the target, and settles
 /// `--vllm-extensions auto` from what the server says it is.
-async fn connect(s: &Settings, target: &str, model: Option<&str>) -> anyhow::Result<Worker> {
+async fn connect(
+    s: &Settings,
+    target: &str,
+    model: (Option<&str>, Option<&Arc<ModelMix>>),
+) -> anyhow::Result<Worker> {
     let on = s.request.vllm_extensions != VllmExtensions::Off;
     let shown = bench_worker::redact_url(target);
     let worker = Worker::new(worker_config(s, target, model, on))
@@ -99,7 +105,11 @@ pub(super) struct Server {
 
 /// Starts the simulator (with `--mock`), connects to every target, finds the first one's model
 /// and sends it to all; the workers count output tokens with `tokenizer`.
-pub(super) async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow::Result<Server> {
+pub(super) async fn reach_server(
+    s: &Settings,
+    tokenizer: &Tokenizer,
+    shard: Option<bench_core::Shard>,
+) -> anyhow::Result<Server> {
     let mock = super::services::start_mock(s, tokenizer).await?;
     let targets = match &mock {
         Some(m) => vec![m.url()],
@@ -108,7 +118,13 @@ pub(super) async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow:
     let Some((target, others)) = targets.split_first() else {
         return Err(UsageError::new("no target").into());
     };
-    let first = connect(s, target, None).await?;
+    // A model mix: each request's model by its index in the whole schedule (the shard's too).
+    let mix = s
+        .target
+        .model_mix
+        .as_ref()
+        .map(|m| Arc::new(m.mix(s.load.build.seed, shard)));
+    let first = connect(s, target, (None, mix.as_ref())).await?;
     let model = first.discover_model().await.with_context(|| {
         format!(
             "finding the model served at {}",
@@ -119,7 +135,7 @@ pub(super) async fn reach_server(s: &Settings, tokenizer: &Tokenizer) -> anyhow:
     let counter: bench_worker::OutputCounter = Arc::new(move |t: &str| counter_tk.count(t));
     let mut rest = Vec::with_capacity(others.len());
     for url in others {
-        let worker = connect(s, url, Some(&model)).await?;
+        let worker = connect(s, url, (Some(&model), mix.as_ref())).await?;
         rest.push(worker.with_output_counter(counter.clone()));
     }
     let first = first.with_output_counter(counter);

@@ -80,9 +80,21 @@ pub struct TargetArgs {
     /// Request path overriding the backend's default (e.g. /v1/completions).
     #[arg(long)]
     pub endpoint: Option<String>,
-    /// Model name to send (default: the server's first model from /v1/models).
-    #[arg(long)]
+    /// Model name to send (default: the server's first model from /v1/models). Several,
+    /// comma-separated (AIPerf: --model-names): a model mix, each request naming one chosen
+    /// by --model-selection; `name:weight` gives weights (base:0.5,lora-a:0.3,lora-b:0.2).
+    #[arg(
+        long,
+        value_name = "NAME[,NAME[:WEIGHT]...]",
+        visible_alias = "model-names"
+    )]
     pub model: Option<String>,
+    /// With several models, how each request's is chosen: round-robin (by dispatch order,
+    /// the default without weights), weighted (the weights' exact shares, evenly spread; the
+    /// default with weights) or random (drawn with the weights from --seed). AIPerf:
+    /// --model-selection-strategy (round_robin, random).
+    #[arg(long, value_name = "NAME", visible_alias = "model-selection-strategy")]
+    pub model_selection: Option<String>,
     /// Bearer token for the server (falls back to OPENAI_API_KEY). Never printed or saved.
     #[arg(long, env = "BENCH_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -394,6 +406,13 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "vLLM and guidellm flags")]
 pub struct PeerArgs {
+    /// vLLM: LoRA adapters the requests name (each request one of them; --model stays the
+    /// base model the run reports). A model mix chosen by --lora-assignment.
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    pub lora_modules: Vec<String>,
+    /// vLLM: random (the default) or round-robin, how each request's LoRA adapter is chosen.
+    #[arg(long, value_name = "random|round-robin")]
+    pub lora_assignment: Option<String>,
     /// vLLM: requests/s of a Poisson (gamma with --burstiness) load; `inf` sends all
     /// --num-prompts at once (a burst). Stands for --rate-type poisson --rate R.
     #[arg(long, value_name = "R|inf")]

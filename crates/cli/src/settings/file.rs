@@ -29,8 +29,25 @@ pub struct FileSettings {
     pub backend: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// One model name, a comma-separated string of them (`name:weight` for weights), or a
+    /// list: a model mix (docs/cli.md, "Model mixes").
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<TargetList>,
+    /// `round-robin`, `random` or `weighted` (several models).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        alias = "model_selection_strategy"
+    )]
+    pub model_selection: Option<String>,
+    /// vLLM: LoRA adapters the requests name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lora_modules: Option<Vec<String>>,
+    /// vLLM: `random` or `round-robin`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lora_assignment: Option<String>,
+    /// inference-perf: `[{name, split}]`, each request an adapter drawn with the splits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lora_traffic_split: Option<Vec<LoraSplit>>,
     /// `Name: value` strings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<Vec<String>>,
@@ -231,7 +248,18 @@ impl PrecisionValue {
     }
 }
 
-/// `target:` in a file: one URL (or a comma-separated string of them), or a list.
+/// One adapter of inference-perf's `lora_traffic_split`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraSplit {
+    /// The adapter's name.
+    pub name: String,
+    /// Its share of the requests.
+    pub split: f64,
+}
+
+/// `target:` (or `model:`) in a file: one string (or a comma-separated string of several), or
+/// a list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged, try_from = "serde_yaml::Value")]
 pub enum TargetList {

@@ -37,7 +37,23 @@ impl Settings {
             mock_config: t.mock_config.clone(),
             backend: Some(t.backend.name().to_string()),
             endpoint: t.endpoint.clone(),
-            model: t.model.clone(),
+            model: model_key(t),
+            model_selection: t
+                .model_mix
+                .as_ref()
+                .filter(|_| !lora_form(t))
+                .map(|m| m.selection.name().to_string()),
+            lora_modules: t
+                .model_mix
+                .as_ref()
+                .filter(|_| lora_form(t))
+                .map(|m| m.models.iter().map(|x| x.name.clone()).collect()),
+            lora_assignment: t
+                .model_mix
+                .as_ref()
+                .filter(|_| lora_form(t))
+                .map(|m| m.selection.name().to_string()),
+            lora_traffic_split: None,
             header: None,
             http2: t.http2.then_some(true),
             insecure: t.insecure.then_some(true),
@@ -171,5 +187,27 @@ fn user_warmup(l: &super::load::LoadSettings) -> Option<bench_profile::Transient
             bench_core::RampOver::Requests => l.warmup,
         },
         _ => l.warmup,
+    }
+}
+
+/// Whether the mix is written as vLLM's `lora_modules` beside a base `model` (the base is no
+/// model of the mix; weights, e.g. from `lora_traffic_split`, need the `model` list).
+fn lora_form(t: &super::TargetSettings) -> bool {
+    match (&t.model, &t.model_mix) {
+        (Some(base), Some(m)) => {
+            m.models
+                .iter()
+                .all(|x| x.weight.is_none() && x.name != *base)
+                && m.selection != bench_core::ModelSelection::Weighted
+        }
+        _ => false,
+    }
+}
+
+/// `model:`: the one model, the base beside `lora_modules`, or the mix as a list.
+fn model_key(t: &super::TargetSettings) -> Option<TargetList> {
+    match &t.model_mix {
+        Some(m) if !lora_form(t) => Some(TargetList::One(bench_core::model_list_text(&m.models))),
+        _ => t.model.clone().map(TargetList::One),
     }
 }

@@ -31,8 +31,13 @@ pub struct TargetSettings {
     pub backend: BackendKind,
     /// Request path override.
     pub endpoint: Option<String>,
-    /// Model (`None`: discovered).
+    /// Model (`None`: discovered). With a mix, the one the run reports: the base model of
+    /// vLLM's `--lora-modules` (its `--model`), else the mix's first.
     pub model: Option<String>,
+    /// The model mix, when requests choose among several models (docs/cli.md, "Model
+    /// mixes"); `None` with one model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_mix: Option<super::models::MixSettings>,
     /// Bearer token (`--api-key`, `BENCH_API_KEY`, else `OPENAI_API_KEY`); never printed or
     /// saved.
     #[serde(skip)]
@@ -134,6 +139,7 @@ pub(crate) fn resolve(
         })?,
         None => BackendKind::default(),
     };
+    let (model, model_mix) = super::models::resolve(src)?;
     let headers = headers(c, f)?;
     let timeouts = timeouts(c, f)?;
     let cacert = c.cacert.clone().or(f.cacert.clone());
@@ -158,7 +164,8 @@ pub(crate) fn resolve(
         },
         backend,
         endpoint: c.endpoint.clone().or(f.endpoint.clone()),
-        model: c.model.clone().or(f.model.clone()),
+        model,
+        model_mix,
         api_key,
         header_names: headers.iter().map(|(k, _)| k.clone()).collect(),
         headers,

@@ -58,6 +58,14 @@ impl Compact {
         (self.prompt_tokens, self.output_tokens)
     }
 
+    /// Whether the latency distributions take this request: completed, and sent and ended in
+    /// the steady state when they take one (the request is already known to be in the
+    /// window).
+    pub(crate) fn in_latency_scope(&self, steady: Option<bench_core::Steady>) -> bool {
+        self.status == Status::Completed
+            && steady.is_none_or(|s| s.holds(self.dispatched, self.end))
+    }
+
     /// End-to-end latency, `t_end - t_send`.
     pub(crate) fn e2el(&self) -> Nanos {
         self.end.saturating_sub(self.dispatched)

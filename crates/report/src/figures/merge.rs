@@ -302,6 +302,10 @@ pub(crate) fn merge_benchmark(
     )
     .map_err(|e| refuse(format!("its sessions: {e}")))?;
     merge_newer(&mut out, shards);
+    out.models = crate::figures::models::merge(
+        shards.iter().filter_map(|b| b.models.as_ref()),
+        (out.rates.requests_per_s, out.rates.output_tokens_per_s),
+    )?;
     Ok(out)
 }
 

@@ -24,6 +24,9 @@ pub(crate) mod images;
 pub(crate) mod interval;
 pub(crate) mod merge;
 pub(crate) mod model;
+pub(crate) mod models;
+#[cfg(test)]
+mod models_tests;
 pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod precision;

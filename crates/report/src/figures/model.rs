@@ -255,6 +255,10 @@ pub struct BenchmarkReport {
     /// across several targets (docs/metrics.md, "Targets"); absent with one target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<crate::figures::targets::TargetCounts>>,
+    /// Each model's requests, rates and latencies, when the run mixed several models
+    /// (docs/metrics.md, "Models"); absent with one model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<crate::figures::models::ModelFigures>>,
 }
 
 impl BenchmarkReport {

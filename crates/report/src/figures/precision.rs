@@ -326,6 +326,7 @@ mod tests {
         let chunks: Vec<Nanos> = (0..8).map(|i| sent + (ttft_ms + i * gap_ms) * MS).collect();
         RequestRecord {
             target: None,
+            model: None,
             requested_output_tokens: Some(8),
             ..crate::test_support::record(sent, &chunks, chunks[7])
         }

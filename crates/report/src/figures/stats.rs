@@ -97,6 +97,8 @@ pub struct Accumulator {
     images: crate::figures::images::ImageLedger,
     /// The requests of each target, when there are several.
     targets: crate::figures::targets::TargetLedger,
+    /// Each request's model, when the run mixes several.
+    models: crate::figures::models::ModelLedger,
 }
 
 /// Distinct messages kept per error kind, so a report says what went wrong, not only how often.
@@ -115,7 +117,15 @@ impl Accumulator {
             cached: Default::default(),
             images: Default::default(),
             targets: Default::default(),
+            models: Default::default(),
         }
+    }
+
+    /// Reports each of the models `names` (by the index records carry in
+    /// [`RequestRecord::model`]) for the report's `models`; with fewer than two, nothing.
+    pub fn with_models(mut self, names: &[String]) -> Self {
+        self.models = crate::figures::models::ModelLedger::new(names);
+        self
     }
 
     /// Counts the requests of each of `urls` (by the index records carry in
@@ -135,6 +145,7 @@ impl Accumulator {
         if let Some(c) = record.images {
             self.images.add(at, c);
         }
+        self.models.add(at, record.model);
         if let Some(turn) = record.session {
             self.sessions
                 .get_or_insert_with(SessionDurations::default)
@@ -189,6 +200,12 @@ impl Accumulator {
             &self.opts.percentiles,
         );
         let images = self.images.report(&self.requests, &window);
+        let models = self.models.report(
+            &self.requests,
+            &self.chunks,
+            (&window, steady_state),
+            (rates.requests_per_s, rates.output_tokens_per_s),
+        );
         let (ws, we) = (window.open, window.close);
         let wall = |ns: Nanos| meta.wall_epoch + Duration::from_nanos(ns);
         BenchmarkReport {
@@ -229,6 +246,7 @@ impl Accumulator {
             cached_tokens: self.cached.report(),
             images,
             targets,
+            models,
         }
     }
 }
@@ -484,7 +502,7 @@ impl<'a> Pass<'a> {
         if let Some(b) = self.batches.as_mut() {
             b.ended(r.end, r.output_tokens);
         }
-        if self.steady.is_some_and(|s| !s.holds(r.dispatched, r.end)) {
+        if !r.in_latency_scope(self.steady) {
             self.counts.excluded_unsteady += 1;
             return;
         }
@@ -765,6 +783,7 @@ mod tests {
         let chunks: Vec<Nanos> = chunks_ms.iter().map(|&c| c * MS).collect();
         RequestRecord {
             target: None,
+            model: None,
             prompt_tokens: prompt,
             outcome,
             ..crate::test_support::record(dispatched_ms * MS, &chunks, end_ms * MS)

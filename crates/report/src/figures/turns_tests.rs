@@ -36,6 +36,7 @@ fn turn(
     let end = chunks.last().map_or(at_ms * MS, |c| c.at) + MS;
     RequestRecord {
         target: None,
+        model: None,
         cached_tokens: None,
         reasoning: None,
         images: None,

@@ -213,6 +213,11 @@ fn csv_header() -> Vec<String> {
             .iter()
             .map(|s| s.to_string()),
     );
+    header.extend(
+        crate::views::models_view::CSV_COLUMNS
+            .iter()
+            .map(|s| s.to_string()),
+    );
     header
 }
 
@@ -240,6 +245,11 @@ pub fn render_csv(run: &RunReport) -> String {
         row.extend(crate::views::cancel_view::csv_cells(b, num));
         row.extend(crate::views::gpu_view::csv_cells(b, num));
         row.extend(crate::views::spec_view::csv_cells(b, num));
+        row.extend(
+            crate::views::models_view::csv_cells(b)
+                .iter()
+                .map(|c| csv_field(c)),
+        );
         out.push_str(&row.join(","));
         out.push('\n');
     }

@@ -40,6 +40,12 @@ pub fn render_guidellm(run: &RunReport, width: Option<u16>) -> String {
         out.push_str(&t);
         out.push('\n');
     }
+    if let Some(t) = crate::views::models_view::guidellm_table(run, width) {
+        out.push('\n');
+        out.push_str("Model Stats:\n");
+        out.push_str(&t);
+        out.push('\n');
+    }
     if let Some(t) = crate::views::gpu_view::gpu_table(run, width) {
         out.push('\n');
         out.push_str("GPU Metrics:\n");

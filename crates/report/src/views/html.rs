@@ -256,6 +256,7 @@ fn benchmark_section(h: &mut String, b: &BenchmarkReport) {
     crate::views::html_server::benchmark_section(h, b);
     crate::views::spec_view::html_section(h, b);
     crate::views::gpu_view::html_section(h, b);
+    crate::views::models_view::html_section(h, b);
     h.push_str("</details>\n");
 }
 

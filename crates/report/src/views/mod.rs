@@ -2,7 +2,7 @@
 //!
 //! This tree owns every output format: the guidellm console ([`guidellm`]) and the vLLM
 //! console ([`vllm`]) with their shared sections (server metrics [`server`], speculative
-//! decoding [`spec_view`], the GPUs [`gpu_view`], the steady state
+//! decoding [`spec_view`], the GPUs [`gpu_view`], a model mix [`models_view`], the steady state
 //! [`steady_view`], reasoning [`reasoning_view`], sessions [`turns_view`], images
 //! [`images_view`], capacity [`capacity_view`], trials and shard clocks [`runs_view`], the
 //! precision check's lines [`precision_view`], the per-target line [`targets_view`]), the CSV, JSON and YAML files ([`files`],
@@ -32,6 +32,7 @@ pub(crate) mod html;
 pub(crate) mod html_server;
 pub(crate) mod images_view;
 pub(crate) mod interval_view;
+pub(crate) mod models_view;
 pub(crate) mod options;
 pub(crate) mod plan_view;
 pub(crate) mod precision_view;

@@ -97,6 +97,9 @@ pub fn render_vllm_benchmark(b: &BenchmarkReport, opts: &VllmConsoleOptions) -> 
     out.push_str(&crate::views::spec_view::vllm_section(b, |t| {
         centered(t, '-')
     }));
+    out.push_str(&crate::views::models_view::vllm_section(b, |t| {
+        centered(t, '-')
+    }));
     out.push_str(&crate::views::gpu_view::vllm_section(b, |t| {
         centered(t, '-')
     }));

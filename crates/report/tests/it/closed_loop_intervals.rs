@@ -161,6 +161,7 @@ fn record(rng: &mut Rng, id: u64, s: &Seq) -> RequestRecord {
     let sent = ns(s.sent);
     RequestRecord {
         target: None,
+        model: None,
         id,
         scheduled: sent,
         slot: sent,

@@ -79,6 +79,7 @@ pub fn record(
     end += tail;
     RequestRecord {
         target: None,
+        model: None,
         cached_tokens: None,
         session: None,
         reasoning: None,
@@ -434,6 +435,7 @@ pub fn reasoning_record(id: u64, dispatched: Nanos) -> RequestRecord {
     }
     RequestRecord {
         target: None,
+        model: None,
         cached_tokens: None,
         session: None,
         reasoning: Some(bench_core::ReasoningTokens {

@@ -55,6 +55,7 @@ fn request(
     let end = chunks.last().map_or(ns(dispatched), |c| c.at);
     RequestRecord {
         target: None,
+        model: None,
         id,
         scheduled: ns(sent),
         slot: ns(sent),

@@ -122,6 +122,7 @@ impl Backend for Fake {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         RequestRecord {
             target: None,
+            model: None,
             cached_tokens: None,
             session: None,
             reasoning: None,
