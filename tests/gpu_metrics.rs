@@ -17,9 +17,9 @@ const IDLE_W: f64 = 50.0;
 const SEQ_W: f64 = 10.0;
 const SIM: &str = "max_batch: 16\nstep_base_ms: 4\nstep_per_seq_ms: 0.25\nprefill_overhead_ms: 1\nprefill_rate: 20000\ngpu_idle_w: 50\ngpu_per_seq_w: 10\ngpu_memory_mib: 40000\n";
 
-#[test]
-fn energy_per_token_is_the_power_models_over_the_logged_slot_time() {
-    let _one = serial();
+/// One 6 s closed loop of 16 streams with the simulator's exporter scraped: the JSON report, the
+/// simulator's request log, and the HTML and CSV files' text.
+fn gpu_run() -> (serde_json::Value, Vec<serde_json::Value>, String, String) {
     let dir = fresh("gpu", "energy");
     let log = dir.join("log.jsonl");
     let cfg = write_sim(&dir, SIM, Some(&log));
@@ -52,6 +52,13 @@ fn energy_per_token_is_the_power_models_over_the_logged_slot_time() {
         std::fs::read_to_string(&csv).expect("csv"),
     );
     let _ = std::fs::remove_dir_all(&dir);
+    (run, entries, html, csv)
+}
+
+#[test]
+fn energy_per_token_is_the_power_models_over_the_logged_slot_time() {
+    let _one = serial();
+    let (run, entries, html, csv) = gpu_run();
     let b = &run["benchmarks"][0];
     let g = &b["gpu_metrics"];
     eprintln!("{g}");
