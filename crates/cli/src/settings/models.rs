@@ -276,6 +276,7 @@ mod tests {
         .enumerate()
         {
             let s = run(args).expect("ok");
+            assert!(s.target.model.is_some(), "{args:?}");
             let file = dir.join(format!("p{i}.yaml"));
             let yaml = serde_yaml::to_string(&s.to_file()).expect("yaml");
             std::fs::write(&file, yaml).expect("write");
@@ -286,6 +287,24 @@ mod tests {
                 "{args:?}"
             );
         }
+        // inference-perf's split beside a base model keeps the base.
+        let split = dir.join("split.yaml");
+        std::fs::write(
+            &split,
+            "model: b0\nlora_traffic_split: [{name: x, split: 0.7}, {name: y, split: 0.3}]\n",
+        )
+        .expect("write");
+        let s = run(&["--profile", split.to_str().expect("utf8")]).expect("ok");
+        assert_eq!(s.target.model.as_deref(), Some("b0"));
+        let file = dir.join("split-again.yaml");
+        let yaml = serde_yaml::to_string(&s.to_file()).expect("yaml");
+        assert!(yaml.contains("lora_traffic_split"), "{yaml}");
+        std::fs::write(&file, yaml).expect("write");
+        let again = run(&["--profile", file.to_str().expect("utf8")]).expect("loads");
+        assert_eq!(
+            (&again.target.model, &again.target.model_mix),
+            (&s.target.model, &s.target.model_mix)
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

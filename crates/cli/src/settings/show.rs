@@ -53,7 +53,15 @@ impl Settings {
                 .as_ref()
                 .filter(|_| lora_form(t))
                 .map(|m| m.selection.name().to_string()),
-            lora_traffic_split: None,
+            lora_traffic_split: t.model_mix.as_ref().filter(|_| split_form(t)).map(|m| {
+                m.models
+                    .iter()
+                    .map(|x| super::file::LoraSplit {
+                        name: x.name.clone(),
+                        split: x.weight.unwrap_or(1.0),
+                    })
+                    .collect()
+            }),
             header: None,
             http2: t.http2.then_some(true),
             insecure: t.insecure.then_some(true),
@@ -204,10 +212,25 @@ fn lora_form(t: &super::TargetSettings) -> bool {
     }
 }
 
-/// `model:`: the one model, the base beside `lora_modules`, or the mix as a list.
+/// Whether the mix is written as inference-perf's `lora_traffic_split` beside a base `model`:
+/// weighted adapters, the base none of them (a `model` list would lose the base).
+fn split_form(t: &super::TargetSettings) -> bool {
+    match (&t.model, &t.model_mix) {
+        (Some(base), Some(m)) => m
+            .models
+            .iter()
+            .all(|x| x.weight.is_some() && x.name != *base),
+        _ => false,
+    }
+}
+
+/// `model:`: the one model, the base beside `lora_modules` or `lora_traffic_split`, or the
+/// mix as a list.
 fn model_key(t: &super::TargetSettings) -> Option<TargetList> {
     match &t.model_mix {
-        Some(m) if !lora_form(t) => Some(TargetList::One(bench_core::model_list_text(&m.models))),
+        Some(m) if !lora_form(t) && !split_form(t) => {
+            Some(TargetList::One(bench_core::model_list_text(&m.models)))
+        }
         _ => t.model.clone().map(TargetList::One),
     }
 }
