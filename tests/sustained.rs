@@ -76,20 +76,20 @@ fn constant(name: &str, rate: f64, secs: &str) -> (Value, Vec<Value>) {
     (v["benchmarks"][0].clone(), read_log(&log))
 }
 
+/// The first and last arrival of a simulator's request log (Unix ns).
+fn arrival_span(log: &[Value]) -> (u64, u64) {
+    let arrivals = log
+        .iter()
+        .map(|e| e["arrival_unix_ns"].as_u64().expect("time"));
+    let first = arrivals.clone().min().expect("log");
+    (first, arrivals.max().expect("log"))
+}
+
 /// Requests the engine finished per second over the second half of the sending (its own
 /// clock: first to last arrival), and its in-flight count at the quarter and at the end.
 fn engine_while_loaded(log: &[Value]) -> (f64, u64, u64) {
     let t = |e: &Value, k: &str| e[k].as_u64().expect("time");
-    let first = log
-        .iter()
-        .map(|e| t(e, "arrival_unix_ns"))
-        .min()
-        .expect("log");
-    let last = log
-        .iter()
-        .map(|e| t(e, "arrival_unix_ns"))
-        .max()
-        .expect("log");
+    let (first, last) = arrival_span(log);
     let mid = first + (last - first) / 2;
     let done = log
         .iter()
@@ -302,16 +302,7 @@ fn rate_for_prompts_per_step(k: f64) -> f64 {
 /// 114.3 req/s by where it starts (one run's log, five starts half a second apart).
 fn engine_little(log: &[Value], skip_ns: u64) -> f64 {
     let t = |e: &Value, k: &str| e[k].as_u64().expect("time");
-    let first = log
-        .iter()
-        .map(|e| t(e, "arrival_unix_ns"))
-        .min()
-        .expect("log");
-    let b = log
-        .iter()
-        .map(|e| t(e, "arrival_unix_ns"))
-        .max()
-        .expect("log");
+    let (first, b) = arrival_span(log);
     let a = first + skip_ns;
     let busy: u64 = log
         .iter()

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::summary::{MetricSummary, ServerMetrics};
+use crate::summary::{counter_of, gauge_of, ServerMetrics};
 use crate::GaugeSummary;
 
 /// Power draw, watts (gauge).
@@ -78,31 +78,15 @@ pub struct GpuMetrics {
 /// One node's figures from its scraper's summary; `gpus` is the number of series of the power
 /// (else the utilization) gauge at its last scrape.
 pub fn node(sm: &ServerMetrics, gpus: u32) -> GpuNode {
-    let gauge = |name: &str| match sm.metrics.get(name) {
-        Some(MetricSummary::Gauge {
-            mean, max, last, ..
-        }) => Some(GaugeSummary {
-            mean: *mean,
-            max: *max,
-            last: *last,
-        }),
-        _ => None,
-    };
-    let energy_j = match sm.metrics.get(ENERGY) {
-        Some(MetricSummary::Counter {
-            delta: Some(d),
-            reset: false,
-            ..
-        }) => Some(d / 1e3),
-        _ => None,
-    };
+    let m = &sm.metrics;
     GpuNode {
         url: sm.url.clone(),
         gpus,
-        power_w: gauge(POWER),
-        utilization_pct: gauge(UTIL),
-        memory_used_mib: gauge(MEMORY),
-        energy_j,
+        power_w: gauge_of(POWER, m),
+        utilization_pct: gauge_of(UTIL, m),
+        memory_used_mib: gauge_of(MEMORY, m),
+        // A counter that went down (a reset) has no delta: no energy.
+        energy_j: counter_of(ENERGY, m).map(|c| c.delta / 1e3),
     }
 }
 

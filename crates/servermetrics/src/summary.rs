@@ -481,7 +481,7 @@ fn fill(
 }
 
 /// A gauge's mean, maximum and last value.
-fn gauge_of(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<GaugeSummary> {
+pub(crate) fn gauge_of(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<GaugeSummary> {
     match m.get(name) {
         Some(MetricSummary::Gauge {
             mean, max, last, ..
@@ -495,7 +495,10 @@ fn gauge_of(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<GaugeSumm
 }
 
 /// A counter's increase over the benchmark and its rate.
-fn counter_of(name: &str, m: &BTreeMap<String, MetricSummary>) -> Option<CounterSummary> {
+pub(crate) fn counter_of(
+    name: &str,
+    m: &BTreeMap<String, MetricSummary>,
+) -> Option<CounterSummary> {
     match m.get(name) {
         Some(MetricSummary::Counter {
             delta: Some(d),

@@ -575,12 +575,9 @@ fn a_rate_below_what_the_closed_loops_carried_that_did_not_settle_runs_again_lon
     assert!((a.max_requests_per_s - 16.0).abs() < 1e-9, "{a:?}");
 }
 
-#[test]
-fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_above_them() {
-    // Closed loops complete in waves and read 114 req/s; arrivals spread in time are carried
-    // at 107 (the server departs 107 while loaded past it): the capacity is 107, measured by
-    // the open-loop rate that departed the most. A reading below a rate kept up (cut short by
-    // its window) is not taken.
+/// A sweep against a server whose closed loops read 114 req/s and whose open-loop rates each
+/// read `open(rate)` (requests/s, verdict): its capacity answer, and the benchmarks it ran.
+fn saturated_sweep(open: impl Fn(f64) -> (f64, Verdict)) -> (Capacity, Vec<String>) {
     let s = spec(SweepMode::Adaptive, None);
     let mut p = SweepPlanner::new(&s, &seconds(10.0));
     let mut labels = Vec::new();
@@ -590,8 +587,10 @@ fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_a
             (Strategy::Concurrent { streams }, _) => {
                 ((10.0 * f64::from(*streams)).min(114.0), None)
             }
-            (_, Some(r)) if r <= 105.0 => (r, Some(Verdict::KeptUp)),
-            (_, Some(r)) => (106.0 + (r - 105.0) / 100.0, Some(Verdict::NotKeptUp)),
+            (_, Some(r)) => {
+                let (rps, v) = open(r);
+                (rps, Some(v))
+            }
             _ => unreachable!(),
         };
         labels.push(step.strategy.label());
@@ -608,7 +607,19 @@ fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_a
         p.record(step, reading);
         assert!(labels.len() < 100, "the sweep ends");
     }
-    let a = p.answer().expect("answer");
+    (p.answer().expect("answer"), labels)
+}
+
+#[test]
+fn departures_of_a_saturated_open_loop_set_the_capacity_when_closed_loops_read_above_them() {
+    // Closed loops complete in waves and read 114 req/s; arrivals spread in time are carried
+    // at 107 (the server departs 107 while loaded past it): the capacity is 107, measured by
+    // the open-loop rate that departed the most. A reading below a rate kept up (cut short by
+    // its window) is not taken.
+    let (a, labels) = saturated_sweep(|r| match r {
+        r if r <= 105.0 => (r, Verdict::KeptUp),
+        r => (106.0 + (r - 105.0) / 100.0, Verdict::NotKeptUp),
+    });
     assert!(
         (106.0..107.0).contains(&a.max_requests_per_s),
         "{a:?} {labels:?}"
@@ -623,35 +634,11 @@ fn an_unsure_rate_past_the_capacity_does_not_raise_the_bar_of_the_saturated_read
     // short window's completions match its arrivals (a queue growing a few requests a second
     // hides in 4 s): it is no evidence of keeping up, so the saturated open loop's 106 stays
     // the capacity rather than the closed loops' 114 (a `vllm-cpu-fast` sweep once stated 118).
-    let s = spec(SweepMode::Adaptive, None);
-    let mut p = SweepPlanner::new(&s, &seconds(10.0));
-    let mut labels = Vec::new();
-    while let Some(step) = p.next_step().expect("plans") {
-        let (rps, verdict) = match (&step.strategy, step.strategy.target_rate()) {
-            (Strategy::Synchronous, _) => (10.0, None),
-            (Strategy::Concurrent { streams }, _) => {
-                ((10.0 * f64::from(*streams)).min(114.0), None)
-            }
-            (_, Some(r)) if r <= 100.0 => (r, Some(Verdict::KeptUp)),
-            (_, Some(r)) if r <= 1.07 * 107.0 => (r, Some(Verdict::Unsure)),
-            (_, Some(r)) => (106.0 + (r - 105.0) / 100.0, Some(Verdict::NotKeptUp)),
-            _ => unreachable!(),
-        };
-        labels.push(step.strategy.label());
-        let reading = Reading {
-            requests_per_s: rps,
-            output_tokens_per_s: Some(rps * 32.0),
-            slo_met: None,
-            needs_longer: false,
-            verdict,
-            slo_sure: None,
-            rate_interval: None,
-            seconds: 0.0,
-        };
-        p.record(step, reading);
-        assert!(labels.len() < 100, "the sweep ends");
-    }
-    let a = p.answer().expect("answer");
+    let (a, labels) = saturated_sweep(|r| match r {
+        r if r <= 100.0 => (r, Verdict::KeptUp),
+        r if r <= 1.07 * 107.0 => (r, Verdict::Unsure),
+        r => (106.0 + (r - 105.0) / 100.0, Verdict::NotKeptUp),
+    });
     assert!(
         (106.0..107.0).contains(&a.max_requests_per_s),
         "{a:?} {labels:?}"
