@@ -711,7 +711,8 @@ fn precision_lengthens_a_llamacpp_benchmark_until_its_interval_meets_the_target(
 fn a_plan_launches_llama_cpp_per_configuration_and_ranks_it_as_its_counters_do() {
     let _one = common::serial();
     let dir = common::fresh("llamacpp", "plan");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/llamacpp/serve.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/llamacpp/serve.py");
     let serve = format!(
         "{} {} {{port}} --threads={{threads}} --until-killed",
         server::python().display(),
