@@ -71,7 +71,7 @@ pub struct TargetArgs {
     #[arg(long, value_name = "FILE.yaml", requires = "mock")]
     pub mock_config: Option<PathBuf>,
     /// API to speak: openai-completions (default), openai-chat, tgi, openai-responses
-    /// (/v1/responses), openai-embeddings
+    /// (/v1/responses), anthropic-messages (Anthropic's /v1/messages), openai-embeddings
     /// (/v1/embeddings), rerank (vLLM's /v1/rerank), cohere-rerank (/v2/rerank). vLLM's and
     /// guidellm's names are accepted: vllm, openai, sglang, lmdeploy, llama.cpp (completions),
     /// openai_http (guidellm).
@@ -95,7 +95,8 @@ pub struct TargetArgs {
     /// --model-selection-strategy (round_robin, random).
     #[arg(long, value_name = "NAME", visible_alias = "model-selection-strategy")]
     pub model_selection: Option<String>,
-    /// Bearer token for the server (falls back to OPENAI_API_KEY). Never printed or saved.
+    /// Bearer token for the server (falls back to OPENAI_API_KEY; ANTHROPIC_API_KEY, sent as
+    /// x-api-key, with --backend anthropic-messages). Never printed or saved.
     #[arg(long, env = "BENCH_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Extra header 'Name: value' (or Name=value, vLLM's form) on every request; repeatable.
