@@ -569,3 +569,114 @@ fn a_book_over_the_tgi_book_profile_is_sliced_at_the_profiles_length() {
         assert_eq!(l["prompt_tokens"], 10_000, "{l}");
     }
 }
+
+/// Hugging Face datasets (issue 47) from a hub-cache folder tree this test writes: guidellm's
+/// `--data ORG/NAME` (with `subset=`/`split=`) and vLLM's `--dataset-name hf` flags send the
+/// split's rows, offline; a split, subset or dataset that is not there is a usage error (exit
+/// 2) naming what is missing and what exists, and an unknown `--dataset-name` lists the
+/// supported ones.
+#[test]
+fn hugging_face_datasets_are_read_from_the_hub_cache() {
+    use bench_test_support::parquet::{hub_snapshot, write_prompts};
+    let cache = tmp("hf-cache");
+    let snap = hub_snapshot(&cache, "openai/gsm8k", "main", "0123abcd");
+    write_prompts(
+        &snap.join("main/train-00000-of-00001.parquet"),
+        "question",
+        &[("a train question", 3)],
+        8,
+    );
+    write_prompts(
+        &snap.join("main/test-00000-of-00001.parquet"),
+        "question",
+        &[
+            ("the first test question", 3),
+            ("the second test question", 5),
+        ],
+        1,
+    );
+    let cache_s = cache.to_str().expect("utf8").to_string();
+    let env = [("HF_HUB_CACHE", cache_s.as_str()), ("HF_HUB_OFFLINE", "1")];
+    let run = |data: &[&str]| {
+        let (url, seen) = capture("vllm", Reply::Stream);
+        let mut args = vec![
+            "run",
+            "--target",
+            &url,
+            "-q",
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "2",
+            "--console",
+            "none",
+        ];
+        args.extend(data);
+        let out = bench(&args, &env);
+        (out, posts(&seen))
+    };
+    for data in [
+        &["--data", "openai/gsm8k"][..],
+        &["--data", "path=openai/gsm8k,subset=main,split=test"],
+        &[
+            "--dataset-name",
+            "hf",
+            "--dataset-path",
+            "openai/gsm8k",
+            "--hf-subset",
+            "main",
+            "--hf-split",
+            "test",
+            "--hf-output-len",
+            "7",
+        ],
+    ] {
+        let (out, posts) = run(data);
+        assert!(out.status.success(), "{data:?}: {}", text(&out.stderr));
+        let prompts: Vec<String> = posts
+            .iter()
+            .map(|p| json(&p.body)["prompt"].as_str().unwrap_or("").to_string())
+            .collect();
+        if data[1] == "openai/gsm8k" {
+            // One subset, the default split: train (one row, sent again as the data cycle).
+            assert_eq!(prompts, ["a train question"; 2], "{data:?}");
+        } else {
+            assert_eq!(
+                prompts,
+                ["the first test question", "the second test question"],
+                "{data:?}"
+            );
+        }
+        if data[0] == "--dataset-name" {
+            assert!(posts.iter().all(|p| json(&p.body)["max_tokens"] == 7));
+        }
+    }
+    for (data, says) in [
+        (
+            &["--data", "path=openai/gsm8k,split=dev"][..],
+            &["openai/gsm8k", "\"dev\"", "test, train"][..],
+        ),
+        (
+            &["--data", "someone/absent"],
+            &[
+                "someone/absent",
+                "huggingface-cli download --repo-type dataset",
+            ],
+        ),
+        (
+            &["--dataset-name", "nope", "--dataset-path", "x"],
+            &["random, sharegpt, book, custom, hf"],
+        ),
+        (
+            &["--dataset-name", "random", "--hf-split", "test"],
+            &["--hf-* flags apply to --dataset-name hf"],
+        ),
+    ] {
+        let (out, _) = run(data);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{data:?}: {err}");
+        for s in says {
+            assert!(err.contains(s), "{data:?}: {err}");
+        }
+    }
+}

@@ -100,6 +100,12 @@ pub struct DataArgs {
     /// Data files: a column holding each record's image(s): a path (relative to the file's
     /// folder), an `http(s)://` or `data:` URL, or a list of them.
     pub image_column: Option<String>,
+    /// Hugging Face datasets (`path=ORG/NAME`): the subset (vLLM's `--hf-subset`, the
+    /// `datasets` library's configuration name). Default: the dataset's only one, else
+    /// `default`.
+    pub subset: Option<String>,
+    /// Hugging Face datasets: the split (vLLM's `--hf-split`). Default `train`.
+    pub split: Option<String>,
 }
 
 /// How many user turns a conversation has: `all` of a file's, or a number.
@@ -146,6 +152,9 @@ pub enum FileFormat {
     Burstgpt,
     /// Trace: bench's plain JSONL.
     Plain,
+    /// Parquet: rows with named columns, read row group by row group (a Hugging Face
+    /// dataset's files); the columns are chosen as for JSONL.
+    Parquet,
 }
 
 impl FileFormat {
@@ -162,6 +171,7 @@ impl FileFormat {
             "azure" => FileFormat::Azure,
             "burstgpt" => FileFormat::Burstgpt,
             "plain" => FileFormat::Plain,
+            "parquet" => FileFormat::Parquet,
             _ => return None,
         })
     }
@@ -538,6 +548,8 @@ impl DataArgs {
             ("format", self.format.is_some()),
             ("column", self.column.is_some()),
             ("output_column", self.output_column.is_some()),
+            ("subset", self.subset.is_some()),
+            ("split", self.split.is_some()),
         ] {
             if given {
                 return Err(Error::Orphan { key, needs: "path" });
@@ -638,13 +650,16 @@ impl DataArgs {
         images: Option<crate::images::SyntheticImages>,
     ) -> Result<DataSpec, Error> {
         self.reject_synthetic_keys(&path)?;
-        if path.is_dir() {
+        let path = self.hub_dataset(path)?;
+        if crate::parquet::is_parquet(&path) {
+            crate::parquet::parts(&path)?;
+        } else if path.is_dir() {
             return Err(Error::Read {
                 path,
                 message: "is a directory, not a data file".into(),
             });
         }
-        if !path.is_file() {
+        if !path.is_file() && !crate::parquet::is_parquet(&path) {
             return Err(Error::MissingFile(path));
         }
         let format = match self.format {
@@ -666,11 +681,15 @@ impl DataArgs {
         if (images.is_some() || self.image_column.is_some())
             && !matches!(
                 format,
-                FileFormat::Jsonl | FileFormat::Json | FileFormat::Csv | FileFormat::Txt
+                FileFormat::Jsonl
+                    | FileFormat::Json
+                    | FileFormat::Csv
+                    | FileFormat::Txt
+                    | FileFormat::Parquet
             )
         {
             return Err(Error::Spec(format!(
-                "images and image_column apply to .jsonl, .json, .csv and .txt files, not {}",
+                "images and image_column apply to .jsonl, .json, .csv, .txt and .parquet files, not {}",
                 path.display()
             )));
         }
@@ -732,7 +751,10 @@ impl DataArgs {
             _ if self.turns.is_some() => {
                 if !matches!(
                     format,
-                    FileFormat::Sharegpt | FileFormat::Json | FileFormat::Jsonl
+                    FileFormat::Sharegpt
+                        | FileFormat::Json
+                        | FileFormat::Jsonl
+                        | FileFormat::Parquet
                 ) {
                     not_for("turns", true)?;
                 }
@@ -868,7 +890,7 @@ impl DataArgs {
                 return Err(Error::Spec(format!("{key} does not apply to a trace")));
             }
         }
-        if !path.is_file() {
+        if !path.is_file() && !crate::parquet::is_parquet(&path) {
             return Err(Error::MissingFile(path));
         }
         let format = match self.format {
@@ -940,6 +962,29 @@ impl DataArgs {
         }))
     }
 
+    /// The data path itself, or (a path that does not exist shaped `ORG/NAME`) the parquet
+    /// files of that Hugging Face dataset's `subset` and `split` in the hub cache
+    /// ([`crate::hub`]). `subset` and `split` apply to datasets only.
+    fn hub_dataset(&self, path: PathBuf) -> Result<PathBuf, Error> {
+        let id = path.to_str().unwrap_or("");
+        if path.exists() || !crate::hub::is_dataset_id(id) {
+            for (key, given) in [
+                ("subset", self.subset.is_some()),
+                ("split", self.split.is_some()),
+            ] {
+                if given {
+                    return Err(Error::Spec(format!(
+                        "{key} applies to a Hugging Face dataset (path=ORG/NAME), not to the file {}",
+                        path.display()
+                    )));
+                }
+            }
+            return Ok(path);
+        }
+        let cache = bench_tokenizer::hub::HubConfig::from_env().cache;
+        crate::hub::resolve(&cache, id, self.subset.as_deref(), self.split.as_deref())
+    }
+
     /// A file takes none of the synthetic-only keys.
     fn reject_synthetic_keys(&self, path: &Path) -> Result<(), Error> {
         let synthetic_only = [
@@ -971,10 +1016,21 @@ fn detect_format(path: &Path) -> Result<FileFormat, Error> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let format = FileFormat::parse(ext).ok_or_else(|| {
         Error::Spec(format!(
-            "cannot tell the format of {} from its extension; add format=jsonl|json|csv|txt|sharegpt|book",
+            "cannot tell the format of {} from its extension; add format=jsonl|json|csv|txt|sharegpt|book|parquet",
             path.display()
         ))
     })?;
+    if format == FileFormat::Parquet {
+        // vLLM's and guidellm's rule: a conversations column makes it ShareGPT-like.
+        let columns = crate::parquet::columns(path)?;
+        if columns
+            .iter()
+            .any(|c| c == "conversations" || c == "conversation")
+        {
+            return Ok(FileFormat::Sharegpt);
+        }
+        return Ok(format);
+    }
     if format == FileFormat::Json {
         use std::io::Read;
         let mut head = vec![0u8; 64 * 1024];
@@ -1120,6 +1176,8 @@ impl DataSpec {
                         | "fit"
                         | "image_format"
                         | "image_column"
+                        | "subset"
+                        | "split"
                 ) {
                     serde_json::Value::String(v.to_string())
                 } else if k == "image_repeat" && matches!(v, "true" | "false") {

@@ -424,12 +424,22 @@ pub struct PeerArgs {
     /// vLLM: server port (default 8000 with --host).
     #[arg(long)]
     pub port: Option<u16>,
-    /// vLLM: random, sharegpt, book, custom (a file; see --dataset-path).
+    /// vLLM: random, sharegpt, book, custom (a file; see --dataset-path), hf (a Hugging Face
+    /// dataset in the local hub cache).
     #[arg(long, value_name = "NAME")]
     pub dataset_name: Option<String>,
-    /// vLLM: the dataset file.
+    /// vLLM: the dataset file (hf: the dataset id, ORG/NAME).
     #[arg(long, value_name = "FILE")]
     pub dataset_path: Option<String>,
+    /// vLLM hf dataset: the subset (data key subset=).
+    #[arg(long, value_name = "NAME")]
+    pub hf_subset: Option<String>,
+    /// vLLM hf dataset: the split (data key split=; default train).
+    #[arg(long, value_name = "SPLIT")]
+    pub hf_split: Option<String>,
+    /// vLLM hf dataset: a fixed output length for every request (data key output_tokens=).
+    #[arg(long)]
+    pub hf_output_len: Option<u32>,
     /// vLLM random dataset: prompt tokens (default 1024).
     #[arg(long)]
     pub random_input_len: Option<u32>,

@@ -21,6 +21,7 @@ mod report;
 mod request;
 mod show;
 mod target;
+mod vllm_data;
 
 use std::fmt;
 use std::path::Path;

@@ -1,0 +1,225 @@
+//! Parquet data files and Hugging Face datasets in a hub-cache folder tree (issue 47): files
+//! written here with the `parquet` crate (snappy-compressed, several row groups), read as data
+//! files (the prompt column found as vLLM finds it, a conversations column read as ShareGPT);
+//! the hub cache's two layouts resolved by subset and split; errors naming the dataset, the
+//! subset or split missing and the columns found.
+
+use crate::common;
+
+use bench_loader::{hub, DataSpec, Error, Loader};
+use bench_test_support::parquet::{
+    hub_snapshot as snapshot, write_conversations, write_images, write_prompts,
+};
+use bench_tokenizer::Tokenizer;
+
+fn load(arg: &str) -> Result<Vec<bench_core::RequestSpec>, Error> {
+    let spec = DataSpec::parse(arg, None)?;
+    let mut l = Loader::new(spec, Tokenizer::builtin())?.cycle(false);
+    let mut out = Vec::new();
+    while let Some(s) = l.try_next()? {
+        out.push(s);
+    }
+    Ok(out)
+}
+
+#[test]
+fn a_parquet_file_is_read_row_group_by_row_group_with_the_prompt_column_found() {
+    let dir = common::temp_dir("parquet-prompts");
+    let p = dir.join("gsm.parquet");
+    let rows = [
+        ("how many apples", 5),
+        ("what is two plus two", 7),
+        ("name a river", 3),
+        ("count the stars", 9),
+        ("why is the sky blue", 4),
+    ];
+    write_prompts(&p, "question", &rows, 2);
+    let tk = Tokenizer::builtin();
+    let got = load(&format!("path={},output_column=n", p.display())).expect("read");
+    assert_eq!(
+        got.iter().map(|s| &*s.prompt).collect::<Vec<_>>(),
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "every row of the three row groups, in order"
+    );
+    assert_eq!(
+        got.iter().map(|s| s.output_tokens).collect::<Vec<_>>(),
+        rows.iter().map(|r| Some(r.1 as u32)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        got[1].prompt_tokens as usize,
+        tk.count("what is two plus two")
+    );
+    // The bare path works too, and `problem` is found like `question`.
+    let q = dir.join("aime.parquet");
+    write_prompts(&q, "problem", &rows[..2], 8);
+    assert_eq!(load(&q.display().to_string()).expect("bare path").len(), 2);
+    // No prompt column: the error names the columns found.
+    let r = dir.join("odd.parquet");
+    write_prompts(&r, "body", &rows[..1], 8);
+    let e = load(&r.display().to_string())
+        .expect_err("no prompt column")
+        .to_string();
+    assert!(e.contains("body, n") && e.contains("question"), "{e}");
+    // A file that is not parquet is refused naming it.
+    let bad = dir.join("bad.parquet");
+    std::fs::write(&bad, "not parquet at all").expect("write");
+    let e = load(&bad.display().to_string())
+        .expect_err("not parquet")
+        .to_string();
+    assert!(
+        e.contains("bad.parquet") && e.contains("not a parquet file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_conversations_column_is_read_as_sharegpt() {
+    let dir = common::temp_dir("parquet-sharegpt");
+    let p = dir.join("chats.parquet");
+    let long = "tell me a long story about the river and the stone";
+    let reply = "once upon a time there was a river that met a stone";
+    write_conversations(
+        &p,
+        &[
+            vec![("human", long), ("gpt", reply)],
+            vec![("human", "hi")],
+            vec![("human", long), ("gpt", reply), ("human", "more")],
+        ],
+    );
+    let spec = DataSpec::parse(&p.display().to_string(), None).expect("spec");
+    assert!(matches!(spec, DataSpec::ShareGpt(_)), "{spec:?}");
+    let got = load(&p.display().to_string()).expect("read");
+    let tk = Tokenizer::builtin();
+    assert_eq!(
+        got.len(),
+        2,
+        "the one-turn conversation is skipped, as vLLM does"
+    );
+    assert_eq!(&*got[0].prompt, long);
+    assert_eq!(got[0].output_tokens, Some(tk.count(reply) as u32));
+    // With turns=all the same file is replayed as sessions: every user turn with a reply.
+    let spec = DataSpec::parse(&format!("path={},turns=all", p.display()), None).expect("spec");
+    assert!(spec.sessions(), "{spec:?}");
+    let DataSpec::Conversations(c) = &spec else {
+        panic!("{spec:?}")
+    };
+    assert_eq!(c.format, bench_loader::spec::FileFormat::Sharegpt);
+}
+
+#[test]
+fn the_hub_cache_layouts_resolve_by_subset_and_split() {
+    let cache = common::temp_dir("hub-cache");
+    // The repository's own files: <subset>/<split>-NNNNN-of-NNNNN.parquet.
+    let snap = snapshot(&cache, "openai/gsm8k", "main", "abc123");
+    write_prompts(
+        &snap.join("main/train-00000-of-00002.parquet"),
+        "question",
+        &[("first shard one", 1), ("first shard two", 2)],
+        8,
+    );
+    write_prompts(
+        &snap.join("main/train-00001-of-00002.parquet"),
+        "question",
+        &[("second shard", 3)],
+        8,
+    );
+    write_prompts(
+        &snap.join("main/test-00000-of-00001.parquet"),
+        "question",
+        &[("a test row", 4)],
+        8,
+    );
+    write_prompts(
+        &snap.join("socratic/train-00000-of-00001.parquet"),
+        "question",
+        &[("socratic row", 5)],
+        8,
+    );
+    let train = hub::resolve(&cache, "openai/gsm8k", Some("main"), None).expect("train");
+    let got = load(&format!("path={},output_column=n", train.display())).expect("read");
+    assert_eq!(
+        got.iter().map(|s| &*s.prompt).collect::<Vec<_>>(),
+        ["first shard one", "first shard two", "second shard"],
+        "both shards of the split, in order, and no other split"
+    );
+    let test = hub::resolve(&cache, "openai/gsm8k", Some("main"), Some("test")).expect("test");
+    assert_eq!(load(&test.display().to_string()).expect("test").len(), 1);
+    // Errors name the dataset and what exists.
+    let e = hub::resolve(&cache, "openai/gsm8k", None, None)
+        .expect_err("two subsets")
+        .to_string();
+    assert!(
+        e.contains("openai/gsm8k") && e.contains("main, socratic"),
+        "{e}"
+    );
+    let e = hub::resolve(&cache, "openai/gsm8k", Some("nope"), None)
+        .expect_err("no subset")
+        .to_string();
+    assert!(
+        e.contains("\"nope\"") && e.contains("main, socratic"),
+        "{e}"
+    );
+    let e = hub::resolve(&cache, "openai/gsm8k", Some("main"), Some("dev"))
+        .expect_err("no split")
+        .to_string();
+    assert!(e.contains("\"dev\"") && e.contains("test, train"), "{e}");
+    let e = hub::resolve(&cache, "someone/absent", None, None)
+        .expect_err("not cached")
+        .to_string();
+    assert!(
+        e.contains("someone/absent")
+            && e.contains("huggingface-cli download --repo-type dataset someone/absent"),
+        "{e}"
+    );
+
+    // The parquet conversion branch: <subset>/<split>/NNNN.parquet under refs/convert/parquet,
+    // one subset (so none need be named).
+    let snap = snapshot(
+        &cache,
+        "AI-MO/aimo-validation-aime",
+        "convert/parquet",
+        "def456",
+    );
+    write_prompts(
+        &snap.join("default/train/0000.parquet"),
+        "problem",
+        &[("problem one", 1)],
+        8,
+    );
+    write_prompts(
+        &snap.join("default/train/0001.parquet"),
+        "problem",
+        &[("problem two", 2)],
+        8,
+    );
+    let p = hub::resolve(&cache, "AI-MO/aimo-validation-aime", None, None).expect("convert");
+    assert_eq!(
+        load(&p.display().to_string())
+            .expect("read")
+            .iter()
+            .map(|s| s.prompt.to_string())
+            .collect::<Vec<_>>(),
+        ["problem one", "problem two"]
+    );
+    assert!(hub::is_dataset_id("openai/gsm8k"));
+    assert!(!hub::is_dataset_id("gsm8k") && !hub::is_dataset_id("a/b/c"));
+}
+
+/// A Hugging Face `Image` column (`{bytes, path}`) named by `image_column`: each row's image is
+/// sent as a `data:` URL of its bytes, its size read from them.
+#[test]
+fn an_image_column_of_hugging_face_image_values_becomes_data_urls() {
+    let dir = common::temp_dir("parquet-images");
+    // A PNG header (signature and IHDR: 40 x 30 pixels) is all the size reader needs.
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend_from_slice(&40u32.to_be_bytes());
+    png.extend_from_slice(&30u32.to_be_bytes());
+    png.extend_from_slice(&[8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    let p = dir.join("vqa.parquet");
+    write_images(&p, &[("what is in the picture", &png)]);
+    let got = load(&format!("path={},image_column=image", p.display())).expect("read");
+    assert_eq!(&*got[0].prompt, "what is in the picture");
+    let img = &got[0].images[0];
+    assert!(img.url.starts_with("data:image/png;base64,"), "{}", img.url);
+    assert_eq!((img.size, img.bytes), (Some((40, 30)), png.len() as u64));
+}
