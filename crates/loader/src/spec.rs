@@ -53,6 +53,9 @@ pub struct DataArgs {
     pub range_ratio: Option<f64>,
     /// vLLM: shared prefix length (same as `prefix_tokens`).
     pub prefix_len: Option<i64>,
+    /// Distinct prefixes of `prefix_tokens` tokens, prompt `i` taking prefix `i mod N` (vLLM's
+    /// `prefix_repetition` `--prefix-repetition-num-prefixes`). Default 1: one shared prefix.
+    pub prefix_count: Option<i64>,
     /// A data file.
     pub path: Option<PathBuf>,
     /// The file's format, when its extension does not say it.
@@ -263,6 +266,8 @@ pub struct SyntheticConfig {
     pub samples: Option<u64>,
     /// Tokens of a prefix shared by every prompt (0: none, every prompt starts differently).
     pub prefix_tokens: u32,
+    /// Distinct prefixes (at least 1): prompt `i` starts with prefix `i mod prefix_count`.
+    pub prefix_count: u32,
     /// Seed.
     pub seed: u64,
     /// Sessions: user turns per conversation (`None`: single requests, no sessions).
@@ -342,6 +347,9 @@ pub struct BookConfig {
     pub samples: Option<u64>,
     /// Inputs per request (`batch_size`, default 1).
     pub batch_size: u32,
+    /// Tokens of the book's beginning put before every slice (vLLM's sonnet
+    /// `--sonnet-prefix-len`); 0: none.
+    pub prefix_tokens: u32,
 }
 
 /// What the loader produces, validated.
@@ -533,6 +541,7 @@ impl DataArgs {
             output,
             samples,
             prefix_tokens,
+            prefix_count: self.prefix_count(prefix_tokens)?,
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             turns,
             system_prompt_tokens,
@@ -610,6 +619,18 @@ impl DataArgs {
             None => 0,
         };
         Ok((prompt, output, prefix_tokens))
+    }
+
+    /// `prefix_count`: at least 1, and more than 1 only with a prefix.
+    fn prefix_count(&self, prefix_tokens: u32) -> Result<u32, Error> {
+        match self.prefix_count {
+            None => Ok(1),
+            Some(_) if prefix_tokens == 0 => Err(Error::Orphan {
+                key: "prefix_count",
+                needs: "prefix_tokens",
+            }),
+            Some(v) => count("prefix_count", v, 1),
+        }
     }
 
     /// Synthetic sessions: `turns` and `system_prompt_tokens` (which needs `turns`, and
@@ -747,6 +768,13 @@ impl DataArgs {
                 output_tokens,
                 samples,
                 batch_size,
+                prefix_tokens: match either(
+                    ("prefix_tokens", self.prefix_tokens),
+                    ("prefix_len", self.prefix_len),
+                )? {
+                    Some((k, v)) => count(k, v, 0)?,
+                    None => 0,
+                },
             })),
             _ if self.turns.is_some() => {
                 if !matches!(
@@ -985,8 +1013,9 @@ impl DataArgs {
         crate::hub::resolve(&cache, id, self.subset.as_deref(), self.split.as_deref())
     }
 
-    /// A file takes none of the synthetic-only keys.
+    /// A file takes none of the synthetic-only keys (a book, `format=book`, takes a prefix).
     fn reject_synthetic_keys(&self, path: &Path) -> Result<(), Error> {
+        let book = self.format == Some(FileFormat::Book);
         let synthetic_only = [
             ("prompt_tokens_stdev", self.prompt_tokens_stdev.is_some()),
             ("prompt_tokens_min", self.prompt_tokens_min.is_some()),
@@ -994,8 +1023,9 @@ impl DataArgs {
             ("output_tokens_stdev", self.output_tokens_stdev.is_some()),
             ("output_tokens_min", self.output_tokens_min.is_some()),
             ("output_tokens_max", self.output_tokens_max.is_some()),
-            ("prefix_tokens", self.prefix_tokens.is_some()),
-            ("prefix_len", self.prefix_len.is_some()),
+            ("prefix_tokens", self.prefix_tokens.is_some() && !book),
+            ("prefix_len", self.prefix_len.is_some() && !book),
+            ("prefix_count", self.prefix_count.is_some()),
             ("range_ratio", self.range_ratio.is_some()),
             ("input_len", self.input_len.is_some()),
             ("system_prompt_tokens", self.system_prompt_tokens.is_some()),

@@ -425,7 +425,7 @@ pub struct PeerArgs {
     #[arg(long)]
     pub port: Option<u16>,
     /// vLLM: random, sharegpt, book, custom (a file; see --dataset-path), hf (a Hugging Face
-    /// dataset in the local hub cache).
+    /// dataset in the local hub cache), sonnet, prefix_repetition, random-mm.
     #[arg(long, value_name = "NAME")]
     pub dataset_name: Option<String>,
     /// vLLM: the dataset file (hf: the dataset id, ORG/NAME).
@@ -455,6 +455,34 @@ pub struct PeerArgs {
     /// vLLM sharegpt dataset: fixed output length instead of the replies'.
     #[arg(long)]
     pub sharegpt_output_len: Option<u32>,
+    /// vLLM sonnet dataset: prompt tokens, the prefix included (default 550).
+    #[arg(long)]
+    pub sonnet_input_len: Option<u32>,
+    /// vLLM sonnet dataset: output tokens (default 150).
+    #[arg(long)]
+    pub sonnet_output_len: Option<u32>,
+    /// vLLM sonnet dataset: tokens of the text's beginning shared by every prompt (default 200).
+    #[arg(long)]
+    pub sonnet_prefix_len: Option<u32>,
+    /// vLLM prefix_repetition dataset: tokens of each shared prefix (default 256).
+    #[arg(long)]
+    pub prefix_repetition_prefix_len: Option<u32>,
+    /// vLLM prefix_repetition dataset: tokens after the prefix (default 256).
+    #[arg(long)]
+    pub prefix_repetition_suffix_len: Option<u32>,
+    /// vLLM prefix_repetition dataset: distinct prefixes (default 10).
+    #[arg(long)]
+    pub prefix_repetition_num_prefixes: Option<u32>,
+    /// vLLM prefix_repetition dataset: output tokens (default 128).
+    #[arg(long)]
+    pub prefix_repetition_output_len: Option<u32>,
+    /// vLLM random-mm dataset: images per request (default 1).
+    #[arg(long)]
+    pub random_mm_base_items_per_request: Option<u32>,
+    /// vLLM random-mm dataset: image sizes as {(HEIGHT, WIDTH, 1): PROBABILITY}; bench sends
+    /// one size, so one image bucket (default 256x256).
+    #[arg(long, value_name = "CONFIG")]
+    pub random_mm_bucket_config: Option<String>,
     /// vLLM book dataset (TGI seed): tokens per book slice.
     #[arg(long)]
     pub book_input_len: Option<u32>,

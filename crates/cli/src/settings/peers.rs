@@ -167,7 +167,7 @@ fn dataset(out: &mut Translated) -> anyhow::Result<()> {
         (None, None) => return super::vllm_data::check_flags(p, "no --dataset-name"),
     };
     let data = super::vllm_data::data_arg(p, name)?;
-    if name != "random" && random_flags {
+    if !matches!(name, "random" | "random-mm") && random_flags {
         return Err(usage(format!(
             "--random-* flags apply to --dataset-name random, not {name}"
         )));
