@@ -68,7 +68,23 @@ pub(crate) fn parts(path: &Path) -> Result<Vec<PathBuf>, Error> {
 
 fn open_file(path: &Path) -> Result<SerializedFileReader<File>, Error> {
     let f = File::open(path).map_err(|e| read_err(path, e))?;
-    SerializedFileReader::new(f).map_err(|e| read_err(path, format!("not a parquet file: {e}")))
+    let r = SerializedFileReader::new(f)
+        .map_err(|e| read_err(path, format!("not a parquet file: {e}")))?;
+    // The row reader asserts these (a panic); a damaged footer is bad input, said as such.
+    for (g, rg) in r.metadata().row_groups().iter().enumerate() {
+        for c in rg.columns() {
+            let bad = c.data_page_offset() < 0
+                || c.compressed_size() < 0
+                || c.dictionary_page_offset().is_some_and(|o| o < 0);
+            if bad {
+                return Err(read_err(
+                    path,
+                    format!("damaged parquet footer: row group {g} has a negative column offset or size"),
+                ));
+            }
+        }
+    }
+    Ok(r)
 }
 
 /// The top-level columns of the first file `path` names, in schema order.
@@ -126,7 +142,15 @@ impl ParquetRows {
             let Some((file, rows)) = &mut self.current else {
                 return Ok(None);
             };
-            match rows.next() {
+            // The row reader panics on a few kinds of damaged pages (a dictionary-encoded page
+            // without a dictionary): a damaged file is bad input, never a crash.
+            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rows.next()))
+                .unwrap_or_else(|_| {
+                    Some(Err(::parquet::errors::ParquetError::General(
+                        "damaged data pages (the parquet reader could not decode them)".into(),
+                    )))
+                });
+            match next {
                 Some(Ok(row)) => return Ok(Some(row_to_json(&row))),
                 Some(Err(e)) => return Err(read_err(file, explain(&e.to_string()))),
                 None => {

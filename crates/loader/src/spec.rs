@@ -913,12 +913,14 @@ impl DataArgs {
             ("output_column", self.output_column.is_some()),
             ("turns", self.turns.is_some()),
             ("prompt_tokens", self.prompt_tokens.is_some()),
+            ("subset", self.subset.is_some()),
+            ("split", self.split.is_some()),
         ] {
             if given {
                 return Err(Error::Spec(format!("{key} does not apply to a trace")));
             }
         }
-        if !path.is_file() && !crate::parquet::is_parquet(&path) {
+        if !path.is_file() {
             return Err(Error::MissingFile(path));
         }
         let format = match self.format {
