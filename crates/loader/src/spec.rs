@@ -1011,8 +1011,8 @@ impl DataArgs {
             }
             return Ok(path);
         }
-        let cache = bench_tokenizer::hub::HubConfig::from_env().cache;
-        crate::hub::resolve(&cache, id, self.subset.as_deref(), self.split.as_deref())
+        let config = bench_tokenizer::hub::HubConfig::from_env();
+        crate::hub::resolve_or_download(&config, id, self.subset.as_deref(), self.split.as_deref())
     }
 
     /// A file takes none of the synthetic-only keys (a book, `format=book`, takes a prefix).

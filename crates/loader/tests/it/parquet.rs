@@ -172,12 +172,13 @@ fn the_hub_cache_layouts_resolve_by_subset_and_split() {
         "{e}"
     );
 
-    // The parquet conversion branch: <subset>/<split>/NNNN.parquet under refs/convert/parquet,
-    // one subset (so none need be named).
+    // The parquet conversion branch: <subset>/<split>/NNNN.parquet, its commit in
+    // refs/refs/convert/parquet (huggingface_hub's ref of revision refs/convert/parquet), one
+    // subset (so none need be named).
     let snap = snapshot(
         &cache,
         "AI-MO/aimo-validation-aime",
-        "convert/parquet",
+        "refs/convert/parquet",
         "def456",
     );
     write_prompts(
@@ -203,6 +204,7 @@ fn the_hub_cache_layouts_resolve_by_subset_and_split() {
     );
     assert!(hub::is_dataset_id("openai/gsm8k"));
     assert!(!hub::is_dataset_id("gsm8k") && !hub::is_dataset_id("a/b/c"));
+    assert!(!hub::is_dataset_id("data/prompts.jsonl") && hub::is_dataset_id("org/name.v2"));
 }
 
 /// A Hugging Face `Image` column (`{bytes, path}`) named by `image_column`: each row's image is
@@ -268,4 +270,204 @@ fn no_single_byte_damage_crashes_the_reader() {
         }
     }
     assert!(escaped.is_empty(), "panics at byte offsets {escaped:?}");
+}
+
+/// A one-thread HTTP/1.1 server on 127.0.0.1:0 standing in for the Hub's API
+/// (`/api/datasets/ID/revision/REV`) and file URLs (`/datasets/ID/resolve/SHA/FILE`, the big
+/// files redirected to a "CDN" path as the Hub does); records each request's path and
+/// Authorization header.
+struct FakeHub {
+    url: String,
+    seen: Seen,
+}
+
+/// Requests seen: path and Authorization header.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+fn fake_hub(routes: std::collections::HashMap<String, (u16, Vec<u8>)>) -> FakeHub {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            let mut auth = None;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.eq_ignore_ascii_case("authorization") {
+                        auth = Some(v.trim().to_string());
+                    }
+                }
+            }
+            seen2.lock().expect("lock").push((path.clone(), auth));
+            let (status, body, location) = match routes.get(&path) {
+                Some((302, to)) => (302, Vec::new(), String::from_utf8_lossy(to).into_owned()),
+                Some((s, b)) => (*s, b.clone(), String::new()),
+                None => (404, b"{\"error\":\"not found\"}".to_vec(), String::new()),
+            };
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            if !location.is_empty() {
+                head.push_str(&format!("location: {location}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    FakeHub { url, seen }
+}
+
+/// Datasets not in the cache are downloaded from the Hub (`HF_ENDPOINT`, here a loopback
+/// server speaking its API) into the cache in `huggingface_hub`'s layout: only the parquet
+/// shards of the chosen subset and split, from `main` or else the parquet conversion; a later
+/// call reads the cache without a request; offline, nothing is asked; errors name the dataset
+/// and what the Hub has.
+#[test]
+fn datasets_missing_from_the_cache_are_downloaded_from_the_hub() {
+    use bench_tokenizer::hub::HubConfig;
+    let dir = common::temp_dir("hub-download");
+    let shard = |name: &str, rows: &[(&str, i64)]| {
+        let p = dir.join(name);
+        write_prompts(&p, "question", rows, 8);
+        std::fs::read(&p).expect("read")
+    };
+    let mut routes = std::collections::HashMap::new();
+    let api = |id: &str, rev: &str| format!("/api/datasets/{id}/revision/{rev}");
+    routes.insert(
+        api("acme/qa", "main"),
+        (
+            200,
+            br#"{"id":"acme/qa","sha":"c0ffee1","siblings":[{"rfilename":".gitattributes"},{"rfilename":"README.md"},{"rfilename":"data/train-00000-of-00002.parquet"},{"rfilename":"data/train-00001-of-00002.parquet"},{"rfilename":"data/test-00000-of-00001.parquet"},{"rfilename":"../evil-00000-of-00001.parquet"}]}"#.to_vec(),
+        ),
+    );
+    routes.insert(
+        "/datasets/acme/qa/resolve/c0ffee1/data/train-00000-of-00002.parquet".into(),
+        (302, b"/cdn/blob-a".to_vec()),
+    );
+    routes.insert(
+        "/cdn/blob-a".into(),
+        (
+            200,
+            shard(
+                "a.parquet",
+                &[("first train row", 1), ("second train row", 2)],
+            ),
+        ),
+    );
+    routes.insert(
+        "/datasets/acme/qa/resolve/c0ffee1/data/train-00001-of-00002.parquet".into(),
+        (200, shard("b.parquet", &[("third train row", 3)])),
+    );
+    routes.insert(
+        "/datasets/acme/qa/resolve/c0ffee1/data/test-00000-of-00001.parquet".into(),
+        (200, shard("c.parquet", &[("a test row", 4)])),
+    );
+    routes.insert(
+        api("acme/old", "main"),
+        (
+            200,
+            br#"{"sha":"aaa1","siblings":[{"rfilename":"old.py"}]}"#.to_vec(),
+        ),
+    );
+    routes.insert(
+        api("acme/old", "refs%2Fconvert%2Fparquet"),
+        (
+            200,
+            br#"{"sha":"bbb2","siblings":[{"rfilename":"default/train/0000.parquet"}]}"#.to_vec(),
+        ),
+    );
+    routes.insert(
+        "/datasets/acme/old/resolve/bbb2/default/train/0000.parquet".into(),
+        (200, shard("d.parquet", &[("a converted row", 5)])),
+    );
+    routes.insert(api("acme/private", "main"), (401, b"{}".to_vec()));
+    let hub = fake_hub(routes);
+    let cache = common::temp_dir("hub-download-cache");
+    let config = HubConfig {
+        endpoint: hub.url.clone(),
+        cache: cache.clone(),
+        token: Some("hf_test".into()),
+        offline: false,
+    };
+    let requests = || hub.seen.lock().expect("lock").len();
+    let prompts = |p: &std::path::Path| -> Vec<String> {
+        load(&p.display().to_string())
+            .expect("read")
+            .iter()
+            .map(|s| s.prompt.to_string())
+            .collect()
+    };
+
+    let p = hub::resolve_or_download(&config, "acme/qa", None, None).expect("downloaded");
+    assert_eq!(
+        prompts(&p),
+        ["first train row", "second train row", "third train row"]
+    );
+    let repo = cache.join("datasets--acme--qa");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/main")).expect("ref"),
+        "c0ffee1"
+    );
+    assert!(repo
+        .join("snapshots/c0ffee1/data/train-00001-of-00002.parquet")
+        .is_file());
+    assert!(!repo
+        .join("snapshots/c0ffee1/data/test-00000-of-00001.parquet")
+        .exists());
+    let seen = hub.seen.lock().expect("lock").clone();
+    assert!(seen
+        .iter()
+        .all(|(path, _)| !path.contains("test-") && !path.contains("evil")));
+    assert!(seen
+        .iter()
+        .all(|(_, auth)| auth.as_deref() == Some("Bearer hf_test")));
+    // In the cache now: no request.
+    let before = requests();
+    hub::resolve_or_download(&config, "acme/qa", None, None).expect("cached");
+    assert_eq!(requests(), before);
+    // Another split of a cached dataset is fetched when asked for.
+    let p = hub::resolve_or_download(&config, "acme/qa", None, Some("test")).expect("test split");
+    assert_eq!(prompts(&p), ["a test row"]);
+    // No parquet in main: the Hub's parquet conversion.
+    let p = hub::resolve_or_download(&config, "acme/old", None, None).expect("conversion");
+    assert_eq!(prompts(&p), ["a converted row"]);
+    assert_eq!(
+        std::fs::read_to_string(cache.join("datasets--acme--old/refs/refs/convert/parquet"))
+            .expect("ref"),
+        "bbb2"
+    );
+    // Errors: a split the Hub does not have, a private dataset, offline.
+    let e = hub::resolve_or_download(&config, "acme/qa", None, Some("dev"))
+        .expect_err("no such split")
+        .to_string();
+    assert!(e.contains("\"dev\"") && e.contains("test, train"), "{e}");
+    let e = hub::resolve_or_download(&config, "acme/private", None, None)
+        .expect_err("private")
+        .to_string();
+    assert!(e.contains("acme/private") && e.contains("HF_TOKEN"), "{e}");
+    let offline = HubConfig {
+        offline: true,
+        ..config.clone()
+    };
+    let before = requests();
+    let e = hub::resolve_or_download(&offline, "acme/other", None, None)
+        .expect_err("offline")
+        .to_string();
+    assert_eq!(requests(), before, "offline: no request");
+    assert!(e.contains("HF_HUB_OFFLINE"), "{e}");
 }
