@@ -174,10 +174,12 @@ fn choose<'a>(
         }
         None if subsets.len() == 1 => subsets.iter().next().copied().unwrap_or("default"),
         None if subsets.contains("default") => "default",
-        None => return Err(Error::Spec(format!(
+        None => {
+            return Err(Error::Spec(format!(
             "dataset {id} has several subsets ({}); choose one with subset= (vLLM: --hf-subset)",
             list(&subsets)
-        ))),
+        )))
+        }
     };
     let split = split.unwrap_or(DEFAULT_SPLIT);
     let in_subset: Vec<&Shard> = shards.iter().filter(|s| s.subset == subset).collect();

@@ -218,6 +218,7 @@ async fn records_agree_with_the_simulator_log_within_a_millisecond() {
     let _timing = common::timing_lock().await;
     const R: u32 = 3;
     const N: u32 = 16;
+    const STREAMED: u64 = 8;
     let srv = MockServer::start(MockConfig {
         record_requests: true,
         log_token_times: true,
@@ -237,7 +238,7 @@ async fn records_agree_with_the_simulator_log_within_a_millisecond() {
     assert_eq!(w.discover_model().await.unwrap(), srv.model());
     let clock = Clock::start();
     let mut recs = Vec::new();
-    for id in 0..4 {
+    for id in 0..STREAMED {
         let d = dispatch(clock, id);
         recs.push(
             w.send(spec("say something now", N), d, CancellationToken::new())
@@ -247,11 +248,11 @@ async fn records_agree_with_the_simulator_log_within_a_millisecond() {
     let mut unstreamed = config(srv.url(), false);
     unstreamed.model = Some(srv.model().to_owned());
     let u = Worker::new(unstreamed).await.unwrap();
-    let whole = send(&u, 4, spec("say something now", N)).await;
+    let whole = send(&u, STREAMED, spec("say something now", N)).await;
     assert_eq!(w.ignored_events() + u.ignored_events(), 0);
     let mut log = srv.request_log();
     log.sort_by_key(|e| e.id);
-    assert_eq!(log.len(), 5);
+    assert_eq!(log.len() as u64, STREAMED + 1);
     let (mut ttft_err, mut gap_err) = (Vec::new(), Vec::new());
     for (r, e) in recs.iter().zip(&log) {
         assert_eq!(r.outcome, Outcome::Completed);
@@ -278,7 +279,7 @@ async fn records_agree_with_the_simulator_log_within_a_millisecond() {
     println!("anthropic-messages against the simulator's log: median TTFT error {t:.3} ms, median ITL error {g:.3} ms");
     assert!(t < 1.0, "median first-token error {t} ms");
     assert!(g < 1.0, "median chunk-gap error {g} ms");
-    let e = &log[4];
+    let e = &log[STREAMED as usize];
     assert_eq!(whole.outcome, Outcome::Completed);
     assert!(!e.stream && whole.chunks.is_empty());
     assert_eq!(
