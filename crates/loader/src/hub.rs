@@ -1,6 +1,6 @@
 //! Hugging Face datasets in the local hub cache: `--data ORG/NAME` (guidellm's spelling) and
 //! vLLM's `--dataset-name hf --dataset-path ORG/NAME --hf-subset S --hf-split SPLIT` resolve to
-//! the parquet files of one subset and split, read like any parquet file ([`crate::parquet`]).
+//! the parquet files of one subset and split, read like any parquet file (`crate::parquet`).
 //!
 //! The cache is the one `--processor` uses, found by the same resolver
 //! ([`bench_tokenizer::hub::HubConfig::from_env`]: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
