@@ -6,8 +6,12 @@
 //! caller passes it.
 //!
 //! The timing lock: one per test process (each binary links its own copy of the static).
+//!
+//! Parquet datasets and hub-cache trees ([`parquet`]) that tests write for themselves.
 
 use std::path::{Path, PathBuf};
+
+pub mod parquet;
 
 /// `<base>/bench-<name>-<pid>`: the scratch directory of `name` for this test process.
 pub fn scratch_path(base: &str, name: &str) -> PathBuf {

@@ -19,6 +19,7 @@ use crate::sse::{SseEvent, SseParser};
 use crate::think::ThinkTags;
 use crate::BackendKind;
 
+mod messages;
 mod responses;
 
 /// Longest server-provided message kept in an outcome.
@@ -69,7 +70,7 @@ pub(crate) struct StreamState {
     pub(crate) inputs: usize,
     /// A pooling reply's vectors or results.
     pub(crate) pooled: Option<u32>,
-    /// `/v1/responses` events of unknown types, ignored.
+    /// `/v1/responses` and `/v1/messages` events of unknown types, ignored.
     pub(crate) ignored_events: u32,
 }
 
@@ -348,6 +349,7 @@ impl StreamState {
             }
             BackendKind::Tgi => self.on_tgi(data, at),
             BackendKind::OpenAiResponses => self.on_responses(data, at),
+            BackendKind::AnthropicMessages => self.on_messages(data, at),
             BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
                 let reply = crate::pooling::read(self.backend, data, self.inputs)?;
                 self.pooled = Some(reply.items);

@@ -38,8 +38,8 @@ pub struct TargetSettings {
     /// mixes"); `None` with one model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_mix: Option<super::models::MixSettings>,
-    /// Bearer token (`--api-key`, `BENCH_API_KEY`, else `OPENAI_API_KEY`); never printed or
-    /// saved.
+    /// Bearer token (`--api-key`, `BENCH_API_KEY`, else `OPENAI_API_KEY`, or
+    /// `ANTHROPIC_API_KEY` for Anthropic's Messages API); never printed or saved.
     #[serde(skip)]
     pub api_key: Option<String>,
     /// Extra headers; values are never printed or saved.
@@ -148,10 +148,15 @@ pub(crate) fn resolve(
             return Err(usage(format!("--cacert {}: no such file", p.display())));
         }
     }
+    // Each API's own variable: Anthropic's SDKs read ANTHROPIC_API_KEY, OpenAI's OPENAI_API_KEY.
+    let key_var = match backend {
+        BackendKind::AnthropicMessages => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
     let api_key = c
         .api_key
         .clone()
-        .or_else(|| env("OPENAI_API_KEY"))
+        .or_else(|| env(key_var))
         .filter(|k| !k.trim().is_empty());
     Ok(TargetSettings {
         targets,
