@@ -410,7 +410,7 @@ pub(crate) fn refinement_words(r: &bench_core::Refinement) -> String {
         r.benchmarks,
         if r.benchmarks == 1 { "" } else { "s" },
         r.seconds
-    )
+    ) + &r.why_not.map_or(String::new(), |w| format!(": {w}"))
 }
 
 #[cfg(test)]
