@@ -318,7 +318,10 @@ impl SweepPlanner {
         if let Some(s) = self.refine_step() {
             return Ok(Some(s));
         }
-        if let Some(s) = self.narrowing_step().filter(|_| self.slo_limit() == Some(SloLimit::Slo)) {
+        if let Some(s) = self
+            .narrowing_step()
+            .filter(|_| self.slo_limit() == Some(SloLimit::Slo))
+        {
             self.narrowing.get_or_insert((0, 0.0));
             self.narrows_max = Some(false);
             return Ok(Some(s));
@@ -559,7 +562,8 @@ impl SweepPlanner {
 
     /// The maximum the answer states (the benchmark that measured it, scaled by its evidence).
     fn max_rate(&self) -> Option<f64> {
-        self.measured_max().map(|(s, r)| r.requests_per_s * evidence(s, r))
+        self.measured_max()
+            .map(|(s, r)| r.requests_per_s * evidence(s, r))
     }
 
     /// The SLO answer and what limits it: the SLO search's point answer (the highest rate

@@ -890,7 +890,13 @@ fn an_slo_that_never_binds_answers_the_capacity_and_narrows_its_interval() {
     assert_eq!(last.strategy.label(), c.max_measured_by, "{steps:?}");
     // Too fine to reach: it stops at the longest run and says so.
     let (_, p) = drive_answers(None, Some(0.001), 0.3, 1.0);
-    let r = p.answer().expect("answer").slo_bracket.expect("b").refinement.expect("r");
+    let r = p
+        .answer()
+        .expect("answer")
+        .slo_bracket
+        .expect("b")
+        .refinement
+        .expect("r");
     assert!(!r.met, "{r:?}");
     assert_eq!(r.why_not, Some(NotNarrowed::AtLongest), "{r:?}");
 }
@@ -911,7 +917,10 @@ fn the_slo_answer_is_never_above_the_capacity() {
             .and_then(|r| r.parse::<f64>().ok())
             .is_some_and(|r| r > a.max_requests_per_s && r <= 110.0)
     });
-    assert!(met_above, "a rate kept up above the maximum: {a:?} {labels:?}");
+    assert!(
+        met_above,
+        "a rate kept up above the maximum: {a:?} {labels:?}"
+    );
     let slo = a.slo_max_requests_per_s.expect("an SLO answer");
     assert!(slo <= a.max_requests_per_s, "{a:?}");
     assert_eq!(a.slo_limit, Some(SloLimit::Capacity), "{a:?}");

@@ -86,7 +86,13 @@ pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> 
 /// rate the server does not keep up with meets no SLO (docs/metrics.md, "The SLO answer").
 pub fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
     let kept = match b.strategy.target_rate() {
-        Some(r) if !served(r, b.rates.requests_per_s, b.rates.sustained.map(|s| s.verdict)) => {
+        Some(r)
+            if !served(
+                r,
+                b.rates.requests_per_s,
+                b.rates.sustained.map(|s| s.verdict),
+            ) =>
+        {
             Sure::Fail
         }
         _ => Sure::Pass,

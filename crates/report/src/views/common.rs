@@ -11,8 +11,10 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use crate::figures::model::BenchmarkReport;
 use crate::figures::options::Metric;
 
-/// Escapes text for HTML element content and attribute values.
+/// Escapes text for HTML element content and attribute values; control characters (a server's
+/// text may hold them) are written as escapes first ([`bench_core::escape_controls`]).
 pub(crate) fn esc(s: &str) -> String {
+    let s = bench_core::escape_controls(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -291,7 +291,10 @@ fn the_slo_interval_is_never_above_the_capacitys() {
     let mut c = run.capacity.clone().expect("capacity");
     // A capacity measured by the 6 req/s rate (interval 5.82 to 6.18): the SLO's crossing
     // (4 to 8) is cut at the maximum's upper end.
-    let six = run.benchmarks.iter().position(|b| b.label == "constant@6.00");
+    let six = run
+        .benchmarks
+        .iter()
+        .position(|b| b.label == "constant@6.00");
     c.max_measured_by = run.benchmarks[six.expect("6")].label.clone();
     c.max_requests_per_s = 6.0;
     let iv = slo_interval(&run, &c).expect("interval");
@@ -312,6 +315,9 @@ fn the_slo_interval_is_never_above_the_capacitys() {
         "{g}"
     );
     let v = render_vllm(&run, &VllmConsoleOptions::default());
-    assert!(v.contains("SLO answer limited by:                   the capacity"), "{v}");
+    assert!(
+        v.contains("SLO answer limited by:                   the capacity"),
+        "{v}"
+    );
     assert!(render_html(&run).contains("the capacity limits first"));
 }
