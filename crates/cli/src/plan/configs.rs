@@ -455,20 +455,56 @@ mod tests {
     #[test]
     fn the_template_is_filled_and_unknown_names_are_refused() {
         let t = "srv --port {port} --seqs {seqs} --tp={tp} --json '{{\"a\": 1}}'";
-        check_template(t, &params()).expect("known");
+        check_template(t, &params(), &[]).expect("known");
         let c = &product(&params())[1];
         assert_eq!(
             render(t, c, 4321),
             "srv --port 4321 --seqs 8 --tp=2 --json '{\"a\": 1}'"
         );
-        let e = check_template("srv {bogus}", &params())
+        let e = check_template("srv {bogus} {seqs} {tp}", &params(), &[])
             .expect_err("unknown")
             .to_string();
         assert_eq!(
             e,
             "--serve: `{bogus}` is neither a parameter (--params bogus=...) nor {port}"
         );
-        assert!(check_template("srv {port", &params()).is_err());
+        assert!(check_template("srv {port", &params(), &[]).is_err());
+        // A parameter nothing uses, a lone `}` and an empty command are refused; a --link
+        // uses a parameter.
+        let e = check_template("srv {seqs}", &params(), &[]).expect_err("tp unused");
+        assert!(e.to_string().starts_with("--params tp: neither --serve"), "{e}");
+        let links = [("tp".to_string(), "max_concurrency".to_string())];
+        check_template("srv {seqs}", &params(), &links).expect("linked");
+        assert!(check_template("srv } {seqs} {tp}", &params(), &[]).is_err());
+        assert!(check_template(" ", &[], &[]).is_err());
+        // A value is one word for the shell however it is written.
+        let mut c = product(&params())[0].clone();
+        c.values.insert("seqs".into(), "8; touch X".into());
+        assert_eq!(render("srv {seqs}", &c, 1), "srv '8; touch X'");
+        c.values.insert("seqs".into(), "it's".into());
+        assert_eq!(render("srv {seqs}", &c, 1), r"srv 'it'\''s'");
+    }
+
+    #[test]
+    fn secret_parameters_are_masked_in_names_and_scrubbed_from_text() {
+        let p = [Param {
+            name: "api_key".into(),
+            values: vec!["sk-aaaa".into(), "sk-bbbb".into()],
+        }];
+        let all = product(&p);
+        assert_eq!(all[0].name, "api_key=***1");
+        assert_eq!(all[1].shown["api_key"], "***2");
+        assert_eq!(all[1].values["api_key"], "sk-bbbb");
+        assert_eq!(
+            render_shown("srv --api-key {api_key}", &all[0], 1),
+            "srv --api-key ***"
+        );
+        assert_eq!(all[0].scrub("got sk-aaaa!"), "got ***1!");
+        let one = product(&[Param {
+            name: "token".into(),
+            values: vec!["t0ken-x".into()],
+        }]);
+        assert_eq!(one[0].name, "token=***");
     }
 
     #[test]
