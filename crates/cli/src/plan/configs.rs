@@ -472,7 +472,10 @@ mod tests {
         // A parameter nothing uses, a lone `}` and an empty command are refused; a --link
         // uses a parameter.
         let e = check_template("srv {seqs}", &params(), &[]).expect_err("tp unused");
-        assert!(e.to_string().starts_with("--params tp: neither --serve"), "{e}");
+        assert!(
+            e.to_string().starts_with("--params tp: neither --serve"),
+            "{e}"
+        );
         let links = [("tp".to_string(), "max_concurrency".to_string())];
         check_template("srv {seqs}", &params(), &links).expect("linked");
         assert!(check_template("srv } {seqs} {tp}", &params(), &[]).is_err());
