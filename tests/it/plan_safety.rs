@@ -3,7 +3,7 @@
 //! serve command built so that no value or key reaches the shell as code, and the messages that
 //! name their culprit.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;
