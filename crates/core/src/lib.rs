@@ -22,6 +22,7 @@ mod ramp;
 mod session;
 mod settle;
 mod shard;
+mod shown;
 mod steady;
 mod strategy;
 mod sustain;
@@ -44,6 +45,7 @@ pub use session::{
 };
 pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;
+pub use shown::escape_controls;
 pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
 pub use sustain::{Sustained, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
@@ -58,8 +60,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, Capacity, Refinement, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat,
-    TraceCapacity, KEPT_UP,
+    kept_up, served, Capacity, NotNarrowed, Refinement, Slo, SloBound, SloBracket, SloError,
+    SloLimit, SloMetric, SloStat, TraceCapacity, KEPT_UP,
 };
 
 /// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,

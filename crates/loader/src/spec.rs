@@ -920,6 +920,12 @@ impl DataArgs {
                 return Err(Error::Spec(format!("{key} does not apply to a trace")));
             }
         }
+        if path.is_dir() {
+            return Err(Error::Read {
+                path,
+                message: "is a folder, not a trace file".into(),
+            });
+        }
         if !path.is_file() {
             return Err(Error::MissingFile(path));
         }

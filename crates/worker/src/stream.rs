@@ -174,10 +174,11 @@ fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
-/// A bounded, lossy-UTF-8 excerpt of server bytes.
+/// A bounded, lossy-UTF-8 excerpt of server bytes, its control characters escaped
+/// ([`bench_core::escape_controls`]): it is shown on the console and kept in the report.
 pub(crate) fn excerpt(bytes: &[u8]) -> String {
     let cut = &bytes[..bytes.len().min(EXCERPT_BYTES)];
-    let mut s = String::from_utf8_lossy(cut).into_owned();
+    let mut s = bench_core::escape_controls(&String::from_utf8_lossy(cut)).into_owned();
     if bytes.len() > EXCERPT_BYTES {
         s.push('…');
     }
