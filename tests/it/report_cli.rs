@@ -149,10 +149,41 @@ fn report_usage_errors_exit_2_naming_the_culprit() {
         (vec!["report", s, "--output", "/tmp/x.docx"], "x.docx"),
         (vec!["report", s, s, "--output", "/tmp/x.json"], "--output"),
         (vec!["report", s, "--console", "fancy"], "fancy"),
+        // The regression gate's rules, and what it needs (docs/reports.md, "The regression gate").
+        (
+            vec!["report", s, s, "--fail-on", "ttft_p99=10%"],
+            "--fail-on `ttft_p99=10%`: no `<` or `>`",
+        ),
+        (
+            vec!["report", s, s, "--fail-on", "ttft_p99>10"],
+            "--fail-on `ttft_p99>10`: the threshold is a change in percent",
+        ),
+        (
+            vec!["report", s, s, "--fail-on", "speed<-5%"],
+            "unknown figure `speed`",
+        ),
+        (
+            vec!["report", s, "--fail-on", "capacity<-5%"],
+            "--fail-on compares two runs",
+        ),
+        (vec!["report", s, s, "--fail-on-unjudged"], "--fail-on"),
+        (
+            vec![
+                "report",
+                s,
+                s,
+                "--fail-on",
+                "capacity<-5%",
+                "-o",
+                "/tmp/x.csv",
+            ],
+            "Markdown (.md)",
+        ),
     ] {
         let o = bench(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(culprit), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }

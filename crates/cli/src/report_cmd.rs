@@ -20,20 +20,53 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Write the run again in another format, chosen by extension (.json, .yaml, .csv,
-    /// .html); repeatable. With several input files: an .html page overlaying the runs.
+    /// .html); repeatable. With several input files: an .html page overlaying the runs, or a
+    /// .md summary (the gate's verdict, the changes, the capacities) for a pull-request
+    /// comment or a CI step summary.
     #[arg(long = "output", short = 'o')]
     pub outputs: Vec<PathBuf>,
+    /// Regression gate, with two files BASE NEW: comma-separated rules FIGURE<CHANGE% or
+    /// FIGURE>CHANGE% (e.g. requests_per_s<-5%,ttft_p99>+10%,itl_p50>+5%,capacity<-5%). A
+    /// rule fails when NEW's change from BASE is past its threshold and beyond both 95%
+    /// intervals; any failure exits with code 3, one line per failure on stderr.
+    #[arg(long, value_name = "RULES")]
+    pub fail_on: Option<String>,
+    /// With --fail-on: a change past its threshold with no interval to judge it by (a `?`),
+    /// or a rule that found nothing to check, fails too.
+    #[arg(long, requires = "fail_on")]
+    pub fail_on_unjudged: bool,
     /// Console options.
     #[command(flatten)]
     pub console: ConsoleArgs,
 }
 
-/// What `bench report` prints, for `width` (`None`: piped), after writing any outputs.
-pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
+/// Exit code of `bench report --fail-on` when a rule fails (docs/cli.md, "Exit codes").
+pub const GATE_FAILED: u8 = 3;
+
+/// The gate's lines for stderr, and whether it failed.
+type GateLines = Option<(String, bool)>;
+
+/// What `bench report` prints, for `width` (`None`: piped), after writing any outputs, and
+/// with `--fail-on` the gate's lines and verdict.
+fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<(String, GateLines)> {
     let vllm = args.console.vllm_options()?;
+    let rules = match &args.fail_on {
+        Some(r) => Some(
+            r.parse::<bench_report::Rules>()
+                .map_err(|e| UsageError::new(format!("--fail-on {e}")))?,
+        ),
+        None => None,
+    };
+    if rules.is_some() && args.files.len() != 2 {
+        return Err(UsageError::new(format!(
+            "--fail-on compares two runs, BASE.json NEW.json; {} file(s) given",
+            args.files.len()
+        ))
+        .into());
+    }
     if let [one] = args.files.as_slice() {
         if let Some(plan) = crate::plan::read_plan(one) {
-            return crate::plan::rerender(&plan, &args.outputs, width);
+            return Ok((crate::plan::rerender(&plan, &args.outputs, width)?, None));
         }
     }
     let mut runs = Vec::new();
@@ -44,14 +77,25 @@ pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
         runs.push(run);
     }
     if let [run] = runs.as_slice() {
-        return emit(run, &args.outputs, &args.console, width);
+        return Ok((emit(run, &args.outputs, &args.console, width)?, None));
     }
-    if bench_report::are_shards(&runs) {
+    if bench_report::are_shards(&runs) && rules.is_none() {
         // The shards of one distributed run: merged, as `bench merge` does.
         let merged =
             crate::shard_merge::merge_files(&args.files, crate::shard_merge::DEFAULT_MAX_SKEW_S)?;
-        return emit(&merged, &args.outputs, &args.console, width);
+        return Ok((emit(&merged, &args.outputs, &args.console, width)?, None));
     }
+    let _ = vllm;
+    compare(args, &runs, rules, width)
+}
+
+/// Several runs side by side (and, with rules, the gate of the second against the first).
+fn compare(
+    args: &ReportArgs,
+    runs: &[bench_report::RunReport],
+    rules: Option<bench_report::Rules>,
+    width: Option<u16>,
+) -> anyhow::Result<(String, GateLines)> {
     let names: Vec<String> = args
         .files
         .iter()
@@ -61,35 +105,62 @@ pub fn render(args: &ReportArgs, width: Option<u16>) -> anyhow::Result<String> {
                 .unwrap_or_else(|| f.display().to_string())
         })
         .collect();
-    let _ = vllm;
+    let mut kinds = Vec::new();
     for out in &args.outputs {
-        if !out
+        let ext = out
             .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
-        {
-            return Err(UsageError::new(format!(
-                "--output {}: several runs are compared in HTML only (.html)",
-                out.display()
-            ))
-            .into());
-        }
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        let md = match ext.as_str() {
+            "html" | "htm" => false,
+            "md" | "markdown" => true,
+            _ => {
+                return Err(UsageError::new(format!(
+                    "--output {}: several runs are compared in HTML (.html) or Markdown (.md)",
+                    out.display()
+                ))
+                .into())
+            }
+        };
+        kinds.push((out, md));
     }
-    for out in &args.outputs {
-        let html = bench_report::render_comparison_html(&runs, &names);
-        std::fs::write(out, html).with_context(|| format!("writing {}", out.display()))?;
+    let unjudged = args.fail_on_unjudged;
+    let gate = rules.map(|r| bench_report::gate(&runs[0], &runs[1], r));
+    for (out, md) in kinds {
+        let text = if md {
+            bench_report::render_comparison_markdown(
+                runs,
+                &names,
+                gate.as_ref().map(|g| (g, unjudged)),
+            )
+        } else {
+            bench_report::render_comparison_html(runs, &names)
+        };
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
     }
+    let lines = gate.map(|g| (g.summary(unjudged), g.failed(unjudged)));
     if args.console.console == ConsoleStyle::None {
-        return Ok(String::new());
+        return Ok((String::new(), lines));
     }
-    Ok(bench_report::render_comparison(&runs, &names, width))
+    Ok((bench_report::render_comparison(runs, &names, width), lines))
 }
 
-/// Runs `bench report`.
+/// Runs `bench report`: exit 0, or [`GATE_FAILED`] when a `--fail-on` rule failed.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let text = render(&args, console_width())?;
+    let (text, gate) = render(&args, console_width())?;
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .context("writing to stdout")?;
-    Ok(ExitCode::SUCCESS)
+    match gate {
+        Some((lines, failed)) => {
+            eprint!("{lines}");
+            Ok(if failed {
+                ExitCode::from(GATE_FAILED)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -133,25 +133,30 @@ impl std::error::Error for SloError {}
 const FORM: &str = "expected KEY=MILLISECONDS pairs such as ttft_p99=500,itl_p50=50 (KEY is <metric>_<stat>; metric: ttft, ttfo, itl, tpot, e2el, token_latency, ttft_from_scheduled, e2el_from_scheduled; stat: mean, median or pNN)";
 
 fn parse_key(key: &str) -> Result<(SloMetric, SloStat), SloError> {
-    let bad = |why: &str| SloError(format!("slo: `{key}`: {why}; {FORM}"));
+    metric_key(key).map_err(|why| SloError(format!("slo: `{key}`: {why}; {FORM}")))
+}
+
+/// Reads a latency figure's key, `<metric>_<stat>` (`ttft_p99`, `itl_median`, `e2el_mean`), the
+/// one vocabulary of SLO bounds and of other rules that name a latency figure (the regression
+/// gate of `bench report --fail-on`). The error says what is wrong with the key, without it.
+pub fn metric_key(key: &str) -> Result<(SloMetric, SloStat), &'static str> {
     let metric = SloMetric::ALL
         .into_iter()
         .find(|m| {
             key.strip_prefix(m.name())
                 .is_some_and(|rest| rest.starts_with('_'))
         })
-        .ok_or_else(|| bad("unknown metric"))?;
-    let stat = &key[metric.name().len() + 1..];
-    let stat = match stat {
+        .ok_or("unknown metric")?;
+    let stat = match &key[metric.name().len() + 1..] {
         "mean" => SloStat::Mean,
         "median" => SloStat::Median,
         s => {
             let p: f64 = s
                 .strip_prefix('p')
                 .and_then(|n| n.parse().ok())
-                .ok_or_else(|| bad("unknown statistic"))?;
+                .ok_or("unknown statistic")?;
             if !(p > 0.0 && p < 100.0) {
-                return Err(bad("the percentile must be above 0 and below 100"));
+                return Err("the percentile must be above 0 and below 100");
             }
             if p == 50.0 {
                 SloStat::Median

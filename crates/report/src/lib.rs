@@ -79,10 +79,12 @@ pub use figures::trials::{not_converged, pool, MIN_TRIALS_TO_STOP};
 pub use views::cancel_view::cancel_notes;
 pub use views::capacity_view::{render_capacity, render_capacity_vllm};
 pub use views::common::{crossing_words, max_concurrency};
-pub use views::compare::render_comparison;
+pub use views::compare::{render_comparison, Change};
+pub use views::compare_md::render_comparison_markdown;
 pub use views::files::{
     read_run, render_csv, render_json, render_yaml, write_atomic, write_outputs, OutputFormat,
 };
+pub use views::gate::{gate, Check, Direction, Gate, Rule, Rules, Verdict};
 pub use views::guidellm::render_guidellm;
 pub use views::html::{render_comparison_html, render_html};
 pub use views::options::{VllmConsoleOptions, VllmLayout};

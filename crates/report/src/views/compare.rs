@@ -24,29 +24,36 @@ enum Source {
 }
 
 /// A compared figure: its title, digits and source.
+#[derive(Clone, Copy)]
 pub(crate) struct Figure {
     pub title: &'static str,
+    /// Its key in `--fail-on` rules (the JSON field's name); empty for the latency figures,
+    /// whose keys are the SLO's (`ttft_p99`).
+    pub key: &'static str,
     pub digits: usize,
     source: Source,
 }
 
 impl Figure {
     const fn rate(
-        title: &'static str,
+        (title, key): (&'static str, &'static str),
         digits: usize,
         get: Getter,
         interval: Option<IntervalOf>,
     ) -> Self {
         Self {
             title,
+            key,
             digits,
             source: Source::Rate { get, interval },
         }
     }
 
-    const fn latency(title: &'static str, m: Metric, p: f64) -> Self {
+    /// Percentile `p` of `m`, milliseconds.
+    pub(crate) const fn latency(title: &'static str, m: Metric, p: f64) -> Self {
         Self {
             title,
+            key: "",
             digits: 1,
             source: Source::Latency(m, p),
         }
@@ -61,7 +68,7 @@ impl Figure {
     }
 
     /// Its 95% interval in `b` (`None` without an interval method or without intervals).
-    fn interval(&self, b: &BenchmarkReport) -> Option<Interval> {
+    pub(crate) fn interval(&self, b: &BenchmarkReport) -> Option<Interval> {
         match self.source {
             Source::Rate { interval, .. } => interval.and_then(|iv| iv(b)),
             Source::Latency(m, p) => b.intervals.as_ref()?.percentile(m, p),
@@ -72,19 +79,29 @@ impl Figure {
 /// The compared figures.
 pub(crate) const FIGURES: &[Figure] = &[
     Figure::rate(
-        "Req/s",
+        ("Req/s", "requests_per_s"),
         2,
         |b| Some(b.rates.requests_per_s),
         Some(|b| Some(b.intervals.as_ref()?.requests_per_s)),
     ),
     Figure::rate(
-        "Out Tok/s",
+        ("Out Tok/s", "output_tokens_per_s"),
         1,
         |b| Some(b.rates.output_tokens_per_s),
         Some(|b| Some(b.intervals.as_ref()?.output_tokens_per_s)),
     ),
-    Figure::rate("Concurrency", 2, |b| Some(b.rates.concurrency), None),
-    Figure::rate("Errored", 0, |b| Some(b.requests.errored as f64), None),
+    Figure::rate(
+        ("Concurrency", "concurrency"),
+        2,
+        |b| Some(b.rates.concurrency),
+        None,
+    ),
+    Figure::rate(
+        ("Errored", "errored"),
+        0,
+        |b| Some(b.requests.errored as f64),
+        None,
+    ),
     Figure::latency("TTFT p50 (ms)", Metric::Ttft, 50.0),
     Figure::latency("TTFT p99 (ms)", Metric::Ttft, 99.0),
     Figure::latency("ITL p50 (ms)", Metric::Itl, 50.0),
@@ -237,6 +254,56 @@ fn crossing(iv: Option<bench_core::CrossingInterval>) -> Option<Interval> {
     })
 }
 
+/// A figure of a run's capacity answer: its name in the comparison, its key in
+/// `--fail-on` rules, and where its value and interval come from.
+pub(crate) struct CapacityFigure {
+    pub title: &'static str,
+    pub key: &'static str,
+    get: fn(&Capacity) -> Option<f64>,
+    interval: CapacityInterval,
+}
+
+impl CapacityFigure {
+    /// The figure in `run` (`None`: no capacity answer, or this part of it missing).
+    pub(crate) fn value(&self, run: &RunReport) -> Option<f64> {
+        run.capacity.as_ref().and_then(self.get)
+    }
+
+    /// Its 95% interval in `run`.
+    pub(crate) fn interval(&self, run: &RunReport) -> Option<Interval> {
+        (self.interval)(run, run.capacity.as_ref()?)
+    }
+}
+
+/// The compared figures of the capacity answer: the maximum, its output tokens/s (no interval),
+/// the knee and the SLO rate.
+pub(crate) const CAPACITY_FIGURES: [CapacityFigure; 4] = [
+    CapacityFigure {
+        title: "max req/s",
+        key: "capacity",
+        get: |c| Some(c.max_requests_per_s),
+        interval: crate::figures::capacity_interval::max_interval,
+    },
+    CapacityFigure {
+        title: "max output tok/s",
+        key: "capacity_output_tokens_per_s",
+        get: |c| Some(c.max_output_tokens_per_s),
+        interval: |_, _| None,
+    },
+    CapacityFigure {
+        title: "knee req/s",
+        key: "knee",
+        get: |c| c.knee_requests_per_s,
+        interval: |r, c| crossing(crate::figures::capacity_interval::knee_interval(r, c)),
+    },
+    CapacityFigure {
+        title: "SLO max req/s",
+        key: "slo_max",
+        get: |c| c.slo_max_requests_per_s,
+        interval: |r, c| crossing(crate::figures::capacity_interval::slo_interval(r, c)),
+    },
+];
+
 /// Each run's capacity answer side by side (nothing when no run has one); with exactly two
 /// runs each change is marked beyond the intervals, within noise, or no interval (the
 /// maximum's output tokens/s has none).
@@ -244,35 +311,9 @@ fn capacities(runs: &[RunReport], cols: &[String]) -> String {
     if runs.iter().all(|r| r.capacity.is_none()) {
         return String::new();
     }
-    type Get = fn(&Capacity) -> Option<f64>;
-    let figures: [(&str, Get, CapacityInterval); 4] = [
-        (
-            "max req/s",
-            |c| Some(c.max_requests_per_s),
-            crate::figures::capacity_interval::max_interval,
-        ),
-        (
-            "max output tok/s",
-            |c| Some(c.max_output_tokens_per_s),
-            |_, _| None,
-        ),
-        (
-            "knee req/s",
-            |c| c.knee_requests_per_s,
-            |r, c| crossing(crate::figures::capacity_interval::knee_interval(r, c)),
-        ),
-        (
-            "SLO max req/s",
-            |c| c.slo_max_requests_per_s,
-            |r, c| crossing(crate::figures::capacity_interval::slo_interval(r, c)),
-        ),
-    ];
     let mut out = String::from("\nCapacity:\n");
-    for (name, get, interval) in figures {
-        let vals: Vec<Option<f64>> = runs
-            .iter()
-            .map(|r| r.capacity.as_ref().and_then(get))
-            .collect();
+    for f in &CAPACITY_FIGURES {
+        let vals: Vec<Option<f64>> = runs.iter().map(|r| f.value(r)).collect();
         let cells: Vec<String> = vals
             .iter()
             .zip(cols)
@@ -280,13 +321,16 @@ fn capacities(runs: &[RunReport], cols: &[String]) -> String {
             .collect();
         let delta = match vals.as_slice() {
             [Some(a), Some(b)] if *a != 0.0 => {
-                let of = |r: &RunReport| interval(r, r.capacity.as_ref()?);
-                let c = change(of(&runs[0]), of(&runs[1]));
+                let c = change(f.interval(&runs[0]), f.interval(&runs[1]));
                 format!(" ({:+.1} %, {})", (b - a) / a * 100.0, c.words())
             }
             _ => String::new(),
         };
-        out.push_str(&format!("  {name:<18} {}{delta}\n", cells.join("  |  ")));
+        out.push_str(&format!(
+            "  {:<18} {}{delta}\n",
+            f.title,
+            cells.join("  |  ")
+        ));
     }
     out
 }

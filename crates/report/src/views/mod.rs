@@ -8,14 +8,14 @@
 //! precision check's lines [`precision_view`], the per-target line [`targets_view`]), the CSV, JSON and YAML files ([`files`],
 //! [`interval_view`]), the HTML page and its SVG charts ([`html`], [`html_server`],
 //! [`sweep_html`], [`svg`]), the vLLM result files ([`vllm_result`]), the comparison of runs
-//! ([`compare`], [`compare_html`]), the deployment plan's console, CSV and page
+//! ([`compare`], [`compare_html`], [`compare_md`]) and its regression gate ([`gate`]), the deployment plan's console, CSV and page
 //! ([`plan_view`]) and the views' own options ([`options`]).
 //!
 //! A view may import any figure (`crate::figures`), the crate's [`crate::Error`], the views'
 //! [`options`], and other views whose output it embeds: a console or page embeds its sections
 //! (the vLLM console the steady-state line, the HTML page the session and server sections),
-//! the HTML views draw their charts with [`svg`], the HTML comparison shows the changes
-//! [`compare`] judged, the files embed the HTML page and the sections' CSV columns. Helpers
+//! the HTML views draw their charts with [`svg`], the HTML and Markdown comparisons show the changes
+//! [`compare`] judged, the gate judges rules by them, the files embed the HTML page and the sections' CSV columns. Helpers
 //! (escaping, wrapping, number, time and capacity wording, the console table builder) come only
 //! from [`common`], which imports figures alone, never from another view. No module here
 //! imports one that imports it back (`tests/layers.rs` checks).
@@ -25,7 +25,9 @@ pub(crate) mod capacity_view;
 pub(crate) mod common;
 pub(crate) mod compare;
 pub(crate) mod compare_html;
+pub(crate) mod compare_md;
 pub(crate) mod files;
+pub(crate) mod gate;
 pub(crate) mod gpu_view;
 pub(crate) mod guidellm;
 pub(crate) mod html;
