@@ -69,8 +69,8 @@ pub use figures::options::{
     StatsOptions, DEFAULT_PERCENTILES,
 };
 pub use figures::plan::{
-    basis_of, fleet, pareto_points, rank, status_of, ConfigStatus, Costs, Demand, Fleet,
-    ParetoPoint, PlanBasis, PlanConfig, PlanReport, PLAN_SCHEMA_VERSION,
+    basis_of, fleet, pareto_front, pareto_points, rank, status_of, ConfigStatus, Costs, Demand,
+    Fleet, ParetoPoint, PlanBasis, PlanConfig, PlanReport, PLAN_SCHEMA_VERSION,
 };
 pub use figures::precision::{half_widths, judge as judge_precision, PrecisionCheck};
 pub use figures::stats::{Accumulator, BenchmarkMeta};

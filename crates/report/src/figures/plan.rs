@@ -264,6 +264,33 @@ pub fn pareto_points(run: &RunReport, gpus: f64) -> Vec<ParetoPoint> {
         .collect()
 }
 
+/// The Pareto front of the plan's sweeps: the points no other point of any configuration beats
+/// on both axes (at least as fast per user and as much per GPU, and better on one), as
+/// `(configuration index, point index)`, fastest per user first. Points that are not finite are
+/// left out.
+pub fn pareto_front(configs: &[PlanConfig]) -> Vec<(usize, usize)> {
+    let all: Vec<(usize, usize, f64, f64)> = configs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.points
+                .iter()
+                .enumerate()
+                .map(move |(j, q)| (i, j, q.tokens_per_s_per_user, q.tokens_per_s_per_gpu))
+        })
+        .filter(|p| p.2.is_finite() && p.3.is_finite())
+        .collect();
+    let beats = |q: &(usize, usize, f64, f64), p: &(usize, usize, f64, f64)| {
+        q.2 >= p.2 && q.3 >= p.3 && (q.2 > p.2 || q.3 > p.3)
+    };
+    let mut front: Vec<&(usize, usize, f64, f64)> = all
+        .iter()
+        .filter(|p| !all.iter().any(|q| beats(q, p)))
+        .collect();
+    front.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.3.total_cmp(&b.3)));
+    front.iter().map(|p| (p.0, p.1)).collect()
+}
+
 /// `ceil(demand / rate)`, at least 1; `None` for a rate of 0.
 fn replicas_for(demand: f64, rate: f64) -> Option<u32> {
     (rate > 0.0).then(|| ((demand / rate).ceil().max(1.0)).min(f64::from(u32::MAX)) as u32)
@@ -474,5 +501,47 @@ mod tests {
         rank(&mut cs);
         let ranks: Vec<Option<u32>> = cs.iter().map(|c| c.rank).collect();
         assert_eq!(ranks, vec![Some(3), Some(2), Some(1), None]);
+    }
+
+    /// The front keeps exactly the points no other configuration's or its own beats on both
+    /// axes, fastest per user first.
+    #[test]
+    fn the_pareto_front_is_the_non_dominated_points() {
+        let cfg = |pts: &[(f64, f64)]| PlanConfig {
+            name: "c".into(),
+            params: Default::default(),
+            command: None,
+            status: ConfigStatus::Planned,
+            reason: None,
+            log_tail: vec![],
+            log_file: None,
+            run_file: None,
+            gpus_per_replica: 1.0,
+            points: pts
+                .iter()
+                .map(|&(u, g)| ParetoPoint {
+                    label: format!("{u}"),
+                    requests_per_s: 1.0,
+                    tokens_per_s_per_user: u,
+                    tokens_per_s_per_gpu: g,
+                })
+                .collect(),
+            fleet: None,
+            rank: None,
+        };
+        let a = cfg(&[(100.0, 10.0), (80.0, 20.0), (50.0, 30.0), (45.0, 28.0)]);
+        let b = cfg(&[
+            (90.0, 15.0),
+            (70.0, 18.0),
+            (60.0, 25.0),
+            (40.0, 40.0),
+            (f64::NAN, 99.0),
+        ]);
+        // (70, 18) loses to (80, 20), (45, 28) to (50, 30); NaN is no point.
+        assert_eq!(
+            pareto_front(&[a, b]),
+            vec![(0, 0), (1, 0), (0, 1), (1, 2), (0, 2), (1, 3)]
+        );
+        assert!(pareto_front(&[]).is_empty());
     }
 }

@@ -18,15 +18,7 @@ fn series(
     color: usize,
     f: &dyn Fn(&BenchmarkReport, &ServerMetrics) -> Option<f64>,
 ) -> Option<Series> {
-    let mut s = Series {
-        name: name.into(),
-        color: PALETTE[color % PALETTE.len()],
-        points: Vec::new(),
-        notes: Vec::new(),
-        markers_only: false,
-        dashed: false,
-        bars: Vec::new(),
-    };
+    let mut s = Series::line(name, PALETTE[color % PALETTE.len()], Vec::new());
     for (b, m) in bs {
         if let Some(v) = f(b, m) {
             s.points.push((b.rates.requests_per_s, v));
@@ -227,13 +219,8 @@ fn time_series(h: &mut String, b: &BenchmarkReport, m: &ServerMetrics) {
                 .filter_map(|p| Some((p.t_s, f(p)?)))
                 .collect();
             (!points.is_empty()).then(|| Series {
-                name: name.into(),
-                color: PALETTE[i],
                 notes: points.iter().map(|p| format!("t = {:.2} s", p.0)).collect(),
-                points,
-                markers_only: false,
-                dashed: false,
-                bars: Vec::new(),
+                ..Series::line(name, PALETTE[i], points)
             })
         };
     h.push_str("<div class=\"charts\">\n");

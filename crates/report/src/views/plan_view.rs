@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use crate::figures::plan::{ConfigStatus, Fleet, PlanBasis, PlanConfig, PlanReport};
+use crate::figures::plan::{pareto_front, ConfigStatus, Fleet, PlanBasis, PlanConfig, PlanReport};
 use crate::views::common::{esc, render, trimmed, Spec};
 use crate::views::html::CSS;
-use crate::views::svg::{line_chart, Axes, Series, PALETTE};
+use crate::views::svg::{chart, Axes, Canvas, Series, PALETTE};
 
 /// What a configuration's row says in place of a fleet.
 fn status_words(s: ConfigStatus) -> &'static str {
@@ -268,46 +268,119 @@ pub fn render_plan_csv(p: &PlanReport) -> String {
     s
 }
 
-/// The Pareto chart: each configuration's sweep as tokens/s per GPU against tokens/s per user,
-/// and the recommended configuration's planned point marked.
+/// The recommended fleet's colour: the answer box's green, no configuration's.
+const RECOMMENDED: &str = "#1e8449";
+/// The Pareto front's line.
+const FRONT: &str = "#1d232a";
+
+/// The Pareto chart's size: shown at this width its text is the page's size, and it has room
+/// for a plan's sweeps.
+const PARETO: Canvas = Canvas {
+    w: 760.0,
+    h: 440.0,
+    legend: false,
+};
+
+/// One entry of the chart's legend: its colour, whether a line or a ring, and its words.
+struct Key {
+    color: &'static str,
+    ring: bool,
+    faded: bool,
+    name: String,
+}
+
+/// A configuration's sweep as (tokens/s per user, tokens/s per GPU) points and their labels,
+/// slowest per user first.
+fn sweep_points(c: &PlanConfig, only: Option<&[usize]>) -> (Vec<(f64, f64)>, Vec<String>) {
+    let mut pts: Vec<(f64, f64, String)> = c
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| only.is_none_or(|o| o.contains(j)))
+        .map(|(_, q)| {
+            (
+                q.tokens_per_s_per_user,
+                q.tokens_per_s_per_gpu,
+                q.label.clone(),
+            )
+        })
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    pts.into_iter().map(|q| ((q.0, q.1), q.2)).unzip()
+}
+
+/// The Pareto chart: every configuration's sweep faded (tokens/s per GPU against tokens/s per
+/// user, one point per rate), the front of non-dominated points drawn over them (each in its
+/// configuration's colour), and the recommended fleet at the demand in its own colour; the
+/// legend in HTML beneath, where entries wrap and never overlap.
 fn pareto_chart(p: &PlanReport) -> String {
-    let best = p.ranked().first().map(|c| c.name.clone());
-    let mut series = Vec::new();
+    let front = pareto_front(&p.configs);
+    let (mut series, mut keys, mut on_front) = (Vec::new(), Vec::new(), Vec::new());
     for (i, c) in p.configs.iter().enumerate() {
-        let mut pts: Vec<(f64, f64, String)> = c
-            .points
-            .iter()
-            .map(|q| {
-                (
-                    q.tokens_per_s_per_user,
-                    q.tokens_per_s_per_gpu,
-                    q.label.clone(),
-                )
-            })
-            .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let chosen = best.as_deref() == Some(c.name.as_str());
-        let mut se = Series::line(
-            c.name.clone(),
-            PALETTE[i % PALETTE.len()],
-            pts.iter().map(|q| (q.0, q.1)).collect(),
-        );
-        se.notes = pts.into_iter().map(|q| q.2).collect();
-        se.dashed = !chosen;
-        series.push(se);
-    }
-    if let Some(c) = p.ranked().first() {
-        if let Some(f) = &c.fleet {
-            if let (Some(u), Some(g)) = (
-                f.output_tokens_per_s_per_user,
-                f.output_tokens_per_s_per_gpu,
-            ) {
-                let mut se = Series::line("planned fleet", PALETTE[0], vec![(u, g)]);
-                se.markers_only = true;
-                se.notes = vec![format!("{} at the demand", c.name)];
-                series.push(se);
-            }
+        let color = PALETTE[i % PALETTE.len()];
+        let (points, notes) = sweep_points(c, None);
+        if points.is_empty() {
+            continue;
         }
+        series.push(Series {
+            notes,
+            faded: true,
+            ..Series::line(c.name.clone(), color, points)
+        });
+        let mine: Vec<usize> = front.iter().filter(|f| f.0 == i).map(|f| f.1).collect();
+        let (points, notes) = sweep_points(c, Some(&mine));
+        on_front.push(Series {
+            notes,
+            markers_only: true,
+            ..Series::line(format!("{} on the front", c.name), color, points)
+        });
+        keys.push(Key {
+            color,
+            ring: false,
+            faded: true,
+            name: c.name.clone(),
+        });
+    }
+    let (points, notes) = front
+        .iter()
+        .map(|&(i, j)| {
+            let q = &p.configs[i].points[j];
+            let note = format!("{} {}", p.configs[i].name, q.label);
+            ((q.tokens_per_s_per_user, q.tokens_per_s_per_gpu), note)
+        })
+        .unzip();
+    series.push(Series {
+        notes,
+        radius: Some(2.0),
+        ..Series::line("Pareto front", FRONT, points)
+    });
+    keys.push(Key {
+        color: FRONT,
+        ring: false,
+        faded: false,
+        name: "Pareto front (no other point is faster per user and higher per GPU)".into(),
+    });
+    series.extend(on_front);
+    if let Some((c, u, g)) = p.ranked().first().and_then(|c| {
+        let f = c.fleet.as_ref()?;
+        Some((
+            c,
+            f.output_tokens_per_s_per_user?,
+            f.output_tokens_per_s_per_gpu?,
+        ))
+    }) {
+        series.push(Series {
+            notes: vec![format!("{} at the demand", c.name)],
+            markers_only: true,
+            radius: Some(8.0),
+            ..Series::line("recommended fleet", RECOMMENDED, vec![(u, g)])
+        });
+        keys.push(Key {
+            color: RECOMMENDED,
+            ring: true,
+            faded: false,
+            name: format!("recommended: {} at the demand", c.name),
+        });
     }
     let axes = Axes {
         title: "Pareto: throughput per GPU against speed per user".into(),
@@ -316,14 +389,43 @@ fn pareto_chart(p: &PlanReport) -> String {
         x_ticks: None,
         marks: Vec::new(),
     };
-    line_chart(&axes, &series)
+    let mut h = format!("<div class=\"pareto\">{}", chart(&axes, &series, &PARETO));
+    legend(&mut h, &keys);
+    h.push_str("</div>");
+    h
 }
+
+/// The legend as HTML: one entry per key, a line or a ring in its colour, then its words.
+fn legend(h: &mut String, keys: &[Key]) {
+    h.push_str("<div class=\"legend\">");
+    for k in keys {
+        let mark = if k.ring {
+            format!("<circle cx=\"11\" cy=\"7\" r=\"5\" fill=\"{0}\" fill-opacity=\"0.35\" stroke=\"{0}\" stroke-width=\"2\"/>", k.color)
+        } else {
+            format!(
+                "<line x1=\"1\" x2=\"21\" y1=\"7\" y2=\"7\" stroke=\"{0}\" stroke-width=\"2\"/><circle cx=\"11\" cy=\"7\" r=\"3\" fill=\"{0}\"/>",
+                k.color
+            )
+        };
+        let _ = write!(
+            h,
+            "<span class=\"key\"><svg width=\"22\" height=\"14\" aria-hidden=\"true\"{}>{mark}</svg>{}</span>",
+            if k.faded { " opacity=\"0.45\"" } else { "" },
+            esc(&k.name)
+        );
+    }
+    h.push_str("</div>");
+}
+
+/// The plan page's own style: the chart at its size (text at the page's size, as the sweep
+/// page's charts), the legend beneath it.
+const PLAN_CSS: &str = ".pareto{width:760px;max-width:100%}.legend{display:flex;flex-wrap:wrap;gap:4px 18px;font-size:13px;margin:6px 0 0 66px;color:#333}.legend .key{display:inline-flex;align-items:center;gap:6px}";
 
 /// The plan as one self-contained HTML page: the recommendation, the table, the Pareto chart
 /// and each failed configuration's log tail.
 pub fn render_plan_html(p: &PlanReport) -> String {
     let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>bench plan {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>Deployment plan</h1>\n<p class=\"meta\">{} · demand {} req/s ({}){}</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>bench plan {}</title>\n<style>{CSS}{PLAN_CSS}</style>\n</head>\n<body>\n<h1>Deployment plan</h1>\n<p class=\"meta\">{} · demand {} req/s ({}){}</p>\n",
         esc(&p.created),
         esc(&p.created),
         trimmed(p.demand.planned_requests_per_s, 2),
@@ -352,9 +454,9 @@ pub fn render_plan_html(p: &PlanReport) -> String {
         }
         h.push_str("</tr>\n");
     }
-    h.push_str("</table></div>\n<h2>Pareto front</h2>\n<div class=\"charts\">");
+    h.push_str("</table></div>\n<h2>Pareto front</h2>\n");
     h.push_str(&pareto_chart(p));
-    h.push_str("</div>\n<p class=\"meta\">Each line is one configuration's sweep, one point per rate offered (tooltips name it): solid for the recommended configuration, dashed for the others. The ringed point is the recommended fleet at the demand: each replica runs at or below its planned rate, so its users see at least that speed.</p>\n");
+    h.push_str("\n<p class=\"meta\">Each configuration's sweep is drawn faded, one point per rate offered (tooltips name it). The Pareto front joins the points no other point beats on both axes, each ringed in its configuration's colour. The green ring is the recommended fleet at the demand: each replica runs at or below its planned rate, so its users see at least that speed.</p>\n");
     for c in p.configs.iter().filter(|c| !c.log_tail.is_empty()) {
         let _ = writeln!(
             h,

@@ -22,6 +22,10 @@ pub(crate) struct Series {
     /// The 95% interval of each point, drawn as an error bar (same length as `points`, or
     /// empty: no bars).
     pub bars: Vec<Option<Interval>>,
+    /// Drawn faded, behind what matters (the plan's sweeps under their Pareto front).
+    pub faded: bool,
+    /// The markers' radius, pixels, when not the default (3 on a line, 5 for markers only).
+    pub radius: Option<f64>,
 }
 
 impl Series {
@@ -35,8 +39,30 @@ impl Series {
             markers_only: false,
             dashed: false,
             bars: Vec::new(),
+            faded: false,
+            radius: None,
         }
     }
+}
+
+/// A chart's size in pixels (its text is sized in the same pixels: shown at this width, the
+/// chart's text is the page's size) and whether it draws its own legend.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Canvas {
+    pub w: f64,
+    pub h: f64,
+    /// The legend between the title and the plot; without it the caller lays one out (the
+    /// plan page's, in HTML, where entries cannot overlap).
+    pub legend: bool,
+}
+
+impl Canvas {
+    /// The sweep page's charts: 560 x 330, their legend inside.
+    pub const DEFAULT: Canvas = Canvas {
+        w: 560.0,
+        h: 330.0,
+        legend: true,
+    };
 }
 
 /// A reference line across the plot: vertical at an x value, or horizontal at a y value.
@@ -67,8 +93,6 @@ pub(crate) const PALETTE: [&str; 6] = [
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9",
 ];
 
-const W: f64 = 560.0;
-const H: f64 = 330.0;
 const L: f64 = 66.0;
 const R: f64 = 24.0;
 const T: f64 = 56.0;
@@ -110,6 +134,8 @@ fn fmt_tick(v: f64) -> String {
 
 /// The plot's ranges (data units) and its y ticks, and the mapping to SVG coordinates.
 struct Frame {
+    w: f64,
+    h: f64,
     x0: f64,
     x1: f64,
     ybot: f64,
@@ -120,7 +146,7 @@ struct Frame {
 impl Frame {
     /// Ranges covering the points `pts` (not empty), the custom x ticks and the marks, padded
     /// in x unless the ticks are given, y from 0 (or below) to a round tick.
-    fn new(axes: &Axes, pts: &[(f64, f64)]) -> Self {
+    fn new(axes: &Axes, pts: &[(f64, f64)], c: &Canvas) -> Self {
         let (mut x0, mut x1) = pts
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
@@ -154,6 +180,8 @@ impl Frame {
         let ytop = y_ticks.last().copied().unwrap_or(1.0).max(y1);
         let ybot = y_ticks.first().copied().unwrap_or(0.0).min(y0);
         Self {
+            w: c.w,
+            h: c.h,
             x0,
             x1,
             ybot,
@@ -163,16 +191,23 @@ impl Frame {
     }
 
     fn px(&self, x: f64) -> f64 {
-        L + (x - self.x0) / (self.x1 - self.x0) * (W - L - R)
+        L + (x - self.x0) / (self.x1 - self.x0) * (self.w - L - R)
     }
 
     fn py(&self, y: f64) -> f64 {
-        H - B - (y - self.ybot) / (self.ytop - self.ybot).max(f64::EPSILON) * (H - T - B)
+        self.h - B - (y - self.ybot) / (self.ytop - self.ybot).max(f64::EPSILON) * (self.h - T - B)
     }
 }
 
-/// Renders a line chart. Empty series are skipped; with no points at all the chart says so.
+/// Renders a line chart of the default size with its legend. Empty series are skipped; with no
+/// points at all the chart says so.
 pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
+    chart(axes, series, &Canvas::DEFAULT)
+}
+
+/// [`line_chart`] on `canvas`.
+pub(crate) fn chart(axes: &Axes, series: &[Series], canvas: &Canvas) -> String {
+    let (w, h) = (canvas.w, canvas.h);
     // The frame covers the points and the ends of their error bars.
     let pts: Vec<(f64, f64)> = series
         .iter()
@@ -188,25 +223,25 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "<svg class=\"chart\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"{}\">",
+        "<svg class=\"chart\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">",
         esc(&axes.title)
     );
     let _ = write!(
         s,
         "<text x=\"{}\" y=\"18\" text-anchor=\"middle\" class=\"title\">{}</text>",
-        W / 2.0,
+        w / 2.0,
         esc(&axes.title)
     );
     if pts.is_empty() {
         let _ = write!(
             s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"empty\">no data</text></svg>",
-            W / 2.0,
-            H / 2.0
+            w / 2.0,
+            h / 2.0
         );
         return s;
     }
-    let f = Frame::new(axes, &pts);
+    let f = Frame::new(axes, &pts, canvas);
     draw_axes(&mut s, axes, &f);
     draw_marks(&mut s, &axes.marks, &f);
     // Lines, points with tooltips; the legend sits between the title and the plot.
@@ -224,8 +259,8 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
         }
         draw_series(&mut s, se, &good, &f);
         // Probes share their curve's colour; the caption under the charts explains them.
-        if !se.markers_only {
-            draw_legend_item(&mut s, se, &mut legend);
+        if !se.markers_only && canvas.legend {
+            draw_legend_item(&mut s, se, &mut legend, w);
         }
     }
     s.push_str("</svg>");
@@ -239,7 +274,7 @@ fn draw_axes(s: &mut String, axes: &Axes, f: &Frame) {
         let _ = write!(
             s,
             "<line x1=\"{L}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"grid\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" class=\"tick\">{}</text>",
-            W - R,
+            f.w - R,
             L - 6.0,
             y + 4.0,
             fmt_tick(*v)
@@ -258,27 +293,27 @@ fn draw_axes(s: &mut String, axes: &Axes, f: &Frame) {
         let _ = write!(
             s,
             "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" class=\"axis\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" class=\"tick\">{}</text>",
-            H - B,
-            H - B + 4.0,
-            H - B + 16.0,
+            f.h - B,
+            f.h - B + 4.0,
+            f.h - B + 16.0,
             esc(label)
         );
     }
     let _ = write!(
         s,
         "<line x1=\"{L}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" class=\"axis\"/><line x1=\"{L}\" x2=\"{L}\" y1=\"{T}\" y2=\"{}\" class=\"axis\"/>",
-        W - R,
-        H - B,
-        H - B,
-        H - B
+        f.w - R,
+        f.h - B,
+        f.h - B,
+        f.h - B
     );
     let _ = write!(
         s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"label\">{}</text><text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\" class=\"label\">{}</text>",
-        L + (W - L - R) / 2.0,
-        H - 10.0,
+        L + (f.w - L - R) / 2.0,
+        f.h - 10.0,
         esc(&axes.x_label),
-        T + (H - T - B) / 2.0,
+        T + (f.h - T - B) / 2.0,
         esc(&axes.y_label)
     );
 }
@@ -286,6 +321,9 @@ fn draw_axes(s: &mut String, axes: &Axes, f: &Frame) {
 /// Draws one series' line (unless markers only) and its points, `good` being its finite
 /// points with their indices (for the tooltips).
 fn draw_series(s: &mut String, se: &Series, good: &[(usize, (f64, f64))], f: &Frame) {
+    if se.faded {
+        s.push_str("<g class=\"faded\" opacity=\"0.3\">");
+    }
     if !se.markers_only {
         let path: Vec<String> = good
             .iter()
@@ -308,9 +346,9 @@ fn draw_series(s: &mut String, se: &Series, good: &[(usize, (f64, f64))], f: &Fr
     for (j, (x, y)) in good {
         let note = se.notes.get(*j).map(String::as_str).unwrap_or("");
         let (class, r) = if se.markers_only {
-            ("probe", 5.0)
+            ("probe", se.radius.unwrap_or(5.0))
         } else {
-            ("point", 3.0)
+            ("point", se.radius.unwrap_or(3.0))
         };
         let _ = write!(
             s,
@@ -324,8 +362,12 @@ fn draw_series(s: &mut String, se: &Series, good: &[(usize, (f64, f64))], f: &Fr
             esc(note)
         );
         if se.markers_only {
-            let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>", f.px(*x), f.py(*y), se.color);
+            let ring = if se.radius.is_some() { 2.5 } else { 1.5 };
+            let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{ring}\"/>", f.px(*x), f.py(*y), se.color);
         }
+    }
+    if se.faded {
+        s.push_str("</g>");
     }
 }
 
@@ -365,9 +407,9 @@ fn draw_bar(s: &mut String, se: &Series, f: &Frame, x: f64, b: Interval, note: &
 
 /// Draws the legend item of `se` at `(x, y)` (wrapping to the next row when the item would
 /// pass the right edge), moving the position past it.
-fn draw_legend_item(s: &mut String, se: &Series, (lx, ly): &mut (f64, f64)) {
+fn draw_legend_item(s: &mut String, se: &Series, (lx, ly): &mut (f64, f64), w: f64) {
     let item_w = 24.0 + 6.6 * se.name.chars().count() as f64;
-    if *lx + item_w > W - R && *lx > L {
+    if *lx + item_w > w - R && *lx > L {
         *lx = L;
         *ly += 12.0;
     }
@@ -393,7 +435,7 @@ fn draw_marks(s: &mut String, marks: &[Mark], f: &Frame) {
             let top = py(y1);
             let ty = top + 10.0 + 11.0 * (i % 3) as f64;
             // Labels near the right edge go to the left of their line, so they stay inside.
-            let (tx, anchor) = if x > W * 0.7 {
+            let (tx, anchor) = if x > f.w * 0.7 {
                 (x - 3.0, "end")
             } else {
                 (x + 3.0, "start")

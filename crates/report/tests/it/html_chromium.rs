@@ -55,8 +55,9 @@ struct Visit {
     diagnostics: String,
 }
 
-/// Loads `page` in headless Chromium through a recording proxy.
-fn visit(chromium: &Path, page: &Path, work: &Path, shot: &Path) -> Visit {
+/// Loads `page` in headless Chromium through a recording proxy, in a window `size` wide and
+/// high (`"1300,2400"`).
+fn visit(chromium: &Path, page: &Path, work: &Path, shot: &Path, size: &str) -> Visit {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
     let port = listener.local_addr().expect("addr").port();
     listener.set_nonblocking(true).expect("nonblocking");
@@ -102,8 +103,8 @@ fn visit(chromium: &Path, page: &Path, work: &Path, shot: &Path) -> Visit {
             "--disable-default-apps",
             "--proxy-bypass-list=<-loopback>",
             "--virtual-time-budget=3000",
-            "--window-size=1300,2400",
         ])
+        .arg(format!("--window-size={size}"))
         .arg(format!("--proxy-server=127.0.0.1:{port}"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--screenshot={}", shot.display()))
@@ -178,7 +179,7 @@ fn html_report_renders_in_chromium_offline_without_errors() {
         "<!DOCTYPE html><html><body><img src=\"http://example.invalid/x.png\"><script>console.error('boom')</script></body></html>",
     )
     .expect("write");
-    let v = visit(&chromium, &bad, &work, &work.join("bad.png"));
+    let v = visit(&chromium, &bad, &work, &work.join("bad.png"), "1300,2400");
     assert!(
         v.page_requests
             .iter()
@@ -207,7 +208,7 @@ fn html_report_renders_in_chromium_offline_without_errors() {
     let page = work.join("report.html");
     bench_report::write_outputs(&run, std::slice::from_ref(&page)).expect("write html");
     let shot = work.join("report.png");
-    let v = visit(&chromium, &page, &work, &shot);
+    let v = visit(&chromium, &page, &work, &shot, "1300,2400");
     assert!(
         v.page_requests.is_empty(),
         "network requests: {:?}",
@@ -227,7 +228,7 @@ fn html_report_renders_in_chromium_offline_without_errors() {
     );
     eprintln!("screenshot: {}", shot.display());
     // The DOM Chromium built holds the answer, the curves, the probes and the lines.
-    let dom = dump_dom(&chromium, &page, &work);
+    let dom = dump_dom(&chromium, &page, &work, "1300,2400");
     for want in [
         "id=\"capacity\"",
         "Capacity: 9.50 req/s",
@@ -255,8 +256,8 @@ fn sample_capacity() -> bench_core::Capacity {
     }
 }
 
-/// The page's DOM after Chromium has parsed and laid it out (`--dump-dom`).
-fn dump_dom(chromium: &Path, page: &Path, work: &Path) -> String {
+/// The page's DOM after Chromium has parsed and laid it out (`--dump-dom`) in a window `size`.
+fn dump_dom(chromium: &Path, page: &Path, work: &Path, size: &str) -> String {
     let out = Command::new(chromium)
         .args([
             "--headless",
@@ -267,6 +268,7 @@ fn dump_dom(chromium: &Path, page: &Path, work: &Path) -> String {
             "--disable-component-update",
             "--dump-dom",
         ])
+        .arg(format!("--window-size={size}"))
         .arg(format!(
             "--user-data-dir={}",
             work.join("profile-dom").display()
@@ -276,4 +278,130 @@ fn dump_dom(chromium: &Path, page: &Path, work: &Path) -> String {
         .output()
         .expect("chromium --dump-dom");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Measures the plan page as laid out: each legend entry's box, the chart's width against its
+/// own size, the chart's title, the first heading and a table cell; written into the page as
+/// `<pre id="layout">` JSON for `--dump-dom` to carry out. Only the test's copy has it.
+const MEASURE: &str = r#"<script>
+(function () {
+  const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const svg = document.querySelector(".pareto svg.chart");
+  const out = {
+    keys: Array.from(document.querySelectorAll(".legend .key")).map(box),
+    names: Array.from(document.querySelectorAll(".legend .key")).map((e) => e.textContent),
+    chart: svg.getBoundingClientRect().width,
+    view: svg.viewBox.baseVal.width,
+    title: box(svg.querySelector("text.title")),
+    h2: box(document.querySelector("h2")),
+    td: box(document.querySelector("td")),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// The plan's page at 1400 px (issue 46): its chart at its own size (text as large as the
+/// page's, the chart's title smaller than a heading), legend entries that never overlap, the
+/// page offline and without console messages; screenshot in `target/tmp/plan-chromium/`.
+#[test]
+fn the_plan_page_at_1400_px_keeps_its_charts_size_and_a_legend_that_never_overlaps() {
+    let Some(chromium) = find_chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing under CI (.ci/setup installs it)"
+        );
+        eprintln!("skipped: no chromium on PATH (set BENCH_CHROMIUM or run .ci/setup)");
+        return;
+    };
+    let work = bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), "plan-chromium");
+    let mut plan = crate::plan::two_batch_sizes();
+    // A third configuration whose name is long: the legend wraps rather than overlaps.
+    let mut third = plan.configs[0].clone();
+    third.name = "max_batch=128,step_per_seq_ms=0.25,prefill_overhead_ms=5".into();
+    third.rank = None;
+    for q in &mut third.points {
+        q.tokens_per_s_per_user *= 0.8;
+    }
+    plan.configs.push(third);
+    let html = bench_report::render_plan_html(&plan);
+    let page = work.join("plan.html");
+    std::fs::write(&page, &html).expect("write");
+    let shot = work.join("plan.png");
+    let v = visit(&chromium, &page, &work, &shot, "1400,1400");
+    assert!(v.page_requests.is_empty(), "{:?}", v.page_requests);
+    assert!(v.console.is_empty(), "{:?}", v.console);
+    assert!(
+        v.screenshot.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "no screenshot: {}",
+        v.diagnostics
+    );
+    eprintln!("screenshot: {}", shot.display());
+
+    let probe = work.join("plan-measured.html");
+    std::fs::write(
+        &probe,
+        html.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .expect("write");
+    let dom = dump_dom(&chromium, &probe, &work, "1400,1400");
+    let json = dom
+        .split("<pre id=\"layout\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no layout in the DOM: {dom}"))
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let m: serde_json::Value = serde_json::from_str(&json).expect("layout JSON");
+    eprintln!("layout: {m}");
+    let boxes: Vec<[f64; 4]> = m["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|b| {
+            let v: Vec<f64> = b
+                .as_array()
+                .expect("box")
+                .iter()
+                .filter_map(|x| x.as_f64())
+                .collect();
+            [v[0], v[1], v[2], v[3]]
+        })
+        .collect();
+    // Three configurations, the front, the recommendation.
+    assert_eq!(boxes.len(), 5, "{m}");
+    for (i, a) in boxes.iter().enumerate() {
+        assert!(
+            a[2] - a[0] > 20.0 && a[3] - a[1] > 8.0,
+            "entry {i} is empty: {m}"
+        );
+        for (j, b) in boxes.iter().enumerate().skip(i + 1) {
+            let apart = a[2] <= b[0] + 0.5
+                || b[2] <= a[0] + 0.5
+                || a[3] <= b[1] + 0.5
+                || b[3] <= a[1] + 0.5;
+            assert!(
+                apart,
+                "legend entries {i} and {j} overlap: {a:?} {b:?} ({m})"
+            );
+        }
+    }
+    // The chart at its own width: its text at the size the page's style gives it.
+    let (chart, view) = (
+        m["chart"].as_f64().expect("chart"),
+        m["view"].as_f64().expect("view"),
+    );
+    assert!(
+        (chart / view - 1.0).abs() < 0.01,
+        "chart {chart} px for {view}: {m}"
+    );
+    let height = |k: &str| m[k][3].as_f64().expect("bottom") - m[k][1].as_f64().expect("top");
+    assert!(
+        height("title") < height("h2"),
+        "the chart's title ({} px) is not smaller than a heading ({} px): {m}",
+        height("title"),
+        height("h2")
+    );
 }

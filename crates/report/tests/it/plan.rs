@@ -75,6 +75,97 @@ fn plan() -> PlanReport {
     }
 }
 
+/// Two simulator batch sizes as a plan's page shows them (html_chromium.rs): each sweep a
+/// closed form of the simulator's engine, `r` sequences held, steps of `b + 0.5 r` ms, one user
+/// at `1000 / step` tokens/s and the GPU at `r` times that. `max_batch=8` (b = 8 ms) is the
+/// faster per user, `max_batch=32` (b = 9 ms) reaches more per GPU: the front takes from both.
+/// The recommended fleet sits on `max_batch=32`'s sweep at 12 sequences.
+pub(crate) fn two_batch_sizes() -> PlanReport {
+    let mut p = plan();
+    p.configs.truncate(2);
+    let sweep = |b: f64, held: &[f64]| -> Vec<ParetoPoint> {
+        held.iter()
+            .map(|&r| {
+                let u = 1000.0 / (b + 0.5 * r);
+                ParetoPoint {
+                    label: format!("constant@{:.2}", r * u / 64.0),
+                    requests_per_s: r * u / 64.0,
+                    tokens_per_s_per_user: u,
+                    tokens_per_s_per_gpu: r * u,
+                }
+            })
+            .collect()
+    };
+    p.configs[0].name = "max_batch=8".into();
+    p.configs[0].points = sweep(8.0, &[1.0, 2.0, 4.0, 6.0, 8.0]);
+    p.configs[1].name = "max_batch=32".into();
+    p.configs[1].points = sweep(9.0, &[1.0, 4.0, 8.0, 16.0, 24.0, 32.0]);
+    p.configs[1].rank = Some(1);
+    p.configs[0].rank = Some(2);
+    let u = 1000.0 / (9.0 + 6.0);
+    let f = p.configs[1].fleet.as_mut().expect("fleet");
+    f.output_tokens_per_s_per_user = Some(u);
+    f.output_tokens_per_s_per_gpu = Some(12.0 * u);
+    p
+}
+
+/// The page's Pareto chart: the sweeps faded, the front exactly the non-dominated points,
+/// the recommended fleet in a colour no configuration has, the legend in HTML.
+#[test]
+fn the_pareto_chart_draws_the_front_over_faded_sweeps_and_the_recommendation_in_its_colour() {
+    let p = two_batch_sizes();
+    let front = pareto_front(&p.configs);
+    // max_batch=8 holds the fast end up to 8 sequences; max_batch=32 beats it beyond.
+    let names: Vec<(&str, usize)> = front
+        .iter()
+        .map(|&(i, j)| (p.configs[i].name.as_str(), j))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("max_batch=8", 0),
+            ("max_batch=8", 1),
+            ("max_batch=8", 2),
+            ("max_batch=8", 3),
+            ("max_batch=8", 4),
+            ("max_batch=32", 3),
+            ("max_batch=32", 4),
+            ("max_batch=32", 5)
+        ]
+    );
+    let html = render_plan_html(&p);
+    assert_eq!(
+        html.matches("<g class=\"faded\" opacity=\"0.3\">").count(),
+        2
+    );
+    // The front's line joins its 8 points; the green ring is the recommendation's alone.
+    let line = html
+        .split("stroke=\"#1d232a\"")
+        .next()
+        .and_then(|h| h.rsplit("points=\"").next())
+        .and_then(|h| h.split('"').next())
+        .expect("the front's polyline");
+    assert_eq!(line.split_whitespace().count(), 8, "{line}");
+    assert_eq!(
+        html.matches("stroke=\"#1e8449\" stroke-width=\"2.5\"")
+            .count(),
+        1
+    );
+    assert!(!["#0072b2", "#d55e00"]
+        .iter()
+        .any(|c| html.contains(&format!(
+            "{c}\" fill-opacity=\"0.35\" stroke-width=\"1.5\"><title>recommended"
+        ))));
+    for key in [
+        ">max_batch=8</span>",
+        ">max_batch=32</span>",
+        ">Pareto front (",
+        ">recommended: max_batch=32 at the demand</span>",
+    ] {
+        assert!(html.contains(key), "{key} missing from the legend");
+    }
+}
+
 #[test]
 fn the_fleet_is_sized_on_the_intervals_lower_end() {
     let p = plan();
