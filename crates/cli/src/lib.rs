@@ -146,7 +146,7 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 44] = [
+    const NOT_OURS: [&str; 49] = [
         "--repo-type",                    // huggingface-cli download (docs/data.md)
         "--revision",                     // huggingface-cli download
         "--max-num-seqs",                 // vllm serve (docs/planning.md)
@@ -191,6 +191,11 @@ mod tests {
         "--latency-correction",           // oha
         "--append-result",                // vLLM (named as what bench does not do)
         "--help",                         // every command
+        "--compatibility",                // maturin build (docs/packaging.md)
+        "--strip",                        // maturin build
+        "--zig",                          // maturin build
+        "--no-index",                     // pip install
+        "--no-deps",                      // pip install, pip download
     ];
 
     fn docs() -> Vec<PathBuf> {

@@ -341,7 +341,7 @@ fn pareto_chart(p: &PlanReport) -> String {
             name: c.name.clone(),
         });
     }
-    let (points, notes) = front
+    let (points, notes): (Vec<_>, Vec<_>) = front
         .iter()
         .map(|&(i, j)| {
             let q = &p.configs[i].points[j];
@@ -349,17 +349,19 @@ fn pareto_chart(p: &PlanReport) -> String {
             ((q.tokens_per_s_per_user, q.tokens_per_s_per_gpu), note)
         })
         .unzip();
-    series.push(Series {
-        notes,
-        radius: Some(2.0),
-        ..Series::line("Pareto front", FRONT, points)
-    });
-    keys.push(Key {
-        color: FRONT,
-        ring: false,
-        faded: false,
-        name: "Pareto front (no other point is faster per user and higher per GPU)".into(),
-    });
+    if !points.is_empty() {
+        series.push(Series {
+            notes,
+            radius: Some(2.0),
+            ..Series::line("Pareto front", FRONT, points)
+        });
+        keys.push(Key {
+            color: FRONT,
+            ring: false,
+            faded: false,
+            name: "Pareto front (no other point is faster per user and higher per GPU)".into(),
+        });
+    }
     series.extend(on_front);
     if let Some((c, u, g)) = p.ranked().first().and_then(|c| {
         let f = c.fleet.as_ref()?;
