@@ -6,9 +6,6 @@ most of the suite's time is real time spent waiting on a simulator, a server or 
 the cores mostly idle (a sweep against the in-process simulator uses about a quarter of one
 core). The lanes:
 
-- **first**: the modules of the root binary listed in FIRST, alone, before any other test (the
-  wheel's build links target/debug/bench again, which must not happen while another test
-  starts it).
 - **other**: every binary that times nothing (unit tests, format and error checks, fault
   injection) and every untimed module of the root binary, one after another, then the doc tests, at the lowest CPU priority (SCHED_IDLE,
   inherited by every process it starts): it takes only the CPU the timed lanes leave.
@@ -84,12 +81,6 @@ ALONE = (
     # busy debug process's scheduling delay; with three workers it had passed every run.
     ("tests/it/reasoning_cli.rs", "reasoning_figures_equal_the_closed_form_and_the_log"),
 )
-
-# Modules of the root integration binary that run first, alone, before any other test: the
-# wheel's build (tests/it/python_package.rs) links `bench` again into the target directory
-# (cargo replaces target/debug/bench with the dev profile's link of the same program), which
-# must not happen while another test starts that file.
-FIRST = ("tests/it/python_package.rs",)
 
 # Rough wall times (s) of the longest timed tests, to start them first; any other counts 10.
 LONG = {
@@ -175,19 +166,15 @@ def takes_lock(path):
 
 
 def root_units(binary):
-    """The root integration binary's units, split by module: each module in FIRST (first lane),
-    each timed module's tests one per process (timed lane), each other module's tests together
-    (other lane)."""
+    """The root integration binary's units, split by module: each timed module's tests one per
+    process (timed lane), each other module's tests together (other lane)."""
     name, pkg_dir, exe, _ = binary
     by_module = {}
     for t in tests_of(exe, pkg_dir):
         by_module.setdefault(t.split("::", 1)[0], []).append(t)
-    timed_units, other_units, first_units = [], [], []
+    timed_units, other_units = [], []
     for module, tests in sorted(by_module.items()):
         src = os.path.relpath(module_file(module), ROOT)
-        if src in FIRST:
-            first_units.append((src, pkg_dir, [exe, "--exact", *tests]))
-            continue
         if not takes_lock(module_file(module)):
             other_units.append((src, pkg_dir, [exe, "--exact", *tests]))
             continue
@@ -196,7 +183,7 @@ def root_units(binary):
             alone = any(f == src and (n == "*" or n == short) for f, n in ALONE)
             weight = next((w for k, w in LONG.items() if k in short), 10)
             timed_units.append((f"{src}::{short}", pkg_dir, [exe, "--exact", t], alone, weight))
-    return timed_units, other_units, first_units
+    return timed_units, other_units
 
 
 def is_root(binary):
@@ -283,20 +270,17 @@ def main():
     started = time.monotonic()
     found = binaries()
     built = time.monotonic() - started
-    root_timed, root_other, first = [], [], []
+    root_timed, root_other = [], []
     for b in filter(is_root, found):
-        t, o, f = root_units(b)
+        t, o = root_units(b)
         root_timed += t
         root_other += o
-        first += f
     rest = [b for b in found if not timed(b[3]) and not is_root(b)]
     all_units = [u for b in found if timed(b[3]) for u in units(b)] + root_timed
     alone = [u for u in all_units if u[3]]
     shared = sorted((u for u in all_units if not u[3]), key=lambda u: -u[4])
     n_shared = len(shared)
     results = Results()
-    for label, pkg_dir, argv in first:
-        results.run("first", label, pkg_dir, argv)
     other = threading.Thread(target=other_lane, args=(results, rest, root_other))
     other.start()
     for label, pkg_dir, argv, _, _ in alone:
@@ -310,7 +294,7 @@ def main():
     failed = [r for r in results.rows if r[3] != 0]
     print(
         f"built in {built:.0f} s; {len(results.rows)} units in {ran:.0f} s "
-        f"({len(first)} first, {len(alone)} alone, {n_shared} on {workers} timed workers, "
+        f"({len(alone)} alone, {n_shared} on {workers} timed workers, "
         f"{len(rest)} binaries, {len(root_other)} untimed root modules and the doc tests beside "
         f"them); {len(failed)} failed"
     )

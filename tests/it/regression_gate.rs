@@ -5,7 +5,7 @@
 //! one line per failure naming the benchmark, the figure, both values and both intervals; the
 //! fast run against itself passes; the Markdown summary says the same.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

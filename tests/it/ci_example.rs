@@ -11,7 +11,7 @@
 //! and `gh` (lists one run and downloads the artifact the push kept). `uses:` steps other than
 //! `actions/upload-artifact` (which copies its path into the artifact store) do nothing here.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,16 +2,17 @@
 //! wheel, a fresh virtual environment installs it offline, and the `bench` it installs is this
 //! crate at Cargo's version and runs a benchmark against its simulator.
 //!
-//! The wheel is built from the test build's own artifacts: `maturin build --profile dev
-//! --strip false` into the same target directory runs `cargo rustc --profile dev --bin bench`
-//! (and `--bin inference-bench`), which finds every library `cargo test` compiled fresh and
-//! compiles and links only the package's two small `main`s again (docs/packaging.md, "The
-//! test", has the time it takes). That link replaces `target/debug/bench`, the binary the other
-//! tests run, with the same program: `.ci/lanes.py` runs this file before any other test. maturin and PyPI's
-//! `trove-classifiers` come from the virtual environment `.ci/setup` makes
-//! (`$BENCH_CACHE/maturin-venv`, default `~/.cache/bench`); nothing is downloaded.
+//! The wheel is built from the test build's own artifacts, with no release build:
+//! `maturin build --profile dev --strip false` runs `cargo rustc --profile dev --bin bench` (and
+//! `--bin inference-bench`) with the test build's target directory as cargo's build directory
+//! (`CARGO_BUILD_BUILD_DIR`), where cargo finds the units it already compiled, and a scratch
+//! target directory for the linked binaries, so `target/debug/bench`, which the other tests
+//! run, is never replaced. docs/packaging.md, "The test", says what it compiles again and how
+//! long it takes. maturin and PyPI's `trove-classifiers` come from the virtual environment
+//! `.ci/setup` makes (`$BENCH_CACHE/maturin-venv`, default `~/.cache/bench`); nothing is
+//! downloaded.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,7 +41,8 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The target directory the test build wrote (`<target>/debug/bench`).
+/// The target directory the test build wrote (`<target>/debug/bench`), which is also its build
+/// directory (no `build-dir` is configured).
 fn target_dir() -> PathBuf {
     let bench = Path::new(env!("CARGO_BIN_EXE_bench"));
     bench
@@ -79,8 +81,8 @@ fn set_by_cargo_for_the_test(var: &str) -> bool {
         .any(|p| var.starts_with(p))
 }
 
-/// Builds the wheel into `dist` and returns its path.
-fn build_wheel(dist: &Path) -> PathBuf {
+/// Builds the wheel into `dist` (linking in `scratch`) and returns its path.
+fn build_wheel(dist: &Path, scratch: &Path) -> PathBuf {
     let started = Instant::now();
     let mut cmd = Command::new(tools().join("maturin"));
     for (k, _) in std::env::vars_os() {
@@ -146,7 +148,7 @@ print(sorted(f for f in files if "/bin/" in f or f.startswith("../")))
 fn the_wheel_installs_bench_at_cargos_version_into_a_fresh_venv_and_runs_the_simulator() {
     let work = common::fresh("python", "wheel");
     let version = env!("CARGO_PKG_VERSION");
-    let wheel = build_wheel(&work.join("dist"));
+    let wheel = build_wheel(&work.join("dist"), &work.join("target"));
     let name = wheel
         .file_name()
         .expect("name")
