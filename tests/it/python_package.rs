@@ -90,16 +90,13 @@ fn build_wheel(dist: &Path, scratch: &Path) -> PathBuf {
             cmd.env_remove(k);
         }
     }
+    let build_dir =
+        std::env::var_os("CARGO_BUILD_BUILD_DIR").unwrap_or_else(|| target_dir().into());
     let o = cmd
-        .args([
-            "build",
-            "--profile",
-            "dev",
-            "--strip",
-            "false",
-            "--target-dir",
-        ])
-        .arg(target_dir())
+        .env("CARGO_BUILD_BUILD_DIR", build_dir)
+        .args(["build", "--profile", "dev", "--strip", "false"])
+        .arg("--target-dir")
+        .arg(scratch)
         .arg("--out")
         .arg(dist)
         .current_dir(root())
@@ -235,6 +232,8 @@ fn the_wheel_installs_bench_at_cargos_version_into_a_fresh_venv_and_runs_the_sim
         .as_u64()
         .expect("completed");
     assert!(completed >= 1, "{}", run["benchmarks"][0]["requests"]);
+    // The environment and the scratch links are a hundred MB: kept only when the test fails.
+    let _ = std::fs::remove_dir_all(&work);
 }
 
 /// The venv's site-packages, for the tools' Python to read the installed metadata from.
