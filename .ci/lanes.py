@@ -95,6 +95,8 @@ LONG = {
     "capacity_and_slo_rate_batch8": 40,
     "a_plan_sizes_each_configuration": 60,
     "an_slo_answer_is_never_above_the_capacity": 35,
+    "the_github_actions_example_keeps_a_baseline": 85,
+    "a_slower_simulator_fails_the_gate": 50,
 }
 
 
