@@ -326,9 +326,11 @@ impl Gate {
             (Verdict::Unjudged, _) => "no interval to judge by".into(),
             _ => c.change.words().into(),
         };
+        // A saved run's label is read from a file: shown with its control characters escaped,
+        // as a line for a terminal.
         format!(
             "{}: {} {pct} (rule {rule}): {} -> {}, {why}",
-            c.benchmark.as_deref().unwrap_or("capacity answer"),
+            bench_core::escape_controls(c.benchmark.as_deref().unwrap_or("capacity answer")),
             rule.key,
             value(c.base, c.base_interval),
             value(c.new, c.new_interval),
