@@ -42,5 +42,6 @@ mod steady_latency;
 mod sustained;
 mod sweep_mock;
 mod targets;
+mod tool_calls;
 mod trace_replay;
 mod trace_sweep;

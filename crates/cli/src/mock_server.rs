@@ -86,6 +86,10 @@ pub struct MockServerArgs {
     /// Chat responses reason for their first N output tokens (`reasoning_content`) [default: 0].
     #[arg(long, value_name = "N")]
     pub reasoning_tokens: Option<u32>,
+    /// Chat requests offering tools and ending with a user message: the share answered with
+    /// a tool call, drawn per request from the seed [default: 0].
+    #[arg(long, value_name = "P")]
+    pub tool_call_share: Option<f64>,
     /// Embeddings and rerank: fixed part of a request's service time, ms [default: 1].
     #[arg(long, value_name = "MS")]
     pub pool_base_ms: Option<f64>,
@@ -244,6 +248,7 @@ impl MockServerArgs {
             http2_max_streams => http2_max_streams,
             seed => seed,
             reasoning_tokens => reasoning_tokens,
+            tool_call_share => tool_call_share,
             pool_base_ms => pool_base_ms,
             pool_per_input_ms => pool_per_input_ms,
             pool_token_rate => pool_token_rate,

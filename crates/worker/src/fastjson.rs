@@ -994,6 +994,8 @@ impl<'a> Scanner<'a> {
                 b"reasoning_content" => 0,
                 b"reasoning" => 1,
                 b"content" => 2,
+                // Tool calls are rare: the serde path reads them.
+                b"tool_calls" => return None,
                 _ => return s.unknown_field(key),
             };
             seen.first(slot)?;

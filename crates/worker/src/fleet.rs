@@ -102,7 +102,7 @@ impl Many {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         let to = self.balancer.assign();
         let (mut rec, reply) = self.workers[to.index()]
             .send_turn(turn, dispatch, cancel)
@@ -130,7 +130,7 @@ impl Backend for Fleet {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         match &self.many {
             None => self.first.send_turn(turn, dispatch, cancel).await,
             Some(m) => m.send_turn(turn, dispatch, cancel).await,

@@ -55,6 +55,9 @@ pub(crate) struct StreamState {
     pub(crate) reasoning_events: u32,
     /// `<think>` tags in answer text are read (`--think-tags`).
     think: Option<Box<ThinkTags>>,
+    /// The reply's tool call, when it made one: its id and function name (its arguments are
+    /// the answer text).
+    pub(crate) tool_call: Option<(std::sync::Arc<str>, std::sync::Arc<str>)>,
     /// Length of the kept text when the current event began (think tags only).
     event_mark: usize,
     /// A finish reason (or TGI's final event) was seen.
@@ -114,6 +117,27 @@ struct Delta<'a> {
     /// Newer vLLM and OpenRouter spelling.
     #[serde(default, borrow)]
     reasoning: Option<Cow<'a, str>>,
+    /// Tool calls: the first call's id and name arrive once, its arguments in pieces.
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -218,7 +242,23 @@ impl StreamState {
             inputs: 1,
             pooled: None,
             ignored_events: 0,
+            tool_call: None,
         }
+    }
+
+    /// Takes a chat delta's (or message's) first tool call: its id and name, and its arguments
+    /// piece, returned to be recorded as answer text.
+    fn tool_call_piece<'d>(&mut self, calls: &'d [ToolCallDelta<'_>]) -> Option<&'d str> {
+        let call = calls.iter().find(|c| c.index.unwrap_or(0) == 0)?;
+        let slot = self.tool_call.get_or_insert_with(Default::default);
+        if let Some(id) = &call.id {
+            slot.0 = id.as_ref().into();
+        }
+        let f = call.function.as_ref()?;
+        if let Some(name) = &f.name {
+            slot.1 = name.as_ref().into();
+        }
+        f.arguments.as_deref()
     }
 
     fn push_text(&mut self, s: &str, reasoning: bool) {
@@ -420,7 +460,20 @@ impl StreamState {
         }
         let (mut answer, mut reasoning, mut carried) = (false, false, false);
         for choice in ev.choices.iter().flatten() {
-            let text = choice.text.as_deref().map(|t| (t, false));
+            let calls = [&choice.delta, &choice.message]
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.tool_calls.as_deref())
+                .next();
+            let arguments = calls
+                .and_then(|c| self.tool_call_piece(c))
+                .map(|t| (t, false));
+            let text = choice
+                .text
+                .as_deref()
+                .map(|t| (t, false))
+                .into_iter()
+                .chain(arguments);
             let parts = [&choice.delta, &choice.message]
                 .into_iter()
                 .flatten()
@@ -432,7 +485,7 @@ impl StreamState {
                     ]
                 })
                 .filter_map(|(p, r)| p.as_deref().map(|t| (t, r)));
-            for (t, is_reasoning) in text.into_iter().chain(parts) {
+            for (t, is_reasoning) in text.chain(parts) {
                 if t.is_empty() {
                     continue;
                 }

@@ -856,7 +856,7 @@ impl Backend for Worker {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         let (model, chosen) = self.model_for(dispatch.id);
         let body = self.inner.body.build_turn(model, &turn);
         let sent = Sent {
@@ -926,7 +926,7 @@ impl Worker {
         sent: Sent,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         let mut rec_stream =
             StreamRecorder::new(self.inner.backend, false, false).with_inputs(sent.inputs);
         let mut rec = RequestRecord {
@@ -1002,7 +1002,14 @@ impl Worker {
         if !matches!(rec.outcome, Outcome::Completed) {
             tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");
         }
-        let reply = if sent.keep_reply { st.text } else { None };
+        let reply = if sent.keep_reply {
+            st.text.map(|text| bench_core::Reply {
+                text,
+                tool_call: st.tool_call,
+            })
+        } else {
+            None
+        };
         (rec, reply)
     }
 }

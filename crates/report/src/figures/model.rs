@@ -584,6 +584,10 @@ pub const TURN_ROWS: u32 = 10;
 pub struct TurnReport {
     /// The turn, from 1.
     pub turn: u32,
+    /// What the row's requests sent: `tool_result` for the requests answering a tool call of
+    /// user turn `turn` (absent: user messages; docs/metrics.md, "Tool calls").
+    #[serde(default, skip_serializing_if = "bench_core::TurnKind::is_user")]
+    pub kind: bench_core::TurnKind,
     /// This row also pools every later turn (only the last row, when later turns ran).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub and_later: bool,

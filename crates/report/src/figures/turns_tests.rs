@@ -58,6 +58,8 @@ fn turn(
             turn,
             turns,
             start: start_ms * MS,
+            kind: bench_core::TurnKind::User,
+            tool_call: false,
         }),
     }
 }

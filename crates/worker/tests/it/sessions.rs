@@ -43,6 +43,7 @@ fn conversation() -> Arc<ConversationSpec> {
             turn(" and then what happened", 5),
             turn(" thank you", 3),
         ],
+        tools: None,
     })
 }
 
@@ -66,12 +67,13 @@ async fn run_session(w: &Worker) -> Vec<(bench_core::RequestRecord, String)> {
         let turn = TurnRequest {
             conversation: conv.clone(),
             replies: replies.clone(),
+            calls: Vec::new(),
         };
         let (rec, reply) = w
             .send_turn(turn, dispatch(k as u64), CancellationToken::new())
             .await;
         assert_eq!(rec.outcome, Outcome::Completed);
-        let reply = reply.expect("the reply text is kept for sessions");
+        let reply = reply.expect("the reply text is kept for sessions").text;
         replies.push((reply.as_str().into(), rec.output_tokens));
         out.push((rec, reply));
     }
