@@ -34,6 +34,7 @@ mod repeat_trials;
 mod report_cli;
 mod run_failures;
 mod server_metrics;
+mod session_affinity;
 mod sessions_report;
 mod shards;
 mod signals_secrets;

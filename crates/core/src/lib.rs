@@ -28,7 +28,7 @@ mod sustain;
 mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
-pub use balance::{Assigned, Balance, Balancer, UnknownBalance};
+pub use balance::{affinity_index, Assigned, Balance, Balancer, UnknownBalance};
 pub use cancel::Cancellation;
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};

@@ -63,6 +63,9 @@ pub struct Reply {
     pub text: String,
     /// The tool call the reply made, if any (`finish_reason: "tool_calls"`).
     pub tool_call: Option<(Arc<str>, Arc<str>)>,
+    /// The replica the response named in the replica header (`--replica-header`), as a small
+    /// number the backend gives each distinct name it has seen (from 0).
+    pub replica: Option<u32>,
 }
 
 impl Reply {
@@ -77,6 +80,7 @@ impl From<String> for Reply {
         Reply {
             text,
             tool_call: None,
+            replica: None,
         }
     }
 }
@@ -130,6 +134,9 @@ pub enum ChatMessage<'a> {
 /// this is turn `replies.len()`, from 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnRequest {
+    /// The session's number in its benchmark (its key for session affinity: docs/profiles.md,
+    /// "Session affinity").
+    pub session: u64,
     /// The conversation.
     pub conversation: Arc<ConversationSpec>,
     /// The text the server streamed for each earlier turn, with its output token count.
@@ -386,6 +393,9 @@ pub struct SessionTurn {
     /// this request did not end its turn).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_call: bool,
+    /// The replica the response named (`--replica-header`; numbered by the backend), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
 }
 
 impl SessionTurn {

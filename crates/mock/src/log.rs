@@ -112,6 +112,10 @@ pub struct RequestLogEntry {
     /// The answer was a tool call (`finish_reason: "tool_calls"`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_call: bool,
+    /// The value of its affinity header (`affinity_header`, `x-session-id` by default), when
+    /// it carried one: the session it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The model it named, when the server serves several (`models`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -564,13 +564,41 @@ async fn generate(
     api: Api,
 ) -> Response<MockBody> {
     let arrival = Instant::now();
-    let http1 = req.version() <= Version::HTTP_11;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let lease = state.replicas.route();
+    let session = req
+        .headers()
+        .get(state.cfg.affinity_header.as_str())
+        .cloned();
+    let lease = state
+        .replicas
+        .route_keyed(session.as_ref().map(HeaderValue::as_bytes));
+    let served_by = HeaderValue::from(lease.index());
     let mut log = pending_log(state, id, api.path(), arrival, &lease);
     if let Some(l) = &mut log.0 {
         l.entry.stream = api == Api::TgiStream;
+        l.entry.session = session.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     }
+    let mut r = generate_routed(state, conn, req, api, id, lease, log).await;
+    r.headers_mut().insert(SERVED_BY, served_by);
+    r
+}
+
+/// The response header naming the replica that served a generation request (its index, from
+/// 0), as a router's `x-served-by` does.
+pub(crate) const SERVED_BY: HeaderName = HeaderName::from_static("x-served-by");
+
+/// [`generate`] once the request is routed.
+#[allow(clippy::too_many_arguments)]
+async fn generate_routed(
+    state: &Arc<State>,
+    conn: &Arc<ConnShared>,
+    req: Request<Incoming>,
+    api: Api,
+    id: u64,
+    lease: Lease,
+    mut log: PendingLog,
+) -> Response<MockBody> {
+    let http1 = req.version() <= Version::HTTP_11;
     let body = match read_body(req).await {
         Ok(b) => b,
         Err((status, msg)) => return fail(state, api, log.take(), status, &msg),
@@ -716,6 +744,7 @@ fn pending_log(
                 reasoning_tokens: 0,
                 tool_tokens: 0,
                 tool_call: false,
+                session: None,
                 output_tokens: 0,
                 arrival_unix_ns: sink.timebase.unix_ns(arrival),
                 submitted_unix_ns: None,

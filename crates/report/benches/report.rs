@@ -77,6 +77,7 @@ fn as_turn(mut r: RequestRecord) -> RequestRecord {
         start: r.dispatched,
         kind: bench_core::TurnKind::User,
         tool_call: false,
+        replica: None,
     });
     r
 }

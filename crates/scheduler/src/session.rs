@@ -239,6 +239,7 @@ impl<B: Backend> SessionCtx<B> {
             self.shared.window_close.store(slot, Ordering::Relaxed);
         }
         let turn = TurnRequest {
+            session: number,
             conversation: conv.clone(),
             replies: h.replies.clone(),
             calls: h.calls.clone(),
@@ -257,6 +258,7 @@ impl<B: Backend> SessionCtx<B> {
             start,
             kind,
             tool_call,
+            replica: reply.as_ref().and_then(|r| r.replica),
         });
         let outcome = record.outcome.clone();
         let tokens = record.output_tokens;

@@ -103,7 +103,8 @@ impl Many {
         dispatch: Dispatch,
         cancel: CancellationToken,
     ) -> (RequestRecord, Option<bench_core::Reply>) {
-        let to = self.balancer.assign();
+        let key = turn.session.to_string();
+        let to = self.balancer.assign_keyed(Some(key.as_bytes()));
         let (mut rec, reply) = self.workers[to.index()]
             .send_turn(turn, dispatch, cancel)
             .await;

@@ -58,6 +58,8 @@ pub(crate) struct StreamState {
     /// The reply's tool call, when it made one: its id and function name (its arguments are
     /// the answer text).
     pub(crate) tool_call: Option<(std::sync::Arc<str>, std::sync::Arc<str>)>,
+    /// The replica the response's replica header named, numbered by the worker.
+    pub(crate) replica: Option<u32>,
     /// Length of the kept text when the current event began (think tags only).
     event_mark: usize,
     /// A finish reason (or TGI's final event) was seen.
@@ -243,6 +245,7 @@ impl StreamState {
             pooled: None,
             ignored_events: 0,
             tool_call: None,
+            replica: None,
         }
     }
 

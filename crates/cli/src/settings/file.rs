@@ -51,6 +51,12 @@ pub struct FileSettings {
     /// `Name: value` strings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<Vec<String>>,
+    /// Sessions: the header carrying each session's number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
+    /// Sessions: the response header naming the replica.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_header: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http2: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -196,7 +196,10 @@ fn tools_are_exact_shared_and_checked() {
     }
     assert_eq!(t.definition_tokens, 360);
     assert_eq!((t.result_tokens, tk.count(&t.result)), (50, 50));
-    assert_eq!(a.tools, b.tools, "every conversation carries the same tools");
+    assert_eq!(
+        a.tools, b.tools,
+        "every conversation carries the same tools"
+    );
 
     let dir = common::temp_dir("sessions-tools");
     let file = write(
@@ -204,20 +207,38 @@ fn tools_are_exact_shared_and_checked() {
         "tools.json",
         r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]"#,
     );
-    let c = all(&format!("turns=1,prompt_tokens=8,output_tokens=2,tools_file={file},samples=1"));
+    let c = all(&format!(
+        "turns=1,prompt_tokens=8,output_tokens=2,tools_file={file},samples=1"
+    ));
     let t = c[0].tools.as_ref().expect("tools");
-    let want = r#"{"function":{"name":"get_weather","parameters":{"type":"object"}},"type":"function"}"#;
+    let want =
+        r#"{"function":{"name":"get_weather","parameters":{"type":"object"}},"type":"function"}"#;
     assert_eq!(&*t.definitions[0], want);
     assert_eq!(t.definition_tokens as usize, tk.count(want));
     assert_eq!(t.result_tokens, 128, "the default result size");
 
     let bad = write(&dir, "bad.json", r#"[{"type": "function"}]"#);
     for (arg, says) in [
-        ("prompt_tokens=8,tools=2".to_string(), "tools given without turns"),
-        ("turns=2,prompt_tokens=8,tool_tokens=50".into(), "tool_tokens given without tools"),
-        ("turns=2,prompt_tokens=8,tools=1,tool_tokens=10".into(), "tool_tokens=10: a tool definition takes at least"),
-        (format!("turns=2,prompt_tokens=8,tools_file={bad}"), "has no function.name"),
-        (format!("turns=2,prompt_tokens=8,tools=1,tools_file={file}"), "exclude each other"),
+        (
+            "prompt_tokens=8,tools=2".to_string(),
+            "tools given without turns",
+        ),
+        (
+            "turns=2,prompt_tokens=8,tool_tokens=50".into(),
+            "tool_tokens given without tools",
+        ),
+        (
+            "turns=2,prompt_tokens=8,tools=1,tool_tokens=10".into(),
+            "tool_tokens=10: a tool definition takes at least",
+        ),
+        (
+            format!("turns=2,prompt_tokens=8,tools_file={bad}"),
+            "has no function.name",
+        ),
+        (
+            format!("turns=2,prompt_tokens=8,tools=1,tools_file={file}"),
+            "exclude each other",
+        ),
     ] {
         let e = DataSpec::parse(&arg, None)
             .and_then(|s| Loader::new(s, Tokenizer::builtin()).map(|_| ()))

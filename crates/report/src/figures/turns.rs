@@ -17,6 +17,8 @@ use crate::figures::model::{RequestCounts, SessionReport, TokenSummary, TurnRepo
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SessionDurations {
     dist: Dist,
+    /// Per-session cache and replicas.
+    per_session: crate::figures::session_cache::PerSession,
 }
 
 impl SessionDurations {
@@ -27,6 +29,7 @@ impl SessionDurations {
         if turn.ends_session() && r.status() == Status::Completed {
             self.dist.record(us(r.end.saturating_sub(turn.start)));
         }
+        self.per_session.add(turn, r);
     }
 }
 
@@ -168,5 +171,6 @@ pub(crate) fn session_report(
             Some(_) => by_turn(requests, store, window, percentiles),
             None => Vec::new(),
         },
+        cache: durations.and_then(|d| d.per_session.report()),
     })
 }

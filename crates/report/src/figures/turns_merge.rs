@@ -54,9 +54,19 @@ pub(crate) fn merge(parts: &[Option<&SessionReport>]) -> Result<Option<SessionRe
             .collect();
         turns.push(merge_row(&row).map_err(|e| format!("turn {turn}: {e}"))?);
     }
+    // Shards run distinct sessions: their rows are put together and summarised again.
+    let caches: Vec<&crate::figures::model::SessionCache> =
+        parts.iter().filter_map(|s| s.cache.as_ref()).collect();
+    let cache = (!caches.is_empty()).then(|| {
+        let mut rows: Vec<_> = caches.iter().flat_map(|c| c.per_session.clone()).collect();
+        rows.sort_by_key(|r| r.session);
+        let replicas = caches.iter().any(|c| c.one_replica.is_some());
+        crate::figures::session_cache::summarise(rows, replicas)
+    });
     Ok(Some(SessionReport {
         counts,
         duration_ms,
+        cache,
         turns,
         histograms: [(DURATION_KEY.to_string(), duration_hist)].into(),
     }))
@@ -206,6 +216,7 @@ mod tests {
             duration_ms: d.summary(&[50.0, 99.0]),
             turns,
             histograms: [(DURATION_KEY.to_string(), d.encode())].into(),
+            cache: None,
         }
     }
 

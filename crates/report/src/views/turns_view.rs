@@ -141,6 +141,23 @@ pub(crate) fn vllm_section(b: &BenchmarkReport, centered: impl Fn(&str) -> Strin
     ] {
         let _ = writeln!(out, "{label:<40} {:<10}", cell(v.map(|v| v / 1e3), 2));
     }
+    if let Some(c) = &s.cache {
+        let pct = |v: f64| format!("{:.2}", v * 100.0);
+        let _ = writeln!(
+            out,
+            "{:<40} {:<10}",
+            "Mean per-session cached share (%):",
+            pct(c.cached_share_mean)
+        );
+        if let Some(one) = c.one_replica {
+            let _ = writeln!(
+                out,
+                "{:<40} {:<10}",
+                "Sessions on one replica:",
+                format!("{one} of {}", c.sessions)
+            );
+        }
+    }
     if s.turns.is_empty() {
         return out;
     }

@@ -388,6 +388,7 @@ pub fn session_run(opts: &StatsOptions) -> RunReport {
                     start,
                     kind: bench_core::TurnKind::User,
                     tool_call: false,
+                    replica: None,
                 });
                 id += 1;
                 t = r.end + S;

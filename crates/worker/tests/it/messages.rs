@@ -181,6 +181,7 @@ async fn session_turns_send_the_system_prompt_apart() {
     let mut replies: Vec<(Arc<str>, u32)> = Vec::new();
     for k in 0..2 {
         let turn = TurnRequest {
+            session: 0,
             conversation: conv.clone(),
             replies: replies.clone(),
             calls: Vec::new(),

@@ -211,6 +211,7 @@ async fn a_session_reply_is_the_answer_without_the_reasoning() {
         tools: None,
     });
     let turn = bench_core::TurnRequest {
+        session: 0,
         conversation,
         replies: Vec::new(),
         calls: Vec::new(),

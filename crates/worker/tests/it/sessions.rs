@@ -65,6 +65,7 @@ async fn run_session(w: &Worker) -> Vec<(bench_core::RequestRecord, String)> {
     let mut out = Vec::new();
     for k in 0..conv.turns.len() {
         let turn = TurnRequest {
+            session: 0,
             conversation: conv.clone(),
             replies: replies.clone(),
             calls: Vec::new(),
