@@ -76,7 +76,8 @@ pub(crate) struct ToolUse {
     pub tokens: u32,
     /// The first definition's `function.name`, JSON-escaped, when it offers tools.
     pub offered: Option<String>,
-    /// Whether its last message is a user message (only those may be answered by a call).
+    /// Whether it offers tools and its last message is a user message (only those may be
+    /// answered by a call).
     pub after_user: bool,
 }
 
@@ -581,7 +582,8 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
             let name = d.pointer("/function/name").and_then(|n| n.as_str());
             crate::render::escape(name.unwrap_or("tool"))
         }),
-        after_user: r.messages.last().and_then(|l| l.role.as_deref()) == Some("user"),
+        after_user: !defs.is_empty()
+            && r.messages.last().and_then(|l| l.role.as_deref()) == Some("user"),
     };
     Ok(p)
 }

@@ -119,27 +119,10 @@ struct Delta<'a> {
     /// Newer vLLM and OpenRouter spelling.
     #[serde(default, borrow)]
     reasoning: Option<Cow<'a, str>>,
-    /// Tool calls: the first call's id and name arrive once, its arguments in pieces.
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolCallDelta<'a> {
+    /// Tool calls: the first call's id and name arrive once, its arguments in pieces. Read
+    /// leniently (any JSON: servers send `null` and `[]` in every delta).
     #[serde(default)]
-    index: Option<u64>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
+    tool_calls: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -249,19 +232,26 @@ impl StreamState {
         }
     }
 
-    /// Takes a chat delta's (or message's) first tool call: its id and name, and its arguments
-    /// piece, returned to be recorded as answer text.
-    fn tool_call_piece<'d>(&mut self, calls: &'d [ToolCallDelta<'_>]) -> Option<&'d str> {
-        let call = calls.iter().find(|c| c.index.unwrap_or(0) == 0)?;
+    /// Takes a chat delta's (or message's) first tool call (`index` 0, or the first): its id
+    /// and name, and its arguments piece, returned to be recorded as answer text. Anything but
+    /// a list of call objects carries no call.
+    fn tool_call_piece<'d>(&mut self, calls: &'d serde_json::Value) -> Option<&'d str> {
+        let call = calls.as_array()?.iter().find(|c| {
+            c.get("index")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+                == 0
+        })?;
+        let text = |v: Option<&'d serde_json::Value>| v.and_then(serde_json::Value::as_str);
         let slot = self.tool_call.get_or_insert_with(Default::default);
-        if let Some(id) = &call.id {
-            slot.0 = id.as_ref().into();
+        if let Some(id) = text(call.get("id")) {
+            slot.0 = id.into();
         }
-        let f = call.function.as_ref()?;
-        if let Some(name) = &f.name {
-            slot.1 = name.as_ref().into();
+        let f = call.get("function")?;
+        if let Some(name) = text(f.get("name")) {
+            slot.1 = name.into();
         }
-        f.arguments.as_deref()
+        text(f.get("arguments"))
     }
 
     fn push_text(&mut self, s: &str, reasoning: bool) {
@@ -466,7 +456,7 @@ impl StreamState {
             let calls = [&choice.delta, &choice.message]
                 .into_iter()
                 .flatten()
-                .filter_map(|d| d.tool_calls.as_deref())
+                .filter_map(|d| d.tool_calls.as_ref())
                 .next();
             let arguments = calls
                 .and_then(|c| self.tool_call_piece(c))

@@ -60,8 +60,9 @@ pub struct TargetArgs {
     #[arg(long, value_name = "URL[,URL...]", visible_alias = "base-url")]
     pub target: Vec<String>,
     /// With several targets, which one receives each request: round-robin (by dispatch
-    /// order, the default) or least-outstanding (the one with the fewest requests in flight
-    /// from this client, the first on a tie).
+    /// order, the default), least-outstanding (the one with the fewest requests in flight
+    /// from this client, the first on a tie) or session-affinity (each session's turns to one
+    /// target).
     #[arg(long, value_name = "NAME")]
     pub balance: Option<String>,
     /// Start the built-in simulator in-process and benchmark it instead of a target.

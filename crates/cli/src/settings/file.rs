@@ -18,7 +18,7 @@ pub struct FileSettings {
     /// One URL, a comma-separated string of them, or a list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetList>,
-    /// `round-robin` or `least-outstanding` (several targets).
+    /// `round-robin`, `least-outstanding` or `session-affinity` (several targets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balance: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
