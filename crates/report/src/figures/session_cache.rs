@@ -29,9 +29,11 @@ pub(crate) struct PerSession {
 }
 
 impl PerSession {
-    /// Takes one session request's record (completed requests only).
+    /// Takes one session request's record (completed requests that carry either figure: a
+    /// run whose server says neither keeps nothing per session).
     pub(crate) fn add(&mut self, turn: &SessionTurn, r: &RequestRecord) {
-        if r.status() != Status::Completed {
+        if r.status() != Status::Completed || (r.cached_tokens.is_none() && turn.replica.is_none())
+        {
             return;
         }
         let a = self.sessions.entry(turn.session).or_default();
