@@ -266,6 +266,21 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("--bogus-flag 1", "--bogus-flag"),
         ("--mock-config {D}/x.yaml", "--mock"),
         ("--quiet=3", "--quiet"),
+        ("--session-header bad~name", "--session-header"),
+        ("--replica-header x:y", "--replica-header"),
+        ("--balance sticky", "sticky"),
+        (
+            "--backend openai-chat --data turns=2,prompt_tokens=10,tools=1,tool_tokens=5",
+            "tool_tokens",
+        ),
+        (
+            "--backend openai-chat --data turns=2,prompt_tokens=10,tools_file={D}/garbage.json",
+            "garbage.json",
+        ),
+        (
+            "--backend openai-completions --data turns=2,prompt_tokens=10,tools=1",
+            "openai-chat",
+        ),
     ] {
         add(&format!("{run} {extra}"), culprit);
     }
@@ -311,6 +326,9 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("path={D}/missing.csv", "missing.csv"),
         ("sharegpt:{D}/missing.json", "missing.json"),
         ("=", "data"),
+        ("prompt_tokens=10,tools=2", "turns"),
+        ("turns=2,prompt_tokens=10,tool_tokens=5", "tools"),
+        ("turns=2,prompt_tokens=10,tools=0", "tools"),
     ] {
         add(&format!("{run} --data {data}"), culprit);
     }

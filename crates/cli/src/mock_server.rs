@@ -86,6 +86,10 @@ pub struct MockServerArgs {
     /// Chat responses reason for their first N output tokens (`reasoning_content`) [default: 0].
     #[arg(long, value_name = "N")]
     pub reasoning_tokens: Option<u32>,
+    /// Chat requests offering tools and ending with a user message: the share answered with
+    /// a tool call, drawn per request from the seed [default: 0].
+    #[arg(long, value_name = "P")]
+    pub tool_call_share: Option<f64>,
     /// Embeddings and rerank: fixed part of a request's service time, ms [default: 1].
     #[arg(long, value_name = "MS")]
     pub pool_base_ms: Option<f64>,
@@ -124,11 +128,15 @@ pub struct MockServerArgs {
     /// no effect with --zero-delay [default: 1].
     #[arg(long, value_name = "N")]
     pub replicas: Option<u32>,
-    /// How requests are spread over the replicas: round-robin (in turn, by arrival) or
-    /// least-outstanding (the replica with the fewest unanswered requests) [default:
-    /// round-robin].
+    /// How requests are spread over the replicas: round-robin (in turn, by arrival),
+    /// least-outstanding (the replica with the fewest unanswered requests) or session-affinity
+    /// (by the --affinity-header's value) [default: round-robin].
     #[arg(long, value_name = "POLICY")]
     pub balance: Option<String>,
+    /// The request header session-affinity keys on; its value is logged as `session`
+    /// [default: x-session-id].
+    #[arg(long, value_name = "NAME")]
+    pub affinity_header: Option<String>,
     /// Seed of EOS lengths, faults and output words [default: 0].
     #[arg(long)]
     pub seed: Option<u64>,
@@ -244,6 +252,8 @@ impl MockServerArgs {
             http2_max_streams => http2_max_streams,
             seed => seed,
             reasoning_tokens => reasoning_tokens,
+            tool_call_share => tool_call_share,
+            affinity_header => affinity_header,
             pool_base_ms => pool_base_ms,
             pool_per_input_ms => pool_per_input_ms,
             pool_token_rate => pool_token_rate,

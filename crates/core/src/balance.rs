@@ -18,17 +18,26 @@ pub enum Balance {
     /// To the target with the fewest requests in flight from this client; ties go to the
     /// lowest index.
     LeastOutstanding,
+    /// By session: every request of one session goes to the same target, chosen by a hash of
+    /// its session key (the session number for bench's targets, the affinity header for the
+    /// simulator's replicas); requests without a session by dispatch order.
+    SessionAffinity,
 }
 
 impl Balance {
     /// Every balance, in the order `--help` lists them.
-    pub const ALL: [Balance; 2] = [Balance::RoundRobin, Balance::LeastOutstanding];
+    pub const ALL: [Balance; 3] = [
+        Balance::RoundRobin,
+        Balance::LeastOutstanding,
+        Balance::SessionAffinity,
+    ];
 
     /// The command-line and profile name.
     pub fn name(self) -> &'static str {
         match self {
             Balance::RoundRobin => "round-robin",
             Balance::LeastOutstanding => "least-outstanding",
+            Balance::SessionAffinity => "session-affinity",
         }
     }
 }
@@ -47,7 +56,7 @@ impl fmt::Display for UnknownBalance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown balance `{}`; expected round-robin or least-outstanding",
+            "unknown balance `{}`; expected round-robin, least-outstanding or session-affinity",
             self.0
         )
     }
@@ -103,9 +112,18 @@ impl Balancer {
     /// Least-outstanding reads the counts, then adds to the chosen one: two requests chosen at
     /// the same instant on two threads may both take the same target.
     pub fn assign(&self) -> Assigned<'_> {
-        let index = match self.balance {
-            Balance::RoundRobin => self.next.fetch_add(1, Ordering::Relaxed) % self.targets(),
-            Balance::LeastOutstanding => self.least_outstanding(),
+        self.assign_keyed(None)
+    }
+
+    /// [`Balancer::assign`] for a request of a session keyed `key` (session affinity keeps
+    /// one key on one target; the other balances ignore the key).
+    pub fn assign_keyed(&self, key: Option<&[u8]>) -> Assigned<'_> {
+        let index = match (self.balance, key) {
+            (Balance::SessionAffinity, Some(k)) => affinity_index(k, self.targets()),
+            (Balance::RoundRobin | Balance::SessionAffinity, _) => {
+                self.next.fetch_add(1, Ordering::Relaxed) % self.targets()
+            }
+            (Balance::LeastOutstanding, _) => self.least_outstanding(),
         };
         self.in_flight[index].fetch_add(1, Ordering::Relaxed);
         Assigned {
@@ -132,6 +150,20 @@ impl Balancer {
             .get(index)
             .map_or(0, |n| n.load(Ordering::Relaxed))
     }
+}
+
+/// The target (of `n`) of session key `key` under session affinity: its 64-bit FNV-1a hash,
+/// mixed (splitmix64's finalizer), modulo `n`. The simulator's replicas route by the same rule.
+pub fn affinity_index(key: &[u8], n: usize) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h % n.max(1) as u64) as usize
 }
 
 /// One request's target, counted in flight there until dropped.
@@ -167,6 +199,28 @@ mod tests {
         let e = "fastest".parse::<Balance>().expect_err("unknown");
         assert!(e.to_string().contains("`fastest`"), "{e}");
         assert_eq!(Balance::default(), Balance::RoundRobin);
+    }
+
+    #[test]
+    fn session_affinity_keeps_a_session_on_one_target() {
+        let b = Balancer::new(Balance::SessionAffinity, 3);
+        let mut seen = std::collections::BTreeSet::new();
+        for session in 0..40u64 {
+            let key = session.to_string();
+            let first = b.assign_keyed(Some(key.as_bytes())).index();
+            assert_eq!(first, affinity_index(key.as_bytes(), 3));
+            assert!((0..4).all(|_| b.assign_keyed(Some(key.as_bytes())).index() == first));
+            seen.insert(first);
+        }
+        assert_eq!(seen.len(), 3, "sessions spread over every target");
+        let got: Vec<usize> = (0..4).map(|_| b.assign().index()).collect();
+        assert_eq!(got, [0, 1, 2, 0], "requests without a session in turn");
+        // The other balances ignore the key.
+        let rr = Balancer::new(Balance::RoundRobin, 2);
+        let got: Vec<usize> = (0..3)
+            .map(|_| rr.assign_keyed(Some(b"7")).index())
+            .collect();
+        assert_eq!(got, [0, 1, 0]);
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod sustain;
 mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
-pub use balance::{Assigned, Balance, Balancer, UnknownBalance};
+pub use balance::{affinity_index, Assigned, Balance, Balancer, UnknownBalance};
 pub use cancel::Cancellation;
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};
@@ -40,8 +40,8 @@ pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use ramp::{Ramp, RampOver, RampRecord, RampShape, RateChange, MAX_CHANGES};
 pub use session::{
-    parse_secs, ConversationSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest,
-    FLATTEN_SEPARATOR,
+    parse_secs, ChatMessage, ConversationSpec, Reply, SessionCounts, SessionTurn, ThinkTime,
+    ToolCall, Tools, TurnKind, TurnRequest, FLATTEN_SEPARATOR,
 };
 pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;
@@ -496,15 +496,15 @@ pub trait Backend: Send + Sync + 'static {
         cancel: CancellationToken,
     ) -> impl Future<Output = RequestRecord> + Send;
 
-    /// Sends one turn of a session and records what happened, with the reply text the server
-    /// streamed (`None` when it is not known). The default flattens the conversation into one
+    /// Sends one turn of a session and records what happened, with the reply the server
+    /// streamed (its text and tool call; `None` when it is not known). The default flattens the conversation into one
     /// prompt ([`TurnRequest::flattened`]) and knows no reply text.
     fn send_turn(
         &self,
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+    ) -> impl Future<Output = (RequestRecord, Option<Reply>)> + Send {
         let spec = turn.flattened();
         let sent = self.send(spec, dispatch, cancel);
         async move { (sent.await, None) }
@@ -566,7 +566,7 @@ impl<B: Backend> Backend for Arc<B> {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+    ) -> impl Future<Output = (RequestRecord, Option<Reply>)> + Send {
         (**self).send_turn(turn, dispatch, cancel)
     }
 

@@ -21,16 +21,129 @@ pub struct ConversationSpec {
     /// The user turns in order. Each `prompt` is the new user message only, `prompt_tokens` its
     /// count, `output_tokens` the output length asked for in that turn.
     pub turns: Vec<RequestSpec>,
+    /// Tool definitions sent with every turn, and the tool result a tool call is answered
+    /// with (docs/data.md, "Tool calls"); `None`: no tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Arc<Tools>>,
+}
+
+/// A session's tools: the definitions every turn sends (`tools` of the chat request) and the
+/// tool result bench appends when the server answers with a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tools {
+    /// Each definition as compact JSON text (OpenAI's `{"type": "function", "function":
+    /// {...}}`), sent verbatim.
+    pub definitions: Vec<Arc<str>>,
+    /// The definitions' tokens: the sum of each definition's JSON text counted by the
+    /// loader's tokenizer (docs/metrics.md, "Tool calls").
+    pub definition_tokens: u32,
+    /// The content of the `role: tool` message answering a tool call.
+    pub result: Arc<str>,
+    /// Its tokens as the loader counts them.
+    pub result_tokens: u32,
+}
+
+/// A tool call the server answered a turn with (the first of its `tool_calls`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolCall {
+    /// The call's `id`, echoed as the tool message's `tool_call_id`.
+    pub id: Arc<str>,
+    /// The function's name.
+    pub name: Arc<str>,
+    /// The `arguments` text as streamed.
+    pub arguments: Arc<str>,
+    /// The call's tokens: the output tokens of the reply that made it.
+    pub tokens: u32,
+}
+
+/// What a backend hands back of a turn's reply, for the next turn's history.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reply {
+    /// The answer text as streamed (for a tool call: its arguments).
+    pub text: String,
+    /// The tool call the reply made, if any (`finish_reason: "tool_calls"`).
+    pub tool_call: Option<(Arc<str>, Arc<str>)>,
+    /// The replica the response named in the replica header (`--replica-header`), as a small
+    /// number the backend gives each distinct name it has seen (from 0).
+    pub replica: Option<u32>,
+}
+
+impl Reply {
+    /// The answer text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl From<String> for Reply {
+    fn from(text: String) -> Reply {
+        Reply {
+            text,
+            tool_call: None,
+            replica: None,
+        }
+    }
+}
+
+/// What a turn sends after the history: a new user message, or the result of the tool call
+/// the server answered the last user message with.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnKind {
+    /// A new user message.
+    #[default]
+    User,
+    /// The tool result answering the server's tool call (an agent loop's next step).
+    ToolResult,
+}
+
+impl TurnKind {
+    /// True for [`TurnKind::User`] (serde's `skip_serializing_if`).
+    pub fn is_user(&self) -> bool {
+        *self == TurnKind::User
+    }
+
+    /// The name the reports use: `user` or `tool_result`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnKind::User => "user",
+            TurnKind::ToolResult => "tool_result",
+        }
+    }
+}
+
+/// One chat message of a turn, as a chat backend renders it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatMessage<'a> {
+    /// A `system`, `user` or `assistant` message with text content.
+    Text(&'static str, &'a str),
+    /// An assistant message carrying one tool call (no content).
+    ToolCall(&'a ToolCall),
+    /// A `role: tool` message answering call `id` with `content`.
+    ToolResult {
+        /// The call's id.
+        id: &'a str,
+        /// The tool's result.
+        content: &'a str,
+    },
 }
 
 /// A session's next turn: its conversation and the server's replies to the earlier turns (so
 /// this is turn `replies.len()`, from 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnRequest {
+    /// The session's number in its benchmark (its key for session affinity: docs/profiles.md,
+    /// "Session affinity").
+    pub session: u64,
     /// The conversation.
     pub conversation: Arc<ConversationSpec>,
     /// The text the server streamed for each earlier turn, with its output token count.
     pub replies: Vec<(Arc<str>, u32)>,
+    /// The tool call the server answered user turn `i` with, if any (before its text reply).
+    /// One longer than `replies`, ending with a call, when this turn sends that call's result.
+    pub calls: Vec<Option<ToolCall>>,
 }
 
 /// The separator between messages when a conversation is flattened into one prompt (for
@@ -64,28 +177,78 @@ impl TurnRequest {
             .iter()
             .map(|r| r.1)
             .fold(0, u32::saturating_add);
-        self.conversation
-            .system_tokens
+        let c = &self.conversation;
+        let tools = c.tools.as_ref().map_or(0, |t| {
+            let calls = self
+                .calls
+                .iter()
+                .flatten()
+                .map(|k| k.tokens.saturating_add(t.result_tokens))
+                .fold(0, u32::saturating_add);
+            t.definition_tokens.saturating_add(calls)
+        });
+        c.system_tokens
             .saturating_add(users)
             .saturating_add(replies)
+            .saturating_add(tools)
     }
 
-    /// The messages in order: `("system", ..)` when there is a system prompt, then `("user",
-    /// ..)` and `("assistant", ..)` alternating, ending with this turn's user message.
-    pub fn messages(&self) -> Vec<(&'static str, &str)> {
-        let c = &self.conversation;
-        let mut out = Vec::with_capacity(2 * self.index() + 2);
-        if !c.system.is_empty() {
-            out.push(("system", &*c.system));
+    /// What this turn sends after the history: the tool result when the server answered this
+    /// user turn with a tool call, else the user message.
+    pub fn kind(&self) -> TurnKind {
+        if self.calls.len() > self.replies.len() && self.calls.last().is_some_and(Option::is_some) {
+            TurnKind::ToolResult
+        } else {
+            TurnKind::User
         }
-        for (user, reply) in c.turns.iter().zip(&self.replies) {
-            out.push(("user", &*user.prompt));
-            out.push(("assistant", &*reply.0));
+    }
+
+    /// The chat messages in order: the system prompt, then per earlier user turn its message,
+    /// its tool call and the tool result (when the server made one) and the server's reply;
+    /// then this turn's user message, with its tool call and result on a tool-result turn.
+    pub fn chat_messages(&self) -> Vec<ChatMessage<'_>> {
+        let c = &self.conversation;
+        let mut out = Vec::with_capacity(4 * self.index() + 4);
+        if !c.system.is_empty() {
+            out.push(ChatMessage::Text("system", &c.system));
+        }
+        let result = c.tools.as_ref().map_or("", |t| &*t.result);
+        let call = |i: usize| {
+            self.calls.get(i).and_then(Option::as_ref).map(|k| {
+                [
+                    ChatMessage::ToolCall(k),
+                    ChatMessage::ToolResult {
+                        id: &k.id,
+                        content: result,
+                    },
+                ]
+            })
+        };
+        for (i, (user, reply)) in c.turns.iter().zip(&self.replies).enumerate() {
+            out.push(ChatMessage::Text("user", &user.prompt));
+            out.extend(call(i).into_iter().flatten());
+            out.push(ChatMessage::Text("assistant", &reply.0));
         }
         if let Some(t) = self.current() {
-            out.push(("user", &*t.prompt));
+            out.push(ChatMessage::Text("user", &t.prompt));
+            out.extend(call(self.index()).into_iter().flatten());
         }
         out
+    }
+
+    /// The messages in order as `(role, text)`: `("system", ..)` when there is a system
+    /// prompt, then `("user", ..)` and `("assistant", ..)` alternating, ending with this
+    /// turn's user message; a tool call is an `assistant` message of its arguments and its
+    /// result a `tool` message.
+    pub fn messages(&self) -> Vec<(&'static str, &str)> {
+        self.chat_messages()
+            .into_iter()
+            .map(|m| match m {
+                ChatMessage::Text(role, text) => (role, text),
+                ChatMessage::ToolCall(k) => ("assistant", &*k.arguments),
+                ChatMessage::ToolResult { content, .. } => ("tool", content),
+            })
+            .collect()
     }
 
     /// The conversation flattened into one prompt: the messages' texts joined by
@@ -222,6 +385,24 @@ pub struct SessionTurn {
     pub turns: u32,
     /// When the session's first turn was dispatched (run clock), for the session duration.
     pub start: crate::Nanos,
+    /// What the turn sent: a user message or a tool result (then `turn` is the user turn
+    /// whose tool call it answers).
+    #[serde(default, skip_serializing_if = "TurnKind::is_user")]
+    pub kind: TurnKind,
+    /// The reply was a tool call that a tool-result request of the same turn answers (so
+    /// this request did not end its turn).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_call: bool,
+    /// The replica the response named (`--replica-header`; numbered by the backend), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
+}
+
+impl SessionTurn {
+    /// Whether this request ended its session's last turn.
+    pub fn ends_session(&self) -> bool {
+        self.turn >= self.turns && !self.tool_call
+    }
 }
 
 /// How the sessions of a benchmark ended.

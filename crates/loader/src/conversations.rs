@@ -143,6 +143,7 @@ impl ConversationSource {
             system: Arc::from(system),
             system_tokens,
             turns,
+            tools: None,
         }))
     }
 }

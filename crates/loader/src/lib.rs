@@ -45,6 +45,7 @@ pub mod images;
 mod parquet;
 pub mod spec;
 pub mod synthetic;
+mod tools;
 pub mod trace;
 
 pub use error::Error;
@@ -325,6 +326,7 @@ impl Loader {
                 system: std::sync::Arc::from(""),
                 system_tokens: 0,
                 turns: vec![r],
+                tools: None,
             },
         }))
     }

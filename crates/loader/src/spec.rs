@@ -68,6 +68,14 @@ pub struct DataArgs {
     pub turns: Option<Turns>,
     /// Sessions: tokens of a system prompt shared by every conversation (synthetic only).
     pub system_prompt_tokens: Option<i64>,
+    /// Sessions: synthetic tool definitions sent with every turn (synthetic only).
+    pub tools: Option<i64>,
+    /// Sessions: tokens of each synthetic tool definition (default 200).
+    pub tool_tokens: Option<i64>,
+    /// Sessions: a JSON file holding a list of tool definitions, sent with every turn.
+    pub tools_file: Option<PathBuf>,
+    /// Sessions: tokens of the tool result answering a tool call (default 128).
+    pub tool_result_tokens: Option<i64>,
     /// A trace file, replayed at its recorded times (`format` one of the trace formats, or
     /// recognised from the file).
     pub trace: Option<PathBuf>,
@@ -274,6 +282,8 @@ pub struct SyntheticConfig {
     pub turns: Option<u32>,
     /// Sessions: tokens of the system prompt shared by every conversation (0: none).
     pub system_prompt_tokens: u32,
+    /// Sessions: tool definitions and tool results (`None`: no tools).
+    pub tools: Option<ToolKeys>,
     /// Whether `seed=` was given. Without it a run replaces the seed with a fresh salt
     /// ([`DataSpec::salt`]), so a repeated run does not send the prompts of the previous one
     /// again (and meet the server's prefix cache).
@@ -283,6 +293,24 @@ pub struct SyntheticConfig {
     /// Synthetic images sent with every prompt.
     pub images: Option<crate::images::SyntheticImages>,
 }
+
+/// A session's tools (docs/data.md, "Tool calls").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolKeys {
+    /// Synthetic definitions (0 with a file).
+    pub count: u32,
+    /// Tokens of each synthetic definition.
+    pub tokens: u32,
+    /// A JSON file holding a list of definitions.
+    pub file: Option<PathBuf>,
+    /// Tokens of the tool result.
+    pub result_tokens: u32,
+}
+
+/// Tokens of a synthetic tool definition unless `tool_tokens` says.
+pub const DEFAULT_TOOL_TOKENS: u32 = 200;
+/// Tokens of a tool result unless `tool_result_tokens` says.
+pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 128;
 
 /// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
 #[derive(Debug, Clone, PartialEq)]
@@ -545,6 +573,7 @@ impl DataArgs {
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             turns,
             system_prompt_tokens,
+            tools: self.tool_keys(turns.is_some())?,
             seed_given: self.seed.is_some(),
             batch_size,
             images,
@@ -631,6 +660,54 @@ impl DataArgs {
             }),
             Some(v) => count("prefix_count", v, 1),
         }
+    }
+
+    /// Synthetic sessions' tools: `tools` (a count) or `tools_file`, with `tool_tokens` and
+    /// `tool_result_tokens`; every one needs `turns`.
+    fn tool_keys(&self, sessions: bool) -> Result<Option<ToolKeys>, Error> {
+        let given = [
+            ("tools", self.tools.is_some()),
+            ("tools_file", self.tools_file.is_some()),
+            ("tool_tokens", self.tool_tokens.is_some()),
+            ("tool_result_tokens", self.tool_result_tokens.is_some()),
+        ];
+        let Some(&(key, _)) = given.iter().find(|(_, g)| *g) else {
+            return Ok(None);
+        };
+        if !sessions {
+            return Err(Error::Orphan {
+                key,
+                needs: "turns",
+            });
+        }
+        if self.tools.is_none() && self.tools_file.is_none() {
+            return Err(Error::Orphan {
+                key,
+                needs: "tools",
+            });
+        }
+        if self.tools.is_some() && self.tools_file.is_some() {
+            return Err(Error::Spec(
+                "tools (synthetic definitions) and tools_file exclude each other".into(),
+            ));
+        }
+        if self.tools_file.is_some() && self.tool_tokens.is_some() {
+            return Err(Error::Spec(
+                "tool_tokens sizes synthetic definitions, not those of tools_file".into(),
+            ));
+        }
+        Ok(Some(ToolKeys {
+            count: self.tools.map_or(Ok(0), |v| count("tools", v, 1))?,
+            tokens: self
+                .tool_tokens
+                .map_or(Ok(DEFAULT_TOOL_TOKENS), |v| count("tool_tokens", v, 1))?,
+            file: self.tools_file.clone(),
+            result_tokens: self
+                .tool_result_tokens
+                .map_or(Ok(DEFAULT_TOOL_RESULT_TOKENS), |v| {
+                    count("tool_result_tokens", v, 1)
+                })?,
+        }))
     }
 
     /// Synthetic sessions: `turns` and `system_prompt_tokens` (which needs `turns`, and
@@ -1037,6 +1114,10 @@ impl DataArgs {
             ("range_ratio", self.range_ratio.is_some()),
             ("input_len", self.input_len.is_some()),
             ("system_prompt_tokens", self.system_prompt_tokens.is_some()),
+            ("tools", self.tools.is_some()),
+            ("tools_file", self.tools_file.is_some()),
+            ("tool_tokens", self.tool_tokens.is_some()),
+            ("tool_result_tokens", self.tool_result_tokens.is_some()),
         ];
         match synthetic_only.iter().find(|(_, given)| *given) {
             Some((key, _)) => Err(Error::Spec(format!(
@@ -1216,6 +1297,7 @@ impl DataSpec {
                         | "image_column"
                         | "subset"
                         | "split"
+                        | "tools_file"
                 ) {
                     serde_json::Value::String(v.to_string())
                 } else if k == "image_repeat" && matches!(v, "true" | "false") {

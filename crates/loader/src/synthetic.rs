@@ -56,6 +56,11 @@ pub enum Mode {
 }
 
 impl Composer {
+    /// The tokens of `text` by the composer's tokenizer.
+    pub(crate) fn count(&self, text: &str) -> u32 {
+        u32::try_from(self.tokenizer.count(text)).unwrap_or(u32::MAX)
+    }
+
     /// Prepares prompt material for `tokenizer` and runs the composition proof (a few
     /// milliseconds for small vocabularies, a few hundred for 128k-token ones).
     pub fn new(tokenizer: &Tokenizer) -> Result<Composer, Error> {
@@ -113,7 +118,7 @@ impl Composer {
     /// Appends to `out` a text of exactly `n` tokens beginning with entries `first` (then
     /// random ones); `pre` is text already before it with `pre_tokens` tokens, and the count
     /// of `pre + text` is what is made exact.
-    fn compose<R: Rng>(
+    pub(crate) fn compose<R: Rng>(
         &self,
         pre: &str,
         pre_tokens: u32,
@@ -313,6 +318,8 @@ pub(crate) struct SyntheticSource {
     /// The shared prefixes (one, or `prefix_count`) and their token count.
     prefixes: Vec<(String, u32)>,
     system: (Arc<str>, u32),
+    /// Sessions' tools, the same for every conversation.
+    tools: Option<Arc<bench_core::Tools>>,
     /// A seeded permutation of the word pool: prompt `i` starts with `perm[i % n]`, then
     /// `perm[(i / n) % n]`, so the first two tokens of any two of `n²` prompts differ.
     perm: Vec<usize>,
@@ -325,6 +332,7 @@ impl SyntheticSource {
             rng: rand::rngs::StdRng::seed_from_u64(config.seed),
             prefixes: Vec::new(),
             system: (Arc::from(""), 0),
+            tools: None,
             perm: Vec::new(),
             index: 0,
             config,
@@ -347,6 +355,14 @@ impl SyntheticSource {
             (Arc::from(text), system)
         } else {
             (Arc::from(""), 0)
+        };
+        self.tools = match self.config.tools.clone() {
+            Some(keys) => Some(Arc::new(crate::tools::make(
+                &keys,
+                &self.composer,
+                &mut self.rng,
+            )?)),
+            None => None,
         };
         self.index = 0;
         Ok(())
@@ -397,6 +413,7 @@ impl SyntheticSource {
             system: self.system.0.clone(),
             system_tokens: self.system.1,
             turns,
+            tools: self.tools.clone(),
         }))
     }
 

@@ -96,6 +96,14 @@ pub struct MockConfig {
     /// not streamed), the rest in `content`, and `usage.completion_tokens_details.
     /// reasoning_tokens` says how many. Completions and TGI responses never reason. Default 0.
     pub reasoning_tokens: u32,
+    /// The share of chat requests offering `tools` and ending with a user message that are
+    /// answered with a tool call (`finish_reason: "tool_calls"`, the output tokens being the
+    /// call's `arguments`; docs/simulator.md, "Tool calls"), drawn per request from the seed
+    /// and its arrival number. Default 0: never.
+    pub tool_call_share: f64,
+    /// The request header `balance: session-affinity` keys on (a session's id, as a router's
+    /// affinity header carries it); its value is logged as `session`. Default `x-session-id`.
+    pub affinity_header: String,
     /// Pooling requests (`/v1/embeddings`, `/v1/rerank`, `/rerank`, `/v2/rerank`): fixed part
     /// of a request's service time, in milliseconds. Default 1.
     pub pool_base_ms: f64,
@@ -238,6 +246,8 @@ impl Default for MockConfig {
             record_requests: false,
             strict: false,
             reasoning_tokens: 0,
+            tool_call_share: 0.0,
+            affinity_header: "x-session-id".into(),
             pool_base_ms: 1.0,
             pool_per_input_ms: 0.2,
             pool_token_rate: 100_000.0,
@@ -369,6 +379,18 @@ impl MockConfig {
                     "must be from 0 (off) to {MAX_SPEC_TOKENS}, got {}",
                     self.spec_tokens
                 ),
+            ));
+        }
+        if http::HeaderName::from_bytes(self.affinity_header.as_bytes()).is_err() {
+            return Err(invalid(
+                "affinity_header",
+                format!("`{}` is not a valid header name", self.affinity_header),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.tool_call_share) {
+            return Err(invalid(
+                "tool_call_share",
+                format!("must be a share in [0, 1], got {}", self.tool_call_share),
             ));
         }
         if !(0.0..=1.0).contains(&self.spec_accept) {

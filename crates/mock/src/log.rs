@@ -104,6 +104,18 @@ pub struct RequestLogEntry {
     /// counts them).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spec_accepted_tokens: u32,
+    /// Chat tools: the prompt tokens (part of `prompt_tokens`) of the tool definitions, the
+    /// tool calls' `arguments` and the `role: tool` messages (docs/simulator.md, "Tool
+    /// calls").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_tokens: u32,
+    /// The answer was a tool call (`finish_reason: "tool_calls"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_call: bool,
+    /// The value of its affinity header (`affinity_header`, `x-session-id` by default), when
+    /// it carried one: the session it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The model it named, when the server serves several (`models`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

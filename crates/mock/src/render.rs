@@ -13,8 +13,10 @@ use crate::spec::{Drafts, StepCursor};
 
 mod messages;
 mod responses;
+mod tools;
 pub(crate) use messages::{anthropic_error, messages_full, messages_stream};
 pub(crate) use responses::{responses_full, responses_stream};
+pub(crate) use tools::{tool_full, tool_stream};
 
 /// One output word: a single token of the tokenizer, JSON-escaped, with its token id.
 #[derive(Debug, Clone)]

@@ -44,6 +44,9 @@ enum Router {
     RoundRobin(AtomicU64),
     /// Outstanding leases per replica.
     LeastOutstanding(Arc<Mutex<Vec<u32>>>),
+    /// A request with a session key goes to [`bench_core::affinity_index`] of it; the others
+    /// in turn, as round-robin.
+    SessionAffinity(AtomicU64),
 }
 
 /// A request's hold on the replica it was routed to; dropping it ends the request there.
@@ -114,6 +117,7 @@ impl Replicas {
             Balance::LeastOutstanding => {
                 Router::LeastOutstanding(Arc::new(Mutex::new(vec![0; replicas.len()])))
             }
+            Balance::SessionAffinity => Router::SessionAffinity(AtomicU64::new(0)),
         };
         Self { replicas, router }
     }
@@ -125,7 +129,21 @@ impl Replicas {
 
     /// Routes a request arriving now to a replica.
     pub(crate) fn route(&self) -> Lease {
+        self.route_keyed(None)
+    }
+
+    /// Routes a request arriving now, whose session key (the affinity header's value) is
+    /// `key`, to a replica.
+    pub(crate) fn route_keyed(&self, key: Option<&[u8]>) -> Lease {
+        let n = self.replicas.len();
         match &self.router {
+            Router::SessionAffinity(routed) => Lease {
+                index: match key {
+                    Some(k) => bench_core::affinity_index(k, n),
+                    None => (routed.fetch_add(1, Ordering::Relaxed) % n as u64) as usize,
+                },
+                outstanding: None,
+            },
             Router::Single => Lease {
                 index: 0,
                 outstanding: None,
@@ -187,6 +205,22 @@ mod tests {
         let r = replicas(3, Balance::RoundRobin);
         let got: Vec<usize> = (0..7).map(|_| r.route().index()).collect();
         assert_eq!(got, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn session_affinity_keeps_a_key_on_one_replica() {
+        let r = replicas(3, Balance::SessionAffinity);
+        for key in ["0", "1", "2", "17", "a-session"] {
+            let first = r.route_keyed(Some(key.as_bytes())).index();
+            assert_eq!(first, bench_core::affinity_index(key.as_bytes(), 3));
+            assert!((0..5).all(|_| r.route_keyed(Some(key.as_bytes())).index() == first));
+        }
+        let spread: std::collections::BTreeSet<usize> = (0..30)
+            .map(|k| r.route_keyed(Some(k.to_string().as_bytes())).index())
+            .collect();
+        assert_eq!(spread.len(), 3, "keys spread over every replica");
+        let got: Vec<usize> = (0..4).map(|_| r.route().index()).collect();
+        assert_eq!(got, [0, 1, 2, 0], "no key: in turn");
     }
 
     #[test]

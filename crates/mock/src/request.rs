@@ -64,6 +64,21 @@ pub(crate) struct Parsed {
     pub images: u32,
     /// Their prompt tokens ([`image_tokens`]), part of `prompt_tokens`.
     pub image_tokens: u32,
+    /// Chat tools: what the request offers and carries (all zero without tools).
+    pub tools: ToolUse,
+}
+
+/// A chat request's tools (docs/simulator.md, "Tool calls").
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct ToolUse {
+    /// Prompt tokens of the tool definitions, the tool calls' `arguments` and the `role: tool`
+    /// messages' contents: part of `prompt_tokens`.
+    pub tokens: u32,
+    /// The first definition's `function.name`, JSON-escaped, when it offers tools.
+    pub offered: Option<String>,
+    /// Whether it offers tools and its last message is a user message (only those may be
+    /// answered by a call).
+    pub after_user: bool,
 }
 
 /// What a list of messages holds: all prompt tokens (text and images), images, image tokens.
@@ -72,6 +87,8 @@ struct MessageTokens {
     tokens: u32,
     images: u32,
     image_tokens: u32,
+    /// Of `tokens`, those of tool calls' arguments and tool messages.
+    tool_tokens: u32,
 }
 
 #[derive(Deserialize)]
@@ -151,13 +168,38 @@ fn data_url_size(url: &str) -> Result<(u32, u32), String> {
 #[derive(Deserialize)]
 struct Message<'a> {
     #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     content: Option<Content<'a>>,
+    /// An assistant message's tool calls: their `arguments` are prompt text.
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<ToolCallIn<'a>>>,
+    /// A `role: tool` message: the call it answers.
+    #[serde(borrow, default)]
+    tool_call_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallIn<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: FunctionIn<'a>,
+}
+
+#[derive(Deserialize)]
+struct FunctionIn<'a> {
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct ChatRequest<'a> {
     #[serde(borrow)]
     messages: Vec<Message<'a>>,
+    /// Tool definitions: each counts as its compact JSON text.
+    #[serde(default)]
+    tools: Option<Vec<serde_json::Value>>,
     max_tokens: Option<u32>,
     max_completion_tokens: Option<u32>,
     min_tokens: Option<u32>,
@@ -423,6 +465,7 @@ impl OpenAiShared {
             ids: Vec::new(),
             images: 0,
             image_tokens: 0,
+            tools: ToolUse::default(),
         }
     }
 }
@@ -460,7 +503,37 @@ fn completion(
 /// contents, without a chat template.
 fn message_tokens(messages: &[Message<'_>], m: &mut Measure<'_>) -> Result<MessageTokens, String> {
     let mut c = MessageTokens::default();
+    let mut call_ids: Vec<&str> = Vec::new();
     for msg in messages {
+        if msg.role.as_deref() == Some("tool") {
+            let id = msg.tool_call_id.as_deref().unwrap_or("");
+            if !call_ids.contains(&id) {
+                return Err(format!(
+                    "a tool message's tool_call_id {id:?} answers no earlier assistant tool call"
+                ));
+            }
+        }
+        call_ids.extend(
+            msg.tool_calls
+                .iter()
+                .flatten()
+                .filter_map(|k| k.id.as_deref()),
+        );
+        for call in msg.tool_calls.iter().flatten() {
+            if let Some(a) = &call.function.arguments {
+                let n = m.text(a);
+                c.tokens = c.tokens.saturating_add(n);
+                c.tool_tokens = c.tool_tokens.saturating_add(n);
+            }
+        }
+        if msg.role.as_deref() == Some("tool") {
+            if let Some(Content::Text(t)) = &msg.content {
+                let n = m.text(t);
+                c.tokens = c.tokens.saturating_add(n);
+                c.tool_tokens = c.tool_tokens.saturating_add(n);
+                continue;
+            }
+        }
         match &msg.content {
             None => {}
             Some(Content::Text(t)) => c.tokens = c.tokens.saturating_add(m.text(t)),
@@ -487,6 +560,12 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
     if r.messages.is_empty() {
         return Err("`messages` must not be empty".into());
     }
+    // Tool definitions come first in the prompt, as a chat template renders them.
+    let defs = r.tools.as_deref().unwrap_or_default();
+    let def_tokens = defs
+        .iter()
+        .map(|d| m.text(&d.to_string()))
+        .fold(0, u32::saturating_add);
     let c = message_tokens(&r.messages, m)?;
     let shared = OpenAiShared {
         stream: r.stream,
@@ -495,8 +574,17 @@ fn chat(r: ChatRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Result<Parse
         ignore_eos: r.ignore_eos,
     };
     let limit = r.max_completion_tokens.or(r.max_tokens);
-    let mut p = shared.parsed(c.tokens, limit, limits);
+    let mut p = shared.parsed(c.tokens.saturating_add(def_tokens), limit, limits);
     (p.images, p.image_tokens) = (c.images, c.image_tokens);
+    p.tools = ToolUse {
+        tokens: c.tool_tokens.saturating_add(def_tokens),
+        offered: defs.first().map(|d| {
+            let name = d.pointer("/function/name").and_then(|n| n.as_str());
+            crate::render::escape(name.unwrap_or("tool"))
+        }),
+        after_user: !defs.is_empty()
+            && r.messages.last().and_then(|l| l.role.as_deref()) == Some("user"),
+    };
     Ok(p)
 }
 
@@ -538,6 +626,7 @@ fn tgi(api: Api, r: TgiRequest<'_>, m: &mut Measure<'_>, limits: Limits) -> Pars
         ids: Vec::new(),
         images: 0,
         image_tokens: 0,
+        tools: ToolUse::default(),
     }
 }
 
@@ -623,6 +712,36 @@ mod tests {
             t.count("be brief") + t.count("tell me")
         );
         assert!(parse(Api::Chat, br#"{"messages":[]}"#, tok, L).is_err());
+    }
+
+    #[test]
+    fn chat_counts_tool_definitions_calls_and_results() {
+        let t = Tokenizer::builtin();
+        let tok = &PromptCounter::new(t.clone());
+        let def = r#"{"function":{"name":"look_up"},"type":"function"}"#;
+        let body = format!(
+            r#"{{"tools":[{def}],"messages":[{{"role":"user","content":"find it"}},
+            {{"role":"assistant","content":null,"tool_calls":[{{"id":"c1","type":"function",
+              "function":{{"name":"look_up","arguments":" river stone"}}}}]}},
+            {{"role":"tool","tool_call_id":"c1","content":" found here"}}]}}"#
+        );
+        let p = parse(Api::Chat, body.as_bytes(), tok, L).expect("ok");
+        let tools = t.count(def) + t.count(" river stone") + t.count(" found here");
+        assert_eq!(p.tools.tokens as usize, tools);
+        assert_eq!(p.prompt_tokens as usize, tools + t.count("find it"));
+        assert_eq!(p.tools.offered.as_deref(), Some("look_up"));
+        assert!(!p.tools.after_user, "it ends with the tool result");
+        let user = format!(r#"{{"tools":[{def}],"messages":[{{"role":"user","content":"x"}}]}}"#);
+        assert!(
+            parse(Api::Chat, user.as_bytes(), tok, L)
+                .expect("ok")
+                .tools
+                .after_user
+        );
+        // A tool result must answer an earlier call.
+        let orphan = body.replace(r#""tool_call_id":"c1""#, r#""tool_call_id":"c2""#);
+        let e = parse(Api::Chat, orphan.as_bytes(), tok, L).expect_err("refused");
+        assert!(e.contains("\"c2\""), "{e}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -39,6 +39,9 @@ mod pooling;
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 << 20;
+
+/// Salts the seed of the tool-call draw (its own stream; see `tool_call_share`).
+const TOOL_SALT: u64 = 0x7001_ca11_7001_ca11;
 
 /// A running simulator. Dropping it without [`MockServer::shutdown`] leaves its tasks running
 /// until the runtime ends.
@@ -561,13 +564,41 @@ async fn generate(
     api: Api,
 ) -> Response<MockBody> {
     let arrival = Instant::now();
-    let http1 = req.version() <= Version::HTTP_11;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let lease = state.replicas.route();
+    let session = req
+        .headers()
+        .get(state.cfg.affinity_header.as_str())
+        .cloned();
+    let lease = state
+        .replicas
+        .route_keyed(session.as_ref().map(HeaderValue::as_bytes));
+    let served_by = HeaderValue::from(lease.index());
     let mut log = pending_log(state, id, api.path(), arrival, &lease);
     if let Some(l) = &mut log.0 {
         l.entry.stream = api == Api::TgiStream;
+        l.entry.session = session.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     }
+    let mut r = generate_routed(state, conn, req, api, id, lease, log).await;
+    r.headers_mut().insert(SERVED_BY, served_by);
+    r
+}
+
+/// The response header naming the replica that served a generation request (its index, from
+/// 0), as a router's `x-served-by` does.
+pub(crate) const SERVED_BY: HeaderName = HeaderName::from_static("x-served-by");
+
+/// [`generate`] once the request is routed.
+#[allow(clippy::too_many_arguments)]
+async fn generate_routed(
+    state: &Arc<State>,
+    conn: &Arc<ConnShared>,
+    req: Request<Incoming>,
+    api: Api,
+    id: u64,
+    lease: Lease,
+    mut log: PendingLog,
+) -> Response<MockBody> {
+    let http1 = req.version() <= Version::HTTP_11;
     let body = match read_body(req).await {
         Ok(b) => b,
         Err((status, msg)) => return fail(state, api, log.take(), status, &msg),
@@ -602,13 +633,22 @@ async fn generate(
     } else {
         FaultPlan::draw(&cfg.faults, &mut rng, tokens).snapped(|k| drafts.snap(tokens, k))
     };
+    // A seeded draw of its own, so turning tool calls on changes no other draw.
+    let tool = p
+        .tools
+        .offered
+        .as_deref()
+        .filter(|_| p.tools.after_user && cfg.tool_call_share > 0.0)
+        .filter(|_| Rng::new(cfg.seed ^ TOOL_SALT, id).unit() < cfg.tool_call_share);
     if let Some(l) = &mut log.0 {
+        l.entry.tool_tokens = p.tools.tokens;
+        l.entry.tool_call = tool.is_some();
         l.entry.stream = p.stream;
         l.entry.prompt_tokens = p.prompt_tokens;
         l.entry.planned_tokens = tokens;
         l.entry.images = p.images;
         l.entry.image_tokens = p.image_tokens;
-        if api.reasons() {
+        if api.reasons() && tool.is_none() {
             l.entry.reasoning_tokens = cfg.reasoning_tokens.min(tokens);
         }
         l.entry.faults = plan.records(p.stream);
@@ -635,7 +675,7 @@ async fn generate(
         tokens,
         finish_length: tokens == p.limit,
         prompt_tokens: p.prompt_tokens,
-        reasoning: if api.reasons() {
+        reasoning: if api.reasons() && tool.is_none() {
             cfg.reasoning_tokens.min(tokens)
         } else {
             0
@@ -652,6 +692,7 @@ async fn generate(
     let blocks = cache_blocks(&p.ids, p.prompt_tokens, &ctx, cfg.block_size);
     let answer = Answer {
         api,
+        tool,
         model,
         p: &p,
         ctx: &ctx,
@@ -669,6 +710,8 @@ async fn generate(
 /// What a successful answer is made of.
 struct Answer<'a> {
     api: Api,
+    /// A chat answer calling this tool (JSON-escaped name) instead of answering in text.
+    tool: Option<&'a str>,
     /// The served model it runs on (0 with one model).
     model: u16,
     p: &'a request::Parsed,
@@ -699,6 +742,9 @@ fn pending_log(
                 prompt_tokens: 0,
                 planned_tokens: 0,
                 reasoning_tokens: 0,
+                tool_tokens: 0,
+                tool_call: false,
+                session: None,
                 output_tokens: 0,
                 arrival_unix_ns: sink.timebase.unix_ns(arrival),
                 submitted_unix_ns: None,
@@ -804,6 +850,39 @@ fn fault_response(state: &State, api: Api, mut log: PendingLog, status: u16) -> 
     r
 }
 
+/// The streamed body of a text answer on `api`.
+fn stream_body(
+    state: &State,
+    api: Api,
+    ctx: &Ctx<'_>,
+    p: &request::Parsed,
+    plan: &FaultPlan,
+    timed: bool,
+) -> render::Rendered {
+    let include_usage = p.include_usage;
+    match api {
+        Api::Completions => render::oai_stream(
+            Oai::Completions,
+            ctx,
+            include_usage,
+            plan,
+            timed,
+            Some(&state.completions_cycle),
+        ),
+        Api::Chat => render::oai_stream(
+            Oai::Chat,
+            ctx,
+            include_usage,
+            plan,
+            timed,
+            Some(&state.chat_cycle),
+        ),
+        Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
+        Api::Responses => render::responses_stream(ctx, plan, timed),
+        Api::Messages => render::messages_stream(ctx, plan, timed),
+    }
+}
+
 /// A streamed answer, its tokens released by the engine (or at once in zero-delay mode).
 fn stream_response(
     state: &State,
@@ -814,26 +893,9 @@ fn stream_response(
 ) -> Response<MockBody> {
     let (cfg, p, ctx, tokens) = (&state.cfg, a.p, a.ctx, a.ctx.tokens);
     let timed = !state.zero_delay;
-    let rendered = match a.api {
-        Api::Completions => render::oai_stream(
-            Oai::Completions,
-            ctx,
-            p.include_usage,
-            plan,
-            timed,
-            Some(&state.completions_cycle),
-        ),
-        Api::Chat => render::oai_stream(
-            Oai::Chat,
-            ctx,
-            p.include_usage,
-            plan,
-            timed,
-            Some(&state.chat_cycle),
-        ),
-        Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
-        Api::Responses => render::responses_stream(ctx, plan, timed),
-        Api::Messages => render::messages_stream(ctx, plan, timed),
+    let rendered = match (a.api, a.tool) {
+        (Api::Chat, Some(name)) => render::tool_stream(ctx, name, p.include_usage, plan, timed),
+        (api, _) => stream_body(state, api, ctx, p, plan, timed),
     };
     let gate = match &state.replicas.get(&a.lease).engine {
         Some(e) if timed => {
@@ -882,16 +944,24 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
         }
         _ => state.metrics.add_generated(u64::from(tokens)),
     }
-    let data = match a.api {
-        Api::Completions => render::oai_full(Oai::Completions, &ctx),
-        Api::Chat => render::oai_full(Oai::Chat, &ctx),
-        Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
-        Api::Responses => render::responses_full(&ctx),
-        Api::Messages => render::messages_full(&ctx),
+    let data = match (a.api, a.tool) {
+        (Api::Chat, Some(name)) => render::tool_full(&ctx, name),
+        (api, _) => full_body(api, &ctx, p),
     };
     response(
         StatusCode::OK,
         "application/json",
         MockBody::full(data, tokens, a.log.take()).leased(a.lease),
     )
+}
+
+/// The whole body of a text answer on `api`.
+fn full_body(api: Api, ctx: &Ctx<'_>, p: &request::Parsed) -> Bytes {
+    match api {
+        Api::Completions => render::oai_full(Oai::Completions, ctx),
+        Api::Chat => render::oai_full(Oai::Chat, ctx),
+        Api::TgiStream | Api::Tgi => render::tgi_full(ctx, p.details),
+        Api::Responses => render::responses_full(ctx),
+        Api::Messages => render::messages_full(ctx),
+    }
 }

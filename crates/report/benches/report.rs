@@ -75,6 +75,9 @@ fn as_turn(mut r: RequestRecord) -> RequestRecord {
         turn: (r.id % 10) as u32 + 1,
         turns: 10,
         start: r.dispatched,
+        kind: bench_core::TurnKind::User,
+        tool_call: false,
+        replica: None,
     });
     r
 }

@@ -60,8 +60,9 @@ pub use figures::merge::{are_shards, merge_shards, ShardFile};
 pub use figures::model::{
     AcrossTrials, BenchmarkReport, Environment, GoodputReport, HalfWidths, Histograms,
     LatencyScope, MergedRun, MergedShard, Metrics, PrecisionReport, Rates, RequestCounts,
-    RunReport, SessionReport, ShardClock, ShardRun, Timeline, TokenCounts, TokenStat, TokenSummary,
-    Tokens, Trial, Trials, TurnReport, SCHEMA_VERSION, TURN_ROWS,
+    RunReport, SessionCache, SessionCacheRow, SessionReport, ShardClock, ShardRun, Timeline,
+    TokenCounts, TokenStat, TokenSummary, Tokens, Trial, Trials, TurnReport, SCHEMA_VERSION,
+    TURN_ROWS,
 };
 pub use figures::models::{ModelFigures, MODEL_METRICS, MODEL_PERCENTILES};
 pub use figures::options::{

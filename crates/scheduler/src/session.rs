@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bench_core::{
     Backend, CancellationToken, Clock, ConversationSpec, Dispatch, Nanos, Outcome, RequestRecord,
-    RequestSpec, SessionCounts, SessionTurn, ThinkTime, TurnRequest,
+    RequestSpec, SessionCounts, SessionTurn, ThinkTime, ToolCall, TurnKind, TurnRequest,
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
@@ -78,6 +78,36 @@ enum SessionEnd {
     Errored,
 }
 
+/// A session's history so far, and the send times of its next request.
+struct History {
+    replies: Vec<(Arc<str>, u32)>,
+    calls: Vec<Option<ToolCall>>,
+    /// The first turn's dispatch: every turn's record carries it (the session duration).
+    start: Option<Nanos>,
+    /// The next request's intended send time and slot.
+    times: (Nanos, Nanos),
+}
+
+impl History {
+    /// The user turn is answered with `text` of `tokens` output tokens.
+    fn answered(&mut self, text: Arc<str>, tokens: u32) {
+        if self.calls.len() == self.replies.len() {
+            self.calls.push(None);
+        }
+        self.replies.push((text, tokens));
+    }
+}
+
+/// What one request of a session led to.
+enum Step {
+    /// A text reply, with its output tokens.
+    Text(Arc<str>, u32),
+    /// A tool call.
+    Call(ToolCall),
+    /// The session ended so.
+    End(SessionEnd),
+}
+
 /// Everything a session task needs from its benchmark.
 pub(crate) struct SessionCtx<B> {
     pub(crate) backend: Arc<B>,
@@ -127,74 +157,134 @@ impl<B: Backend> SessionCtx<B> {
         &self,
         conv: Arc<ConversationSpec>,
         number: u64,
-        mut scheduled: Nanos,
-        mut slot: Nanos,
+        scheduled: Nanos,
+        slot: Nanos,
     ) -> SessionEnd {
-        let mut replies: Vec<(Arc<str>, u32)> = Vec::with_capacity(conv.turns.len());
-        // The first turn's dispatch: every turn's record carries it (the session duration).
-        let mut session_start: Option<Nanos> = None;
-        let cut = |k: usize| {
-            if k == 0 {
-                SessionEnd::NotStarted
-            } else {
-                SessionEnd::Cut
-            }
+        let mut h = History {
+            replies: Vec::with_capacity(conv.turns.len()),
+            calls: Vec::with_capacity(conv.turns.len()),
+            start: None,
+            times: (scheduled, slot),
         };
         for k in 0..conv.turns.len() {
             if k > 0 {
-                scheduled = self
+                let at = self
                     .clock
                     .now()
                     .saturating_add(self.pause(&conv, number, k));
                 tokio::select! {
                     biased;
                     _ = self.stop.cancelled() => return SessionEnd::Cut,
-                    _ = wait_until(&self.clock, scheduled) => {}
+                    _ = wait_until(&self.clock, at) => {}
                 }
-                slot = self.clock.now();
+                h.times = (at, self.clock.now());
             }
-            if self.stop.is_cancelled() || self.deadline.is_some_and(|d| slot >= d) {
-                return cut(k);
-            }
-            let Some(id) = self.shared.reserve_id(self.count) else {
-                return cut(k);
-            };
-            if self.warm_count == Some(id) {
-                self.shared.window_open.store(slot, Ordering::Relaxed);
-            }
-            if self.cool_count == Some(id) {
-                self.shared.window_close.store(slot, Ordering::Relaxed);
-            }
-            let turn = TurnRequest {
-                conversation: conv.clone(),
-                replies: replies.clone(),
-            };
-            let (mut record, reply) = self.send(turn, id, scheduled, slot).await;
-            let start = *session_start.get_or_insert(record.dispatched);
-            record.session = Some(SessionTurn {
-                session: number,
-                turn: k as u32 + 1,
-                turns: conv.turns.len() as u32,
-                start,
-            });
-            let outcome = record.outcome.clone();
-            let output_tokens = record.output_tokens;
-            // The receiver lives until every sender is gone; a send error is impossible.
-            let _ = self.tx.send(record);
-            match outcome {
-                Outcome::Completed => {}
-                Outcome::Cancelled => return SessionEnd::Cut,
-                failed => {
-                    // A user told to retry later waits before the next session takes its slot.
-                    if let Some(wait) = failed.retry_after() {
-                        retry_pause(&self.clock, wait, self.deadline, &self.stop).await;
+            // The user turn, then (when the server answers it with a tool call) the tool
+            // result's turn, sent at once as an agent loop does.
+            let mut kind = TurnKind::User;
+            loop {
+                match self.step(&conv, number, k, kind, &mut h).await {
+                    Step::Call(call) if kind == TurnKind::User && conv.tools.is_some() => {
+                        h.calls.push(Some(call));
+                        kind = TurnKind::ToolResult;
+                        let now = self.clock.now();
+                        h.times = (now, now);
                     }
-                    return SessionEnd::Errored;
+                    // A call past the first of a user turn (or without tools) is taken as text.
+                    Step::Call(ToolCall {
+                        arguments, tokens, ..
+                    }) => {
+                        h.answered(arguments, tokens);
+                        break;
+                    }
+                    Step::Text(text, tokens) => {
+                        h.answered(text, tokens);
+                        break;
+                    }
+                    Step::End(end) => return end,
                 }
             }
-            replies.push((Arc::from(reply.unwrap_or_default()), output_tokens));
         }
         SessionEnd::Completed
+    }
+
+    /// Sends one request of user turn `k` (its user message or its tool result): the reply
+    /// (a text or a tool call), or how the session ended.
+    async fn step(
+        &self,
+        conv: &Arc<ConversationSpec>,
+        number: u64,
+        k: usize,
+        kind: TurnKind,
+        h: &mut History,
+    ) -> Step {
+        let (scheduled, slot) = h.times;
+        let cut = || {
+            Step::End(if k == 0 && kind == TurnKind::User {
+                SessionEnd::NotStarted
+            } else {
+                SessionEnd::Cut
+            })
+        };
+        if self.stop.is_cancelled() || self.deadline.is_some_and(|d| slot >= d) {
+            return cut();
+        }
+        let Some(id) = self.shared.reserve_id(self.count) else {
+            return cut();
+        };
+        if self.warm_count == Some(id) {
+            self.shared.window_open.store(slot, Ordering::Relaxed);
+        }
+        if self.cool_count == Some(id) {
+            self.shared.window_close.store(slot, Ordering::Relaxed);
+        }
+        let turn = TurnRequest {
+            session: number,
+            conversation: conv.clone(),
+            replies: h.replies.clone(),
+            calls: h.calls.clone(),
+        };
+        let (mut record, reply) = self.send(turn, id, scheduled, slot).await;
+        let start = *h.start.get_or_insert(record.dispatched);
+        // Only a user message's tool call is answered (with tools); see `turns`.
+        let calls = conv.tools.is_some() && kind == TurnKind::User;
+        let tool_call = calls
+            && record.outcome == Outcome::Completed
+            && reply.as_ref().is_some_and(|r| r.tool_call.is_some());
+        record.session = Some(SessionTurn {
+            session: number,
+            turn: k as u32 + 1,
+            turns: conv.turns.len() as u32,
+            start,
+            kind,
+            tool_call,
+            replica: reply.as_ref().and_then(|r| r.replica),
+        });
+        let outcome = record.outcome.clone();
+        let tokens = record.output_tokens;
+        // The receiver lives until every sender is gone; a send error is impossible.
+        let _ = self.tx.send(record);
+        match outcome {
+            Outcome::Completed => {}
+            Outcome::Cancelled => return Step::End(SessionEnd::Cut),
+            failed => {
+                // A user told to retry later waits before the next session takes its slot.
+                if let Some(wait) = failed.retry_after() {
+                    retry_pause(&self.clock, wait, self.deadline, &self.stop).await;
+                }
+                return Step::End(SessionEnd::Errored);
+            }
+        }
+        let reply = reply.unwrap_or_default();
+        match reply.tool_call {
+            Some((id, name)) => Step::Call(ToolCall {
+                id,
+                name,
+                arguments: reply.text.into(),
+                tokens,
+            }),
+            None => Step::Text(reply.text.into(), tokens),
+        }
     }
 
     /// The pause (ns) after the answer before turn `k` (from 1): a trace session's recorded
@@ -212,7 +302,7 @@ impl<B: Backend> SessionCtx<B> {
         id: u64,
         scheduled: Nanos,
         slot: Nanos,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         let dispatch = Dispatch {
             id,
             clock: self.clock,

@@ -1,6 +1,6 @@
 //! Request URLs and bodies for each backend.
 
-use bench_core::{RequestSpec, TurnRequest};
+use bench_core::{ChatMessage, RequestSpec, TurnRequest};
 use bytes::Bytes;
 use http::Uri;
 use serde::Serialize;
@@ -167,6 +167,59 @@ struct CompletionsBody<'a> {
 struct Message<'a> {
     role: &'static str,
     content: Content<'a>,
+    /// An assistant message's tool call (OpenAI chat shape; its content is `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<[ToolCallOut<'a>; 1]>,
+    /// A `role: tool` message: the call it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl<'a> Message<'a> {
+    fn new(role: &'static str, content: Content<'a>) -> Self {
+        Message {
+            role,
+            content,
+            tool_calls: None,
+            tool_call_id: None,
+        }
+    }
+
+    /// A turn's chat message in OpenAI's chat shape.
+    fn chat(m: ChatMessage<'a>) -> Self {
+        match m {
+            ChatMessage::Text(role, text) => Message::new(role, Content::Text(text)),
+            ChatMessage::ToolCall(k) => Message {
+                tool_calls: Some([ToolCallOut {
+                    id: &k.id,
+                    kind: "function",
+                    function: FunctionOut {
+                        name: &k.name,
+                        arguments: &k.arguments,
+                    },
+                }]),
+                ..Message::new("assistant", Content::Null)
+            },
+            ChatMessage::ToolResult { id, content } => Message {
+                tool_call_id: Some(id),
+                ..Message::new("tool", Content::Text(content))
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ToolCallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionOut<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionOut<'a> {
+    name: &'a str,
+    arguments: &'a str,
 }
 
 /// A message's content: its text, or (a chat prompt with images) a list of parts.
@@ -175,6 +228,8 @@ struct Message<'a> {
 enum Content<'a> {
     Text(&'a str),
     Parts(Vec<Part<'a>>),
+    /// `null` (an assistant message that only calls a tool).
+    Null,
 }
 
 /// A content part: the text, then one `image_url` part per image.
@@ -195,6 +250,9 @@ struct ChatBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
     messages: &'a [Message<'a>],
+    /// A session's tool definitions (docs/data.md, "Tool calls").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
     stream: bool,
@@ -378,17 +436,11 @@ impl BodyBuilder {
                     image_url: ImageUrl { url: &i.url },
                 }))
                 .collect();
-            let messages = [Message {
-                role: "user",
-                content: Content::Parts(parts),
-            }];
-            return self.build_with(model, spec, &messages);
+            let messages = [Message::new("user", Content::Parts(parts))];
+            return self.build_with(model, spec, &messages, None);
         }
-        let messages = [Message {
-            role: "user",
-            content: Content::Text(&spec.prompt),
-        }];
-        self.build_with(model, spec, &messages)
+        let messages = [Message::new("user", Content::Text(&spec.prompt))];
+        self.build_with(model, spec, &messages, None)
     }
 
     /// The body of a session's turn: chat sends the conversation as messages (system prompt,
@@ -397,19 +449,26 @@ impl BodyBuilder {
     pub(crate) fn build_turn(&self, model: Option<&str>, turn: &TurnRequest) -> Bytes {
         let flat = turn.flattened();
         let messages: Vec<Message<'_>> = match self.backend {
-            BackendKind::OpenAiChat
-            | BackendKind::OpenAiResponses
-            | BackendKind::AnthropicMessages => turn
+            BackendKind::OpenAiChat => turn
+                .chat_messages()
+                .into_iter()
+                .map(Message::chat)
+                .collect(),
+            BackendKind::OpenAiResponses | BackendKind::AnthropicMessages => turn
                 .messages()
                 .into_iter()
-                .map(|(role, content)| Message {
-                    role,
-                    content: Content::Text(content),
-                })
+                .map(|(role, content)| Message::new(role, Content::Text(content)))
                 .collect(),
             _ => Vec::new(),
         };
-        self.build_with(model, &flat, &messages)
+        // Definitions are the loader's canonical JSON text: parsing them back cannot fail.
+        let tools = turn.conversation.tools.as_ref().map(|t| {
+            t.definitions
+                .iter()
+                .filter_map(|d| serde_json::from_str(d).ok())
+                .collect()
+        });
+        self.build_with(model, &flat, &messages, tools)
     }
 
     /// An embeddings or rerank body: no stream, no output length.
@@ -433,6 +492,7 @@ impl BodyBuilder {
         model: Option<&str>,
         spec: &RequestSpec,
         messages: &[Message<'_>],
+        tools: Option<Vec<serde_json::Value>>,
     ) -> Bytes {
         let out = spec.output_tokens;
         let fixed = out.is_some();
@@ -455,6 +515,7 @@ impl BodyBuilder {
             BackendKind::OpenAiChat => self.finish(&ChatBody {
                 model,
                 messages,
+                tools,
                 max_completion_tokens: out,
                 stream,
                 stream_options,
@@ -474,7 +535,7 @@ impl BodyBuilder {
                 let (system, messages) = match messages.split_first() {
                     Some((first, rest)) if first.role == "system" => match first.content {
                         Content::Text(t) => (Some(t), rest),
-                        Content::Parts(_) => (None, messages),
+                        Content::Parts(_) | Content::Null => (None, messages),
                     },
                     _ => (None, messages),
                 };

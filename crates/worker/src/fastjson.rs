@@ -994,6 +994,15 @@ impl<'a> Scanner<'a> {
                 b"reasoning_content" => 0,
                 b"reasoning" => 1,
                 b"content" => 2,
+                // `null` or `[]` (vLLM and SGLang send them in every delta) carry no call; a
+                // call is rare: the serde path reads it.
+                b"tool_calls" => {
+                    seen.first(3)?;
+                    if !s.null()? {
+                        s.array(|_| None)?;
+                    }
+                    return Some(());
+                }
                 _ => return s.unknown_field(key),
             };
             seen.first(slot)?;

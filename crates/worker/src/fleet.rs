@@ -102,8 +102,9 @@ impl Many {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
-        let to = self.balancer.assign();
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
+        let key = turn.session.to_string();
+        let to = self.balancer.assign_keyed(Some(key.as_bytes()));
         let (mut rec, reply) = self.workers[to.index()]
             .send_turn(turn, dispatch, cancel)
             .await;
@@ -130,7 +131,7 @@ impl Backend for Fleet {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         match &self.many {
             None => self.first.send_turn(turn, dispatch, cancel).await,
             Some(m) => m.send_turn(turn, dispatch, cancel).await,

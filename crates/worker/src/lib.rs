@@ -222,6 +222,12 @@ pub struct WorkerConfig {
     pub api_key: Option<String>,
     /// Extra headers, sent on every request. Values are never logged or printed.
     pub headers: Vec<(String, String)>,
+    /// Sessions: every turn carries its session's number in this header (`--session-header`;
+    /// the key a router keeps a session on one replica by).
+    pub session_header: Option<String>,
+    /// Sessions: the response header naming the replica that served a turn
+    /// (`--replica-header`), recorded per turn.
+    pub replica_header: Option<String>,
     /// HTTP/2: prior knowledge for `http://`, ALPN `h2` for `https://`. Default HTTP/1.1.
     pub http2: bool,
     /// Accept any TLS certificate (self-signed test servers). Default off.
@@ -268,6 +274,8 @@ impl Default for WorkerConfig {
             models: None,
             api_key: None,
             headers: Vec::new(),
+            session_header: None,
+            replica_header: None,
             http2: false,
             insecure: false,
             cacert: None,

@@ -55,6 +55,11 @@ pub(crate) struct StreamState {
     pub(crate) reasoning_events: u32,
     /// `<think>` tags in answer text are read (`--think-tags`).
     think: Option<Box<ThinkTags>>,
+    /// The reply's tool call, when it made one: its id and function name (its arguments are
+    /// the answer text).
+    pub(crate) tool_call: Option<(std::sync::Arc<str>, std::sync::Arc<str>)>,
+    /// The replica the response's replica header named, numbered by the worker.
+    pub(crate) replica: Option<u32>,
     /// Length of the kept text when the current event began (think tags only).
     event_mark: usize,
     /// A finish reason (or TGI's final event) was seen.
@@ -114,6 +119,10 @@ struct Delta<'a> {
     /// Newer vLLM and OpenRouter spelling.
     #[serde(default, borrow)]
     reasoning: Option<Cow<'a, str>>,
+    /// Tool calls: the first call's id and name arrive once, its arguments in pieces. Read
+    /// leniently (any JSON: servers send `null` and `[]` in every delta).
+    #[serde(default)]
+    tool_calls: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -219,7 +228,31 @@ impl StreamState {
             inputs: 1,
             pooled: None,
             ignored_events: 0,
+            tool_call: None,
+            replica: None,
         }
+    }
+
+    /// Takes a chat delta's (or message's) first tool call (`index` 0, or the first): its id
+    /// and name, and its arguments piece, returned to be recorded as answer text. Anything but
+    /// a list of call objects carries no call.
+    fn tool_call_piece<'d>(&mut self, calls: &'d serde_json::Value) -> Option<&'d str> {
+        let call = calls.as_array()?.iter().find(|c| {
+            c.get("index")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+                == 0
+        })?;
+        let text = |v: Option<&'d serde_json::Value>| v.and_then(serde_json::Value::as_str);
+        let slot = self.tool_call.get_or_insert_with(Default::default);
+        if let Some(id) = text(call.get("id")) {
+            slot.0 = id.into();
+        }
+        let f = call.get("function")?;
+        if let Some(name) = text(f.get("name")) {
+            slot.1 = name.into();
+        }
+        text(f.get("arguments"))
     }
 
     fn push_text(&mut self, s: &str, reasoning: bool) {
@@ -421,7 +454,20 @@ impl StreamState {
         }
         let (mut answer, mut reasoning, mut carried) = (false, false, false);
         for choice in ev.choices.iter().flatten() {
-            let text = choice.text.as_deref().map(|t| (t, false));
+            let calls = [&choice.delta, &choice.message]
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.tool_calls.as_ref())
+                .next();
+            let arguments = calls
+                .and_then(|c| self.tool_call_piece(c))
+                .map(|t| (t, false));
+            let text = choice
+                .text
+                .as_deref()
+                .map(|t| (t, false))
+                .into_iter()
+                .chain(arguments);
             let parts = [&choice.delta, &choice.message]
                 .into_iter()
                 .flatten()
@@ -433,7 +479,7 @@ impl StreamState {
                     ]
                 })
                 .filter_map(|(p, r)| p.as_deref().map(|t| (t, r)));
-            for (t, is_reasoning) in text.into_iter().chain(parts) {
+            for (t, is_reasoning) in text.chain(parts) {
                 if t.is_empty() {
                     continue;
                 }

@@ -62,6 +62,24 @@ struct Inner {
     silent: Arc<silence::Board>,
     /// How long a request may be silent before it goes on the board.
     silence_notice: Duration,
+    /// `WorkerConfig::session_header`.
+    session_header: Option<HeaderName>,
+    /// `WorkerConfig::replica_header`.
+    replica_header: Option<HeaderName>,
+    /// The replica names seen in `replica_header`, numbered in order of first sight (shared
+    /// by clones).
+    replica_names: Arc<std::sync::Mutex<Vec<Box<[u8]>>>>,
+}
+
+/// A session or replica header name, checked.
+fn header_name(flag: &str, name: Option<&String>) -> Result<Option<HeaderName>, Error> {
+    name.map(|n| {
+        HeaderName::from_bytes(n.trim().as_bytes()).map_err(|_| Error::InvalidHeader {
+            name: n.clone(),
+            reason: format!("{flag}: not a valid header name"),
+        })
+    })
+    .transpose()
 }
 
 /// Back-off of a request that could not connect: it holds its slot this long before it
@@ -164,6 +182,8 @@ impl Worker {
     pub async fn new(config: WorkerConfig) -> Result<Worker, Error> {
         let urls = Urls::new(&config)?;
         let headers = header_map(&config)?;
+        let session_header = header_name("--session-header", config.session_header.as_ref())?;
+        let replica_header = header_name("--replica-header", config.replica_header.as_ref())?;
         let body = BodyBuilder::new(&config)?;
         let https = urls.generate.scheme_str() == Some("https");
         let client = client::build(&config, https)?;
@@ -205,6 +225,9 @@ impl Worker {
                 ignored: Arc::new(AtomicU64::new(0)),
                 h1,
                 connect_failures: AtomicU64::new(0),
+                session_header,
+                replica_header,
+                replica_names: Arc::default(),
                 silent: Arc::default(),
                 silence_notice: config.silence_notice,
             }),
@@ -242,6 +265,9 @@ impl Worker {
                 resent: shared.resent.clone(),
                 ignored: shared.ignored.clone(),
                 connect_failures: AtomicU64::new(0),
+                session_header: shared.session_header.clone(),
+                replica_header: shared.replica_header.clone(),
+                replica_names: shared.replica_names.clone(),
                 h1: shared.h1.clone(),
                 silent: shared.silent.clone(),
                 silence_notice: shared.silence_notice,
@@ -503,6 +529,7 @@ impl Worker {
     async fn run(
         &self,
         body: Bytes,
+        session: Option<u64>,
         output_tokens: Option<u32>,
         keep_reply: bool,
         dispatch: &Dispatch,
@@ -523,13 +550,18 @@ impl Worker {
         let total_at = deadline(t0, inner.timeouts.total);
         let mut mark = Mark::new(&inner.silent, dispatch.id);
         let (resp, t_headers) = match self
-            .until_headers(&body, cancel, t0, total_at, &mut mark)
+            .until_headers(&body, session, cancel, t0, total_at, &mut mark)
             .await
         {
             Ok(r) => r,
             Err(ending) => return ending,
         };
         rec.headers = Some(clock.since(t_headers));
+        let replica = inner
+            .replica_header
+            .as_ref()
+            .and_then(|name| resp.headers().get(name))
+            .map(|v| self.replica_id(v.as_bytes()));
         let status = resp.status();
         let retry_after = (!status.is_success())
             .then(|| retry_after_ms(status, resp.headers(), SystemTime::now()))
@@ -557,6 +589,7 @@ impl Worker {
         )
         .with_think_tags(inner.think_tags)
         .with_inputs(inputs);
+        st.state.replica = replica;
         let expected = output_tokens
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
@@ -591,6 +624,7 @@ impl Worker {
     async fn until_headers(
         &self,
         body: &Bytes,
+        session: Option<u64>,
         cancel: &CancellationToken,
         t0: Instant,
         total_at: Instant,
@@ -602,6 +636,9 @@ impl Worker {
             *req.method_mut() = Method::POST;
             *req.uri_mut() = inner.urls.generate.clone();
             *req.headers_mut() = inner.headers.clone();
+            if let (Some(name), Some(n)) = (&inner.session_header, session) {
+                req.headers_mut().insert(name.clone(), HeaderValue::from(n));
+            }
             req
         };
         let first_byte_at = deadline(t0, inner.timeouts.first_byte);
@@ -845,6 +882,7 @@ impl Backend for Worker {
             images: (self.inner.backend == BackendKind::OpenAiChat)
                 .then(|| bench_core::ImageCounts::of(&spec.images))
                 .flatten(),
+            session: None,
         };
         let mut rec = self.exchange(sent, dispatch, cancel).await.0;
         rec.model = chosen;
@@ -856,7 +894,7 @@ impl Backend for Worker {
         turn: TurnRequest,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         let (model, chosen) = self.model_for(dispatch.id);
         let body = self.inner.body.build_turn(model, &turn);
         let sent = Sent {
@@ -866,6 +904,7 @@ impl Backend for Worker {
             keep_reply: true,
             inputs: 1,
             images: None,
+            session: Some(turn.session),
         };
         let (mut rec, reply) = self.exchange(sent, dispatch, cancel).await;
         rec.model = chosen;
@@ -916,9 +955,28 @@ struct Sent {
     inputs: usize,
     /// The images the request sent.
     images: Option<bench_core::ImageCounts>,
+    /// A session's number, sent in the session header (`--session-header`).
+    session: Option<u64>,
 }
 
 impl Worker {
+    /// The number of replica name `name` (from 0, in order of first sight).
+    fn replica_id(&self, name: &[u8]) -> u32 {
+        let mut names = self
+            .inner
+            .replica_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let i = match names.iter().position(|n| **n == *name) {
+            Some(i) => i,
+            None => {
+                names.push(name.into());
+                names.len() - 1
+            }
+        };
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+
     /// Sends one request body and records what happened; with `keep_reply`, returns the text
     /// the server streamed too.
     async fn exchange(
@@ -926,7 +984,7 @@ impl Worker {
         sent: Sent,
         dispatch: Dispatch,
         cancel: CancellationToken,
-    ) -> (RequestRecord, Option<String>) {
+    ) -> (RequestRecord, Option<bench_core::Reply>) {
         let mut rec_stream =
             StreamRecorder::new(self.inner.backend, false, false).with_inputs(sent.inputs);
         let mut rec = RequestRecord {
@@ -953,6 +1011,7 @@ impl Worker {
         let ending = self
             .run(
                 sent.body,
+                sent.session,
                 sent.output_tokens,
                 sent.keep_reply,
                 &dispatch,
@@ -1002,7 +1061,15 @@ impl Worker {
         if !matches!(rec.outcome, Outcome::Completed) {
             tracing::debug!(id = rec.id, outcome = %rec.outcome.kind_name(), "request did not complete");
         }
-        let reply = if sent.keep_reply { st.text } else { None };
+        let reply = if sent.keep_reply {
+            st.text.map(|text| bench_core::Reply {
+                text,
+                tool_call: st.tool_call,
+                replica: st.replica,
+            })
+        } else {
+            None
+        };
         (rec, reply)
     }
 }

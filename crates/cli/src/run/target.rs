@@ -30,6 +30,8 @@ fn worker_config(
         models: mix.cloned(),
         api_key: t.api_key.clone(),
         headers: t.headers.clone(),
+        session_header: t.session_header.clone(),
+        replica_header: t.replica_header.clone(),
         http2: t.http2,
         insecure: t.insecure,
         cacert: t.cacert.clone(),

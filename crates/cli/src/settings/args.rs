@@ -60,8 +60,9 @@ pub struct TargetArgs {
     #[arg(long, value_name = "URL[,URL...]", visible_alias = "base-url")]
     pub target: Vec<String>,
     /// With several targets, which one receives each request: round-robin (by dispatch
-    /// order, the default) or least-outstanding (the one with the fewest requests in flight
-    /// from this client, the first on a tie).
+    /// order, the default), least-outstanding (the one with the fewest requests in flight
+    /// from this client, the first on a tie) or session-affinity (each session's turns to one
+    /// target).
     #[arg(long, value_name = "NAME")]
     pub balance: Option<String>,
     /// Start the built-in simulator in-process and benchmark it instead of a target.
@@ -103,6 +104,14 @@ pub struct TargetArgs {
     /// Replaces a header of bench's with the same name. Values are never printed or saved.
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
+    /// Sessions: send each session's number in this header on every turn (the key a router
+    /// keeps a session on one replica by, e.g. x-session-id).
+    #[arg(long, value_name = "NAME")]
+    pub session_header: Option<String>,
+    /// Sessions: record the replica each response names in this header (e.g. x-served-by);
+    /// the report gives each session's replicas and cached share.
+    #[arg(long, value_name = "NAME")]
+    pub replica_header: Option<String>,
     /// Speak HTTP/2.
     #[arg(long)]
     pub http2: bool,

@@ -18,7 +18,7 @@ pub struct FileSettings {
     /// One URL, a comma-separated string of them, or a list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetList>,
-    /// `round-robin` or `least-outstanding` (several targets).
+    /// `round-robin`, `least-outstanding` or `session-affinity` (several targets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balance: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,6 +51,12 @@ pub struct FileSettings {
     /// `Name: value` strings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<Vec<String>>,
+    /// Sessions: the header carrying each session's number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
+    /// Sessions: the response header naming the replica.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_header: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http2: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -238,8 +238,8 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bench_loader
 }
 
 /// The data fit the backend: `batch_size` more than 1 only for the pooling backends, at least
-/// 2 for rerank (a query and a document), no sessions for the pooling backends, images only
-/// for chat.
+/// 2 for rerank (a query and a document), no sessions for the pooling backends, images and
+/// tools only for chat.
 fn check_data_for_backend(
     backend: bench_worker::BackendKind,
     spec: &bench_loader::DataSpec,
@@ -262,6 +262,12 @@ fn check_data_for_backend(
     if images && backend != bench_worker::BackendKind::OpenAiChat {
         return Err(usage(format!(
             "{data}: images apply to the openai-chat backend, not {backend}"
+        )));
+    }
+    let tools = matches!(spec, bench_loader::DataSpec::Synthetic(c) if c.tools.is_some());
+    if tools && backend != bench_worker::BackendKind::OpenAiChat {
+        return Err(usage(format!(
+            "{data}: tools (tools=, tools_file=) apply to the openai-chat backend, not {backend}"
         )));
     }
     if batch < backend.min_inputs() {

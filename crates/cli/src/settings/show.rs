@@ -63,6 +63,8 @@ impl Settings {
                     .collect()
             }),
             header: None,
+            session_header: t.session_header.clone(),
+            replica_header: t.replica_header.clone(),
             http2: t.http2.then_some(true),
             insecure: t.insecure.then_some(true),
             cacert: t.cacert.clone(),

@@ -47,6 +47,12 @@ pub struct TargetSettings {
     pub headers: Vec<(String, String)>,
     /// The names of the extra headers (what the report keeps of them).
     pub header_names: Vec<String>,
+    /// Sessions: the header carrying each session's number (`--session-header`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
+    /// Sessions: the response header naming the replica (`--replica-header`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_header: Option<String>,
     /// HTTP/2.
     pub http2: bool,
     /// Accept any certificate.
@@ -174,6 +180,14 @@ pub(crate) fn resolve(
         api_key,
         header_names: headers.iter().map(|(k, _)| k.clone()).collect(),
         headers,
+        session_header: session_header(
+            src.origin("session-header", c.session_header.is_some()),
+            c.session_header.clone().or(f.session_header.clone()),
+        )?,
+        replica_header: session_header(
+            src.origin("replica-header", c.replica_header.is_some()),
+            c.replica_header.clone().or(f.replica_header.clone()),
+        )?,
         http2: c.http2 || f.http2.unwrap_or(false),
         insecure: c.insecure || f.insecure.unwrap_or(false),
         cacert,
@@ -279,6 +293,22 @@ fn balance(src: &Sources<'_>) -> anyhow::Result<Option<Balance>> {
     name.parse::<Balance>()
         .map(Some)
         .map_err(|e| usage(format!("{origin}: {e}")))
+}
+
+/// A session or replica header name (`origin` names the flag or profile key), checked.
+fn session_header(origin: String, name: Option<String>) -> anyhow::Result<Option<String>> {
+    match name.map(|n| n.trim().to_owned()) {
+        // An HTTP token (RFC 9110's tchar).
+        Some(n)
+            if n.is_empty()
+                || !n
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) =>
+        {
+            Err(usage(format!("{origin}: `{n}` is not a valid header name")))
+        }
+        n => Ok(n),
+    }
 }
 
 /// The extra headers (the command line's replace the file's), parsed.

@@ -82,6 +82,7 @@ impl TraceSource {
                 system: std::sync::Arc::from(""),
                 system_tokens: 0,
                 turns,
+                tools: None,
             }));
         }
     }

@@ -174,3 +174,77 @@ fn jsonl_messages_replay_in_order() {
         .to_string();
     assert!(e.contains("column"), "{e}");
 }
+
+/// Tools: synthetic definitions of exactly `tool_tokens` each (their whole JSON counted), an
+/// exact tool result, the same for every conversation; a file's definitions kept verbatim
+/// (canonical JSON); the errors name the key or the file.
+#[test]
+fn tools_are_exact_shared_and_checked() {
+    let tk = Tokenizer::builtin();
+    let mut l = loader(
+        "turns=2,prompt_tokens=20,output_tokens=4,tools=3,tool_tokens=120,tool_result_tokens=50,seed=5",
+    );
+    let a = l.try_next_conversation().expect("ok").expect("one");
+    let b = l.try_next_conversation().expect("ok").expect("two");
+    let t = a.tools.as_ref().expect("tools");
+    assert_eq!(t.definitions.len(), 3);
+    for (i, d) in t.definitions.iter().enumerate() {
+        assert_eq!(tk.count(d), 120, "{d}");
+        let v: serde_json::Value = serde_json::from_str(d).expect("json");
+        assert_eq!(v.to_string(), **d, "canonical");
+        assert_eq!(v["function"]["name"], format!("tool_{i}"));
+    }
+    assert_eq!(t.definition_tokens, 360);
+    assert_eq!((t.result_tokens, tk.count(&t.result)), (50, 50));
+    assert_eq!(
+        a.tools, b.tools,
+        "every conversation carries the same tools"
+    );
+
+    let dir = common::temp_dir("sessions-tools");
+    let file = write(
+        &dir,
+        "tools.json",
+        r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]"#,
+    );
+    let c = all(&format!(
+        "turns=1,prompt_tokens=8,output_tokens=2,tools_file={file},samples=1"
+    ));
+    let t = c[0].tools.as_ref().expect("tools");
+    let want =
+        r#"{"function":{"name":"get_weather","parameters":{"type":"object"}},"type":"function"}"#;
+    assert_eq!(&*t.definitions[0], want);
+    assert_eq!(t.definition_tokens as usize, tk.count(want));
+    assert_eq!(t.result_tokens, 128, "the default result size");
+
+    let bad = write(&dir, "bad.json", r#"[{"type": "function"}]"#);
+    for (arg, says) in [
+        (
+            "prompt_tokens=8,tools=2".to_string(),
+            "tools given without turns",
+        ),
+        (
+            "turns=2,prompt_tokens=8,tool_tokens=50".into(),
+            "tool_tokens given without tools",
+        ),
+        (
+            "turns=2,prompt_tokens=8,tools=1,tool_tokens=10".into(),
+            "tool_tokens=10: a tool definition takes at least",
+        ),
+        (
+            format!("turns=2,prompt_tokens=8,tools_file={bad}"),
+            "has no function.name",
+        ),
+        (
+            format!("turns=2,prompt_tokens=8,tools=1,tools_file={file}"),
+            "exclude each other",
+        ),
+    ] {
+        let e = DataSpec::parse(&arg, None)
+            .and_then(|s| Loader::new(s, Tokenizer::builtin()).map(|_| ()))
+            .expect_err(&arg)
+            .to_string();
+        assert!(e.contains(says), "{arg}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,6 +22,8 @@ pub(crate) struct Compact {
     pub(crate) status: Status,
     /// The session turn, from 1; 0 for a single request (it fits in the padding).
     pub(crate) turn: u32,
+    /// The session request sent a tool result (docs/metrics.md, "Tool calls").
+    pub(crate) tool_result: bool,
     pub(crate) error_kind: Option<Box<str>>,
     pub(crate) chunks: Chunks,
 }
@@ -43,6 +45,9 @@ impl Compact {
             output_source: r.output_tokens_source,
             status,
             turn: r.session.map_or(0, |s| s.turn.max(1)),
+            tool_result: r
+                .session
+                .is_some_and(|s| s.kind == bench_core::TurnKind::ToolResult),
             error_kind: (status == Status::Errored).then(|| r.outcome.kind_name().into()),
             chunks: store.push(r, first),
         }

@@ -30,6 +30,7 @@ mod models_tests;
 pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod precision;
+pub(crate) mod session_cache;
 pub(crate) mod stats;
 pub(crate) mod targets;
 pub(crate) mod time_fmt;

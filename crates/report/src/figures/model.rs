@@ -574,6 +574,47 @@ pub struct SessionReport {
     /// so that shards merge exactly (absent in files written before it was kept).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub histograms: BTreeMap<String, String>,
+    /// Per-session prefix cache and replicas, when the responses said either (the usage's
+    /// `cached_tokens`, `--replica-header`; docs/metrics.md, "Per-session cache and
+    /// replicas").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<SessionCache>,
+}
+
+/// Per-session prefix cache and replicas, over every session's completed requests (whole
+/// benchmark).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCache {
+    /// Sessions with a completed request.
+    pub sessions: u64,
+    /// The mean over sessions of each session's cached share.
+    pub cached_share_mean: f64,
+    /// All sessions' cached tokens over all their prompt tokens.
+    pub cached_share_overall: f64,
+    /// Sessions whose responses all named one replica (absent without `--replica-header`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_replica: Option<u64>,
+    /// Every session, by number.
+    pub per_session: Vec<SessionCacheRow>,
+}
+
+/// One session's completed requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCacheRow {
+    /// The session's number in its benchmark (the value `--session-header` sent).
+    pub session: u64,
+    /// Completed requests (user turns and tool results).
+    pub requests: u64,
+    /// The highest turn completed.
+    pub turns: u32,
+    /// Their prompt tokens.
+    pub prompt_tokens: u64,
+    /// Of those, the tokens the server said its prefix cache served (`cached_tokens`).
+    pub cached_tokens: u64,
+    /// `cached_tokens / prompt_tokens` (0 without prompt tokens).
+    pub cached_share: f64,
+    /// Distinct replicas its responses named (0 without `--replica-header`).
+    pub replicas: u32,
 }
 
 /// Turn rows in a report: turns 1..=9 one row each, turns 10 and later pooled in the tenth.
@@ -584,6 +625,10 @@ pub const TURN_ROWS: u32 = 10;
 pub struct TurnReport {
     /// The turn, from 1.
     pub turn: u32,
+    /// What the row's requests sent: `tool_result` for the requests answering a tool call of
+    /// user turn `turn` (absent: user messages; docs/metrics.md, "Tool calls").
+    #[serde(default, skip_serializing_if = "bench_core::TurnKind::is_user")]
+    pub kind: bench_core::TurnKind,
     /// This row also pools every later turn (only the last row, when later turns ran).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub and_later: bool,

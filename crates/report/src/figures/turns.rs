@@ -3,7 +3,9 @@
 //! window's phase) are the compact request's, shared with the benchmark-wide figures; this
 //! module only groups them by turn. Nothing here runs for benchmarks without sessions.
 
-use bench_core::{Pages, Phase, RequestRecord, SessionCounts, SessionTurn, Status, Window};
+use bench_core::{
+    Pages, Phase, RequestRecord, SessionCounts, SessionTurn, Status, TurnKind, Window,
+};
 
 use crate::figures::chunks::ChunkStore;
 use crate::figures::compact::{us, Compact};
@@ -15,14 +17,19 @@ use crate::figures::model::{RequestCounts, SessionReport, TokenSummary, TurnRepo
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SessionDurations {
     dist: Dist,
+    /// Per-session cache and replicas.
+    per_session: crate::figures::session_cache::PerSession,
 }
 
 impl SessionDurations {
     /// Takes one session turn's record.
     pub(crate) fn add(&mut self, turn: &SessionTurn, r: &RequestRecord) {
-        if turn.turn >= turn.turns && r.status() == Status::Completed {
+        // A session ends with its last turn's text answer (a tool call is followed by the
+        // tool result's request).
+        if turn.ends_session() && r.status() == Status::Completed {
             self.dist.record(us(r.end.saturating_sub(turn.start)));
         }
+        self.per_session.add(turn, r);
     }
 }
 
@@ -78,7 +85,7 @@ impl TurnAcc {
         self.output.add(output as u64);
     }
 
-    fn report(mut self, turn: u32, percentiles: &[f64]) -> TurnReport {
+    fn report(mut self, turn: u32, kind: TurnKind, percentiles: &[f64]) -> TurnReport {
         let c = &mut self.counts;
         c.total = c.completed + c.incomplete + c.errored + c.cancelled;
         let histograms = [
@@ -92,6 +99,7 @@ impl TurnAcc {
         .collect();
         TurnReport {
             turn,
+            kind,
             and_later: self.later,
             requests: self.counts,
             ttft_ms: self.ttft.summary(percentiles),
@@ -106,26 +114,36 @@ impl TurnAcc {
 }
 
 /// The turn rows of `requests` (single requests skipped): one per turn from 1 to the last
-/// turn seen, turns past [`TURN_ROWS`] pooled into the last row.
+/// turn seen, turns past [`TURN_ROWS`] pooled into the last row; a turn whose tool calls were
+/// answered has a second row, of its tool-result requests, after its user row.
 fn by_turn(
     requests: &Pages<Compact>,
     store: &ChunkStore,
     window: &Window,
     percentiles: &[f64],
 ) -> Vec<TurnReport> {
-    let mut rows: Vec<TurnAcc> = Vec::new();
+    let mut rows: Vec<(TurnAcc, Option<TurnAcc>)> = Vec::new();
     for r in requests.iter().filter(|r| r.turn > 0) {
         let i = row_of(r.turn);
         if rows.len() <= i {
-            rows.resize_with(i + 1, TurnAcc::default);
+            rows.resize_with(i + 1, Default::default);
         }
-        rows[i].later |= r.turn > TURN_ROWS;
-        rows[i].add(r, store, r.phase(window));
+        let acc = if r.tool_result {
+            rows[i].1.get_or_insert_with(TurnAcc::default)
+        } else {
+            &mut rows[i].0
+        };
+        acc.later |= r.turn > TURN_ROWS;
+        acc.add(r, store, r.phase(window));
     }
-    rows.into_iter()
-        .zip(1..)
-        .map(|(acc, turn)| acc.report(turn, percentiles))
-        .collect()
+    let mut out = Vec::with_capacity(rows.len());
+    for ((user, tool), turn) in rows.into_iter().zip(1..) {
+        out.push(user.report(turn, TurnKind::User, percentiles));
+        if let Some(t) = tool {
+            out.push(t.report(turn, TurnKind::ToolResult, percentiles));
+        }
+    }
+    out
 }
 
 /// The benchmark's session section: `None` unless it ran sessions (the scheduler counted
@@ -153,5 +171,6 @@ pub(crate) fn session_report(
             Some(_) => by_turn(requests, store, window, percentiles),
             None => Vec::new(),
         },
+        cache: durations.and_then(|d| d.per_session.report()),
     })
 }

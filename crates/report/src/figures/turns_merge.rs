@@ -38,15 +38,35 @@ pub(crate) fn merge(parts: &[Option<&SessionReport>]) -> Result<Option<SessionRe
         .collect();
     let (duration_ms, duration_hist) =
         merge_metric(&durations, DURATION_KEY).map_err(|e| format!("session durations: {e}"))?;
-    let rows = parts.iter().map(|s| s.turns.len()).max().unwrap_or(0);
-    let mut turns = Vec::with_capacity(rows);
-    for i in 0..rows {
-        let row: Vec<&TurnReport> = parts.iter().filter_map(|s| s.turns.get(i)).collect();
-        turns.push(merge_row(&row).map_err(|e| format!("turn {}: {e}", i + 1))?);
+    // Rows are keyed by turn and kind (a turn's tool-result row follows its user row).
+    let mut keys: Vec<(u32, bench_core::TurnKind)> = parts
+        .iter()
+        .flat_map(|s| s.turns.iter().map(|t| (t.turn, t.kind)))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut turns = Vec::with_capacity(keys.len());
+    for (turn, kind) in keys {
+        let row: Vec<&TurnReport> = parts
+            .iter()
+            .flat_map(|s| s.turns.iter())
+            .filter(|t| (t.turn, t.kind) == (turn, kind))
+            .collect();
+        turns.push(merge_row(&row).map_err(|e| format!("turn {turn}: {e}"))?);
     }
+    // Shards run distinct sessions: their rows are put together and summarised again.
+    let caches: Vec<&crate::figures::model::SessionCache> =
+        parts.iter().filter_map(|s| s.cache.as_ref()).collect();
+    let cache = (!caches.is_empty()).then(|| {
+        let mut rows: Vec<_> = caches.iter().flat_map(|c| c.per_session.clone()).collect();
+        rows.sort_by_key(|r| r.session);
+        let replicas = caches.iter().any(|c| c.one_replica.is_some());
+        crate::figures::session_cache::summarise(rows, replicas)
+    });
     Ok(Some(SessionReport {
         counts,
         duration_ms,
+        cache,
         turns,
         histograms: [(DURATION_KEY.to_string(), duration_hist)].into(),
     }))
@@ -56,6 +76,7 @@ pub(crate) fn merge(parts: &[Option<&SessionReport>]) -> Result<Option<SessionRe
 fn merge_row(row: &[&TurnReport]) -> Result<TurnReport, String> {
     let mut out = TurnReport {
         turn: row.first().map_or(1, |t| t.turn),
+        kind: row.first().map_or_else(Default::default, |t| t.kind),
         and_later: row.iter().any(|t| t.and_later),
         requests: crate::figures::model::sum_counts(row.iter().map(|t| t.requests)),
         prompt_tokens: merge_tokens(row.iter().map(|t| &t.prompt_tokens)),
@@ -195,6 +216,7 @@ mod tests {
             duration_ms: d.summary(&[50.0, 99.0]),
             turns,
             histograms: [(DURATION_KEY.to_string(), d.encode())].into(),
+            cache: None,
         }
     }
 

@@ -58,6 +58,9 @@ fn turn(
             turn,
             turns,
             start: start_ms * MS,
+            kind: bench_core::TurnKind::User,
+            tool_call: false,
+            replica: None,
         }),
     }
 }
@@ -227,4 +230,107 @@ fn the_compact_entry_does_not_grow() {
         "{}",
         std::mem::size_of::<Compact>()
     );
+}
+
+/// A tool-result request has its own row after its turn's user row, and a session ends with
+/// the tool result's reply when its last turn made a tool call; per session, the cached share
+/// and the replicas named come from the completed requests.
+#[test]
+fn tool_result_rows_and_the_per_session_cache() {
+    let ok = || Outcome::Completed;
+    let with = |mut r: RequestRecord, kind, call, replica, cached| {
+        if let Some(s) = &mut r.session {
+            s.kind = kind;
+            s.tool_call = call;
+            s.replica = replica;
+        }
+        r.cached_tokens = Some(cached);
+        r
+    };
+    use bench_core::TurnKind::{ToolResult, User};
+    let recs = vec![
+        // Session 0: turn 1, a tool call (prompt 10), its result (20), turn 2 (40); replica 0.
+        with(
+            turn(0, 1, 2, 0, 0, 10, 10, 3, 10, ok()),
+            User,
+            true,
+            Some(0),
+            0,
+        ),
+        with(
+            turn(0, 1, 2, 0, 100, 10, 10, 3, 20, ok()),
+            ToolResult,
+            false,
+            Some(0),
+            10,
+        ),
+        with(
+            turn(0, 2, 2, 0, 200, 10, 10, 3, 40, ok()),
+            User,
+            false,
+            Some(0),
+            20,
+        ),
+        // Session 1: turn 1 on replica 0, turn 2 (a tool call, then its result) on replica 1.
+        with(
+            turn(1, 1, 2, 0, 0, 10, 10, 3, 10, ok()),
+            User,
+            false,
+            Some(0),
+            0,
+        ),
+        with(
+            turn(1, 2, 2, 0, 300, 10, 10, 3, 30, ok()),
+            User,
+            true,
+            Some(1),
+            0,
+        ),
+        with(
+            turn(1, 2, 2, 0, 400, 10, 10, 3, 50, ok()),
+            ToolResult,
+            false,
+            Some(1),
+            10,
+        ),
+    ];
+    let s = finish(recs, None);
+    let rows: Vec<(u32, bench_core::TurnKind, u64)> = s
+        .turns
+        .iter()
+        .map(|t| (t.turn, t.kind, t.requests.completed))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, User, 2),
+            (1, ToolResult, 1),
+            (2, User, 2),
+            (2, ToolResult, 1)
+        ]
+    );
+    assert_eq!(
+        s.duration_ms.count, 2,
+        "each session ends once, with its last reply"
+    );
+    let c = s.cache.expect("cache");
+    assert_eq!((c.sessions, c.one_replica), (2, Some(1)));
+    let row = |k: usize| {
+        let r = &c.per_session[k];
+        (
+            r.session,
+            r.requests,
+            r.turns,
+            r.prompt_tokens,
+            r.cached_tokens,
+            r.replicas,
+        )
+    };
+    assert_eq!(row(0), (0, 3, 2, 70, 30, 1));
+    assert_eq!(row(1), (1, 3, 2, 90, 10, 2));
+    assert!(close(
+        c.cached_share_mean,
+        (30.0 / 70.0 + 10.0 / 90.0) / 2.0
+    ));
+    assert!(close(c.cached_share_overall, 40.0 / 160.0));
 }

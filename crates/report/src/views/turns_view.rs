@@ -33,13 +33,19 @@ fn mmp(s: &MetricSummary, scale: f64, digits: usize) -> [String; 3] {
     [mean, pct(s, 50.0), pct(s, 99.0)].map(|v| cell(v.map(|v| v * scale), digits))
 }
 
-/// The turn's row label: `3`, or `10+` for the row pooling later turns.
+/// The turn's row label: `3`, or `10+` for the row pooling later turns; a tool-result row
+/// adds ` tool` (`3 tool`).
 pub(crate) fn turn_label(t: &TurnReport) -> String {
-    if t.and_later {
-        format!("{}+", t.turn)
-    } else {
-        t.turn.to_string()
-    }
+    let plus = if t.and_later { "+" } else { "" };
+    let tool = if t.kind.is_user() { "" } else { " tool" };
+    format!("{}{plus}{tool}", t.turn)
+}
+
+/// The note under a per-turn table that has tool-result rows (nothing otherwise).
+fn tool_note(s: &SessionReport) -> Option<&'static str> {
+    s.turns.iter().any(|t| !t.kind.is_user()).then_some(
+        "N tool: the requests sending the result of a tool call made in turn N (docs/metrics.md, Tool calls)",
+    )
 }
 
 fn sessions_of(run: &RunReport) -> impl Iterator<Item = (&BenchmarkReport, &SessionReport)> {
@@ -100,6 +106,10 @@ pub(crate) fn sessions_tables(run: &RunReport, width: Option<u16>) -> Option<Str
     out.push_str("\n\nPer-Turn Stats:\n");
     out.push_str(&render_labelled(&turns, width, 2));
     out.push('\n');
+    if let Some(note) = sessions_of(run).find_map(|(_, s)| tool_note(s)) {
+        out.push_str(note);
+        out.push('\n');
+    }
     Some(out)
 }
 
@@ -131,13 +141,32 @@ pub(crate) fn vllm_section(b: &BenchmarkReport, centered: impl Fn(&str) -> Strin
     ] {
         let _ = writeln!(out, "{label:<40} {:<10}", cell(v.map(|v| v / 1e3), 2));
     }
+    if let Some(c) = &s.cache {
+        let pct = |v: f64| format!("{:.2}", v * 100.0);
+        let _ = writeln!(
+            out,
+            "{:<40} {:<10}",
+            "Mean per-session cached share (%):",
+            pct(c.cached_share_mean)
+        );
+        if let Some(one) = c.one_replica {
+            let _ = writeln!(
+                out,
+                "{:<40} {:<10}",
+                "Sessions on one replica:",
+                format!("{one} of {}", c.sessions)
+            );
+        }
+    }
     if s.turns.is_empty() {
         return out;
     }
     let _ = writeln!(out, "{}", centered(" Per turn (completed, means) "));
+    // Wider turn labels (`10+ tool`) when tool-result rows are shown.
+    let w = if tool_note(s).is_some() { 9 } else { 5 };
     let _ = writeln!(
         out,
-        "{:<5}{:>6}{:>8}{:>8}{:>9}{:>8}{:>8}{:>10}",
+        "{:<w$}{:>6}{:>8}{:>8}{:>9}{:>8}{:>8}{:>10}",
         "Turn", "Done", "In tok", "Out tok", "TTFT ms", "ITL ms", "TPOT ms", "E2EL ms"
     );
     for t in &s.turns {
@@ -146,7 +175,7 @@ pub(crate) fn vllm_section(b: &BenchmarkReport, centered: impl Fn(&str) -> Strin
             |x: &crate::figures::model::TokenSummary| cell((x.count > 0).then_some(x.mean), 1);
         let _ = writeln!(
             out,
-            "{:<5}{:>6}{:>8}{:>8}{:>9}{:>8}{:>8}{:>10}",
+            "{:<w$}{:>6}{:>8}{:>8}{:>9}{:>8}{:>8}{:>10}",
             turn_label(t),
             t.requests.completed,
             tok(&t.prompt_tokens),
@@ -156,6 +185,9 @@ pub(crate) fn vllm_section(b: &BenchmarkReport, centered: impl Fn(&str) -> Strin
             mean(&t.tpot_ms),
             mean(&t.e2el_ms)
         );
+    }
+    if let Some(note) = tool_note(s) {
+        let _ = writeln!(out, "{note}");
     }
     out
 }
@@ -201,7 +233,11 @@ pub(crate) fn html_section(h: &mut String, b: &BenchmarkReport) {
             three(&t.e2el_ms),
         );
     }
-    h.push_str("</table>\n<p class=\"meta\">Per turn: the included requests of each turn (turn 10 pools every later turn, 10+); latencies and tokens of the completed ones. docs/metrics.md, Sessions.</p>\n<div class=\"charts\" style=\"grid-template-columns:repeat(auto-fill,minmax(520px,1fr))\">\n");
+    h.push_str("</table>\n");
+    if let Some(note) = tool_note(s) {
+        let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(note));
+    }
+    h.push_str("<p class=\"meta\">Per turn: the included requests of each turn (turn 10 pools every later turn, 10+); latencies and tokens of the completed ones. docs/metrics.md, Sessions.</p>\n<div class=\"charts\" style=\"grid-template-columns:repeat(auto-fill,minmax(520px,1fr))\">\n");
     h.push_str(&turn_chart(b, s));
     h.push_str("\n</div>\n");
 }
@@ -215,6 +251,7 @@ fn turn_chart(b: &BenchmarkReport, s: &SessionReport) -> String {
             let (points, notes): (Vec<(f64, f64)>, Vec<String>) = s
                 .turns
                 .iter()
+                .filter(|t| t.kind.is_user())
                 .filter_map(|t| {
                     let m = &t.ttft_ms;
                     let v = match p {
@@ -237,6 +274,7 @@ fn turn_chart(b: &BenchmarkReport, s: &SessionReport) -> String {
         x_ticks: Some(
             s.turns
                 .iter()
+                .filter(|t| t.kind.is_user())
                 .map(|t| (t.turn as f64, turn_label(t)))
                 .collect(),
         ),

@@ -386,6 +386,9 @@ pub fn session_run(opts: &StatsOptions) -> RunReport {
                     turn: k,
                     turns: 4,
                     start,
+                    kind: bench_core::TurnKind::User,
+                    tool_call: false,
+                    replica: None,
                 });
                 id += 1;
                 t = r.end + S;

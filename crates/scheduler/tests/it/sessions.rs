@@ -31,6 +31,7 @@ fn sessions() -> impl Iterator<Item = Work> + Send + 'static {
         system: "sys".into(),
         system_tokens: 2,
         turns: vec![turn.clone(), turn.clone(), turn],
+        tools: None,
     });
     std::iter::repeat_with(move || Work::Session(conv.clone()))
 }

@@ -208,10 +208,13 @@ async fn a_session_reply_is_the_answer_without_the_reasoning() {
             images: Vec::new(),
             output_tokens: Some(12),
         }],
+        tools: None,
     });
     let turn = bench_core::TurnRequest {
+        session: 0,
         conversation,
         replies: Vec::new(),
+        calls: Vec::new(),
     };
     let clock = Clock::start();
     let d = Dispatch {
@@ -222,7 +225,7 @@ async fn a_session_reply_is_the_answer_without_the_reasoning() {
     };
     let (rec, reply) = w.send_turn(turn, d, CancellationToken::new()).await;
     assert_eq!(rec.outcome, Outcome::Completed);
-    let reply = reply.expect("kept for sessions");
+    let reply = reply.expect("kept for sessions").text;
     assert_eq!(tk.count(&reply), 12 - REASONING as usize, "{reply:?}");
     assert_eq!(rec.answer_tokens(), 12 - REASONING);
     srv.shutdown().await;

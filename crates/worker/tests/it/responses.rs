@@ -158,18 +158,21 @@ async fn session_turns_send_their_history_as_the_input_list() {
         system: "be brief".into(),
         system_tokens: 2,
         turns: vec![spec("first", 5), spec("second", 5)],
+        tools: None,
     });
     let mut replies: Vec<(Arc<str>, u32)> = Vec::new();
     for k in 0..2 {
         let turn = TurnRequest {
+            session: 0,
             conversation: conv.clone(),
             replies: replies.clone(),
+            calls: Vec::new(),
         };
         let (rec, reply) = w
             .send_turn(turn, dispatch(k), CancellationToken::new())
             .await;
         assert_eq!(rec.outcome, Outcome::Completed);
-        let reply = reply.unwrap();
+        let reply = reply.unwrap().text;
         assert_eq!(reply, "Hello world");
         replies.push((reply.as_str().into(), rec.output_tokens));
     }

@@ -43,6 +43,7 @@ fn conversation() -> Arc<ConversationSpec> {
             turn(" and then what happened", 5),
             turn(" thank you", 3),
         ],
+        tools: None,
     })
 }
 
@@ -64,14 +65,16 @@ async fn run_session(w: &Worker) -> Vec<(bench_core::RequestRecord, String)> {
     let mut out = Vec::new();
     for k in 0..conv.turns.len() {
         let turn = TurnRequest {
+            session: 0,
             conversation: conv.clone(),
             replies: replies.clone(),
+            calls: Vec::new(),
         };
         let (rec, reply) = w
             .send_turn(turn, dispatch(k as u64), CancellationToken::new())
             .await;
         assert_eq!(rec.outcome, Outcome::Completed);
-        let reply = reply.expect("the reply text is kept for sessions");
+        let reply = reply.expect("the reply text is kept for sessions").text;
         replies.push((reply.as_str().into(), rec.output_tokens));
         out.push((rec, reply));
     }
@@ -193,4 +196,98 @@ async fn replies_are_resent_verbatim_in_chat_messages_and_flattened_prompts() {
             assert_eq!(body["prompt"], want);
         }
     }
+}
+
+/// A streamed tool call, as vLLM streams one: the call's id and name first, its arguments in
+/// pieces, `finish_reason: "tool_calls"`; then `tool_calls: null` in a text answer's deltas.
+const TOOL_CALL_EVENTS: &[&str] = &[
+    r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_7","type":"function","function":{"name":"look_up","arguments":""}}]}}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\": "}}]}}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"river\"}"}}]},"finish_reason":"tool_calls"}]}"#,
+    "[DONE]",
+];
+
+/// The tool-result request of a session with tools, on a capture server: the tools, the
+/// assistant's tool call (its id, name and arguments as streamed, `content: null`), and the
+/// `role: tool` message naming that id; the session header on every request.
+#[tokio::test]
+async fn a_tool_call_is_answered_with_the_call_and_its_result_in_openai_chat_shape() {
+    let srv = common::start(|seen| {
+        if String::from_utf8_lossy(&seen.body).contains("tool_call_id") {
+            Script::sse(CHAT_EVENTS)
+        } else {
+            Script::sse(TOOL_CALL_EVENTS)
+        }
+    })
+    .await;
+    let w = Worker::new(WorkerConfig {
+        target: format!("{}/v1", srv.url()),
+        backend: BackendKind::OpenAiChat,
+        model: Some("m".into()),
+        session_header: Some("x-session-id".into()),
+        ..WorkerConfig::default()
+    })
+    .await
+    .unwrap();
+    let def = r#"{"function":{"name":"look_up"},"type":"function"}"#;
+    let mut conv = (*conversation()).clone();
+    conv.tools = Some(Arc::new(bench_core::Tools {
+        definitions: vec![def.into()],
+        definition_tokens: 9,
+        result: " found it".into(),
+        result_tokens: 2,
+    }));
+    let conv = Arc::new(conv);
+    let turn = |calls: Vec<Option<bench_core::ToolCall>>| TurnRequest {
+        session: 5,
+        conversation: conv.clone(),
+        replies: Vec::new(),
+        calls,
+    };
+    let (rec, reply) = w
+        .send_turn(turn(Vec::new()), dispatch(0), CancellationToken::new())
+        .await;
+    assert_eq!(rec.outcome, Outcome::Completed);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, r#"{"q": "river"}"#);
+    assert_eq!(reply.tool_call, Some(("call_7".into(), "look_up".into())));
+    assert_eq!(
+        rec.chunks.len(),
+        2,
+        "the arguments' pieces are the answer's chunks"
+    );
+    let call = bench_core::ToolCall {
+        id: "call_7".into(),
+        name: "look_up".into(),
+        arguments: reply.text.clone().into(),
+        tokens: rec.output_tokens,
+    };
+    let t = turn(vec![Some(call)]);
+    assert_eq!(t.kind(), bench_core::TurnKind::ToolResult);
+    let (rec, reply) = w.send_turn(t, dispatch(1), CancellationToken::new()).await;
+    assert_eq!(rec.outcome, Outcome::Completed);
+    assert_eq!(reply.unwrap().tool_call, None);
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    for s in &seen {
+        assert_eq!(s.headers["x-session-id"], "5");
+    }
+    let body: serde_json::Value = serde_json::from_slice(&seen[1].body).unwrap();
+    assert_eq!(
+        body["tools"],
+        serde_json::json!([serde_json::from_str::<serde_json::Value>(def).unwrap()])
+    );
+    let msgs = body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4, "{body}");
+    assert_eq!(msgs[1]["role"], "user");
+    assert_eq!(
+        msgs[2],
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_7", "type": "function",
+            "function": {"name": "look_up", "arguments": "{\"q\": \"river\"}"}}]})
+    );
+    assert_eq!(
+        msgs[3],
+        serde_json::json!({"role": "tool", "tool_call_id": "call_7", "content": " found it"})
+    );
 }
