@@ -322,12 +322,14 @@ pub fn kept_up(offered: f64, completed: f64) -> bool {
     offered > 0.0 && completed >= KEPT_UP * offered
 }
 
-/// Whether an open-loop rate was served, as the SLO answer judges it: it kept up by its point
-/// figure ([`kept_up`]) and its in-flight judgement (`verdict`, when it has one) does not say
-/// the queue surely grew. A rate that was not served meets no SLO, whatever its latencies: it
-/// cannot be served at all (docs/metrics.md, "The SLO answer").
+/// Whether an open-loop rate was served, the one rule by which the sweep, its SLO answer and
+/// the knee count a rate as kept up: it kept up by its point figure ([`kept_up`]) and its
+/// in-flight judgement says so (`verdict` is [`crate::Verdict::KeptUp`]). A rate judged
+/// unsure, not kept up, or not judged at all (`None`: too few arrivals, [`crate::Unjudged`])
+/// was not served, and a rate that was not served meets no SLO, whatever its latencies
+/// (docs/metrics.md, "Sustained" and "The SLO answer").
 pub fn served(offered: f64, completed: f64, verdict: Option<crate::Verdict>) -> bool {
-    kept_up(offered, completed) && verdict != Some(crate::Verdict::NotKeptUp)
+    kept_up(offered, completed) && verdict == Some(crate::Verdict::KeptUp)
 }
 
 /// The capacity answer of a sweep: what the deployment sustains, where its latency leaves the

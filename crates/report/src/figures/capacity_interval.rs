@@ -11,8 +11,7 @@
 //! sure failure.
 
 use bench_core::{
-    crossing, kept_up, served, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo,
-    SloLimit, Sure,
+    crossing, served, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo, SloLimit, Sure,
 };
 
 use crate::figures::capacity::{knee_threshold_ms, open_loop, slo_metric};
@@ -36,11 +35,16 @@ fn measured(rates: &[(f64, &BenchmarkReport)]) -> bool {
     rates.iter().any(|(_, b)| b.intervals.is_some())
 }
 
-/// Whether a rate kept up, taken as exact (as the sweep takes it): below capacity a rate's
-/// completions follow its arrivals, and the batches' spread of completions measures their
-/// discreteness (a few requests a batch), not doubt about keeping up.
+/// Whether a rate kept up, taken as exact (as the sweep takes it, [`served`]: its completions
+/// and a `kept_up` verdict): below capacity a rate's completions follow its arrivals, and the
+/// batches' spread of completions measures their discreteness (a few requests a batch), not
+/// doubt about keeping up. A rate judged unsure or not judged at all did not keep up.
 fn kept_up_exactly(rate: f64, b: &BenchmarkReport) -> Sure {
-    if kept_up(rate, b.rates.requests_per_s) {
+    if served(
+        rate,
+        b.rates.requests_per_s,
+        b.rates.sustained.map(|s| s.verdict),
+    ) {
         Sure::Pass
     } else {
         Sure::Fail
