@@ -60,8 +60,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, served, Capacity, NotNarrowed, Refinement, Slo, SloBound, SloBracket, SloError,
-    SloLimit, SloMetric, SloStat, TraceCapacity, KEPT_UP,
+    kept_up, served, served_sure, Capacity, NotNarrowed, Refinement, Slo, SloBound, SloBracket,
+    SloError, SloLimit, SloMetric, SloStat, TraceCapacity, KEPT_UP,
 };
 
 /// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,

@@ -329,7 +329,21 @@ pub fn kept_up(offered: f64, completed: f64) -> bool {
 /// was not served, and a rate that was not served meets no SLO, whatever its latencies
 /// (docs/metrics.md, "Sustained" and "The SLO answer").
 pub fn served(offered: f64, completed: f64, verdict: Option<crate::Verdict>) -> bool {
-    kept_up(offered, completed) && verdict == Some(crate::Verdict::KeptUp)
+    served_sure(offered, completed, verdict) == crate::Sure::Pass
+}
+
+/// [`served`] as a three-way verdict: `Pass` when served, `Fail` when the rate surely was not
+/// (its completions under 95% of the offer, or judged not kept up), `Unsure` when its
+/// judgement is unsure or it was not judged (too few arrivals): the SLO search and the
+/// intervals count such a rate neither as meeting the SLO nor as failing it.
+pub fn served_sure(offered: f64, completed: f64, verdict: Option<crate::Verdict>) -> crate::Sure {
+    use crate::{Sure, Verdict};
+    match verdict {
+        _ if !kept_up(offered, completed) => Sure::Fail,
+        Some(Verdict::KeptUp) => Sure::Pass,
+        Some(Verdict::NotKeptUp) => Sure::Fail,
+        Some(Verdict::Unsure) | None => Sure::Unsure,
+    }
 }
 
 /// The capacity answer of a sweep: what the deployment sustains, where its latency leaves the

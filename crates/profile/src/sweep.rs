@@ -559,10 +559,20 @@ impl SweepPlanner {
 
     /// The open-loop rates with their SLO verdicts by their point figures: a rate that was not
     /// served ([`served`]) meets no SLO.
+    /// A rate that met the SLO but is unsure or was not judged ([`bench_core::served_sure`])
+    /// is left out: it neither meets the SLO nor fails it.
     fn open_loop_verdicts(&self) -> Vec<(f64, bool)> {
         self.judged()
             .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
-            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_met? && served(s, r))))
+            .filter_map(|(s, r)| {
+                let rate = s.strategy.target_rate()?;
+                let served = bench_core::served_sure(rate, r.requests_per_s, r.verdict);
+                match (r.slo_met?, served) {
+                    (false, _) => Some((rate, false)),
+                    (true, Sure::Unsure) => None,
+                    (true, served) => Some((rate, served == Sure::Pass)),
+                }
+            })
             .collect()
     }
 
@@ -633,7 +643,14 @@ impl SweepPlanner {
             return None;
         }
         let rate = slo_next_rate(&b)?;
-        Some(SweepStep {
+        // A rate already run whose judgement stayed unsure or missing at its longest: running
+        // it again would tell no more.
+        let tried = self.judged().any(|(s, _)| {
+            s.strategy
+                .target_rate()
+                .is_some_and(|r| (r - rate).abs() <= 1e-9 * rate)
+        });
+        (!tried).then(|| SweepStep {
             strategy: self.spec.open_loop_at(rate),
             role: SweepRole::Refine,
             length: 1.0,
