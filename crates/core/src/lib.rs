@@ -48,7 +48,7 @@ pub use shard::Shard;
 pub use shown::escape_controls;
 pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
-pub use sustain::{Sustained, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
+pub use sustain::{Sustained, Unjudged, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
 pub use window::{BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
 
 use std::future::Future;
@@ -60,7 +60,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, metric_key, served, Capacity, NotNarrowed, Refinement, Slo, SloBound, SloBracket,
+    kept_up, metric_key, served, served_sure, Capacity, NotNarrowed, Refinement, Slo, SloBound,
+    SloBracket,
     SloError, SloLimit, SloMetric, SloStat, TraceCapacity, KEPT_UP,
 };
 

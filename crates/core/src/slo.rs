@@ -327,12 +327,28 @@ pub fn kept_up(offered: f64, completed: f64) -> bool {
     offered > 0.0 && completed >= KEPT_UP * offered
 }
 
-/// Whether an open-loop rate was served, as the SLO answer judges it: it kept up by its point
-/// figure ([`kept_up`]) and its in-flight judgement (`verdict`, when it has one) does not say
-/// the queue surely grew. A rate that was not served meets no SLO, whatever its latencies: it
-/// cannot be served at all (docs/metrics.md, "The SLO answer").
+/// Whether an open-loop rate was served, the one rule by which the sweep, its SLO answer and
+/// the knee count a rate as kept up: it kept up by its point figure ([`kept_up`]) and its
+/// in-flight judgement says so (`verdict` is [`crate::Verdict::KeptUp`]). A rate judged
+/// unsure, not kept up, or not judged at all (`None`: too few arrivals, [`crate::Unjudged`])
+/// was not served, and a rate that was not served meets no SLO, whatever its latencies
+/// (docs/metrics.md, "Sustained" and "The SLO answer").
 pub fn served(offered: f64, completed: f64, verdict: Option<crate::Verdict>) -> bool {
-    kept_up(offered, completed) && verdict != Some(crate::Verdict::NotKeptUp)
+    served_sure(offered, completed, verdict) == crate::Sure::Pass
+}
+
+/// [`served`] as a three-way verdict: `Pass` when served, `Fail` when the rate surely was not
+/// (its completions under 95% of the offer, or judged not kept up), `Unsure` when its
+/// judgement is unsure or it was not judged (too few arrivals): the SLO search and the
+/// intervals count such a rate neither as meeting the SLO nor as failing it.
+pub fn served_sure(offered: f64, completed: f64, verdict: Option<crate::Verdict>) -> crate::Sure {
+    use crate::{Sure, Verdict};
+    match verdict {
+        _ if !kept_up(offered, completed) => Sure::Fail,
+        Some(Verdict::KeptUp) => Sure::Pass,
+        Some(Verdict::NotKeptUp) => Sure::Fail,
+        Some(Verdict::Unsure) | None => Sure::Unsure,
+    }
 }
 
 /// The capacity answer of a sweep: what the deployment sustains, where its latency leaves the

@@ -89,13 +89,10 @@ impl Sustained {
         if latencies.is_empty() || window.nanos() == 0 {
             return None;
         }
-        let p90 = crate::steady::nearest_rank(latencies, FILL_QUANTILE);
-        let settle = settle_time(window, spans.iter().copied(), p90);
-        let fill = p90.max(settle.unwrap_or(0)).min(window.nanos() / 2);
-        let from = window.open + fill;
+        let (from, settle) = loaded_from(window, spans, latencies);
         let to = window.close;
         let span_s = (to - from) as f64 / 1e9;
-        let arrivals = spans.iter().filter(|&&(s, _)| s >= from && s <= to).count() as u64;
+        let arrivals = arrivals_in(spans, from, to);
         if arrivals < SUSTAIN_MIN_ARRIVALS || span_s <= 0.0 {
             return None;
         }
@@ -117,13 +114,6 @@ impl Sustained {
             from_ns: from,
             to_ns: to,
         })
-    }
-
-    /// Whether the load needs a longer window to be judged: unsure, and either its in-flight
-    /// count had not settled by the closing or its departures lean below the line.
-    pub fn needs_longer(&self) -> bool {
-        self.verdict == Verdict::Unsure
-            && (!self.settled || self.departures_per_s < KEPT_UP * self.arrivals_per_s)
     }
 
     /// The judgement of several benchmarks' loads together: side by side (shards of one load)
@@ -160,6 +150,84 @@ impl Sustained {
                 .unwrap_or(first.from_ns),
             to_ns: parts.iter().map(|p| p.to_ns).max().unwrap_or(first.to_ns),
         })
+    }
+}
+
+/// Where the loaded span of an open loop's window starts, and when its in-flight count
+/// settled ([`settle_time`]): after the fill, the later of the measured requests' 90th
+/// percentile latency and the settling, at most half the window. With no completed request
+/// (`latencies` empty) the fill is that half.
+fn loaded_from(
+    window: &Window,
+    spans: &[(Nanos, Nanos)],
+    latencies: &mut [Nanos],
+) -> (Nanos, Option<Nanos>) {
+    if latencies.is_empty() {
+        return (window.open + window.nanos() / 2, None);
+    }
+    let p90 = crate::steady::nearest_rank(latencies, FILL_QUANTILE);
+    let settle = settle_time(window, spans.iter().copied(), p90);
+    let fill = p90.max(settle.unwrap_or(0)).min(window.nanos() / 2);
+    (window.open + fill, settle)
+}
+
+/// The requests of `spans` sent within `[from, to]`.
+fn arrivals_in(spans: &[(Nanos, Nanos)], from: Nanos, to: Nanos) -> u64 {
+    spans.iter().filter(|&&(s, _)| s >= from && s <= to).count() as u64
+}
+
+/// Why an open loop has no judgement ([`Sustained::judge`] gave none): its loaded span held
+/// fewer than [`SUSTAIN_MIN_ARRIVALS`] arrivals, or none of its requests completed. Such a
+/// load never counts as kept up (docs/metrics.md, "Sustained"); a sweep runs it again longer,
+/// by what its arrivals need ([`Unjudged::lengthen`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Unjudged {
+    /// Requests sent within the loaded span.
+    pub arrivals: u64,
+    /// The fewest a judgement needs ([`SUSTAIN_MIN_ARRIVALS`]).
+    pub needed: u64,
+    /// Measured requests that completed.
+    pub completed: u64,
+    /// The loaded span, seconds.
+    pub span_s: f64,
+}
+
+impl Unjudged {
+    /// The reason an open loop over `window` whose measured requests ran over `spans` and
+    /// whose completed ones took `latencies` has no judgement; `None` when it has one
+    /// ([`Sustained::judge`]) or the window is empty.
+    pub fn of(window: &Window, spans: &[(Nanos, Nanos)], latencies: &mut [Nanos]) -> Option<Self> {
+        if window.nanos() == 0 || Sustained::judge(window, spans, latencies).is_some() {
+            return None;
+        }
+        let (from, _) = loaded_from(window, spans, latencies);
+        Some(Self {
+            arrivals: arrivals_in(spans, from, window.close),
+            needed: SUSTAIN_MIN_ARRIVALS,
+            completed: latencies.len() as u64,
+            span_s: (window.close - from) as f64 / 1e9,
+        })
+    }
+
+    /// The parts of a merged load (shards or trials) that were not judged, together: their
+    /// arrivals and completions added, the longest span; `None` when every part was judged.
+    pub fn combine(parts: impl Iterator<Item = Option<Self>>) -> Option<Self> {
+        parts.flatten().reduce(|a, b| Self {
+            arrivals: a.arrivals + b.arrivals,
+            needed: a.needed.max(b.needed),
+            completed: a.completed + b.completed,
+            span_s: a.span_s.max(b.span_s),
+        })
+    }
+
+    /// How many times longer the load must run for its loaded span to hold twice the
+    /// arrivals a judgement needs (at least 2): the span grows with the window, and the
+    /// arrivals with the span. A load with no completed request doubles.
+    pub fn lengthen(&self) -> f64 {
+        if self.completed == 0 || self.arrivals == 0 {
+            return 2.0;
+        }
+        (2.0 * self.needed as f64 / self.arrivals as f64).max(2.0)
     }
 }
 
@@ -246,13 +314,13 @@ mod tests {
     }
 
     #[test]
-    fn a_count_climbing_at_the_line_is_unsure_and_wants_a_longer_window() {
+    fn a_count_climbing_at_the_line_is_unsure() {
         // Growth of 5.6% of the arrivals, with a wobble: neither side is sure, and the
         // departures lean below the line.
         let spans = load(S / 20, 10 * S, |s| S + s / 18 + (s * 7919 % (S / 3)));
         let j = judged(&spans, 10 * S);
         assert_eq!(j.verdict, Verdict::Unsure, "{j:?}");
-        assert!(j.needs_longer(), "{j:?}");
+        assert!(j.departures_per_s < KEPT_UP * j.arrivals_per_s, "{j:?}");
     }
 
     #[test]
@@ -260,5 +328,28 @@ mod tests {
         let spans = load(S, 6 * S, |_| S / 2);
         let mut lat = vec![S / 2; 6];
         assert_eq!(Sustained::judge(&window(6 * S), &spans, &mut lat), None);
+    }
+
+    #[test]
+    fn an_unjudged_load_says_its_arrivals_and_how_much_longer_it_must_run() {
+        // 1 req/s for 6 s, 0.5 s each: the fill is the settling, the span holds about 5
+        // arrivals of the 10 needed, so it must run 20 / arrivals times as long.
+        let spans = load(S, 6 * S, |_| S / 2);
+        let mut lat = vec![S / 2; 6];
+        let u = Unjudged::of(&window(6 * S), &spans, &mut lat).expect("unjudged");
+        assert!(u.arrivals < SUSTAIN_MIN_ARRIVALS && u.arrivals > 0, "{u:?}");
+        assert_eq!((u.needed, u.completed), (SUSTAIN_MIN_ARRIVALS, 6));
+        assert_eq!(u.lengthen(), 20.0 / u.arrivals as f64);
+        assert!(u.span_s > 0.0 && u.span_s <= 6.0, "{u:?}");
+        // No request completed (a server that answers nothing in the window): the span is the
+        // window's second half, and the load runs twice as long.
+        let stuck = load(S, 6 * S, |_| 100 * S);
+        let u = Unjudged::of(&window(6 * S), &stuck, &mut []).expect("unjudged");
+        assert_eq!((u.arrivals, u.completed, u.span_s), (3, 0, 3.0));
+        assert_eq!(u.lengthen(), 2.0);
+        // A judged load has no reason to give.
+        let spans = load(S / 20, 10 * S, |_| S / 2);
+        let mut lat = vec![S / 2; spans.len()];
+        assert_eq!(Unjudged::of(&window(10 * S), &spans, &mut lat), None);
     }
 }

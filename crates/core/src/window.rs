@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Nanos, Strategy, Sustained, TokenArrivals, Verdict};
+use crate::{Nanos, Strategy, Sustained, TokenArrivals, Unjudged, Verdict};
 
 /// Which part of the benchmark a record belongs to. Only [`Phase::Measured`] records enter the
 /// per-request statistics; the others ran but are excluded.
@@ -178,9 +178,10 @@ impl Window {
             .streams
             .filter(|&n| n > 0)
             .and_then(|_| little_rate(self, input.departures, input.failed));
-        let sustained = (!input.closed_loop)
-            .then(|| self.sustained(input.departures, input.failed))
-            .flatten();
+        let (sustained, unjudged) = match input.closed_loop {
+            true => (None, None),
+            false => self.sustained(input.departures, input.failed),
+        };
         let requests_per_s = match little {
             Some(rate) if input.closed_loop => rate,
             _ if input.closed_loop && mean_out > 0.0 && token_rate > 0.0 => token_rate / mean_out,
@@ -198,22 +199,26 @@ impl Window {
             input_tokens_per_s: requests_per_s * mean_prompt,
             total_tokens_per_s: output_tokens_per_s + requests_per_s * mean_prompt,
             sustained,
+            unjudged,
         }
     }
 
     /// The judgement of an open loop's loaded span ([`Sustained::judge`]) from its measured
-    /// completed requests and the others.
+    /// completed requests and the others, or why it has none ([`Unjudged`]).
     fn sustained(
         &self,
         departures: &[(Nanos, Nanos)],
         failed: &[(Nanos, Nanos)],
-    ) -> Option<Sustained> {
+    ) -> (Option<Sustained>, Option<Unjudged>) {
         let spans: Vec<(Nanos, Nanos)> = departures.iter().chain(failed).copied().collect();
         let mut latencies: Vec<Nanos> = departures
             .iter()
             .map(|&(sent, end)| end.saturating_sub(sent))
             .collect();
-        Sustained::judge(self, &spans, &mut latencies)
+        match Sustained::judge(self, &spans, &mut latencies) {
+            Some(s) => (Some(s), None),
+            None => (None, Unjudged::of(self, &spans, &mut latencies)),
+        }
     }
 
     /// The departure rate, capped by the rate at which those requests were sent (`N` over the
@@ -351,6 +356,10 @@ pub struct WindowRates {
     /// ([`Sustained::judge`]); `None` for other loads or a span too short to judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained: Option<Sustained>,
+    /// Open loops without a judgement: why ([`Unjudged`]: too few arrivals in the loaded
+    /// span, or no request completed). Such a load never counts as kept up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<Unjudged>,
 }
 
 /// What a finished benchmark did, in the scheduler's terms (statistics are the report's).

@@ -12,10 +12,11 @@
 //!    ([`rung_length`]), at least a quarter of a benchmark and at most [`MAX_LENGTH`]. The
 //!    capacity is the best rung (synchronous included).
 //! 3. `size - 2` open-loop rates placed by [`capacity_rates`]: ascending, from near the
-//!    synchronous rate to 1.2x the capacity, denser near the capacity. A rate that cannot be
-//!    judged in its window (its in-flight count still climbing, the judgement unsure) runs
-//!    again [`LENGTHEN`] times as long, up to [`MAX_LENGTH`]; the longest run of a rate judges
-//!    it.
+//!    synchronous rate to 1.2x the capacity, denser near the capacity. No rate counts as kept
+//!    up without a `kept_up` verdict: a rate judged unsure runs again [`LENGTHEN`] times as
+//!    long, one whose loaded span held too few arrivals to be judged as many times as they
+//!    need, up to [`MAX_LENGTH`]; the longest run of a rate judges it, and past the cap an
+//!    unsure or unjudged rate does not count as kept up.
 //! 4. With an SLO: bisection between the highest rate that met every bound and the lowest that
 //!    did not, until `(high - low) / low <= tolerance`.
 //!
@@ -24,8 +25,8 @@
 use std::collections::VecDeque;
 
 use bench_core::{
-    crossing, Capacity, Interval, NotNarrowed, Refinement, SloBracket, SloLimit, Sure, Verdict,
-    KEPT_UP,
+    crossing, Capacity, Interval, NotNarrowed, Refinement, SloBracket, SloLimit, Sure, Unjudged,
+    Verdict, KEPT_UP,
 };
 use serde::{Deserialize, Serialize};
 
@@ -46,9 +47,8 @@ pub const RUNG_LATENCIES: f64 = 4.0;
 /// The longest benchmark of a sweep, in benchmark lengths: a rung whose requests last long, or
 /// an open-loop rate lengthened until it can be judged ([`LENGTHEN`]).
 pub const MAX_LENGTH: f64 = 4.0;
-/// An open-loop rate that could not be judged (unsure, its in-flight count still climbing at
-/// the closing: [`bench_core::Sustained::needs_longer`]) runs again this many times as long, up
-/// to [`MAX_LENGTH`].
+/// An open-loop rate judged unsure (its in-flight count's trend straddles the kept-up line)
+/// runs again this many times as long, up to [`MAX_LENGTH`].
 pub const LENGTHEN: f64 = 2.0;
 /// Warmup of a ladder rung (a fraction of its length) when the run sets none.
 pub const LADDER_WARMUP: f64 = 0.25;
@@ -110,12 +110,12 @@ pub struct Reading {
     pub output_tokens_per_s: Option<f64>,
     /// Whether it met every SLO bound (`None`: no SLO).
     pub slo_met: Option<bool>,
-    /// An open loop that could not be judged in its window and wants a longer one
-    /// ([`bench_core::Sustained::needs_longer`]).
-    pub needs_longer: bool,
-    /// An open loop's judgement ([`bench_core::Sustained`]; `None`: not judged, or not an
-    /// open loop).
+    /// An open loop's judgement ([`bench_core::Sustained`]; `None`: not an open loop, or not
+    /// judged, see `unjudged`).
     pub verdict: Option<Verdict>,
+    /// An open loop without a judgement: why ([`Unjudged`]), which says how much longer it
+    /// must run to be judged.
+    pub unjudged: Option<Unjudged>,
     /// What its intervals say of every SLO bound (`None`: no SLO).
     pub slo_sure: Option<Sure>,
     /// How long it ran, seconds (warmup and drain included).
@@ -335,8 +335,7 @@ impl SweepPlanner {
     }
 
     /// Records what the step returned by the last [`Self::next_step`] measured. An open-loop
-    /// rate that could not be judged runs next again, [`LENGTHEN`] times as long (up to
-    /// [`MAX_LENGTH`]).
+    /// rate that was not judged kept up or not runs next again longer ([`Self::longer`]).
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
         self.outstanding = self.outstanding.saturating_sub(1);
         let narrowed = match self.narrows_max {
@@ -348,31 +347,40 @@ impl SweepPlanner {
             *n += 1;
             *secs += reading.seconds;
         }
-        if self.wants_longer(&step, &reading) {
+        if let Some(length) = self.longer(&step, &reading) {
             self.pending.push_front(SweepStep {
-                length: step.length * LENGTHEN,
+                length,
                 ..step.clone()
             });
         }
         self.history.push((step, reading));
     }
 
-    /// Whether an open-loop rate runs again longer: its judgement was unsure and leaned below
-    /// or had not settled ([`Reading::needs_longer`]), or it was not surely kept up though the
-    /// closed loops already departed faster than it offered (its in-flight count was still
-    /// filling toward a steady state when the window closed, on a server whose requests are
-    /// slow against the window); while a longer run stays within [`MAX_LENGTH`].
-    fn wants_longer(&self, step: &SweepStep, reading: &Reading) -> bool {
+    /// The length an open-loop rate runs again at, when it must: no rate counts as kept up
+    /// without a `kept_up` verdict (docs/metrics.md, "Sustained"), so a rate judged unsure
+    /// runs [`LENGTHEN`] times as long, one not judged at all as many times as its loaded
+    /// span's arrivals need ([`Unjudged::lengthen`]: arrivals decide, not seconds), and one
+    /// not surely kept up though the closed loops already departed faster than it offered
+    /// [`LENGTHEN`] times (its in-flight count was still filling toward a steady state when
+    /// the window closed, on a server whose requests are slow against the window); each up to
+    /// [`MAX_LENGTH`], past which the rate stays unjudged or unsure and does not count.
+    fn longer(&self, step: &SweepStep, reading: &Reading) -> Option<f64> {
         let open_loop = matches!(step.role, SweepRole::Rate | SweepRole::Refine);
-        if !open_loop || step.length * LENGTHEN > MAX_LENGTH + 1e-9 {
-            return false;
+        if !open_loop || step.length >= MAX_LENGTH - 1e-9 {
+            return None;
         }
         let filling = matches!(reading.verdict, Some(Verdict::NotKeptUp | Verdict::Unsure))
             && step
                 .strategy
                 .target_rate()
                 .is_some_and(|r| r < KEPT_UP * self.closed_loop_capacity());
-        reading.needs_longer || filling
+        let factor = match reading.verdict {
+            Some(Verdict::KeptUp) => return None,
+            Some(Verdict::NotKeptUp) if !filling => return None,
+            None => reading.unjudged.map_or(LENGTHEN, |u| u.lengthen()),
+            Some(_) => LENGTHEN,
+        };
+        Some((step.length * factor).min(MAX_LENGTH))
     }
 
     /// The most requests/s a probe or a rung completed.
@@ -477,7 +485,7 @@ impl SweepPlanner {
         self.judged()
             .filter(|(s, r)| match s.role {
                 SweepRole::Probe | SweepRole::Ladder => true,
-                SweepRole::Rate | SweepRole::Refine => kept_up(s, r),
+                SweepRole::Rate | SweepRole::Refine => served(s, r),
             })
             .fold(None, |best: Option<&(SweepStep, Reading)>, x| match best {
                 // Equal up to rounding (1e-9): the first stays.
@@ -495,7 +503,7 @@ impl SweepPlanner {
     /// 7% above what it departs under open arrivals (docs/profiles.md). A reading below a rate
     /// kept up was cut short by its window (requests still filling the server when it closed)
     /// and says nothing. A rate counts as kept up here only when its judgement is not in
-    /// doubt ([`surely_kept_up`]): an unsure rate just past the capacity, whose short window's
+    /// doubt ([`served`]): an unsure rate just past the capacity, whose short window's
     /// completions still matched its arrivals, once set the bar a hair above the saturated
     /// reading (113.75 req/s unsure against 108.0 departed on the `vllm-cpu-fast` preset), and
     /// the closed loops' 118 became the capacity of a server that carries 107.
@@ -503,9 +511,7 @@ impl SweepPlanner {
         let (_, top) = self.best()?;
         let kept = self
             .judged()
-            .filter(|(s, r)| {
-                matches!(s.role, SweepRole::Rate | SweepRole::Refine) && surely_kept_up(s, r)
-            })
+            .filter(|(s, r)| matches!(s.role, SweepRole::Rate | SweepRole::Refine) && served(s, r))
             .map(|(s, r)| r.requests_per_s * evidence(s, r))
             .chain(
                 self.reading_of(SweepRole::Probe, 0)
@@ -553,10 +559,20 @@ impl SweepPlanner {
 
     /// The open-loop rates with their SLO verdicts by their point figures: a rate that was not
     /// served ([`served`]) meets no SLO.
+    /// A rate that met the SLO but is unsure or was not judged ([`bench_core::served_sure`])
+    /// is left out: it neither meets the SLO nor fails it.
     fn open_loop_verdicts(&self) -> Vec<(f64, bool)> {
         self.judged()
             .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
-            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_met? && served(s, r))))
+            .filter_map(|(s, r)| {
+                let rate = s.strategy.target_rate()?;
+                let served = bench_core::served_sure(rate, r.requests_per_s, r.verdict);
+                match (r.slo_met?, served) {
+                    (false, _) => Some((rate, false)),
+                    (true, Sure::Unsure) => None,
+                    (true, served) => Some((rate, served == Sure::Pass)),
+                }
+            })
             .collect()
     }
 
@@ -627,7 +643,14 @@ impl SweepPlanner {
             return None;
         }
         let rate = slo_next_rate(&b)?;
-        Some(SweepStep {
+        // A rate already run whose judgement stayed unsure or missing at its longest: running
+        // it again would tell no more.
+        let tried = self.judged().any(|(s, _)| {
+            s.strategy
+                .target_rate()
+                .is_some_and(|r| (r - rate).abs() <= 1e-9 * rate)
+        });
+        (!tried).then(|| SweepStep {
             strategy: self.spec.open_loop_at(rate),
             role: SweepRole::Refine,
             length: 1.0,
@@ -826,7 +849,7 @@ impl SweepPlanner {
     fn top_rate(&self) -> Option<(f64, bool)> {
         self.judged()
             .filter(|(s, _)| s.role == SweepRole::Rate)
-            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, kept_up(s, r))))
+            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, served(s, r))))
             .max_by(|a, b| a.0.total_cmp(&b.0))
     }
 
@@ -886,30 +909,13 @@ fn sustained(step: &SweepStep, reading: &Reading) -> f64 {
     reading.throughput() * evidence(step, reading)
 }
 
-/// [`kept_up`], and not judged unsure or not kept up by its in-flight trend (docs/metrics.md,
-/// "Sustained"; a benchmark without a judgement is taken by its point figure).
-fn surely_kept_up(step: &SweepStep, reading: &Reading) -> bool {
-    kept_up(step, reading)
-        && !matches!(
-            reading.verdict,
-            Some(Verdict::Unsure) | Some(Verdict::NotKeptUp)
-        )
-}
-
-/// Whether an open-loop benchmark was served, as the SLO answer judges it
-/// ([`bench_core::served`]).
+/// Whether an open-loop benchmark kept up, the one rule of the capacity, the SLO answer and
+/// the knee ([`bench_core::served`]): its completions and a `kept_up` verdict. A rate judged
+/// unsure, or not judged at all (its loaded span held too few arrivals), does not count.
 fn served(step: &SweepStep, reading: &Reading) -> bool {
     step.strategy
         .target_rate()
         .is_some_and(|rate| bench_core::served(rate, reading.requests_per_s, reading.verdict))
-}
-
-/// Whether an open-loop benchmark completed at least [`bench_core::KEPT_UP`] of the rate it
-/// offered.
-fn kept_up(step: &SweepStep, reading: &Reading) -> bool {
-    step.strategy
-        .target_rate()
-        .is_some_and(|rate| bench_core::kept_up(rate, reading.requests_per_s))
 }
 
 impl SweepSpec {

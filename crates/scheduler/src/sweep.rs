@@ -199,8 +199,8 @@ impl<B: Backend> Scheduler<B> {
                 output_tokens_per_s: Some(outcome.rates.output_tokens_per_s)
                     .filter(|&t| t > 0.0 || outcome.rates.requests_per_s == 0.0),
                 slo_met: observer.slo_met(index),
-                needs_longer: outcome.rates.sustained.is_some_and(|s| s.needs_longer()),
                 verdict: outcome.rates.sustained.map(|s| s.verdict),
+                unjudged: outcome.rates.unjudged,
                 slo_sure: observer.slo_sure(index),
                 rate_interval: observer.rate_interval(index),
                 seconds: outcome.end.saturating_sub(outcome.start) as f64 / 1e9,

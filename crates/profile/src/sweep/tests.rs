@@ -94,8 +94,8 @@ fn drive_with(
                 requests_per_s: rps,
                 output_tokens_per_s: Some(tok),
                 slo_met,
-                needs_longer: false,
-                verdict: None,
+                verdict: verdict_of(&step, rps),
+                unjudged: None,
                 slo_sure: None,
                 rate_interval: None,
                 seconds: 0.0,
@@ -219,8 +219,8 @@ fn guidellm_mode_keeps_the_throughput_probe_and_linspace() {
             requests_per_s: 1.0,
             output_tokens_per_s: None,
             slo_met: None,
-            needs_longer: false,
             verdict: None,
+            unjudged: None,
             slo_sure: None,
             rate_interval: None,
             seconds: 0.0,
@@ -259,8 +259,8 @@ fn guidellm_mode_states_its_probe_when_its_top_rate_is_not_kept_up() {
             requests_per_s: rps,
             output_tokens_per_s: None,
             slo_met: None,
-            needs_longer: false,
             verdict,
+            unjudged: None,
             slo_sure: None,
             rate_interval: None,
             seconds: 10.0,
@@ -356,7 +356,11 @@ fn a_slow_server_gets_long_rungs_and_the_ladder_climbs_while_it_gains() {
         let c = match s {
             Strategy::Synchronous => 1.0,
             Strategy::Concurrent { streams } => f64::from(*streams).min(256.0),
-            _ => return (1.0, 64.0),
+            // Open loops: the 25.6 req/s the full batch carries.
+            s => {
+                let r = s.target_rate().unwrap_or(0.0).min(25.6);
+                return (r, 64.0 * r);
+            }
         };
         (0.1 * c, 6.4 * c)
     };
@@ -501,8 +505,12 @@ fn a_rate_that_cannot_be_judged_runs_again_longer_and_its_longest_run_judges_it(
             requests_per_s: rps,
             output_tokens_per_s: Some(rps * 100.0),
             slo_met: None,
-            needs_longer: near && short,
-            verdict: None,
+            verdict: if near && short {
+                Some(Verdict::Unsure)
+            } else {
+                verdict_of(&step, rps)
+            },
+            unjudged: None,
             slo_sure: None,
             rate_interval: None,
             seconds: 0.0,
@@ -559,8 +567,8 @@ fn a_rate_below_what_the_closed_loops_carried_that_did_not_settle_runs_again_lon
             requests_per_s: rps,
             output_tokens_per_s: Some(rps * 100.0),
             slo_met: None,
-            needs_longer: false,
             verdict,
+            unjudged: None,
             slo_sure: None,
             rate_interval: None,
             seconds: 0.0,
@@ -611,8 +619,8 @@ fn saturated_sweep_with(
             requests_per_s: rps,
             output_tokens_per_s: Some(rps * 32.0),
             slo_met: s.slo.as_ref().map(|_| true),
-            needs_longer: false,
             verdict,
+            unjudged: None,
             slo_sure: None,
             rate_interval: None,
             seconds: 0.0,
@@ -699,8 +707,8 @@ fn drive_sure_from(
             requests_per_s: rps,
             output_tokens_per_s: Some(tok),
             slo_met: Some(rate.unwrap_or(0.0) <= limit),
-            needs_longer: false,
-            verdict: None,
+            verdict: verdict_of(&step, rps),
+            unjudged: None,
             slo_sure: sure,
             rate_interval: None,
             seconds: 10.0 * step.length,
@@ -816,8 +824,8 @@ fn drive_answers(
             requests_per_s: rps,
             output_tokens_per_s: Some(tok),
             slo_met: slo_precision.map(|_| true),
-            needs_longer: false,
             verdict: verdict_of(&step, rps),
+            unjudged: None,
             slo_sure: slo_precision.map(|_| Sure::Pass),
             rate_interval: (step.length >= from).then_some(Interval {
                 low: rps - half,
@@ -924,4 +932,91 @@ fn the_slo_answer_is_never_above_the_capacity() {
     let slo = a.slo_max_requests_per_s.expect("an SLO answer");
     assert!(slo <= a.max_requests_per_s, "{a:?}");
     assert_eq!(a.slo_limit, Some(SloLimit::Capacity), "{a:?}");
+}
+
+/// A slow server (about one request a second, as llama.cpp on 2 cores): its open-loop rates'
+/// loaded spans hold too few arrivals to be judged in one benchmark length. `judge_from` is
+/// the length from which the model's verdicts come (`None`: never judged). Returns the
+/// answer and every open-loop run as (rate, length).
+fn slow_sweep(judge_from: Option<f64>) -> (Capacity, Vec<(f64, f64)>) {
+    let s = spec(SweepMode::Adaptive, None);
+    let mut p = SweepPlanner::new(&s, &seconds(15.0));
+    let mut runs = Vec::new();
+    while let Some(step) = p.next_step().expect("plans") {
+        let rate = step.strategy.target_rate();
+        // The server carries 0.93 req/s; its closed loops read up to 1.1.
+        let carried = match step.strategy {
+            Strategy::Synchronous => 0.9,
+            _ => rate.map_or(1.1, |r| r.min(0.93)),
+        };
+        // The loaded span is half the window; the drain flatters an unjudged rate.
+        let arrivals = rate.map_or(0, |r| (r * 7.5 * step.length) as u64);
+        let judged = judge_from.is_some_and(|l| step.length >= l);
+        let (rps, verdict, unjudged) = match rate {
+            Some(r) if !judged => (
+                r,
+                None,
+                Some(Unjudged {
+                    arrivals,
+                    needed: 10,
+                    completed: arrivals,
+                    span_s: 7.5 * step.length,
+                }),
+            ),
+            Some(_) => (carried, verdict_of(&step, carried), None),
+            None => (carried, None, None),
+        };
+        if let Some(r) = rate {
+            runs.push((r, step.length));
+        }
+        let reading = Reading {
+            requests_per_s: rps,
+            output_tokens_per_s: Some(rps * 32.0),
+            slo_met: None,
+            verdict,
+            unjudged,
+            slo_sure: None,
+            rate_interval: None,
+            seconds: 15.0 * step.length,
+        };
+        p.record(step, reading);
+        assert!(runs.len() < 100, "the sweep ends");
+    }
+    (p.answer().expect("answer"), runs)
+}
+
+#[test]
+fn a_rate_too_few_arrivals_judge_runs_as_long_as_they_need_and_its_verdict_then_counts() {
+    let (a, runs) = slow_sweep(Some(2.0));
+    for &(r, _) in &runs {
+        let lengths: Vec<f64> = runs.iter().filter(|x| x.0 == r).map(|x| x.1).collect();
+        // 7.5 r arrivals in one length: 20 / that times longer, at least 2, at most 4. A rate
+        // then judged not kept up below what the closed loops carried (still filling) runs a
+        // third time, at the longest.
+        let want = (20.0 / (r * 7.5).floor()).clamp(2.0, MAX_LENGTH);
+        assert_eq!(lengths[..2], [1.0, want], "{r}: {runs:?}");
+        assert!(
+            lengths[2..].iter().all(|&l| l == MAX_LENGTH),
+            "{r}: {runs:?}"
+        );
+        assert!(lengths.len() <= 3, "{r}: {runs:?}");
+    }
+    // Judged, the rates past 0.93 req/s are not kept up: the answer is what the server
+    // carries, never a rate the drain flattered.
+    assert!(a.max_requests_per_s <= 0.93 + 1e-9, "{a:?}");
+    assert!(!a.max_is_lower_bound, "{a:?}");
+}
+
+#[test]
+fn a_rate_never_judged_by_its_longest_run_never_counts_as_kept_up() {
+    let (a, runs) = slow_sweep(None);
+    assert!(runs.iter().any(|&(_, l)| l == MAX_LENGTH), "{runs:?}");
+    assert!(runs.iter().all(|&(_, l)| l <= MAX_LENGTH), "{runs:?}");
+    // No rate counts: the answer is the best closed loop, and the sweep does not claim its
+    // top rate kept up.
+    assert!(
+        !a.max_measured_by.starts_with("constant"),
+        "an unjudged rate set the capacity: {a:?}"
+    );
+    assert!(!a.max_is_lower_bound, "{a:?}");
 }

@@ -11,8 +11,8 @@
 //! sure failure.
 
 use bench_core::{
-    crossing, kept_up, served, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo,
-    SloLimit, Sure,
+    crossing, served_sure, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo, SloLimit,
+    Sure,
 };
 
 use crate::figures::capacity::{knee_threshold_ms, open_loop, slo_metric};
@@ -36,15 +36,16 @@ fn measured(rates: &[(f64, &BenchmarkReport)]) -> bool {
     rates.iter().any(|(_, b)| b.intervals.is_some())
 }
 
-/// Whether a rate kept up, taken as exact (as the sweep takes it): below capacity a rate's
-/// completions follow its arrivals, and the batches' spread of completions measures their
-/// discreteness (a few requests a batch), not doubt about keeping up.
+/// Whether a rate kept up, taken as exact (as the sweep takes it, [`served_sure`]: its completions
+/// and a `kept_up` verdict): below capacity a rate's completions follow its arrivals, and the
+/// batches' spread of completions measures their discreteness (a few requests a batch), not
+/// doubt about keeping up. A rate judged unsure, or not judged at all, is unsure.
 fn kept_up_exactly(rate: f64, b: &BenchmarkReport) -> Sure {
-    if kept_up(rate, b.rates.requests_per_s) {
-        Sure::Pass
-    } else {
-        Sure::Fail
-    }
+    served_sure(
+        rate,
+        b.rates.requests_per_s,
+        b.rates.sustained.map(|s| s.verdict),
+    )
 }
 
 /// The 95% interval of the knee ([`crate::knee`]): where median TTFT crosses
@@ -82,21 +83,16 @@ pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> 
 
 /// The verdict of one benchmark's intervals on every bound of `slo` (docs/metrics.md,
 /// "Intervals"): what the sweep's refinement of its SLO answer reads. An open-loop rate that
-/// was not served ([`served`], taken as exact as the knee takes keeping up) surely fails: a
+/// was not served ([`served_sure`], taken as exact as the knee takes keeping up) surely fails, one unsure or not judged is unsure: a
 /// rate the server does not keep up with meets no SLO (docs/metrics.md, "The SLO answer").
 pub fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
-    let kept = match b.strategy.target_rate() {
-        Some(r)
-            if !served(
-                r,
-                b.rates.requests_per_s,
-                b.rates.sustained.map(|s| s.verdict),
-            ) =>
-        {
-            Sure::Fail
-        }
-        _ => Sure::Pass,
-    };
+    let kept = b.strategy.target_rate().map_or(Sure::Pass, |r| {
+        served_sure(
+            r,
+            b.rates.requests_per_s,
+            b.rates.sustained.map(|s| s.verdict),
+        )
+    });
     let bounds = slo.bounds.iter().map(|bound| {
         let m = slo_metric(bound.metric);
         let p = bound.stat.percentile().unwrap_or(f64::NAN);

@@ -453,6 +453,10 @@ fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>, pooling: P
         }
     };
     let peaks = shards.iter().map(|b| b.rates.peak_concurrency);
+    let sustained = bench_core::Sustained::combine(
+        &shards.iter().map(|b| b.rates.sustained).collect::<Vec<_>>(),
+        side_by_side,
+    );
     Rates {
         requests_per_s: rate(|r| r.requests_per_s),
         output_tokens_per_s: rate(|r| r.output_tokens_per_s),
@@ -467,10 +471,11 @@ fn merge_rates(shards: &[&BenchmarkReport], target_rate: Option<f64>, pooling: P
         peak_output_tokens_per_s: peak(|r| r.peak_output_tokens_per_s),
         achieved_rate: rate(|r| r.achieved_rate),
         target_rate,
-        sustained: bench_core::Sustained::combine(
-            &shards.iter().map(|b| b.rates.sustained).collect::<Vec<_>>(),
-            side_by_side,
-        ),
+        sustained,
+        unjudged: sustained
+            .is_none()
+            .then(|| bench_core::Unjudged::combine(shards.iter().map(|b| b.rates.unjudged)))
+            .flatten(),
     }
 }
 

@@ -446,6 +446,10 @@ pub struct Rates {
     /// "Sustained"); absent for other loads and spans too short to judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained: Option<bench_core::Sustained>,
+    /// Open loops without a judgement: why (too few arrivals in the loaded span, or none
+    /// completed); such a load never counts as kept up (docs/metrics.md, "Sustained").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<bench_core::Unjudged>,
 }
 
 /// Goodput: completed requests meeting every bound.

@@ -699,6 +699,7 @@ impl<'a> Pass<'a> {
             achieved_rate: self.window.per_s(self.sent_in_window as f64),
             target_rate: meta.strategy.target_rate(),
             sustained: steady.sustained,
+            unjudged: steady.unjudged,
         }
     }
 

@@ -57,10 +57,11 @@ pub(crate) fn csv_cells(b: &BenchmarkReport, num: fn(f64) -> String) -> Vec<Stri
         b.requests.excluded_unsteady.to_string(),
         from.map(num).unwrap_or_default(),
         to.map(num).unwrap_or_default(),
-        b.rates
-            .sustained
-            .map(|s| s.verdict.name().to_string())
-            .unwrap_or_default(),
+        match (b.rates.sustained, b.rates.unjudged) {
+            (Some(s), _) => s.verdict.name().to_string(),
+            (None, Some(_)) => "unjudged".to_string(),
+            (None, None) => String::new(),
+        },
         sustained_cell(b, |s| s.departures_per_s, num),
         sustained_cell(b, |s| s.departures_interval.low, num),
         sustained_cell(b, |s| s.departures_interval.high, num),
@@ -80,8 +81,15 @@ fn sustained_cell(
         .unwrap_or_default()
 }
 
-/// Whether an open loop was sustained, in a few words (`None` when it was not judged).
+/// Whether an open loop was sustained, in a few words (`None` for a closed loop); an open loop
+/// its loaded span could not judge says why, and that it does not count as kept up.
 pub(crate) fn sustained_words(b: &BenchmarkReport) -> Option<String> {
+    if let (None, Some(u)) = (b.rates.sustained, b.rates.unjudged) {
+        return Some(format!(
+            "not judged: {} arrivals in its loaded span of {:.1} s ({} needed), {} completed; not counted as kept up",
+            u.arrivals, u.span_s, u.needed, u.completed
+        ));
+    }
     let s = b.rates.sustained.as_ref()?;
     let verdict = match s.verdict {
         Verdict::KeptUp => "kept up",
@@ -141,9 +149,8 @@ fn note(
 
 /// What an unsure judgement means, and what decides it.
 const UNSURE: &str = "Unsure: the window was too short for the in-flight count's noise, or the \
-    count had not settled; such a rate counts as kept up by its drained departures, a bound. \
-    Longer benchmarks (--max-seconds) decide it; a sweep runs such rates again up to 4 times as \
-    long.";
+    count had not settled; such a rate does not count as kept up. Longer benchmarks \
+    (--max-seconds) decide it; a sweep runs such rates again up to 4 times as long.";
 
 /// What one benchmark's latency figures take, in a few words (`None` for the whole window).
 pub(crate) fn describe(b: &BenchmarkReport) -> Option<String> {

@@ -536,6 +536,18 @@ pub fn rung(
     b.label = b.strategy.label();
     b.rates.target_rate = Some(rate);
     b.rates.requests_per_s = rate;
+    // Judged kept up by its in-flight count, as a sweep's rate must be to count.
+    b.rates.sustained = Some(bench_core::Sustained {
+        verdict: bench_core::Verdict::KeptUp,
+        arrivals_per_s: rate,
+        departures_per_s: rate,
+        departures_interval: iv(0.98 * rate, 1.02 * rate),
+        growth_per_s: 0.0,
+        settled: true,
+        from_ns: b.timeline.measure_start_ns,
+        to_ns: b.timeline.measure_end_ns,
+    });
+    b.rates.unjudged = None;
     b.metrics.ttft_ms.median = ttft;
     let mut metrics = std::collections::BTreeMap::new();
     metrics.insert(
