@@ -5,19 +5,13 @@
 
 mod completions;
 mod console_out;
-mod data;
-mod endings;
 mod error;
 mod fidelity;
 #[cfg(test)]
 mod layout;
-mod limits;
 mod merge_cmd;
-mod metadata;
 mod mock_server;
-mod outputs;
 mod plan;
-mod precise;
 mod progress;
 mod report_cmd;
 mod run;
@@ -26,7 +20,6 @@ mod shard;
 mod shard_merge;
 mod signals;
 mod trace_cmd;
-mod vllm_files;
 
 use std::process::ExitCode;
 

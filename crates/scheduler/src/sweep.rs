@@ -17,6 +17,11 @@ pub trait Observer {
     fn benchmark_started(&mut self, index: usize, total: usize, plan: &BenchmarkPlan) {
         let _ = (index, total, plan);
     }
+    /// A sweep chose its next benchmark (its part of the sweep and its load), before that
+    /// benchmark starts; not called for a fixed list of benchmarks.
+    fn sweep_step(&mut self, index: usize, step: &SweepStep) {
+        let _ = (index, step);
+    }
     /// One request finished (in any way), with the phase it belongs to.
     fn record(&mut self, index: usize, record: RequestRecord, phase: Phase);
     /// A benchmark ended; all its records have been delivered.
@@ -181,6 +186,9 @@ impl<B: Backend> Scheduler<B> {
                 &rung_warmup,
                 cooldown,
             );
+            if matches!(profile, Profile::Sweep(_)) {
+                observer.sweep_step(index, &step);
+            }
             observer.benchmark_started(index, total, &p);
             let (outcome, rest) = self
                 .run_benchmark(index, total, &p, specs, |r, ph| {

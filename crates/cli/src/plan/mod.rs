@@ -19,7 +19,7 @@ use bench_report::{PlanReport, PLAN_SCHEMA_VERSION};
 use clap::Args;
 
 use crate::settings::plan::{PlanArgs, PlanSettings};
-use crate::settings::{self, CommonArgs};
+use crate::settings::{self, CommonArgs, ToFile as _};
 use crate::{signals, UsageError};
 
 /// Arguments of `bench plan`.
