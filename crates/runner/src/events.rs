@@ -11,6 +11,27 @@ use bench_scheduler::Progress;
 /// The observer of a run. Called from the run's tasks, so it is shared (`Send + Sync`) and
 /// takes `&self`: an observer that keeps state keeps it behind a lock or in atomics. Calls
 /// are quick and in order for each kind; a slow observer slows the run.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use bench_runner::{BenchmarkReport, Events};
+///
+/// /// Counts the finished benchmarks.
+/// #[derive(Default)]
+/// struct Count(AtomicUsize);
+///
+/// impl Events for Count {
+///     fn benchmark_finished(&self, _index: usize, _report: &BenchmarkReport) {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }
+///
+/// let count = std::sync::Arc::new(Count::default());
+/// let settings = bench_runner::Settings::mock_sweep();
+/// let runner = bench_runner::Runner::new(settings).events(count.clone());
+/// # drop(runner);
+/// assert_eq!(count.0.load(Ordering::Relaxed), 0);
+/// ```
 pub trait Events: Send + Sync {
     /// A sweep chose its next benchmark: its part of the sweep (probe, ladder rung, rate,
     /// SLO search) and its load. Not called for a fixed list of benchmarks.

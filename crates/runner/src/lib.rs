@@ -32,6 +32,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod data;
 mod endings;
 mod error;

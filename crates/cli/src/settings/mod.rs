@@ -61,6 +61,15 @@ impl Sources<'_> {
     }
 }
 
+/// A YAML scalar as the text a flag would take.
+fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
+    match v {
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 /// The profile file the flags name, loaded, with its name (`None` without one).
 pub fn profile_of(cli: &CommonArgs) -> anyhow::Result<Option<(std::path::PathBuf, FileSettings)>> {
     let t = peers::translate(cli, None, &[])?;
@@ -373,6 +382,14 @@ mod tests {
         assert!(is_usage(
             &resolve(&bad_out, None, &[], true).expect_err("bad ext")
         ));
+    }
+
+    /// The runner's starting point for a library caller is what `bench sweep --mock` resolves
+    /// to: the two cannot drift apart.
+    #[test]
+    fn the_runners_mock_sweep_is_what_bench_sweep_mock_resolves_to() {
+        let s = resolve(&mock_args(), None, &[], true).expect("valid");
+        assert_eq!(s, Settings::mock_sweep());
     }
 
     #[test]

@@ -69,3 +69,91 @@ pub struct Settings {
     #[serde(flatten)]
     pub report: ReportSettings,
 }
+
+impl Settings {
+    /// What `bench sweep --mock` runs with no other flag: an adaptive sweep of 5 s benchmarks
+    /// against the in-process simulator with its default configuration, sending the default
+    /// data (256 prompt tokens, 128 output tokens), writing no file but the default one the
+    /// CLI claims (a library caller sets `report.output` to the files it wants, or leaves it
+    /// empty). A starting point to change fields of; a CLI test checks it against what the
+    /// command line resolves.
+    pub fn mock_sweep() -> Settings {
+        use bench_profile::{BuildOptions, Limits, Profile, RateType};
+        let build = BuildOptions::default();
+        let profile = Profile::build(RateType::Sweep, &[], &build)
+            .unwrap_or_else(|e| unreachable!("the default sweep builds: {e}"));
+        Settings {
+            target: TargetSettings {
+                targets: Vec::new(),
+                balance: None,
+                mock: true,
+                mock_config: None,
+                backend: bench_worker::BackendKind::OpenAiCompletions,
+                endpoint: None,
+                model: None,
+                model_mix: None,
+                api_key: None,
+                headers: Vec::new(),
+                header_names: Vec::new(),
+                http2: false,
+                insecure: false,
+                cacert: None,
+                timeouts: bench_worker::Timeouts::default(),
+                source_addresses: Vec::new(),
+            },
+            request: RequestSettings {
+                extra_body: None,
+                sampling: Sampling::default(),
+                ignore_eos: true,
+                vllm_extensions: VllmExtensions::Auto,
+                stream: true,
+                think_tags: false,
+            },
+            data: DataSettings {
+                data: DEFAULT_DATA.to_string(),
+                data_column: None,
+                processor: None,
+            },
+            load: LoadSettings {
+                rate_type: RateType::Sweep,
+                rate: Vec::new(),
+                build,
+                profile,
+                limits: Limits {
+                    max_seconds: Some(DEFAULT_MOCK_MAX_SECONDS),
+                    ..Limits::default()
+                },
+                num_prompts: None,
+                warmup: None,
+                cooldown: None,
+                think_time: bench_core::ThinkTime::None,
+                repeat: Repeat {
+                    trials: 1,
+                    until: None,
+                },
+                ramp: None,
+                cancellation: None,
+            },
+            report: ReportSettings {
+                output: Vec::new(),
+                default_output: true,
+                console: Console::Guidellm,
+                quiet: false,
+                percentile_metrics: None,
+                metric_percentiles: None,
+                vllm_layout: None,
+                vllm_console: bench_report::VllmConsoleOptions::default(),
+                goodput: None,
+                save_records: false,
+                allow_empty: false,
+                save_result: None,
+                metadata: Default::default(),
+                label: None,
+                server_metrics: true,
+                server_metrics_url: None,
+                server_metrics_interval: 1.0,
+                gpu_metrics: Vec::new(),
+            },
+        }
+    }
+}

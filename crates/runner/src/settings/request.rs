@@ -42,18 +42,25 @@ impl VllmExtensions {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Sampling {
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Sampling temperature (`temperature`).
     pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Nucleus sampling (`top_p`).
     pub top_p: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Top-k sampling (`top_k`).
     pub top_k: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Minimum-probability sampling (`min_p`).
     pub min_p: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// `frequency_penalty`.
     pub frequency_penalty: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// `presence_penalty`.
     pub presence_penalty: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// `repetition_penalty`.
     pub repetition_penalty: Option<f64>,
 }
 
