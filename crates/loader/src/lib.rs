@@ -41,6 +41,7 @@ mod conversations;
 mod error;
 pub mod files;
 pub mod images;
+mod lines;
 pub mod spec;
 pub mod synthetic;
 pub mod trace;

@@ -4,7 +4,7 @@
 
 use bench_core::{Clock, RequestRecord, Slo};
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, RunReport, StatsOptions};
-use bench_scheduler::{BenchmarkOutcome, BenchmarkPlan, Observer, Phase};
+use bench_scheduler::{BenchmarkOutcome, BenchmarkSetup, Observer, Phase};
 
 use crate::events::Events;
 use crate::settings::Settings;
@@ -126,8 +126,8 @@ impl Observer for ReportObserver {
         self.events.sweep_step(index, step);
     }
 
-    fn benchmark_started(&mut self, index: usize, total: usize, plan: &BenchmarkPlan) {
-        self.events.benchmark_started(index, total, &plan.strategy);
+    fn benchmark_started(&mut self, index: usize, total: usize, setup: &BenchmarkSetup) {
+        self.events.benchmark_started(index, total, &setup.strategy);
         self.rewind.benchmark_started();
         self.gpu_work = (0, 0);
         self.acc = Some(
@@ -136,7 +136,7 @@ impl Observer for ReportObserver {
                 .with_models(&self.models),
         );
         if let Some(w) = self.precision.as_mut() {
-            w.started(index, plan, self.clock.now());
+            w.started(index, setup, self.clock.now());
         }
     }
 

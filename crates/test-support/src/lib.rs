@@ -6,6 +6,12 @@
 //! caller passes it.
 //!
 //! The timing lock: one per test process (each binary links its own copy of the static).
+//!
+//! The import graph ([`imports`]): every crate's modules read from their source, for the
+//! report's layering test and the workspace's no-circle test (which lives there). It owns no
+//! test of a crate's behaviour; those stay with their crates.
+
+pub mod imports;
 
 use std::path::{Path, PathBuf};
 

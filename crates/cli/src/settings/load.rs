@@ -12,15 +12,6 @@ use crate::UsageError;
 /// The most trials `--repeat` takes.
 pub const MAX_TRIALS: u32 = 1000;
 
-/// A YAML scalar as the text a flag would take.
-pub(super) fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
-    match v {
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
 /// `--repeat` (1 to [`MAX_TRIALS`]) and `--repeat-until` (a percent above 0 and below 100,
 /// `2%`, or a fraction, `0.02`; it needs `--repeat` of at least 3), from the command line
 /// or the profile's `repeat` / `repeat_until`.
@@ -28,7 +19,7 @@ fn repeat(src: &Sources<'_>) -> anyhow::Result<Repeat> {
     let (cli, file) = (&src.cli.load, src.file);
     let text = |c: &Option<String>, f: &Option<serde_yaml::Value>| {
         c.clone()
-            .or_else(|| f.as_ref().map(|v| yaml_text(v).unwrap_or_default()))
+            .or_else(|| f.as_ref().map(|v| super::yaml_text(v).unwrap_or_default()))
     };
     let n_from = src.origin("repeat", cli.repeat.is_some());
     let trials = match text(&cli.repeat, &file.repeat) {
