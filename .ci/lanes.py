@@ -7,11 +7,12 @@ the cores mostly idle (a sweep against the in-process simulator uses about a qua
 core). The lanes:
 
 - **other**: every binary that times nothing (unit tests, format and error checks, fault
-  injection), one after another, then the doc tests, at the lowest CPU priority (SCHED_IDLE,
+  injection) and every untimed module of the root binary, one after another, then the doc tests, at the lowest CPU priority (SCHED_IDLE,
   inherited by every process it starts): it takes only the CPU the timed lanes leave.
 - **timed**, three workers: the *timed* tests, those that compare measured timings with the
-  simulator's closed form or drive a real server. A root test file is timed when its tests take
-  the file's one-at-a-time lock (`serial()`); its tests are run one per process (`--exact`), so
+  simulator's closed form or drive a real server. A module of the root integration binary
+  (`tests/it/`) is timed when its tests take the one-at-a-time lock (`serial()`); its tests are
+  run one per process (`--exact`), so
   the workers share them out, longest first. The simulator's and the worker's integration
   tests run as whole binaries (they hold their own lock between timing and CPU-heavy tests). At
   most three timed tests run at once (four were tried: docs/testing.md, "The slowest files").
@@ -46,39 +47,39 @@ TIMED_CRATES = ("crates/mock/", "crates/worker/")
 # times the ITL median it is read by, and its closed-loop rungs read 114.8 req/s for a capacity
 # of 106.7 beside two timed tests (107.2 alone; docs/simulator.md, "Preset: vllm-cpu").
 ALONE = (
-    ("tests/llamacpp.rs", "*"),
-    ("tests/steady_latency.rs",
+    ("tests/it/llamacpp.rs", "*"),
+    ("tests/it/steady_latency.rs",
      "the_itl_median_of_a_steady_open_loop_benchmark_is_the_engine_models_step_within_2pct"),
-    ("tests/sustained.rs", "the_sweep_states_the_capacity_of_a_server_that_admits_everything"),
+    ("tests/it/sustained.rs", "the_sweep_states_the_capacity_of_a_server_that_admits_everything"),
     # 139 and 64 req/s of a debug build's client and simulator: beside a sweep and the other
     # of the two in a CI run, the client fell behind its own departures and read 94.9 req/s
     # (95%: 83.6-106.1) where the simulator's log had 107.8 (alone, quiet or with two busy
     # loops: 109.0 against 111.5-112.7).
-    ("tests/sustained.rs",
+    ("tests/it/sustained.rs",
      "a_rate_past_the_capacity_is_surely_not_kept_up_and_reads_the_engines_departures"),
-    ("tests/sustained.rs", "a_rate_below_the_capacity_is_kept_up_and_reads_the_rate_sent"),
-    ("tests/honest_windows.rs",
+    ("tests/it/sustained.rs", "a_rate_below_the_capacity_is_kept_up_and_reads_the_rate_sent"),
+    ("tests/it/honest_windows.rs",
      "a_30s_throughput_benchmark_reads_the_closed_form_capacity_within_1_percent"),
     # 128 streams of a debug build's simulator and client (4,400 SSE events/s): starved to a
     # third of a core (two nice-0 busy loops) the process falls behind its own token stream and
     # reads 3.7-8% high; beside timed tests in CI it read 33.40 and 36.69 against 34.45.
-    ("tests/honest_windows.rs",
+    ("tests/it/honest_windows.rs",
      "a_5s_throughput_benchmark_reads_the_closed_form_capacity_within_3_percent"),
     # The simulator's log against the label of a 5 s benchmark at 65% of the capacity (7.5 s):
     # beside two timed tests in a CI run the debug simulator slowed in the last second and
     # held 35.31 requests there against 28.60 after the steady start (the label said steady,
     # rightly for the client's spans until then; the climb was the machine's).
-    ("tests/steady_latency.rs",
+    ("tests/it/steady_latency.rs",
      "a_5s_benchmark_near_capacity_labels_its_count_as_the_simulators_log_shows_it"),
     # The engine's TTFT of each turn within +20 ms of its closed form, in real time (9.8 s):
     # beside two timed tests in a CI run one request's took 278.6 ms against 248.4 (its three
     # fellows 249.7-250.2), the debug simulator's step loop run late by the machine.
-    ("tests/sessions_report.rs", "per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it"),
+    ("tests/it/sessions_report.rs", "per_turn_ttft_drops_with_the_prefix_cache_and_grows_without_it"),
     # Reasoning time in 4 ms steps (2.2 s): beside three timed tests in the first CI run with
     # four workers (commit fc737dc), its median read 7.99 ms against the engine's 20 (5
     # steps): two steps, the first reasoning tokens read in one go. Gaps of 4 ms are within a
     # busy debug process's scheduling delay; with three workers it had passed every run.
-    ("tests/reasoning_cli.rs", "reasoning_figures_equal_the_closed_form_and_the_log"),
+    ("tests/it/reasoning_cli.rs", "reasoning_figures_equal_the_closed_form_and_the_log"),
 )
 
 # Rough wall times (s) of the longest timed tests, to start them first; any other counts 10.
@@ -89,6 +90,7 @@ LONG = {
     "the_knee_under_precision_is_the_knee_without_it": 85,
     "requests_outlast_a_quarter_benchmark": 70,
     "sweep_mock_finds_the_simulators_capacity": 60,
+    "the_library_example_states_the_closed_form_capacity": 60,
     "capacity_and_slo_rate_batch16": 50,
     "a_sweep_over_a_trace_states": 45,
     "capacity_and_slo_rate_batch8": 40,
@@ -120,7 +122,7 @@ def in_crates(src):
 def timed(src):
     """Whether a test binary is timed: an integration test of a crate in TIMED_CRATES, or one
     whose source (its file, or for a `main.rs` every file beside it) takes the lock."""
-    if os.sep + "tests" + os.sep not in src:
+    if os.sep + "tests" + os.sep not in src or src == os.path.join(ROOT, "tests", "it", "main.rs"):
         return False
     if in_crates(src):
         return True
@@ -141,6 +143,51 @@ def tests_of(exe, pkg_dir):
     """The test names a binary lists."""
     out = subprocess.run([exe, "--list"], cwd=pkg_dir, stdout=subprocess.PIPE, text=True).stdout
     return [m.group(1) for m in re.finditer(r"^(\S+): test$", out, re.M)]
+
+
+def module_file(module):
+    """The source of a module of the root integration binary."""
+    flat = os.path.join(ROOT, "tests", "it", module + ".rs")
+    return flat if os.path.exists(flat) else os.path.join(ROOT, "tests", "it", module, "mod.rs")
+
+
+def takes_lock(path):
+    """Whether a module's source (its file, and the files of its folder) takes the lock."""
+    files = [path]
+    folder = os.path.splitext(path)[0] if not path.endswith("mod.rs") else os.path.dirname(path)
+    if os.path.isdir(folder):
+        for d, _, names in os.walk(folder):
+            files += [os.path.join(d, n) for n in names if n.endswith(".rs")]
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            if MARK in fh.read():
+                return True
+    return False
+
+
+def root_units(binary):
+    """The root integration binary's units, split by module: each timed module's tests one per
+    process (timed lane), each other module's tests together (other lane)."""
+    name, pkg_dir, exe, _ = binary
+    by_module = {}
+    for t in tests_of(exe, pkg_dir):
+        by_module.setdefault(t.split("::", 1)[0], []).append(t)
+    timed_units, other_units = [], []
+    for module, tests in sorted(by_module.items()):
+        src = os.path.relpath(module_file(module), ROOT)
+        if not takes_lock(module_file(module)):
+            other_units.append((src, pkg_dir, [exe, "--exact", *tests]))
+            continue
+        for t in tests:
+            short = t.split("::", 1)[1]
+            alone = any(f == src and (n == "*" or n == short) for f, n in ALONE)
+            weight = next((w for k, w in LONG.items() if k in short), 10)
+            timed_units.append((f"{src}::{short}", pkg_dir, [exe, "--exact", t], alone, weight))
+    return timed_units, other_units
+
+
+def is_root(binary):
+    return binary[3] == os.path.join(ROOT, "tests", "it", "main.rs")
 
 
 def units(binary):
@@ -190,9 +237,11 @@ class Results:
             self.rows.append((secs, lane, label, p.returncode))
 
 
-def other_lane(results, rest):
+def other_lane(results, rest, root_other):
     for name, pkg_dir, exe, _ in rest:
         results.run("other", name, pkg_dir, [exe])
+    for label, pkg_dir, argv in root_other:
+        results.run("other", label, pkg_dir, argv)
     results.run("other", "doc tests", ROOT, ["cargo", "test", "--workspace", "--doc"])
 
 
@@ -221,13 +270,18 @@ def main():
     started = time.monotonic()
     found = binaries()
     built = time.monotonic() - started
-    rest = [b for b in found if not timed(b[3])]
-    all_units = [u for b in found if timed(b[3]) for u in units(b)]
+    root_timed, root_other = [], []
+    for b in filter(is_root, found):
+        t, o = root_units(b)
+        root_timed += t
+        root_other += o
+    rest = [b for b in found if not timed(b[3]) and not is_root(b)]
+    all_units = [u for b in found if timed(b[3]) for u in units(b)] + root_timed
     alone = [u for u in all_units if u[3]]
     shared = sorted((u for u in all_units if not u[3]), key=lambda u: -u[4])
     n_shared = len(shared)
     results = Results()
-    other = threading.Thread(target=other_lane, args=(results, rest))
+    other = threading.Thread(target=other_lane, args=(results, rest, root_other))
     other.start()
     for label, pkg_dir, argv, _, _ in alone:
         results.run("alone", label, pkg_dir, argv)
@@ -241,7 +295,8 @@ def main():
     print(
         f"built in {built:.0f} s; {len(results.rows)} units in {ran:.0f} s "
         f"({len(alone)} alone, {n_shared} on {workers} timed workers, "
-        f"{len(rest)} binaries and the doc tests beside them); {len(failed)} failed"
+        f"{len(rest)} binaries, {len(root_other)} untimed root modules and the doc tests beside "
+        f"them); {len(failed)} failed"
     )
     for _, label, name, _ in failed:
         print(f"FAILED: {name}")

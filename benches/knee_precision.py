@@ -5,7 +5,7 @@ Runs `bench sweep --mock` twice per simulator, without and with `--precision`, a
 sweep's knee and capacity with their 95% intervals, then whether the two knees' intervals meet
 (the sweeps' rungs differ, so the knees are equal within their intervals, not to the digit).
 Too long for the test suite (a precise sweep of the default simulator takes about 6.5 minutes
-in release); `tests/precision.rs::the_knee_under_precision_is_the_knee_without_it` checks the
+in release); `tests/it/precision.rs::the_knee_under_precision_is_the_knee_without_it` checks the
 same on a small simulator in about a minute. Results: docs/performance.md, "The knee under
 --precision".
 
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIMULATORS = {
     # docs/simulator.md: 64 slots, 8 + 0.1 ms per slot a step, 256/128 tokens.
     "default": ([], 34.45),
-    # tests/sustained.rs: admits every request (chunked prefill, decodes first).
+    # tests/it/sustained.rs: admits every request (chunked prefill, decodes first).
     "vllm-cpu-fast": (
         ["--mock-config", os.path.join(ROOT, "examples/simulator/vllm-cpu-fast.yaml"),
          "--data", "prompt_tokens=64,output_tokens=32", "--max-seconds", "4"],

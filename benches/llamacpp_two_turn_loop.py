@@ -1,4 +1,4 @@
-"""Issue 20's reproduction loop (not a test): the two-turn run of tests/llamacpp.rs against a
+"""Issue 20's reproduction loop (not a test): the two-turn run of tests/it/llamacpp.rs against a
 fresh llama.cpp server each time, with `ss` snapshots of the server's port while bench runs and
 the server's /slots and log kept on any failure (first-byte timeout 30 s instead of 600 s).
 
@@ -10,7 +10,7 @@ into $TMPDIR/bench-repro/.
 import json, os, subprocess, sys, tempfile, time, urllib.request
 PY = os.path.expanduser("~/.cache/bench/llama-venv/bin/python")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVE = os.path.join(ROOT, "tests/llamacpp/serve.py")
+SERVE = os.path.join(ROOT, "tests/it/llamacpp/serve.py")
 OUT = os.path.join(tempfile.gettempdir(), "bench-repro")
 os.makedirs(OUT, exist_ok=True)
 BENCH = os.environ.get("BENCH", os.path.join(ROOT, "target/debug/bench"))

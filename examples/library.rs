@@ -3,7 +3,7 @@
 //! then the capacity the returned report states (docs/library.md).
 //!
 //! `cargo run --release --example library` prints a capacity near the simulator's closed
-//! form, 34.45 req/s at the default 256 prompt and 128 output tokens (`tests/library.rs`
+//! form, 34.45 req/s at the default 256 prompt and 128 output tokens (`tests/it/library.rs`
 //! runs this file's [`sweep`] and holds it within 5%).
 
 use std::sync::Arc;

@@ -159,7 +159,7 @@ mod tests {
         "--timings",                      // cargo build
         "--reasoning-parser",             // vllm serve
         "--enable-prompt-tokens-details", // vllm serve
-        "--embedding",                    // llama.cpp server (tests/llamacpp/serve.py)
+        "--embedding",                    // llama.cpp server (tests/it/llamacpp/serve.py)
         "--bench",                        // cargo bench
         "--example",                      // cargo run --example
         "--release",                      // cargo

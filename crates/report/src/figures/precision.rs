@@ -199,7 +199,7 @@ impl PrecisionCheck {
     /// before `now`, as the report's do ([`crate::figures::interval`]): a request sent in the
     /// last fill has mostly not ended, so that batch held too few TTFTs for a median, the
     /// estimate had none, and a 13 req/s benchmark whose final intervals were within 2% ran to
-    /// its budget (a CI failure of `tests/precision.rs`).
+    /// its budget (a CI failure of `tests/it/precision.rs`).
     pub fn estimate(&self, now: Nanos) -> Option<HalfWidths> {
         let (from, fill) = self.span(now)?;
         let span = now.checked_sub(from).filter(|&s| s > 0)?;

@@ -5,8 +5,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bench_core::Strategy;
-use bench_core::{Chunk, Nanos, Outcome, RequestRecord, TimeoutPhase, TokenSource};
-use bench_report::{Accumulator, BenchmarkMeta, Environment, RunReport, StatsOptions};
+use bench_core::{Chunk, Nanos, Outcome, RequestRecord, TimeoutPhase, TokenSource, Window};
+use bench_report::{
+    Accumulator, BenchmarkMeta, BenchmarkReport, Environment, RunReport, StatsOptions,
+};
 
 pub const MS: Nanos = 1_000_000;
 pub const S: Nanos = 1_000_000_000;
@@ -583,4 +585,31 @@ pub fn capacity_sweep() -> RunReport {
     c.intervals = bench_report::capacity_intervals(&run, &c);
     run.capacity = Some(c);
     run
+}
+
+/// `b` summarised again from `records` over the same benchmark bounds and window (the records of a
+/// benchmark kept, as the golden and merge tests compare them).
+pub fn summarise(b: &BenchmarkReport, records: &[RequestRecord]) -> BenchmarkReport {
+    let opts = StatsOptions {
+        keep_records: true,
+        ..StatsOptions::default()
+    };
+    let mut acc = Accumulator::new(&opts);
+    for r in records {
+        acc.add(r.clone());
+    }
+    let wall = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_747_328_368);
+    let mut meta = BenchmarkMeta::new(
+        b.strategy.clone(),
+        b.timeline.start_ns,
+        b.timeline.end_ns,
+        wall,
+    );
+    meta.window = Window {
+        open: b.timeline.measure_start_ns,
+        close: b.timeline.measure_end_ns,
+        cooldown: b.cooldown_s > 0.0,
+    };
+    meta.stop_reason = b.stop_reason.clone();
+    acc.finish(meta)
 }

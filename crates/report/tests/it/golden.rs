@@ -11,14 +11,14 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use bench_core::{RequestRecord, Window};
+use bench_core::RequestRecord;
 use bench_report::{
     merge_shards, parse_metric_percentiles, parse_percentile_metrics, precision_notes, read_run,
     render_capacity, render_capacity_vllm, render_clocks, render_comparison,
     render_comparison_html, render_csv, render_guidellm, render_html, render_json, render_trials,
     render_vllm, render_vllm_benchmark, render_vllm_preamble, render_yaml, vllm_result,
-    vllm_result_filename, Accumulator, BenchmarkMeta, BenchmarkReport, Goodput, Metric, RunReport,
-    ShardFile, ShardRun, StatsOptions, VllmConsoleOptions, VllmLayout, VllmResultMeta,
+    vllm_result_filename, Goodput, Metric, RunReport, ShardFile, ShardRun, StatsOptions,
+    VllmConsoleOptions, VllmLayout, VllmResultMeta,
 };
 
 fn golden_dir() -> PathBuf {
@@ -62,27 +62,6 @@ fn goodput_opts() -> StatsOptions {
     }
 }
 
-fn summarise(b: &BenchmarkReport, records: &[RequestRecord]) -> BenchmarkReport {
-    let mut acc = Accumulator::new(&opts());
-    for r in records {
-        acc.add(r.clone());
-    }
-    let wall = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_747_328_368);
-    let mut meta = BenchmarkMeta::new(
-        b.strategy.clone(),
-        b.timeline.start_ns,
-        b.timeline.end_ns,
-        wall,
-    );
-    meta.window = Window {
-        open: b.timeline.measure_start_ns,
-        close: b.timeline.measure_end_ns,
-        cooldown: b.cooldown_s > 0.0,
-    };
-    meta.stop_reason = b.stop_reason.clone();
-    acc.finish(meta)
-}
-
 /// The sample run's records split between `count` shards (record i to shard i mod count).
 fn shards(count: u32) -> Vec<ShardFile> {
     let base = common::sample_run(&opts());
@@ -96,7 +75,7 @@ fn shards(count: u32) -> Vec<ShardFile> {
                 .filter(|(j, _)| *j as u32 % count == i as u32)
                 .map(|(_, r)| r.clone())
                 .collect();
-            s.benchmarks[k] = summarise(b, &mine);
+            s.benchmarks[k] = common::summarise(b, &mine);
         }
     }
     runs.into_iter()

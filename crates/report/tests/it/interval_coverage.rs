@@ -4,8 +4,8 @@
 //! stated interval is checked against the model's true figure.
 //!
 //! What a real run adds to these records (the simulator serving them over loopback, the
-//! client timing them) is checked against the same model end to end by `tests/intervals.rs`
-//! (a few real trials and the simulator's request log), `tests/steady_latency.rs` and the
+//! client timing them) is checked against the same model end to end by `tests/it/intervals.rs`
+//! (a few real trials and the simulator's request log), `tests/it/steady_latency.rs` and the
 //! simulator's own tests; what is checked here is the method, with a power no real-time suite
 //! can afford: 1,000 trials of each kind in a few seconds, every one seeded, so the counts are
 //! the same on every machine and every run (the test cannot flake; it fails only when the
@@ -97,7 +97,7 @@ fn report(strategy: Strategy, seconds: f64, requests: Vec<RequestRecord>) -> Ben
     acc.finish(meta)
 }
 
-/// A Poisson benchmark at 20 req/s of `seconds` (`tests/intervals.rs`'s real trial: 32-token
+/// A Poisson benchmark at 20 req/s of `seconds` (`tests/it/intervals.rs`'s real trial: 32-token
 /// prompts, 4 output tokens, whose prefill is 2 ms + 32 / 10,000 s on the default simulator):
 /// its request-rate interval and point.
 fn poisson_trial(seed: u64, seconds: f64) -> (f64, f64, f64) {
@@ -161,7 +161,7 @@ fn intervals_shrink_with_longer_benchmarks() {
 }
 
 /// Prompts normal around 200 tokens (sd 100), rounded and clipped to [20, 380], as bench's
-/// synthetic data draws them (`tests/intervals.rs`, `TTFT_DATA`); on a simulator prefilling
+/// synthetic data draws them (`tests/it/intervals.rs`, `TTFT_DATA`); on a simulator prefilling
 /// 1,000 tokens/s (2 ms overhead) with free slots, TTFT is `2 ms + prompt / 1000 s`, so the
 /// model's TTFT median is that of the median prompt: 202 ms.
 const TTFT_MEDIAN_MS: f64 = 202.0;

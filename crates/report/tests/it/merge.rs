@@ -7,11 +7,10 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use bench_core::{RequestRecord, Window};
+use bench_core::RequestRecord;
 use bench_report::{
-    merge_shards, render_clocks, render_guidellm, render_vllm, write_outputs, Accumulator,
-    BenchmarkMeta, BenchmarkReport, Metric, RunReport, ShardClock, ShardFile, ShardRun,
-    StatsOptions, VllmConsoleOptions,
+    merge_shards, render_clocks, render_guidellm, render_vllm, write_outputs, Metric, RunReport,
+    ShardClock, ShardFile, ShardRun, StatsOptions, VllmConsoleOptions,
 };
 
 fn opts() -> StatsOptions {
@@ -19,28 +18,6 @@ fn opts() -> StatsOptions {
         keep_records: true,
         ..StatsOptions::default()
     }
-}
-
-/// `b` summarised again from `records` over the same benchmark bounds and window.
-fn summarise(b: &BenchmarkReport, records: &[RequestRecord]) -> BenchmarkReport {
-    let mut acc = Accumulator::new(&opts());
-    for r in records {
-        acc.add(r.clone());
-    }
-    let wall = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_747_328_368);
-    let mut meta = BenchmarkMeta::new(
-        b.strategy.clone(),
-        b.timeline.start_ns,
-        b.timeline.end_ns,
-        wall,
-    );
-    meta.window = Window {
-        open: b.timeline.measure_start_ns,
-        close: b.timeline.measure_end_ns,
-        cooldown: b.cooldown_s > 0.0,
-    };
-    meta.stop_reason = b.stop_reason.clone();
-    acc.finish(meta)
 }
 
 /// `runs` as the shard files of a run of `count` shards, shard `i` the `i`-th.
@@ -70,7 +47,7 @@ fn split(count: u32) -> (RunReport, Vec<ShardFile>) {
     let mut shards: Vec<RunReport> = (0..count).map(|_| base.clone()).collect();
     for (k, b) in base.benchmarks.iter().enumerate() {
         let all = b.records.clone().expect("records kept");
-        whole.benchmarks[k] = summarise(b, &all);
+        whole.benchmarks[k] = common::summarise(b, &all);
         for (i, s) in shards.iter_mut().enumerate() {
             let mine: Vec<RequestRecord> = all
                 .iter()
@@ -78,7 +55,7 @@ fn split(count: u32) -> (RunReport, Vec<ShardFile>) {
                 .filter(|(j, _)| *j as u32 % count == i as u32)
                 .map(|(_, r)| r.clone())
                 .collect();
-            s.benchmarks[k] = summarise(b, &mine);
+            s.benchmarks[k] = common::summarise(b, &mine);
         }
     }
     (whole, shard_files(shards, count))
@@ -148,7 +125,7 @@ fn split_sessions(run: &RunReport, count: u32) -> (RunReport, Vec<ShardFile>) {
     let mut shards: Vec<RunReport> = (0..count).map(|_| run.clone()).collect();
     for (k, b) in run.benchmarks.iter().enumerate() {
         let all = b.records.clone().expect("records kept");
-        whole.benchmarks[k] = summarise(b, &all);
+        whole.benchmarks[k] = common::summarise(b, &all);
         for (i, s) in shards.iter_mut().enumerate() {
             let mine: Vec<RequestRecord> = all
                 .iter()
@@ -158,7 +135,7 @@ fn split_sessions(run: &RunReport, count: u32) -> (RunReport, Vec<ShardFile>) {
                 })
                 .cloned()
                 .collect();
-            s.benchmarks[k] = summarise(b, &mine);
+            s.benchmarks[k] = common::summarise(b, &mine);
         }
     }
     (whole, shard_files(shards, count))
