@@ -13,17 +13,17 @@
 mod collect;
 mod pacer;
 mod pacing;
-mod setup;
 mod progress;
 mod session;
+mod setup;
 mod shared;
 mod sweep;
 
 pub use bench_core::{BenchmarkOutcome, Phase, StopReason, Window};
 pub use pacing::{wait_until, Pacing};
-pub use setup::BenchmarkSetup;
 pub use progress::{Progress, ProgressPhase};
 pub use session::Work;
+pub use setup::BenchmarkSetup;
 pub use sweep::{Observer, RunOutcome};
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -116,7 +116,12 @@ impl<B: Backend> Scheduler<B> {
                     .map(|s| setup(s, limits, warmup, cooldown))
                     .collect();
                 let rung = Strategy::Concurrent { streams: 2 };
-                p.push(setup(rung, &scaled(limits, LADDER_LENGTH), warmup, cooldown));
+                p.push(setup(
+                    rung,
+                    &scaled(limits, LADDER_LENGTH),
+                    warmup,
+                    cooldown,
+                ));
                 p
             }
         };

@@ -180,19 +180,21 @@ fn sweep(
     }
     args.report.output = vec![PathBuf::from(run_file)];
     eprintln!("{}: sweeping", c.name);
-    let code = crate::run::plan_sweep(&args);
+    // The sweep's report comes back in memory; `run_file` is written for `--resume` and
+    // `bench report`, never read back here.
+    let (code, run) = crate::run::plan_sweep(&args);
     if ctx.interrupted.exit_code().is_some() {
-        let mut pc = match bench_report::read_run(run_file) {
-            Ok(run) => planned(pc, &run, report),
-            Err(_) => pc,
+        let mut pc = match &run {
+            Some(run) => planned(pc, run, report),
+            None => pc,
         };
         pc.status = ConfigStatus::Interrupted;
         pc.reason = Some("interrupted during the sweep".into());
         pc.fleet = None;
         return pc;
     }
-    match (code, bench_report::read_run(run_file)) {
-        (_, Ok(run)) if run.capacity.is_some() => planned(pc, &run, report),
+    match (code, run) {
+        (_, Some(run)) if run.capacity.is_some() => planned(pc, &run, report),
         (Err(e), _) => failed(pc, ConfigStatus::SweepFailed, format!("{e:#}"), vec![]),
         (Ok(code), _) => failed(
             pc,

@@ -10,30 +10,36 @@ use bench_runner::Finished;
 use crate::settings::{Console, Settings};
 use crate::signals;
 
-/// After the run: the consoles, the warnings, then the run's error or its exit code.
+/// After the run: the consoles, the warnings, then the run's error or its exit code; with the
+/// run's report.
 pub(super) fn conclude(
     s: &Settings,
     finished: Finished,
     interrupted: &signals::Interrupted,
-) -> anyhow::Result<ExitCode> {
-    print_console(s, &finished.report)?;
-    warn_after(
-        &finished.ending_notes,
-        finished.resent_requests,
-        finished.ignored_events,
-    );
-    finish(s, finished, interrupted)
+) -> (anyhow::Result<ExitCode>, RunReport) {
+    let Finished {
+        report,
+        failure,
+        ending_notes,
+        resent_requests,
+        ignored_events,
+        ..
+    } = finished;
+    if let Err(e) = print_console(s, &report) {
+        return (Err(e), report);
+    }
+    warn_after(&ending_notes, resent_requests, ignored_events);
+    let code = finish(s, &report, failure, interrupted);
+    (code, report)
 }
 
 /// The exit code of a finished run, with one line saying why when it is not a success.
 fn finish(
     s: &Settings,
-    finished: Finished,
+    report: &RunReport,
+    failure: Option<bench_runner::Error>,
     interrupted: &signals::Interrupted,
 ) -> anyhow::Result<ExitCode> {
-    let Finished {
-        report, failure, ..
-    } = finished;
     if let Some(e) = failure {
         return Err(e.into());
     }
@@ -42,7 +48,7 @@ fn finish(
         return Ok(ExitCode::from(code));
     }
     if !s.report.allow_empty {
-        if let Some(line) = empty_benchmarks(&report, &s.report.output) {
+        if let Some(line) = empty_benchmarks(report, &s.report.output) {
             anyhow::bail!("{line}");
         }
     }

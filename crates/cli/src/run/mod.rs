@@ -7,7 +7,7 @@ use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use bench_runner::{outputs, Runner, ShardPlan, UsageError};
+use bench_runner::{outputs, RunReport, Runner, ShardPlan, UsageError};
 use bench_worker::Worker;
 use clap::Args;
 
@@ -45,11 +45,15 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// One sweep of `bench plan` with its flags `common` (its configuration's target and run file
-/// set): the exit code `bench sweep` would give.
-pub(crate) fn plan_sweep(common: &CommonArgs) -> anyhow::Result<ExitCode> {
-    let s = settings::resolve(common, None, &[], true)?;
-    let d = distributed(common, &s)?;
-    execute(s, d, false)
+/// set): the exit code `bench sweep` would give, and the sweep's report as the runner returned
+/// it (`None` when the run did not start).
+pub(crate) fn plan_sweep(common: &CommonArgs) -> (anyhow::Result<ExitCode>, Option<RunReport>) {
+    let prepared = settings::resolve(common, None, &[], true)
+        .and_then(|s| distributed(common, &s).map(|d| (s, d)));
+    match prepared {
+        Ok((s, d)) => execute_keeping(s, d),
+        Err(e) => (Err(e), None),
+    }
 }
 
 /// `bench run`.
@@ -98,15 +102,28 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
 /// Prints the settings (`--show-config`), or checks the outputs and the open-file limit, sets
 /// up logging and runs on a new runtime. A run with no file named keeps its JSON in a new
 /// default file, whose path is the last line said (stderr) once it holds the run.
-fn execute(
-    mut settings: Settings,
-    shard: ShardPlan,
-    show_config: bool,
-) -> anyhow::Result<ExitCode> {
+fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::Result<ExitCode> {
     if show_config {
         print!("{}", settings::show::text(&settings));
         return Ok(ExitCode::SUCCESS);
     }
+    execute_keeping(settings, shard).0
+}
+
+/// A run's exit code (or why it failed) and its report as the runner returned it.
+type Outcome = (anyhow::Result<ExitCode>, Option<RunReport>);
+
+/// [`execute`] without `--show-config`, keeping the run's report.
+fn execute_keeping(settings: Settings, shard: ShardPlan) -> Outcome {
+    match started(settings, shard) {
+        Ok(outcome) => outcome,
+        Err(e) => (Err(e), None),
+    }
+}
+
+/// Checks the outputs and the open-file limit, sets up logging and runs on a new runtime (`Err`
+/// when the run could not start).
+fn started(mut settings: Settings, shard: ShardPlan) -> anyhow::Result<Outcome> {
     bench_runner::preflight(&settings)?;
     init_logs();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -127,7 +144,7 @@ fn execute(
             eprintln!("results saved to {}", r.path.display());
         }
     }
-    result
+    result.map(|(code, report)| (code, Some(report)))
 }
 
 /// With no file named and none turned off: claims the run's default file (a usage error when
@@ -161,8 +178,11 @@ fn init_logs() {
 }
 
 /// The run on the runtime, with progress shown and signals heard, then the consoles and the
-/// exit code.
-async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
+/// exit code, with the run's report.
+async fn run_async(
+    s: Settings,
+    dist: ShardPlan,
+) -> anyhow::Result<(anyhow::Result<ExitCode>, RunReport)> {
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = cancel.clone();
     let (interrupted, signals) = signals::listen(move || stop.cancel())?;
@@ -178,5 +198,5 @@ async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
         let _ = h.await;
     }
     signals.abort();
-    finish::conclude(&s, result?, &interrupted)
+    Ok(finish::conclude(&s, result?, &interrupted))
 }
