@@ -95,6 +95,7 @@ LONG = {
     "a_sweep_over_a_trace_states": 45,
     "capacity_and_slo_rate_batch8": 40,
     "a_plan_sizes_each_configuration": 60,
+    "an_slo_answer_is_never_above_the_capacity": 35,
 }
 
 

@@ -54,8 +54,8 @@ fn fixtures() -> PathBuf {
 const PROFILE_BAD: &[(&str, &str, &str)] = &[
     ("max_secnds", "3", "max_secnds"),
     ("max_seconds", "soon", "max_seconds"),
-    ("max_seconds", "-4", "max seconds"),
-    ("max_seconds", "0", "max seconds"),
+    ("max_seconds", "-4", "max_seconds: -4 is not a positive"),
+    ("max_seconds", "0", "max_seconds: 0 is not a positive"),
     ("max_requests", "-1", "max_requests"),
     ("max_requests", "0", "max requests"),
     ("max_errors", "0", "max errors"),
@@ -107,11 +107,19 @@ fn cases(dir: &Path) -> Vec<Case> {
     let run = "run --target {T} --rate-type constant --rate 5 --max-seconds 1";
     // Numbers: negative, not a number, zero or out of range, for every numeric flag.
     for (flag, bad, culprit) in [
-        ("--max-seconds", "-1", "max seconds"),
-        ("--max-seconds", "0", "max seconds"),
+        ("--max-seconds", "-1", "--max-seconds: -1 is not a positive"),
+        ("--max-seconds", "0", "--max-seconds: 0 is not a positive"),
         ("--max-seconds", "abc", "--max-seconds"),
-        ("--max-seconds", "nan", "max seconds"),
-        ("--max-seconds", "inf", "max seconds"),
+        (
+            "--max-seconds",
+            "nan",
+            "--max-seconds: NaN is not a positive",
+        ),
+        (
+            "--max-seconds",
+            "inf",
+            "--max-seconds: inf is not a positive",
+        ),
         ("--max-requests", "-1", "--max-requests"),
         ("--max-requests", "0", "max requests"),
         ("--max-requests", "1.5", "--max-requests"),
@@ -227,7 +235,7 @@ fn cases(dir: &Path) -> Vec<Case> {
         ("sweep --target {T} --rate-type constant", "--rate-type"),
         ("sweep --target {T} --sweep-size 0", "sweep"),
         ("sweep --target {T} --sweep-size x", "--sweep-size"),
-        ("sweep --target {T} --max-seconds -1", "max seconds"),
+        ("sweep --target {T} --max-seconds -1", "--max-seconds: -1"),
         ("run --target {T} --rate-type constant --rate 5 --num-prompts 4 --max-requests 3", "--num-prompts 4"),
         ("run --target {T} --rate-type poisson --rate 5 --max-seconds 1 --burstiness -2", "burstiness"),
         ("run --target {T} --rate-type constant --rate 5 --max-seconds 1 --warmup 0.6 --cooldown 0.6", "warmup"),
@@ -575,4 +583,39 @@ fn a_usage_error_names_the_flag_or_the_profile_key_as_given() {
         let e = run(&args);
         assert!(e.starts_with(&said), "{extra:?}: {e}");
     }
+    // Issue 44: `max_seconds: 0` in a profile names the file and its key; a percentage flag
+    // speaks in percent; a folder given as a trace is said to be a folder.
+    let ms = common::tmp("bad-input", "keys").join("zero-seconds.yaml");
+    std::fs::write(
+        &ms,
+        "rate_type: sweep
+max_seconds: 0
+",
+    )
+    .expect("write");
+    let e = run(&["run", "--mock", "--profile", ms.to_str().expect("utf8")]);
+    assert_eq!(
+        e,
+        format!(
+            "error: {}: max_seconds: 0 is not a positive number of seconds",
+            ms.display()
+        )
+    );
+    let e = run(&[
+        "run",
+        "--mock",
+        "--rate-type",
+        "constant",
+        "--rate",
+        "1",
+        "--request-cancellation-rate",
+        "150",
+    ]);
+    assert_eq!(
+        e,
+        "error: --request-cancellation-rate: 150 is not a percentage above 0 and at most 100 (10 cancels 10% of the requests)"
+    );
+    let folder = common::tmp("bad-input", "keys");
+    let e = run(&["trace", folder.to_str().expect("utf8")]);
+    assert!(e.contains("is a folder, not a trace file"), "{e}");
 }

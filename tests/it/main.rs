@@ -25,6 +25,7 @@ mod mock_server_cli;
 mod model_mix;
 mod peer_flags;
 mod plan;
+mod plan_safety;
 mod pooling_cli;
 mod precision;
 mod profiles;

@@ -569,3 +569,263 @@ fn a_book_over_the_tgi_book_profile_is_sliced_at_the_profiles_length() {
         assert_eq!(l["prompt_tokens"], 10_000, "{l}");
     }
 }
+
+/// Hugging Face datasets (issue 47) from a hub-cache folder tree this test writes: guidellm's
+/// `--data ORG/NAME` (with `subset=`/`split=`) and vLLM's `--dataset-name hf` flags send the
+/// split's rows, offline; a split, subset or dataset that is not there is a usage error (exit
+/// 2) naming what is missing and what exists, and an unknown `--dataset-name` lists the
+/// supported ones.
+#[test]
+fn hugging_face_datasets_are_read_from_the_hub_cache() {
+    use bench_test_support::parquet::{hub_snapshot, write_prompts};
+    let cache = tmp("hf-cache");
+    let snap = hub_snapshot(&cache, "openai/gsm8k", "main", "0123abcd");
+    write_prompts(
+        &snap.join("main/train-00000-of-00001.parquet"),
+        "question",
+        &[("a train question", 3)],
+        8,
+    );
+    write_prompts(
+        &snap.join("main/test-00000-of-00001.parquet"),
+        "question",
+        &[
+            ("the first test question", 3),
+            ("the second test question", 5),
+        ],
+        1,
+    );
+    let cache_s = cache.to_str().expect("utf8").to_string();
+    let env = [("HF_HUB_CACHE", cache_s.as_str()), ("HF_HUB_OFFLINE", "1")];
+    let run = |data: &[&str]| {
+        let (url, seen) = capture("vllm", Reply::Stream);
+        let mut args = vec![
+            "run",
+            "--target",
+            &url,
+            "-q",
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "2",
+            "--console",
+            "none",
+        ];
+        args.extend(data);
+        let out = bench(&args, &env);
+        (out, posts(&seen))
+    };
+    for data in [
+        &["--data", "openai/gsm8k"][..],
+        &["--data", "path=openai/gsm8k,subset=main,split=test"],
+        &[
+            "--dataset-name",
+            "hf",
+            "--dataset-path",
+            "openai/gsm8k",
+            "--hf-subset",
+            "main",
+            "--hf-split",
+            "test",
+            "--hf-output-len",
+            "7",
+        ],
+    ] {
+        let (out, posts) = run(data);
+        assert!(out.status.success(), "{data:?}: {}", text(&out.stderr));
+        let prompts: Vec<String> = posts
+            .iter()
+            .map(|p| json(&p.body)["prompt"].as_str().unwrap_or("").to_string())
+            .collect();
+        if data[1] == "openai/gsm8k" {
+            // One subset, the default split: train (one row, sent again as the data cycle).
+            assert_eq!(prompts, ["a train question"; 2], "{data:?}");
+        } else {
+            assert_eq!(
+                prompts,
+                ["the first test question", "the second test question"],
+                "{data:?}"
+            );
+        }
+        if data[0] == "--dataset-name" {
+            assert!(posts.iter().all(|p| json(&p.body)["max_tokens"] == 7));
+        }
+    }
+    for (data, says) in [
+        (
+            &["--data", "path=openai/gsm8k,split=dev"][..],
+            &["openai/gsm8k", "\"dev\"", "test, train"][..],
+        ),
+        (
+            &["--data", "someone/absent"],
+            &[
+                "someone/absent",
+                "huggingface-cli download --repo-type dataset",
+            ],
+        ),
+        (
+            &["--dataset-name", "nope", "--dataset-path", "x"],
+            &["random, sharegpt, book, custom, hf"],
+        ),
+        (
+            &["--dataset-name", "random", "--hf-split", "test"],
+            &["--hf-* flags apply to --dataset-name hf"],
+        ),
+    ] {
+        let (out, _) = run(data);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{data:?}: {err}");
+        for s in says {
+            assert!(err.contains(s), "{data:?}: {err}");
+        }
+    }
+}
+
+/// vLLM's other dataset names (issue 47), each onto bench's own data keys, as the server
+/// received them: `prefix_repetition` (prompts of one prefix share it, prefixes differ from the
+/// first word), `sonnet` (every prompt starts with the text's beginning), `random-mm`
+/// (images of the one bucket's size with each chat prompt); flags of one name with another and
+/// a bucket config of several sizes are usage errors.
+#[test]
+fn vllms_other_dataset_names_map_onto_bench_data() {
+    let run = |extra: &[&str]| {
+        let (url, seen) = capture("vllm", Reply::Stream);
+        let mut args = vec![
+            "run",
+            "--target",
+            &url,
+            "-q",
+            "--rate-type",
+            "synchronous",
+            "--max-requests",
+            "4",
+            "--console",
+            "none",
+        ];
+        args.extend(extra);
+        let out = bench(&args, &[]);
+        assert!(out.status.success(), "{extra:?}: {}", text(&out.stderr));
+        posts(&seen)
+            .iter()
+            .map(|p| json(&p.body))
+            .collect::<Vec<_>>()
+    };
+    let bodies = run(&[
+        "--dataset-name",
+        "prefix_repetition",
+        "--prefix-repetition-prefix-len",
+        "16",
+        "--prefix-repetition-suffix-len",
+        "8",
+        "--prefix-repetition-num-prefixes",
+        "2",
+        "--prefix-repetition-output-len",
+        "5",
+    ]);
+    let prompts: Vec<&str> = bodies.iter().filter_map(|b| b["prompt"].as_str()).collect();
+    assert_eq!(prompts.len(), 4);
+    let shared = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    assert!(shared(prompts[0], prompts[2]) > 16, "{prompts:?}");
+    assert!(shared(prompts[1], prompts[3]) > 16, "{prompts:?}");
+    // Prefixes differ from their first word (a fresh salt draws the words each run).
+    let word = |p: &str| p.split_whitespace().next().map(str::to_string);
+    assert_ne!(word(prompts[0]), word(prompts[1]), "{prompts:?}");
+    assert!(bodies.iter().all(|b| b["max_tokens"] == 5));
+
+    let dir = tmp("sonnet");
+    let sonnet = dir.join("sonnet.txt");
+    let lines: String = (0..100)
+        .map(|i| format!("When I do count the clock that tells the time {i}\n"))
+        .collect();
+    std::fs::write(&sonnet, &lines).expect("write");
+    let bodies = run(&[
+        "--dataset-name",
+        "sonnet",
+        "--dataset-path",
+        sonnet.to_str().expect("utf8"),
+        "--sonnet-input-len",
+        "40",
+        "--sonnet-prefix-len",
+        "10",
+        "--sonnet-output-len",
+        "6",
+    ]);
+    let first = bodies[0]["prompt"].as_str().expect("prompt");
+    let prefix = first.split('\n').next().expect("prefix");
+    assert!(lines.starts_with(prefix) && !prefix.is_empty());
+    for b in &bodies {
+        assert!(b["prompt"].as_str().expect("prompt").starts_with(prefix));
+        assert_eq!(b["max_tokens"], 6);
+    }
+
+    let bodies = run(&[
+        "--backend",
+        "openai-chat",
+        "--dataset-name",
+        "random-mm",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "4",
+        "--random-mm-base-items-per-request",
+        "2",
+        "--random-mm-bucket-config",
+        "{(64, 32, 1): 1.0}",
+    ]);
+    for b in &bodies {
+        let parts = b["messages"][0]["content"].as_array().expect("parts");
+        let urls: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| p["image_url"]["url"].as_str())
+            .collect();
+        assert_eq!(urls.len(), 2, "{b}");
+        use base64::Engine as _;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(urls[0].trim_start_matches("data:image/png;base64,"))
+            .expect("base64");
+        let (w, h) = bench_core::image_size(&png).expect("a PNG");
+        assert_eq!((w, h), (32, 64), "width and height of (HEIGHT, WIDTH, 1)");
+        assert_eq!(b["max_completion_tokens"], 4);
+    }
+
+    for (args, says) in [
+        (
+            &[
+                "--dataset-name",
+                "random-mm",
+                "--random-mm-bucket-config",
+                "{(256, 256, 1): 0.5, (720, 1280, 1): 0.5}",
+            ][..],
+            "2 image buckets",
+        ),
+        (
+            &["--dataset-name", "random", "--sonnet-input-len", "40"],
+            "--sonnet-* flags apply to --dataset-name sonnet",
+        ),
+        (
+            &[
+                "--dataset-name",
+                "sonnet",
+                "--dataset-path",
+                "x.txt",
+                "--sonnet-input-len",
+                "100",
+                "--sonnet-prefix-len",
+                "200",
+            ],
+            "must exceed",
+        ),
+    ] {
+        let out = bench(
+            &[&["run", "--mock", "--max-requests", "1"][..], args].concat(),
+            &[],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
+}

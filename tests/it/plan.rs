@@ -312,7 +312,7 @@ fn bad_plans_exit_2_with_one_line_naming_the_culprit() {
             "--params `a`: expected NAME=V1",
         ),
         (
-            vec!["--serve", "srv {port}", "--params", "a=1"],
+            vec!["--serve", "srv {port} {a}", "--params", "a=1"],
             "no demand to plan for",
         ),
         (

@@ -242,3 +242,55 @@ fn secrets_never_reach_the_console_the_logs_or_the_files() {
     }
     assert_eq!(cases, 12);
 }
+
+/// Anthropic's Messages API (issue 47): its key, from `ANTHROPIC_API_KEY` or `--api-key` and sent
+/// as `x-api-key`, reaches no console line, log (RUST_LOG=trace) or output file, and the run
+/// completes its requests against the simulator's `/v1/messages`.
+#[test]
+fn the_anthropic_key_never_reaches_the_console_the_logs_or_the_files() {
+    const SECRET_ANTHROPIC: &str = "sk-ant-5ecr3t-0004";
+    let dir = tmp("anthropic-secret");
+    for key_from_flag in [true, false] {
+        let json = dir.join(format!("run-{key_from_flag}.json"));
+        let mut cmd = common::bench_command();
+        cmd.args([
+            "run",
+            "--mock",
+            "--backend",
+            "anthropic-messages",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--data",
+            "prompt_tokens=8,output_tokens=3",
+            "--save-records",
+            "--console",
+            "both",
+            "--output",
+            json.to_str().expect("utf8"),
+        ])
+        .env("ANTHROPIC_API_KEY", SECRET_ANTHROPIC)
+        .env("RUST_LOG", "trace");
+        if key_from_flag {
+            cmd.args(["--api-key", SECRET_FLAG]);
+        }
+        let out = cmd.output().expect("run");
+        let mut all = String::from_utf8_lossy(&out.stdout).into_owned();
+        all.push_str(&String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{all}");
+        let report = std::fs::read_to_string(&json).expect("written");
+        all.push_str(&report);
+        for secret in [SECRET_ANTHROPIC, SECRET_FLAG] {
+            assert!(!all.contains(secret), "leaked {secret}");
+        }
+        let v: serde_json::Value = serde_json::from_str(&report).expect("json");
+        assert_eq!(
+            v["benchmarks"][0]["requests"]["completed"], 4,
+            "{}",
+            v["benchmarks"][0]["requests"]
+        );
+    }
+}

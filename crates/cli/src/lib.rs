@@ -143,7 +143,9 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 42] = [
+    const NOT_OURS: [&str; 44] = [
+        "--repo-type",                    // huggingface-cli download (docs/data.md)
+        "--revision",                     // huggingface-cli download
         "--max-num-seqs",                 // vllm serve (docs/planning.md)
         "--enforce-eager",                // vllm serve (docs/planning.md, --serve-params)
         "--no-enforce-eager",             // vllm serve

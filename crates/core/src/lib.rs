@@ -28,6 +28,7 @@ mod rates;
 mod session;
 mod settle;
 mod shard;
+mod shown;
 mod steady;
 mod strategy;
 mod sustain;
@@ -51,9 +52,10 @@ pub use session::{
 };
 pub use settle::{settle_time, SETTLE_BINS, SETTLE_SHORTFALL};
 pub use shard::Shard;
+pub use shown::escape_controls;
 pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
-pub use sustain::{Sustained, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
+pub use sustain::{Sustained, Verdict, KEPT_UP, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
 pub use window::{Phase, StopReason, Window};
 
 use std::future::Future;
@@ -65,8 +67,8 @@ pub use tokio_util::sync::CancellationToken;
 
 mod slo;
 pub use slo::{
-    kept_up, Capacity, Refinement, Slo, SloBound, SloBracket, SloError, SloMetric, SloStat,
-    TraceCapacity, KEPT_UP,
+    kept_up, served, Capacity, NotNarrowed, Refinement, Slo, SloBound, SloBracket, SloError,
+    SloLimit, SloMetric, SloStat, TraceCapacity,
 };
 
 /// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,

@@ -269,15 +269,61 @@ pub struct Refinement {
     pub seconds: f64,
     /// Whether the interval reached the width.
     pub met: bool,
+    /// Why it did not (`None` when it did, and in files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<NotNarrowed>,
 }
 
-/// An open-loop benchmark kept up with its rate when it completed at least this fraction of
-/// the rate it offered; one that did not was past the server's capacity.
-pub const KEPT_UP: f64 = 0.95;
+/// Why the sweep could not narrow an answer's interval to the precision asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotNarrowed {
+    /// The benchmark that must run longer already ran at its longest (4 benchmark lengths).
+    AtLongest,
+    /// The narrowing ran its most benchmarks (24).
+    OutOfSteps,
+    /// No rate met the SLO, so there is no answer to narrow.
+    NoAnswer,
+    /// The benchmarks it rests on have no interval (too short for three batches, or a bound's
+    /// statistic without an interval method).
+    NoInterval,
+}
+
+impl std::fmt::Display for NotNarrowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotNarrowed::AtLongest => "the benchmark it rests on ran at its longest (4 lengths)",
+            NotNarrowed::OutOfSteps => "it ran its most benchmarks (24)",
+            NotNarrowed::NoAnswer => "no rate met the SLO",
+            NotNarrowed::NoInterval => "its benchmarks have no interval",
+        })
+    }
+}
+
+/// What limits a sweep's SLO answer: the SLO (a rate the server kept up missed a bound), or
+/// the capacity (every rate the server kept up met the SLO; the answer is then the capacity,
+/// with its interval). A rate the server did not keep up meets no SLO (docs/metrics.md, "The
+/// SLO answer").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SloLimit {
+    /// A bound stops holding below the capacity.
+    Slo,
+    /// The capacity limits first.
+    Capacity,
+}
 
 /// Whether a benchmark that offered `offered` requests/s and completed `completed` kept up.
 pub fn kept_up(offered: f64, completed: f64) -> bool {
-    offered > 0.0 && completed >= KEPT_UP * offered
+    offered > 0.0 && completed >= crate::sustain::KEPT_UP * offered
+}
+
+/// Whether an open-loop rate was served, as the SLO answer judges it: it kept up by its point
+/// figure ([`kept_up`]) and its in-flight judgement (`verdict`, when it has one) does not say
+/// the queue surely grew. A rate that was not served meets no SLO, whatever its latencies: it
+/// cannot be served at all (docs/metrics.md, "The SLO answer").
+pub fn served(offered: f64, completed: f64, verdict: Option<crate::Verdict>) -> bool {
+    kept_up(offered, completed) && verdict != Some(crate::Verdict::NotKeptUp)
 }
 
 /// The capacity answer of a sweep: what the deployment sustains, where its latency leaves the
@@ -302,10 +348,15 @@ pub struct Capacity {
     /// The SLO searched for, if any.
     #[serde(default)]
     pub slo: Option<Slo>,
-    /// Highest offered rate measured to meet every SLO bound (`None` without `--slo`, or when
-    /// no rate met it).
+    /// The SLO answer: the highest offered rate measured to meet every bound while served
+    /// ([`served`]), never above `max_requests_per_s`; the maximum itself when the capacity
+    /// limits first (`slo_limit`). `None` without `--slo`, or when no rate met it.
     #[serde(default)]
     pub slo_max_requests_per_s: Option<f64>,
+    /// What limits the SLO answer (`None` without `--slo`, when no rate met it, and in files
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_limit: Option<SloLimit>,
     /// The search's bracket (`None` without `--slo`).
     #[serde(default)]
     pub slo_bracket: Option<SloBracket>,
@@ -354,6 +405,7 @@ impl Capacity {
             knee_requests_per_s: None,
             slo: None,
             slo_max_requests_per_s: None,
+            slo_limit: None,
             slo_bracket: None,
             trace: None,
             intervals: None,

@@ -29,6 +29,8 @@ pub(crate) struct BookSource {
     used: u64,
     /// Slices made in the current pass.
     in_pass: u64,
+    /// The book's first `prefix_tokens` tokens, put before every slice (with a newline).
+    prefix: Option<String>,
 }
 
 impl BookSource {
@@ -45,7 +47,24 @@ impl BookSource {
             pass: 0,
             used: 0,
             in_pass: 0,
+            prefix: None,
         })
+        .and_then(Self::with_prefix)
+    }
+
+    /// Cuts the book's first `prefix_tokens` tokens (exactly, as a slice is cut) as the prefix
+    /// of every slice, then starts the slices from the beginning again.
+    fn with_prefix(mut self) -> Result<Self, Error> {
+        let p = self.config.prefix_tokens;
+        if p == 0 {
+            return Ok(self);
+        }
+        let body = std::mem::replace(&mut self.config.prompt_tokens, p);
+        let first = self.next_spec();
+        self.config.prompt_tokens = body;
+        self.prefix = Some(first?.map(|s| s.prompt.to_string()).unwrap_or_default());
+        self.reset()?;
+        Ok(self)
     }
 
     fn open(config: &BookConfig) -> Result<BufReader<File>, Error> {
@@ -160,7 +179,7 @@ impl BookSource {
             }
             let offsets: Vec<usize> = enc.get_offsets().iter().map(|&(_, e)| e).collect();
             if let Some(spec) = self.exact_cut(&offsets, target)? {
-                return Ok(Some(spec));
+                return self.prefixed(spec).map(Some);
             }
             self.skip_word();
         }
@@ -168,6 +187,18 @@ impl BookSource {
 
     /// Cuts after token `k` of the buffer (token end offsets `ends`), re-encodes, and moves
     /// the cut until the count is exactly `target`; `None` when no cut here is exact.
+    /// A slice behind the prefix, its count the joined text's (the prefix's and the slice's
+    /// counts, give or take the tokens the newline between them makes).
+    fn prefixed(&self, mut spec: RequestSpec) -> Result<RequestSpec, Error> {
+        if let Some(p) = &self.prefix {
+            let text = format!("{p}\n{}", spec.prompt);
+            spec.prompt_tokens =
+                u32::try_from(self.tokenizer.try_encode(&text)?.len()).unwrap_or(u32::MAX);
+            spec.prompt = text.into();
+        }
+        Ok(spec)
+    }
+
     fn exact_cut(&mut self, ends: &[usize], target: usize) -> Result<Option<RequestSpec>, Error> {
         let mut k = target;
         for _ in 0..MAX_CUTS {

@@ -36,9 +36,11 @@ fn role(name: &str) -> Option<Role> {
     })
 }
 
-/// The messages of a record, in order, from `conversations` (ShareGPT) or `messages`.
+/// The messages of a record, in order, from `conversations` (ShareGPT), `messages`, or
+/// `conversation` (Hugging Face chat sets such as lmsys-chat-1m, `{"role", "content"}`).
 fn messages(m: &Map<String, Value>) -> Option<Vec<(Role, &str)>> {
-    let (list, role_key, text_key) = match (m.get("conversations"), m.get("messages")) {
+    let role_content = m.get("messages").or(m.get("conversation"));
+    let (list, role_key, text_key) = match (m.get("conversations"), role_content) {
         (Some(Value::Array(c)), _) => (c, "from", "value"),
         (_, Some(Value::Array(c))) => (c, "role", "content"),
         _ => return None,

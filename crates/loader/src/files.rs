@@ -18,6 +18,17 @@ use crate::Error;
 
 /// Prompt columns tried in order when none is named.
 pub const DEFAULT_COLUMNS: [&str; 3] = ["prompt", "text", "input"];
+/// Prompt columns tried in order in parquet files (Hugging Face datasets), as vLLM's and
+/// guidellm's dataset readers look for them: the above, then `question` (GSM8K and most QA
+/// sets), `problem` (AIME, MATH), `instruction` (instruction sets).
+pub const PARQUET_COLUMNS: [&str; 6] = [
+    "prompt",
+    "text",
+    "input",
+    "question",
+    "problem",
+    "instruction",
+];
 /// JSON array elements parsed ahead of use.
 const READ_AHEAD: usize = 64;
 
@@ -87,6 +98,8 @@ pub(crate) enum Reader {
     /// A JSON array parsed on a thread of its own, handed over through a bounded channel;
     /// dropping the receiver stops the parser.
     Json { rx: Receiver<Result<Value, String>> },
+    /// Parquet rows, row group by row group, file after file ([`crate::parquet`]).
+    Parquet(crate::parquet::ParquetRows),
 }
 
 impl std::fmt::Debug for Reader {
@@ -95,6 +108,7 @@ impl std::fmt::Debug for Reader {
             Reader::Lines { .. } => "Reader::Lines",
             Reader::Csv { .. } => "Reader::Csv",
             Reader::Json { .. } => "Reader::Json",
+            Reader::Parquet(_) => "Reader::Parquet",
         })
     }
 }
@@ -125,6 +139,10 @@ impl<'de> DeserializeSeed<'de> for SendEach {
 
 impl Reader {
     pub(crate) fn open(path: &Path, format: FileFormat) -> Result<Reader, Error> {
+        // The container decides the reader; the format, what the records mean.
+        if crate::parquet::is_parquet(path) && format.trace().is_none() {
+            return Ok(Reader::Parquet(crate::parquet::ParquetRows::open(path)?));
+        }
         let file = open(path)?;
         if let Some(t) = format.trace() {
             // Traces have their own reader (`trace`); `DataArgs::into_spec` routes them there.
@@ -209,6 +227,7 @@ impl Reader {
                         .collect(),
                 ))),
             },
+            Reader::Parquet(rows) => Ok(rows.next_row()?.map(Row::Object)),
             Reader::Json { rx } => loop {
                 match rx.recv() {
                     Err(_) => return Ok(None),
@@ -243,7 +262,9 @@ impl Records {
         format: FileFormat,
         samples: Option<u64>,
     ) -> Result<Self, Error> {
-        check_text(path)?;
+        if !crate::parquet::is_parquet(path) {
+            check_text(path)?;
+        }
         Ok(Records {
             reader: Reader::open(path, format)?,
             path: path.to_path_buf(),
@@ -378,10 +399,23 @@ impl FileSource {
             return Ok(Vec::new());
         };
         let base = self.path().parent().unwrap_or(Path::new("."));
-        let refs: Vec<&str> = match m.get(col) {
+        // A Hugging Face `Image` value is `{"bytes": ..., "path": ...}`: its bytes (a `data:`
+        // URL, crate::parquet) when it has them, else its path.
+        let image = |v: &'_ Value| -> Option<String> {
+            match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Object(o) => match (o.get("bytes"), o.get("path")) {
+                    (Some(Value::String(b)), _) if !b.is_empty() => Some(b.clone()),
+                    (_, Some(Value::String(p))) => Some(p.clone()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let refs: Vec<String> = match m.get(col) {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+            Some(v @ (Value::String(_) | Value::Object(_))) => image(v).into_iter().collect(),
+            Some(Value::Array(a)) => a.iter().filter_map(image).collect(),
             Some(other) => {
                 return Err(Error::Spec(format!(
                 "{}: column {col:?} must hold an image path or URL, or a list of them, got {other}",
@@ -389,7 +423,7 @@ impl FileSource {
             )))
             }
         };
-        refs.into_iter()
+        refs.iter()
             .filter(|r| !r.trim().is_empty())
             .map(|r| crate::images::from_reference(r, base))
             .collect()
@@ -439,14 +473,26 @@ impl FileSource {
         if let Some(c) = &self.column {
             return Ok(c.clone());
         }
-        let found = DEFAULT_COLUMNS
-            .iter()
-            .find(|c| m.contains_key(**c))
-            .ok_or_else(|| Error::UnknownColumn {
-                path: self.path().to_path_buf(),
-                column: "\"prompt\", \"text\" or \"input\" (name one with --data-column)".into(),
-                available: columns(m),
-            })?;
+        let (names, said): (&[&str], &str) = if self.config.format == FileFormat::Parquet {
+            (
+                &PARQUET_COLUMNS,
+                "\"prompt\", \"text\", \"input\", \"question\", \"problem\" or \"instruction\" (name one with --data-column)",
+            )
+        } else {
+            (
+                &DEFAULT_COLUMNS,
+                "\"prompt\", \"text\" or \"input\" (name one with --data-column)",
+            )
+        };
+        let found =
+            names
+                .iter()
+                .find(|c| m.contains_key(**c))
+                .ok_or_else(|| Error::UnknownColumn {
+                    path: self.path().to_path_buf(),
+                    column: said.into(),
+                    available: columns(m),
+                })?;
         self.column = Some(found.to_string());
         Ok(found.to_string())
     }
@@ -502,10 +548,15 @@ impl ShareGptSource {
             };
             self.seen += 1;
             let Row::Object(m) = row else { continue };
-            let Some(Value::Array(turns)) = m.get("conversations") else {
+            // ShareGPT's `conversations` of `{"from", "value"}`, or (Hugging Face chat sets such
+            // as lmsys-chat-1m) a `conversation` of `{"role", "content"}`.
+            let Some(Value::Array(turns)) = m.get("conversations").or(m.get("conversation")) else {
                 continue;
             };
-            let text = |i: usize| -> Option<&str> { turns.get(i)?.get("value")?.as_str() };
+            let text = |i: usize| -> Option<&str> {
+                let t = turns.get(i)?;
+                t.get("value").or(t.get("content"))?.as_str()
+            };
             let (Some(prompt), Some(reply)) = (text(0), text(1)) else {
                 continue;
             };

@@ -54,6 +54,9 @@ pub struct DataArgs {
     pub range_ratio: Option<f64>,
     /// vLLM: shared prefix length (same as `prefix_tokens`).
     pub prefix_len: Option<i64>,
+    /// Distinct prefixes of `prefix_tokens` tokens, prompt `i` taking prefix `i mod N` (vLLM's
+    /// `prefix_repetition` `--prefix-repetition-num-prefixes`). Default 1: one shared prefix.
+    pub prefix_count: Option<i64>,
     /// A data file.
     pub path: Option<PathBuf>,
     /// The file's format, when its extension does not say it.
@@ -101,6 +104,12 @@ pub struct DataArgs {
     /// Data files: a column holding each record's image(s): a path (relative to the file's
     /// folder), an `http(s)://` or `data:` URL, or a list of them.
     pub image_column: Option<String>,
+    /// Hugging Face datasets (`path=ORG/NAME`): the subset (vLLM's `--hf-subset`, the
+    /// `datasets` library's configuration name). Default: the dataset's only one, else
+    /// `default`.
+    pub subset: Option<String>,
+    /// Hugging Face datasets: the split (vLLM's `--hf-split`). Default `train`.
+    pub split: Option<String>,
 }
 
 /// How many user turns a conversation has: `all` of a file's, or a number.
@@ -147,6 +156,9 @@ pub enum FileFormat {
     Burstgpt,
     /// Trace: bench's plain JSONL.
     Plain,
+    /// Parquet: rows with named columns, read row group by row group (a Hugging Face
+    /// dataset's files); the columns are chosen as for JSONL.
+    Parquet,
 }
 
 impl FileFormat {
@@ -163,6 +175,7 @@ impl FileFormat {
             "azure" => FileFormat::Azure,
             "burstgpt" => FileFormat::Burstgpt,
             "plain" => FileFormat::Plain,
+            "parquet" => FileFormat::Parquet,
             _ => return None,
         })
     }
@@ -243,6 +256,9 @@ pub struct BookConfig {
     pub samples: Option<u64>,
     /// Inputs per request (`batch_size`, default 1).
     pub batch_size: u32,
+    /// Tokens of the book's beginning put before every slice (vLLM's sonnet
+    /// `--sonnet-prefix-len`); 0: none.
+    pub prefix_tokens: u32,
 }
 
 /// What the loader produces, validated.
@@ -434,6 +450,7 @@ impl DataArgs {
             output,
             samples,
             prefix_tokens,
+            prefix_count: self.prefix_count(prefix_tokens)?,
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             turns,
             system_prompt_tokens,
@@ -449,6 +466,8 @@ impl DataArgs {
             ("format", self.format.is_some()),
             ("column", self.column.is_some()),
             ("output_column", self.output_column.is_some()),
+            ("subset", self.subset.is_some()),
+            ("split", self.split.is_some()),
         ] {
             if given {
                 return Err(Error::Orphan { key, needs: "path" });
@@ -511,6 +530,18 @@ impl DataArgs {
         Ok((prompt, output, prefix_tokens))
     }
 
+    /// `prefix_count`: at least 1, and more than 1 only with a prefix.
+    fn prefix_count(&self, prefix_tokens: u32) -> Result<u32, Error> {
+        match self.prefix_count {
+            None => Ok(1),
+            Some(_) if prefix_tokens == 0 => Err(Error::Orphan {
+                key: "prefix_count",
+                needs: "prefix_tokens",
+            }),
+            Some(v) => count("prefix_count", v, 1),
+        }
+    }
+
     /// Synthetic sessions: `turns` and `system_prompt_tokens` (which needs `turns`, and
     /// replaces `prefix_tokens` there).
     fn session_keys(&self, prefix_tokens: u32) -> Result<(Option<u32>, u32), Error> {
@@ -549,13 +580,16 @@ impl DataArgs {
         images: Option<crate::images::SyntheticImages>,
     ) -> Result<DataSpec, Error> {
         self.reject_synthetic_keys(&path)?;
-        if path.is_dir() {
+        let path = self.hub_dataset(path)?;
+        if crate::parquet::is_parquet(&path) {
+            crate::parquet::parts(&path)?;
+        } else if path.is_dir() {
             return Err(Error::Read {
                 path,
                 message: "is a directory, not a data file".into(),
             });
         }
-        if !path.is_file() {
+        if !path.is_file() && !crate::parquet::is_parquet(&path) {
             return Err(Error::MissingFile(path));
         }
         let format = match self.format {
@@ -577,11 +611,15 @@ impl DataArgs {
         if (images.is_some() || self.image_column.is_some())
             && !matches!(
                 format,
-                FileFormat::Jsonl | FileFormat::Json | FileFormat::Csv | FileFormat::Txt
+                FileFormat::Jsonl
+                    | FileFormat::Json
+                    | FileFormat::Csv
+                    | FileFormat::Txt
+                    | FileFormat::Parquet
             )
         {
             return Err(Error::Spec(format!(
-                "images and image_column apply to .jsonl, .json, .csv and .txt files, not {}",
+                "images and image_column apply to .jsonl, .json, .csv, .txt and .parquet files, not {}",
                 path.display()
             )));
         }
@@ -639,11 +677,21 @@ impl DataArgs {
                 output_tokens,
                 samples,
                 batch_size,
+                prefix_tokens: match either(
+                    ("prefix_tokens", self.prefix_tokens),
+                    ("prefix_len", self.prefix_len),
+                )? {
+                    Some((k, v)) => count(k, v, 0)?,
+                    None => 0,
+                },
             })),
             _ if self.turns.is_some() => {
                 if !matches!(
                     format,
-                    FileFormat::Sharegpt | FileFormat::Json | FileFormat::Jsonl
+                    FileFormat::Sharegpt
+                        | FileFormat::Json
+                        | FileFormat::Jsonl
+                        | FileFormat::Parquet
                 ) {
                     not_for("turns", true)?;
                 }
@@ -774,10 +822,18 @@ impl DataArgs {
             ("output_column", self.output_column.is_some()),
             ("turns", self.turns.is_some()),
             ("prompt_tokens", self.prompt_tokens.is_some()),
+            ("subset", self.subset.is_some()),
+            ("split", self.split.is_some()),
         ] {
             if given {
                 return Err(Error::Spec(format!("{key} does not apply to a trace")));
             }
+        }
+        if path.is_dir() {
+            return Err(Error::Read {
+                path,
+                message: "is a folder, not a trace file".into(),
+            });
         }
         if !path.is_file() {
             return Err(Error::MissingFile(path));
@@ -851,8 +907,32 @@ impl DataArgs {
         }))
     }
 
-    /// A file takes none of the synthetic-only keys.
+    /// The data path itself, or (a path that does not exist shaped `ORG/NAME`) the parquet
+    /// files of that Hugging Face dataset's `subset` and `split` in the hub cache
+    /// ([`crate::hub`]). `subset` and `split` apply to datasets only.
+    fn hub_dataset(&self, path: PathBuf) -> Result<PathBuf, Error> {
+        let id = path.to_str().unwrap_or("");
+        if path.exists() || !crate::hub::is_dataset_id(id) {
+            for (key, given) in [
+                ("subset", self.subset.is_some()),
+                ("split", self.split.is_some()),
+            ] {
+                if given {
+                    return Err(Error::Spec(format!(
+                        "{key} applies to a Hugging Face dataset (path=ORG/NAME), not to the file {}",
+                        path.display()
+                    )));
+                }
+            }
+            return Ok(path);
+        }
+        let config = bench_tokenizer::hub::HubConfig::from_env();
+        crate::hub::resolve_or_download(&config, id, self.subset.as_deref(), self.split.as_deref())
+    }
+
+    /// A file takes none of the synthetic-only keys (a book, `format=book`, takes a prefix).
     fn reject_synthetic_keys(&self, path: &Path) -> Result<(), Error> {
+        let book = self.format == Some(FileFormat::Book);
         let synthetic_only = [
             ("prompt_tokens_stdev", self.prompt_tokens_stdev.is_some()),
             ("prompt_tokens_min", self.prompt_tokens_min.is_some()),
@@ -860,8 +940,9 @@ impl DataArgs {
             ("output_tokens_stdev", self.output_tokens_stdev.is_some()),
             ("output_tokens_min", self.output_tokens_min.is_some()),
             ("output_tokens_max", self.output_tokens_max.is_some()),
-            ("prefix_tokens", self.prefix_tokens.is_some()),
-            ("prefix_len", self.prefix_len.is_some()),
+            ("prefix_tokens", self.prefix_tokens.is_some() && !book),
+            ("prefix_len", self.prefix_len.is_some() && !book),
+            ("prefix_count", self.prefix_count.is_some()),
             ("range_ratio", self.range_ratio.is_some()),
             ("input_len", self.input_len.is_some()),
             ("system_prompt_tokens", self.system_prompt_tokens.is_some()),
@@ -882,10 +963,21 @@ fn detect_format(path: &Path) -> Result<FileFormat, Error> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let format = FileFormat::parse(ext).ok_or_else(|| {
         Error::Spec(format!(
-            "cannot tell the format of {} from its extension; add format=jsonl|json|csv|txt|sharegpt|book",
+            "cannot tell the format of {} from its extension; add format=jsonl|json|csv|txt|sharegpt|book|parquet",
             path.display()
         ))
     })?;
+    if format == FileFormat::Parquet {
+        // vLLM's and guidellm's rule: a conversations column makes it ShareGPT-like.
+        let columns = crate::parquet::columns(path)?;
+        if columns
+            .iter()
+            .any(|c| c == "conversations" || c == "conversation")
+        {
+            return Ok(FileFormat::Sharegpt);
+        }
+        return Ok(format);
+    }
     if format == FileFormat::Json {
         use std::io::Read;
         let mut head = vec![0u8; 64 * 1024];
@@ -1031,6 +1123,8 @@ impl DataSpec {
                         | "fit"
                         | "image_format"
                         | "image_column"
+                        | "subset"
+                        | "split"
                 ) {
                     serde_json::Value::String(v.to_string())
                 } else if k == "image_repeat" && matches!(v, "true" | "false") {

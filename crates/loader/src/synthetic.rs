@@ -101,6 +101,8 @@ pub struct SyntheticConfig {
     pub samples: Option<u64>,
     /// Tokens of a prefix shared by every prompt (0: none, every prompt starts differently).
     pub prefix_tokens: u32,
+    /// Distinct prefixes (at least 1): prompt `i` starts with prefix `i mod prefix_count`.
+    pub prefix_count: u32,
     /// Seed.
     pub seed: u64,
     /// Sessions: user turns per conversation (`None`: single requests, no sessions).
@@ -399,8 +401,8 @@ pub(crate) struct SyntheticSource {
     config: SyntheticConfig,
     composer: Composer,
     rng: rand::rngs::StdRng,
-    /// The shared prefix and its token count.
-    prefix: (String, u32),
+    /// The shared prefixes (one, or `prefix_count`) and their token count.
+    prefixes: Vec<(String, u32)>,
     system: (Arc<str>, u32),
     /// A seeded permutation of the word pool: prompt `i` starts with `perm[i % n]`, then
     /// `perm[(i / n) % n]`, so the first two tokens of any two of `n²` prompts differ.
@@ -412,7 +414,7 @@ impl SyntheticSource {
     pub(crate) fn new(config: SyntheticConfig, composer: Composer) -> Result<Self, Error> {
         let mut s = SyntheticSource {
             rng: rand::rngs::StdRng::seed_from_u64(config.seed),
-            prefix: (String::new(), 0),
+            prefixes: Vec::new(),
             system: (Arc::from(""), 0),
             perm: Vec::new(),
             index: 0,
@@ -429,14 +431,7 @@ impl SyntheticSource {
         let mut perm: Vec<usize> = (0..self.composer.starts()).collect();
         perm.shuffle(&mut self.rng);
         self.perm = perm;
-        self.prefix = if self.config.prefix_tokens > 0 {
-            let text =
-                self.composer
-                    .compose("", 0, &[], self.config.prefix_tokens, &mut self.rng)?;
-            (text, self.config.prefix_tokens)
-        } else {
-            (String::new(), 0)
-        };
+        self.prefixes = self.make_prefixes()?;
         let system = self.config.system_prompt_tokens;
         self.system = if system > 0 {
             let text = self.composer.compose("", 0, &[], system, &mut self.rng)?;
@@ -446,6 +441,30 @@ impl SyntheticSource {
         };
         self.index = 0;
         Ok(())
+    }
+
+    /// The prefixes: none without `prefix_tokens`; one shared prefix; or `prefix_count`
+    /// distinct ones, prefix `k` starting with the words `perm[k mod n]`, `perm[k / n mod n]`
+    /// reversed against the prompts' own starts, so that prefixes differ from their first
+    /// token (for up to `n` of them) and from their second (up to `n²`).
+    fn make_prefixes(&mut self) -> Result<Vec<(String, u32)>, Error> {
+        let p = self.config.prefix_tokens;
+        if p == 0 {
+            return Ok(vec![(String::new(), 0)]);
+        }
+        let count = self.config.prefix_count.max(1);
+        if count == 1 {
+            let text = self.composer.compose("", 0, &[], p, &mut self.rng)?;
+            return Ok(vec![(text, p)]);
+        }
+        let n = self.perm.len().max(1);
+        (0..count as usize)
+            .map(|k| {
+                let first = [self.perm[n - 1 - k % n], self.perm[(k / n) % n]];
+                let text = self.composer.compose("", 0, &first, p, &mut self.rng)?;
+                Ok((text, p))
+            })
+            .collect()
     }
 
     /// Whether the configuration asks for sessions (`turns`).
@@ -489,13 +508,14 @@ impl SyntheticSource {
         ];
         let tokens = self.config.prompt.sample(&mut self.rng).max(1);
         let output = self.config.output.map(|d| d.sample(&mut self.rng).max(1));
+        let (prefix, prefix_tokens) = &self.prefixes[(i % self.prefixes.len() as u64) as usize];
         let prompt =
             self.composer
-                .compose(&self.prefix.0, self.prefix.1, &first, tokens, &mut self.rng)?;
+                .compose(prefix, *prefix_tokens, &first, tokens, &mut self.rng)?;
         self.index += 1;
         Ok(Some(RequestSpec {
             prompt: prompt.into(),
-            prompt_tokens: self.prefix.1 + tokens,
+            prompt_tokens: prefix_tokens + tokens,
             output_tokens: output,
             at: None,
             batch: Vec::new(),

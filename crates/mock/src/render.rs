@@ -11,7 +11,9 @@ use bytes::Bytes;
 use crate::faults::{FaultPlan, Terminal};
 use crate::spec::{Drafts, StepCursor};
 
+mod messages;
 mod responses;
+pub(crate) use messages::{anthropic_error, messages_full, messages_stream};
 pub(crate) use responses::{responses_full, responses_stream};
 
 /// One output word: a single token of the tokenizer, JSON-escaped, with its token id.

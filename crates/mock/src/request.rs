@@ -18,7 +18,11 @@ pub(crate) enum Api {
     TgiStream,
     Tgi,
     Responses,
+    /// Anthropic's `/v1/messages` ([`messages`]).
+    Messages,
 }
+
+mod messages;
 
 impl Api {
     pub(crate) fn path(self) -> &'static str {
@@ -28,12 +32,13 @@ impl Api {
             Api::TgiStream => "/generate_stream",
             Api::Tgi => "/generate",
             Api::Responses => "/v1/responses",
+            Api::Messages => "/v1/messages",
         }
     }
 
-    /// Whether its responses carry the configured reasoning phase (chat and Responses).
+    /// Whether its responses carry the configured reasoning phase (chat, Responses, Messages).
     pub(crate) fn reasons(self) -> bool {
-        matches!(self, Api::Chat | Api::Responses)
+        matches!(self, Api::Chat | Api::Responses | Api::Messages)
     }
 
     pub(crate) fn is_tgi(self) -> bool {
@@ -261,7 +266,7 @@ fn unknown_field(api: Api, body: &[u8]) -> Result<(), String> {
     let known = match api {
         Api::Completions => OPENAI_COMPLETIONS_FIELDS,
         Api::Chat => OPENAI_CHAT_FIELDS,
-        Api::TgiStream | Api::Tgi | Api::Responses => return Ok(()),
+        Api::TgiStream | Api::Tgi | Api::Responses | Api::Messages => return Ok(()),
     };
     let v: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
@@ -368,6 +373,9 @@ pub(crate) fn parse(
         }
         Api::Chat => chat(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
         Api::Responses => responses(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?,
+        Api::Messages => {
+            messages::parse(serde_json::from_slice(body).map_err(json)?, &mut m, limits)?
+        }
         Api::TgiStream | Api::Tgi => tgi(
             api,
             serde_json::from_slice(body).map_err(json)?,

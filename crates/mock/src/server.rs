@@ -441,6 +441,7 @@ fn response(status: StatusCode, content_type: &'static str, body: MockBody) -> R
 fn error_response(api: Option<Api>, status: StatusCode, message: &str) -> Response<MockBody> {
     let body = match api {
         Some(a) if a.is_tgi() => render::tgi_error(status.as_u16(), message),
+        Some(Api::Messages) => render::anthropic_error(status.as_u16(), message),
         _ => render::oai_error(status.as_u16(), message),
     };
     response(status, "application/json", MockBody::full(body, 0, None))
@@ -455,6 +456,7 @@ async fn handle(
         "/v1/completions" => Some(Api::Completions),
         "/v1/chat/completions" => Some(Api::Chat),
         "/v1/responses" => Some(Api::Responses),
+        "/v1/messages" => Some(Api::Messages),
         "/generate_stream" => Some(Api::TgiStream),
         "/generate" => Some(Api::Tgi),
         _ => None,
@@ -759,6 +761,9 @@ fn fail(
     if api.is_tgi() {
         let body = render::tgi_error(status.as_u16(), msg);
         fail_with(state, log, status, body)
+    } else if api == Api::Messages {
+        let body = render::anthropic_error(status.as_u16(), msg);
+        fail_with(state, log, status, body)
     } else {
         fail_plain(state, log, status, msg)
     }
@@ -828,6 +833,7 @@ fn stream_response(
         ),
         Api::TgiStream | Api::Tgi => render::tgi_stream(ctx, p.details, plan, timed),
         Api::Responses => render::responses_stream(ctx, plan, timed),
+        Api::Messages => render::messages_stream(ctx, plan, timed),
     };
     let gate = match &state.replicas.get(&a.lease).engine {
         Some(e) if timed => {
@@ -881,6 +887,7 @@ async fn full_response(state: &State, mut a: Answer<'_>) -> Response<MockBody> {
         Api::Chat => render::oai_full(Oai::Chat, &ctx),
         Api::TgiStream | Api::Tgi => render::tgi_full(&ctx, p.details),
         Api::Responses => render::responses_full(&ctx),
+        Api::Messages => render::messages_full(&ctx),
     };
     response(
         StatusCode::OK,

@@ -23,7 +23,10 @@
 
 use std::collections::VecDeque;
 
-use bench_core::{crossing, Capacity, Interval, Refinement, SloBracket, Sure, Verdict, KEPT_UP};
+use bench_core::{
+    crossing, Capacity, Interval, NotNarrowed, Refinement, SloBracket, SloLimit, Sure, Verdict,
+    KEPT_UP,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepMode, SweepSpec};
@@ -304,7 +307,10 @@ impl SweepPlanner {
         if let Some(s) = self.refine_step() {
             return Ok(Some(s));
         }
-        if let Some(s) = self.narrowing_step() {
+        if let Some(s) = self
+            .narrowing_step()
+            .filter(|_| self.slo_limit() == Some(SloLimit::Slo))
+        {
             self.narrowing.get_or_insert((0, 0.0));
             self.narrows_max = Some(false);
             return Ok(Some(s));
@@ -534,11 +540,61 @@ impl SweepPlanner {
         })
     }
 
+    /// The open-loop rates with their SLO verdicts by their point figures: a rate that was not
+    /// served ([`served`]) meets no SLO.
     fn open_loop_verdicts(&self) -> Vec<(f64, bool)> {
         self.judged()
             .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
-            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_met?)))
+            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_met? && served(s, r))))
             .collect()
+    }
+
+    /// The maximum the answer states (the benchmark that measured it, scaled by its evidence).
+    fn max_rate(&self) -> Option<f64> {
+        self.measured_max()
+            .map(|(s, r)| r.requests_per_s * evidence(s, r))
+    }
+
+    /// The SLO answer and what limits it: the SLO search's point answer (the highest rate
+    /// served that met the SLO below the lowest that did not) when the lowest rate that did
+    /// not was served (a bound failed there) and the answer lies below the maximum; else the
+    /// maximum itself, which then limits first. `None` without an SLO or when no rate met it.
+    fn slo_answer(&self) -> Option<(f64, SloLimit)> {
+        self.spec.slo.as_ref()?;
+        let b = slo_bracket(&self.open_loop_verdicts(), 0.0, 0);
+        let (low, max) = (b.low?, self.max_rate()?);
+        let bound_failed = b.high.is_some_and(|h| {
+            self.judged().any(|(s, r)| {
+                matches!(s.role, SweepRole::Rate | SweepRole::Refine)
+                    && s.strategy.target_rate() == Some(h)
+                    && served(s, r)
+                    && r.slo_met == Some(false)
+            })
+        });
+        Some(if bound_failed && low < max {
+            (low, SloLimit::Slo)
+        } else {
+            (max, SloLimit::Capacity)
+        })
+    }
+
+    /// What limits the SLO answer now ([`Self::slo_answer`]).
+    fn slo_limit(&self) -> Option<SloLimit> {
+        self.slo_answer().map(|a| a.1)
+    }
+
+    /// The precision the maximum's interval is narrowed to: `--capacity-precision`, and
+    /// `--slo-precision` while the capacity limits the SLO answer (whose interval is then the
+    /// maximum's); the finer of the two.
+    fn max_precision(&self) -> Option<f64> {
+        let slo = self
+            .spec
+            .slo_precision
+            .filter(|_| self.slo_limit() == Some(SloLimit::Capacity));
+        match (self.spec.capacity_precision, slo) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn refine_steps(&self) -> u32 {
@@ -555,6 +611,10 @@ impl SweepPlanner {
             self.spec.slo_tolerance,
             self.refine_steps(),
         );
+        // A rate met at or above the maximum: the capacity limits first, nothing to search.
+        if b.low.zip(self.max_rate()).is_some_and(|(l, m)| l >= m) {
+            return None;
+        }
         let rate = slo_next_rate(&b)?;
         Some(SweepStep {
             strategy: self.spec.open_loop_at(rate),
@@ -568,7 +628,10 @@ impl SweepPlanner {
         let mut v: Vec<(f64, Sure, &SweepStep)> = self
             .judged()
             .filter(|(s, _)| matches!(s.role, SweepRole::Rate | SweepRole::Refine))
-            .filter_map(|(s, r)| Some((s.strategy.target_rate()?, r.slo_sure?, s)))
+            .filter_map(|(s, r)| {
+                let kept = if served(s, r) { Sure::Pass } else { Sure::Fail };
+                Some((s.strategy.target_rate()?, Sure::all([r.slo_sure?, kept]), s))
+            })
             .collect();
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
@@ -670,7 +733,7 @@ impl SweepPlanner {
     /// benchmark that then measures it is narrowed in turn. `None` when narrow enough, when the
     /// benchmark measuring it is at its longest, or out of steps ([`MAX_ANSWER_STEPS`]).
     fn max_narrowing_step(&self) -> Option<SweepStep> {
-        let precision = self.spec.capacity_precision?;
+        let precision = self.max_precision()?;
         if self
             .max_narrowing
             .is_some_and(|(n, _)| n >= MAX_ANSWER_STEPS)
@@ -689,23 +752,62 @@ impl SweepPlanner {
     fn max_refinement(&self) -> Option<Refinement> {
         let precision = self.spec.capacity_precision?;
         let (benchmarks, seconds) = self.max_narrowing.unwrap_or((0, 0.0));
+        let met = self.max_narrow_enough(precision);
         Some(Refinement {
             precision,
             benchmarks,
             seconds,
-            met: self.max_narrow_enough(precision),
+            met,
+            why_not: (!met).then(|| self.max_why_not()),
         })
     }
 
-    /// What narrowing the SLO answer cost, when `--slo-precision` asked for it.
+    /// Why the maximum's interval is not narrower: out of steps, or the benchmark that
+    /// measured it ran at its longest (or it has no interval at all).
+    fn max_why_not(&self) -> NotNarrowed {
+        if self
+            .max_narrowing
+            .is_some_and(|(n, _)| n >= MAX_ANSWER_STEPS)
+        {
+            return NotNarrowed::OutOfSteps;
+        }
+        match self.measured_max() {
+            Some((s, _)) if s.length * LENGTHEN > MAX_LENGTH + 1e-9 => NotNarrowed::AtLongest,
+            _ => NotNarrowed::NoInterval,
+        }
+    }
+
+    /// What narrowing the SLO answer cost, when `--slo-precision` asked for it. When the
+    /// capacity limits the answer, its interval is the maximum's: the benchmarks that
+    /// narrowed the maximum count, and its width judges.
     fn refinement(&self) -> Option<Refinement> {
         let precision = self.spec.slo_precision?;
-        let (benchmarks, seconds) = self.narrowing.unwrap_or((0, 0.0));
+        let (mut benchmarks, mut seconds) = self.narrowing.unwrap_or((0, 0.0));
+        let (met, why_not) = match self.slo_limit() {
+            None => (false, Some(NotNarrowed::NoAnswer)),
+            Some(SloLimit::Capacity) => {
+                let (n, secs) = self.max_narrowing.unwrap_or((0, 0.0));
+                (benchmarks, seconds) = (benchmarks + n, seconds + secs);
+                let met = self.max_narrow_enough(precision);
+                (met, (!met).then(|| self.max_why_not()))
+            }
+            Some(SloLimit::Slo) => {
+                let met = self.narrow_enough(precision).1;
+                let out = self.narrowing.is_some_and(|(n, _)| n >= MAX_ANSWER_STEPS);
+                let why = if out {
+                    NotNarrowed::OutOfSteps
+                } else {
+                    NotNarrowed::AtLongest
+                };
+                (met, (!met).then_some(why))
+            }
+        };
         Some(Refinement {
             precision,
             benchmarks,
             seconds,
-            met: self.narrow_enough(precision).1,
+            met,
+            why_not,
         })
     }
 
@@ -737,10 +839,12 @@ impl SweepPlanner {
             )
         });
         let scale = evidence(step, best);
+        let slo_answer = self.slo_answer();
         let mut c = Capacity {
             max_is_lower_bound: self.top_rate_kept_up(),
             slo: self.spec.slo.clone(),
-            slo_max_requests_per_s: bracket.and_then(|b| b.low),
+            slo_max_requests_per_s: slo_answer.map(|a| a.0),
+            slo_limit: slo_answer.map(|a| a.1),
             slo_bracket: bracket,
             max_refinement: self.max_refinement(),
             ..Capacity::measured(
@@ -779,6 +883,14 @@ fn surely_kept_up(step: &SweepStep, reading: &Reading) -> bool {
             reading.verdict,
             Some(Verdict::Unsure) | Some(Verdict::NotKeptUp)
         )
+}
+
+/// Whether an open-loop benchmark was served, as the SLO answer judges it
+/// ([`bench_core::served`]).
+fn served(step: &SweepStep, reading: &Reading) -> bool {
+    step.strategy
+        .target_rate()
+        .is_some_and(|rate| bench_core::served(rate, reading.requests_per_s, reading.verdict))
 }
 
 /// Whether an open-loop benchmark completed at least [`bench_core::KEPT_UP`] of the rate it

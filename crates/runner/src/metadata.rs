@@ -46,6 +46,7 @@ pub fn add(config: &mut Value, s: &Settings, target: &str, model: &str) {
         BackendKind::OpenAiChat => "chat_completions_path",
         BackendKind::Tgi => "generate_stream_path",
         BackendKind::OpenAiResponses => "responses_path",
+        BackendKind::AnthropicMessages => "messages_path",
         BackendKind::OpenAiEmbeddings => "embeddings_path",
         BackendKind::Rerank | BackendKind::CohereRerank => "rerank_path",
     };

@@ -26,6 +26,7 @@ fn vllm_backend(b: BackendKind) -> &'static str {
         BackendKind::OpenAiChat => "openai-chat",
         BackendKind::Tgi => "tgi",
         BackendKind::OpenAiResponses => "openai-responses",
+        BackendKind::AnthropicMessages => "anthropic-messages",
         BackendKind::OpenAiEmbeddings => "openai-embeddings",
         BackendKind::Rerank => "vllm-rerank",
         BackendKind::CohereRerank => "cohere-rerank",

@@ -10,10 +10,13 @@
 //! The import graph ([`imports`]): every crate's modules read from their source, for the
 //! report's layering test and the workspace's no-circle test (which lives there). It owns no
 //! test of a crate's behaviour; those stay with their crates.
-
-pub mod imports;
+//!
+//! Parquet datasets and hub-cache trees ([`parquet`]) that tests write for themselves.
 
 use std::path::{Path, PathBuf};
+
+pub mod imports;
+pub mod parquet;
 
 /// `<base>/bench-<name>-<pid>`: the scratch directory of `name` for this test process.
 pub fn scratch_path(base: &str, name: &str) -> PathBuf {

@@ -1,6 +1,7 @@
 //! Hugging Face Hub resolution of a model id to its `tokenizer.json`: the local cache first
 //! (the `huggingface_hub` layout, so files fetched by Python tools are reused), then a download
-//! from the Hub (or the mirror in `HF_ENDPOINT`), stored back into the cache.
+//! from the Hub (or the mirror in `HF_ENDPOINT`), stored back into the cache. [`datasets`]
+//! lists and fetches dataset files the same way (the loader chooses which).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,6 +11,8 @@ use http::{header, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Empty, Limited};
 
 use crate::Error;
+
+pub mod datasets;
 
 /// The file fetched from a model repository.
 const FILE: &str = "tokenizer.json";
@@ -133,21 +136,33 @@ pub fn cached(cache: &Path, id: &str) -> Option<PathBuf> {
 /// from synchronous code and from inside an async runtime alike.
 pub fn download(config: &HubConfig, id: &str) -> Result<Vec<u8>, Error> {
     let url = format!("{}/{}/resolve/{}/{}", config.endpoint, id, REVISION, FILE);
-    let cfg = config.clone();
-    let url2 = url.clone();
-    let fail = |message: String| Error::Download {
-        id: id.to_string(),
-        url: url.clone(),
-        message,
-    };
-    let (bytes, commit) = std::thread::scope(|s| {
+    let (bytes, commit) =
+        blocking(fetch(config, &url, "model")).map_err(|message| Error::Download {
+            id: id.to_string(),
+            url: url.clone(),
+            message,
+        })?;
+    if let Err(e) = store(&config.cache, id, commit.as_deref(), &bytes) {
+        tracing::warn!(model = id, cache = %config.cache.display(), error = %e,
+            "could not store the downloaded tokenizer.json in the Hugging Face cache");
+    }
+    Ok(bytes)
+}
+
+/// Runs `fut` to its end on a thread of its own with a private current-thread runtime (so it
+/// can be called from synchronous code and from inside an async runtime alike), within
+/// [`TIMEOUT`].
+fn blocking<T: Send>(
+    fut: impl std::future::Future<Output = Result<T, String>> + Send,
+) -> Result<T, String> {
+    std::thread::scope(|s| {
         s.spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start a runtime: {e}"))?;
             rt.block_on(async {
-                match tokio::time::timeout(TIMEOUT, fetch(&cfg, &url2)).await {
+                match tokio::time::timeout(TIMEOUT, fut).await {
                     Ok(r) => r,
                     Err(_) => Err(format!("no complete answer within {}s", TIMEOUT.as_secs())),
                 }
@@ -156,16 +171,31 @@ pub fn download(config: &HubConfig, id: &str) -> Result<Vec<u8>, Error> {
         .join()
         .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
     })
-    .map_err(fail)?;
-    if let Err(e) = store(&config.cache, id, commit.as_deref(), &bytes) {
-        tracing::warn!(model = id, cache = %config.cache.display(), error = %e,
-            "could not store the downloaded tokenizer.json in the Hugging Face cache");
-    }
-    Ok(bytes)
 }
 
 /// GETs `url`, following redirects; returns the body and the repo commit (`X-Repo-Commit`).
-async fn fetch(config: &HubConfig, url: &str) -> Result<(Vec<u8>, Option<String>), String> {
+/// `what` names the repository kind in errors (`model`, `dataset`).
+async fn fetch(
+    config: &HubConfig,
+    url: &str,
+    what: &str,
+) -> Result<(Vec<u8>, Option<String>), String> {
+    let (resp, commit) = open(config, url, what).await?;
+    let body = Limited::new(resp.into_body(), MAX_BYTES)
+        .collect()
+        .await
+        .map_err(|e| format!("reading the body: {e}"))?
+        .to_bytes();
+    Ok((body.to_vec(), commit))
+}
+
+/// GETs `url`, following redirects, up to a `200 OK` answer (its body unread) and the repo
+/// commit (`X-Repo-Commit`); any other answer is an error saying what it means.
+async fn open(
+    config: &HubConfig,
+    url: &str,
+    what: &str,
+) -> Result<(hyper::Response<hyper::body::Incoming>, Option<String>), String> {
     let provider = rustls::crypto::ring::default_provider();
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_provider_and_webpki_roots(provider)
@@ -210,24 +240,17 @@ async fn fetch(config: &HubConfig, url: &str) -> Result<(Vec<u8>, Option<String>
             uri = join(&uri, location)?;
             continue;
         }
-        match status {
-            StatusCode::OK => {}
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                return Err(format!(
-                "HTTP {status}: the model is gated or private; set HF_TOKEN to a token with access"
-            ))
+        return match status {
+            StatusCode::OK => Ok((resp, commit)),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(format!(
+                "HTTP {status}: the {what} is gated or private; set HF_TOKEN to a token with access"
+            )),
+            StatusCode::NOT_FOUND if what == "model" => {
+                Err(format!("HTTP {status}: no such model, or it has no {FILE}"))
             }
-            StatusCode::NOT_FOUND => {
-                return Err(format!("HTTP {status}: no such model, or it has no {FILE}"))
-            }
-            s => return Err(format!("HTTP {s}")),
-        }
-        let body = Limited::new(resp.into_body(), MAX_BYTES)
-            .collect()
-            .await
-            .map_err(|e| format!("reading the body: {e}"))?
-            .to_bytes();
-        return Ok((body.to_vec(), commit));
+            StatusCode::NOT_FOUND => Err(format!("HTTP {status}: no such {what} or file")),
+            s => Err(format!("HTTP {s}")),
+        };
     }
     Err(format!("more than {MAX_REDIRECTS} redirects"))
 }

@@ -52,6 +52,16 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// Downloading a dataset's files from the Hub failed.
+    #[error("dataset {id}: download of {url} failed: {message}")]
+    DatasetDownload {
+        /// The dataset id.
+        id: String,
+        /// The URL tried.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Neither an existing path nor a model id.
     #[error("processor {0:?} is neither an existing file or folder nor a Hugging Face model id")]
     Unresolvable(String),

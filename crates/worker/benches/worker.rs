@@ -34,6 +34,7 @@ fn events(backend: BackendKind, n: usize) -> Vec<Bytes> {
             ),
             // Not measured here (see `record`).
             BackendKind::OpenAiResponses
+            | BackendKind::AnthropicMessages
             | BackendKind::OpenAiEmbeddings
             | BackendKind::Rerank
             | BackendKind::CohereRerank => break,

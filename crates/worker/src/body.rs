@@ -114,6 +114,7 @@ impl Urls {
                 BackendKind::OpenAiCompletions
                 | BackendKind::OpenAiChat
                 | BackendKind::OpenAiResponses
+                | BackendKind::AnthropicMessages
                 | BackendKind::OpenAiEmbeddings
                 | BackendKind::Rerank => format!("{api}{}", cfg.backend.default_path()),
                 BackendKind::Tgi | BackendKind::CohereRerank => {
@@ -228,6 +229,29 @@ struct ResponsesBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     min_tokens: Option<u32>,
 }
+
+/// Anthropic's `/v1/messages`: the system prompt apart (`system`), the user and assistant
+/// turns as `messages`, and the output limit as `max_tokens`, which the API requires
+/// ([`ANTHROPIC_DEFAULT_MAX_TOKENS`] when the request fixes no length). The usage always
+/// comes with the stream's events (no `stream_options`).
+#[derive(Serialize)]
+struct MessagesBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    messages: &'a [Message<'a>],
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u32>,
+}
+
+/// The `max_tokens` sent to Anthropic's Messages API when a request fixes no output length:
+/// the API refuses a body without one. Override it with `--extra-body '{"max_tokens": N}'`.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// `/v1/embeddings`: every input of the request, in order.
 #[derive(Serialize)]
@@ -373,7 +397,9 @@ impl BodyBuilder {
     pub(crate) fn build_turn(&self, model: Option<&str>, turn: &TurnRequest) -> Bytes {
         let flat = turn.flattened();
         let messages: Vec<Message<'_>> = match self.backend {
-            BackendKind::OpenAiChat | BackendKind::OpenAiResponses => turn
+            BackendKind::OpenAiChat
+            | BackendKind::OpenAiResponses
+            | BackendKind::AnthropicMessages => turn
                 .messages()
                 .into_iter()
                 .map(|(role, content)| Message {
@@ -443,6 +469,25 @@ impl BodyBuilder {
                 ignore_eos,
                 min_tokens,
             }),
+            BackendKind::AnthropicMessages => {
+                // The API takes the system prompt apart, never as a message.
+                let (system, messages) = match messages.split_first() {
+                    Some((first, rest)) if first.role == "system" => match first.content {
+                        Content::Text(t) => (Some(t), rest),
+                        Content::Parts(_) => (None, messages),
+                    },
+                    _ => (None, messages),
+                };
+                self.finish(&MessagesBody {
+                    model,
+                    system,
+                    messages,
+                    max_tokens: out.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
+                    stream,
+                    ignore_eos,
+                    min_tokens,
+                })
+            }
             BackendKind::Tgi => self.finish(&TgiBody {
                 inputs: &spec.prompt,
                 parameters: TgiParameters {
@@ -586,6 +631,25 @@ mod tests {
                    "max_completion_tokens": 8, "stream": true,
                    "stream_options": {"include_usage": true}})
         );
+    }
+
+    #[test]
+    fn anthropic_body_fields() {
+        let mut c = cfg("http://h", BackendKind::AnthropicMessages);
+        assert_eq!(
+            body(&c, Some("m"), Some(8)),
+            json!({"model": "m", "messages": [{"role": "user", "content": "Say \"hi\"\n"}],
+                   "max_tokens": 8, "stream": true, "ignore_eos": true, "min_tokens": 8})
+        );
+        c.vllm_extensions = false;
+        c.stream = false;
+        assert_eq!(
+            body(&c, None, None),
+            json!({"messages": [{"role": "user", "content": "Say \"hi\"\n"}],
+                   "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS, "stream": false})
+        );
+        let u = Urls::new(&c).expect("url");
+        assert_eq!(u.generate.to_string(), "http://h/v1/messages");
     }
 
     #[test]

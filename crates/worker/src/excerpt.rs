@@ -4,10 +4,11 @@
 /// Longest server-provided message kept in an outcome.
 pub(crate) const EXCERPT_BYTES: usize = 512;
 
-/// A bounded, lossy-UTF-8 excerpt of server bytes.
+/// A bounded, lossy-UTF-8 excerpt of server bytes, its control characters escaped
+/// ([`bench_core::escape_controls`]): it is shown on the console and kept in the report.
 pub(crate) fn excerpt(bytes: &[u8]) -> String {
     let cut = &bytes[..bytes.len().min(EXCERPT_BYTES)];
-    let mut s = String::from_utf8_lossy(cut).into_owned();
+    let mut s = bench_core::escape_controls(&String::from_utf8_lossy(cut)).into_owned();
     if bytes.len() > EXCERPT_BYTES {
         s.push('…');
     }

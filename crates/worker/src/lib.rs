@@ -29,7 +29,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use body::{rejected_vllm_field, target_host_port, vllm_extensions_wanted, VLLM_ONLY_FIELDS};
+pub use body::{
+    rejected_vllm_field, target_host_port, vllm_extensions_wanted, ANTHROPIC_DEFAULT_MAX_TOKENS,
+    VLLM_ONLY_FIELDS,
+};
 pub use fleet::Fleet;
 pub use stream::{Progress, StreamRecorder};
 pub use worker::{OutputCounter, Worker};
@@ -77,26 +80,34 @@ pub enum BackendKind {
     /// same as [`BackendKind::Rerank`]'s, the reply's token count is in `meta`.
     #[serde(rename = "cohere-rerank")]
     CohereRerank,
+    /// Anthropic's `POST /v1/messages` (served by vLLM and SGLang too): the prompt as one user
+    /// message, a session's system prompt as `system`; streamed as typed events
+    /// (`content_block_delta` with `text_delta` or `thinking_delta`, ...). The key goes in
+    /// `x-api-key`, with an `anthropic-version` header.
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
 }
 
 impl BackendKind {
     /// Every backend, in the order `--help` lists them.
-    pub const ALL: [BackendKind; 7] = [
+    pub const ALL: [BackendKind; 8] = [
         BackendKind::OpenAiCompletions,
         BackendKind::OpenAiChat,
         BackendKind::Tgi,
         BackendKind::OpenAiResponses,
+        BackendKind::AnthropicMessages,
         BackendKind::OpenAiEmbeddings,
         BackendKind::Rerank,
         BackendKind::CohereRerank,
     ];
 
     /// The generative backends, whose replies are streamed token by token.
-    pub const GENERATIVE: [BackendKind; 4] = [
+    pub const GENERATIVE: [BackendKind; 5] = [
         BackendKind::OpenAiCompletions,
         BackendKind::OpenAiChat,
         BackendKind::Tgi,
         BackendKind::OpenAiResponses,
+        BackendKind::AnthropicMessages,
     ];
 
     /// The command-line name (`openai-completions`, `openai-chat`, `tgi`).
@@ -109,6 +120,7 @@ impl BackendKind {
             BackendKind::OpenAiEmbeddings => "openai-embeddings",
             BackendKind::Rerank => "rerank",
             BackendKind::CohereRerank => "cohere-rerank",
+            BackendKind::AnthropicMessages => "anthropic-messages",
         }
     }
 
@@ -140,6 +152,7 @@ impl BackendKind {
             BackendKind::OpenAiEmbeddings => "/embeddings",
             BackendKind::Rerank => "/rerank",
             BackendKind::CohereRerank => "/v2/rerank",
+            BackendKind::AnthropicMessages => "/messages",
         }
     }
 }
@@ -205,7 +218,8 @@ pub struct WorkerConfig {
     /// [`bench_core::ModelMix::choose`] picks for its sequence number, and its record says
     /// which ([`bench_core::RequestRecord::model`]). `None`: every request names `model`.
     pub models: Option<std::sync::Arc<bench_core::ModelMix>>,
-    /// Sent as `Authorization: Bearer ...`. Never logged or printed.
+    /// Sent as `Authorization: Bearer ...` (`x-api-key: ...` to Anthropic's Messages API).
+    /// Never logged or printed.
     pub api_key: Option<String>,
     /// Extra headers, sent on every request. Values are never logged or printed.
     pub headers: Vec<(String, String)>,
@@ -349,14 +363,14 @@ pub fn is_open_file_limit(message: &str) -> bool {
 pub enum Error {
     /// Non-streaming mode asked of a backend that has none here (TGI).
     #[error(
-        "--no-stream works with the openai-completions, openai-chat and openai-responses backends, not {backend}"
+        "--no-stream works with the openai-completions, openai-chat, openai-responses and anthropic-messages backends, not {backend}"
     )]
     NoStream {
         /// The backend.
         backend: BackendKind,
     },
     /// `--backend` named no known backend.
-    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi, openai-responses, openai-embeddings, rerank, cohere-rerank")]
+    #[error("unknown backend {name:?}; expected one of openai-completions, openai-chat, tgi, openai-responses, anthropic-messages, openai-embeddings, rerank, cohere-rerank")]
     UnknownBackend {
         /// What was given.
         name: String,
@@ -414,7 +428,7 @@ pub enum Error {
         reason: String,
     },
     /// The server rejected the credentials.
-    #[error("{target} rejected the request with HTTP {status}: check --api-key / OPENAI_API_KEY and --header")]
+    #[error("{target} rejected the request with HTTP {status}: check --api-key / OPENAI_API_KEY (ANTHROPIC_API_KEY for anthropic-messages) and --header")]
     Unauthorized {
         /// The URL, credentials and query removed.
         target: String,

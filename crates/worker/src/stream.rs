@@ -20,6 +20,7 @@ use crate::sse::{SseEvent, SseParser};
 use crate::think::ThinkTags;
 use crate::BackendKind;
 
+mod messages;
 mod responses;
 
 /// What the caller should do after an event.
@@ -67,7 +68,7 @@ pub(crate) struct StreamState {
     pub(crate) inputs: usize,
     /// A pooling reply's vectors or results.
     pub(crate) pooled: Option<u32>,
-    /// `/v1/responses` events of unknown types, ignored.
+    /// `/v1/responses` and `/v1/messages` events of unknown types, ignored.
     pub(crate) ignored_events: u32,
 }
 
@@ -336,6 +337,7 @@ impl StreamState {
             }
             BackendKind::Tgi => self.on_tgi(data, at),
             BackendKind::OpenAiResponses => self.on_responses(data, at),
+            BackendKind::AnthropicMessages => self.on_messages(data, at),
             BackendKind::OpenAiEmbeddings | BackendKind::Rerank | BackendKind::CohereRerank => {
                 let reply = crate::pooling::read(self.backend, data, self.inputs)?;
                 self.pooled = Some(reply.items);

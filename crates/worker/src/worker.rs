@@ -108,6 +108,10 @@ fn deadline(from: Instant, d: Duration) -> Instant {
         .unwrap_or_else(|| from + Duration::from_secs(100 * 365 * 86_400))
 }
 
+/// The `anthropic-version` header sent to Anthropic's Messages API (the version its
+/// streamed events follow); `--header 'anthropic-version: ...'` replaces it.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 fn header_map(cfg: &WorkerConfig) -> Result<HeaderMap, Error> {
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -117,15 +121,26 @@ fn header_map(cfg: &WorkerConfig) -> Result<HeaderMap, Error> {
         "text/event-stream"
     };
     h.insert(ACCEPT, HeaderValue::from_static(accept));
+    let anthropic = cfg.backend == BackendKind::AnthropicMessages;
+    if anthropic {
+        h.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+    }
     if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.trim().is_empty()) {
-        let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
-            Error::InvalidHeader {
-                name: "Authorization".into(),
-                reason: "the API key contains characters not allowed in a header".into(),
-            }
+        // Anthropic's API takes the bare key in `x-api-key`; the others a bearer token.
+        let (name, value) = if anthropic {
+            (HeaderName::from_static("x-api-key"), key.trim().to_owned())
+        } else {
+            (AUTHORIZATION, format!("Bearer {}", key.trim()))
+        };
+        let mut v = HeaderValue::from_str(&value).map_err(|_| Error::InvalidHeader {
+            name: name.as_str().to_owned(),
+            reason: "the API key contains characters not allowed in a header".into(),
         })?;
         v.set_sensitive(true);
-        h.insert(AUTHORIZATION, v);
+        h.insert(name, v);
     }
     for (name, value) in &cfg.headers {
         let n =

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,8 +31,8 @@ pub fn free_port() -> std::io::Result<u16> {
 pub enum NotReady {
     /// It exited first.
     Exited(String),
-    /// It did not answer in time.
-    Timeout(f64),
+    /// It did not answer in time: the seconds waited and the URL polled.
+    Timeout(f64, String),
     /// The plan was interrupted while waiting.
     Interrupted,
 }
@@ -41,9 +41,9 @@ impl std::fmt::Display for NotReady {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NotReady::Exited(s) => write!(f, "the server exited before it was ready ({s})"),
-            NotReady::Timeout(t) => write!(
+            NotReady::Timeout(t, url) => write!(
                 f,
-                "the server did not answer within {t} s (--ready-timeout)"
+                "the server did not answer 200 at {url} within {t} s (--ready-timeout)"
             ),
             NotReady::Interrupted => f.write_str("interrupted while waiting for the server"),
         }
@@ -76,7 +76,6 @@ pub struct Launched {
     /// The watchdog that stops the server if bench dies first ([`WATCHDOG`]).
     watchdog: Option<Child>,
     grace: Duration,
-    log: PathBuf,
     stopped: bool,
 }
 
@@ -115,7 +114,6 @@ impl Launched {
             child,
             watchdog,
             grace: Duration::from_secs_f64(grace),
-            log: log.to_path_buf(),
             stopped: false,
         })
     }
@@ -155,15 +153,10 @@ impl Launched {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(NotReady::Timeout(timeout));
+                return Err(NotReady::Timeout(timeout, format!("http://{addr}{path}")));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-
-    /// The last [`LOG_TAIL_LINES`] lines of the server's log.
-    pub fn log_tail(&self) -> Vec<String> {
-        log_tail(&self.log)
     }
 
     /// SIGTERM to the whole process group, SIGKILL after the grace; waits for the shell. The
@@ -317,12 +310,16 @@ mod tests {
             Err(NotReady::Exited(how)) => assert!(how.contains('3'), "{how}"),
             other => panic!("{other:?}"),
         }
-        assert!(l.log_tail().contains(&"boom".to_string()));
+        assert!(log_tail(&dir.join("a.log")).contains(&"boom".to_string()));
         let mut l = Launched::start("sleep 30", "sleep", &dir.join("b.log"), 1.0).expect("start");
-        assert!(matches!(
-            l.wait_ready(addr, "/", 0.3, no),
-            Err(NotReady::Timeout(_))
-        ));
+        let e = l
+            .wait_ready(addr, "/v1/models", 0.3, no)
+            .expect_err("timeout");
+        assert!(matches!(e, NotReady::Timeout(..)));
+        assert_eq!(
+            e.to_string(),
+            format!("the server did not answer 200 at http://{addr}/v1/models within 0.3 s (--ready-timeout)")
+        );
         assert!(matches!(
             l.wait_ready(addr, "/", 30.0, || true),
             Err(NotReady::Interrupted)

@@ -53,12 +53,15 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
         .map_or_else(String::new, |(p, _)| p.display().to_string());
     let file = profile.as_ref().and_then(|(_, f)| f.plan.as_ref());
     let plan = settings::plan::resolve(&args.plan, file, &name)?;
+    if let Some(t) = &plan.serve {
+        configs::check_not_empty(t)?;
+    }
     let all = match &plan.serve_params {
         Some(file) => listed::read(&plan, file)?,
         None => configs::product(&plan.params),
     };
     if let (Some(t), None) = (&plan.serve, &plan.serve_params) {
-        configs::check_template(t, &plan.params)?;
+        configs::check_template(t, &plan.params, &plan.links)?;
     }
     configs::check_gpus(&plan, &all)?;
     let common = precise_by_default(&args.common, profile.as_ref().map(|(_, f)| f));
@@ -75,6 +78,15 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
             plan.dir.display()
         ))
     })?;
+    if plan.resume {
+        let path = plan.dir.join("plan.json");
+        if path.exists() && read_plan(&path).is_none() {
+            eprintln!(
+                "{} is unreadable (not a plan): it is written anew from the configurations (--resume)",
+                path.display()
+            );
+        }
+    }
     let ctx = Context {
         plan: &plan,
         common: &common,

@@ -14,7 +14,7 @@ use crate::signals;
 fn blank(ctx: &Context<'_>, c: &Config) -> PlanConfig {
     PlanConfig {
         name: c.name.clone(),
-        params: c.values.clone(),
+        params: c.shown.clone(),
         command: None,
         status: ConfigStatus::Planned,
         reason: None,
@@ -41,6 +41,37 @@ fn failed(
     pc
 }
 
+/// `pc` with the secrets of `c` scrubbed from what the server or a failure wrote into it (its
+/// reason and log tail), and the tail's control characters escaped
+/// ([`bench_core::escape_controls`]).
+fn scrubbed(mut pc: PlanConfig, c: &Config) -> PlanConfig {
+    pc.reason = pc.reason.map(|r| c.scrub(&r));
+    pc.log_tail = pc
+        .log_tail
+        .iter()
+        .map(|l| bench_core::escape_controls(&c.scrub(l)).into_owned())
+        .collect();
+    pc
+}
+
+/// Rewrites the server's log with the secrets of `c` scrubbed from it (after the server
+/// stopped: nothing writes it any more).
+fn scrub_log(log: &Path, c: &Config) {
+    if c.secrets().is_empty() {
+        return;
+    }
+    let Ok(bytes) = std::fs::read(log) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let clean = c.scrub(&text);
+    if clean != text {
+        if let Err(e) = bench_report::write_atomic(log, clean.as_bytes()) {
+            tracing::warn!("{}: cannot rewrite the server's log: {e}", c.name);
+        }
+    }
+}
+
 /// The fleet of `pc` from its sweep's report.
 fn planned(mut pc: PlanConfig, run: &RunReport, report: &PlanReport) -> PlanConfig {
     let costs = Costs {
@@ -55,9 +86,23 @@ fn planned(mut pc: PlanConfig, run: &RunReport, report: &PlanReport) -> PlanConf
 }
 
 /// A finished run of a previous plan in `file`, kept by `--resume`: one that holds a capacity
-/// answer and was not interrupted.
-fn resumable(file: &Path) -> Option<RunReport> {
-    let run = bench_report::read_run(file).ok()?;
+/// answer and was not interrupted. A file that is there but cannot be read as a run is said
+/// to be unreadable (the configuration runs again).
+fn resumable(name: &str, file: &Path) -> Option<RunReport> {
+    if !file.exists() {
+        return None;
+    }
+    let run = match bench_report::read_run(file) {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!(
+                "{name}: {} is unreadable ({}); running it again (--resume)",
+                file.display(),
+                bench_core::escape_controls(&format!("{e:#}"))
+            );
+            return None;
+        }
+    };
     let interrupted = run
         .benchmarks
         .iter()
@@ -79,7 +124,7 @@ pub fn run(ctx: &Context<'_>, c: &Config, report: &PlanReport) -> PlanConfig {
     let dir = ctx.plan.dir.join(c.slug());
     let run_file = dir.join("run.json");
     if ctx.plan.resume {
-        if let Some(run) = resumable(&run_file) {
+        if let Some(run) = resumable(&c.name, &run_file) {
             eprintln!("{}: kept from {} (--resume)", c.name, run_file.display());
             return planned(pc, &run, report);
         }
@@ -92,10 +137,11 @@ pub fn run(ctx: &Context<'_>, c: &Config, report: &PlanReport) -> PlanConfig {
             vec![],
         );
     }
-    match &ctx.plan.serve {
+    let done = match &ctx.plan.serve {
         None => sweep(ctx, c, pc, None, &run_file, report),
         Some(t) => launched(ctx, c, pc, t, &run_file, report),
-    }
+    };
+    scrubbed(done, c)
 }
 
 /// Starts the configuration's server, waits for it, sweeps it and tears it down.
@@ -122,7 +168,7 @@ fn launched(
         },
     };
     let command = configs::render(template, c, addr.port());
-    let shown = configs::redact_command(&command);
+    let shown = configs::render_shown(template, c, addr.port());
     pc.command = Some(shown.clone());
     let log = run_file.with_file_name("server.log");
     pc.log_file = Some(format!("{}/server.log", c.slug()));
@@ -145,19 +191,21 @@ fn launched(
             NotReady::Interrupted => ConfigStatus::Interrupted,
             _ => ConfigStatus::FailedToStart,
         };
-        let tail = server.log_tail();
         drop(server);
         signals::guard_group(0);
-        return failed(pc, status, e.to_string(), tail);
+        scrub_log(&log, c);
+        return failed(pc, status, e.to_string(), super::launch::log_tail(&log));
     }
     let mut done = sweep(ctx, c, pc, Some(url), run_file, report);
-    if let Some(how) = server.exited() {
-        done.status = ConfigStatus::Died;
-        done.reason = Some(format!("the server exited during the sweep ({how})"));
-        done.log_tail = server.log_tail();
-    }
+    let died = server.exited();
     drop(server);
     signals::guard_group(0);
+    scrub_log(&log, c);
+    if let Some(how) = died {
+        done.status = ConfigStatus::Died;
+        done.reason = Some(format!("the server exited during the sweep ({how})"));
+        done.log_tail = super::launch::log_tail(&log);
+    }
     done
 }
 

@@ -69,8 +69,8 @@ fn warn_after(ending_notes: &[String], resent: u64, ignored: u64) {
     }
     if ignored > 0 {
         eprintln!(
-            "warning: {ignored} /v1/responses event(s) of unknown types were ignored \
-             (docs/backends.md, \"Responses\")"
+            "warning: {ignored} /v1/responses or /v1/messages event(s) of unknown types were \
+             ignored (docs/backends.md, \"Responses\" and \"Anthropic Messages\")"
         );
     }
 }

@@ -71,7 +71,7 @@ pub struct TargetArgs {
     #[arg(long, value_name = "FILE.yaml", requires = "mock")]
     pub mock_config: Option<PathBuf>,
     /// API to speak: openai-completions (default), openai-chat, tgi, openai-responses
-    /// (/v1/responses), openai-embeddings
+    /// (/v1/responses), anthropic-messages (Anthropic's /v1/messages), openai-embeddings
     /// (/v1/embeddings), rerank (vLLM's /v1/rerank), cohere-rerank (/v2/rerank). vLLM's and
     /// guidellm's names are accepted: vllm, openai, sglang, lmdeploy, llama.cpp (completions),
     /// openai_http (guidellm).
@@ -95,7 +95,8 @@ pub struct TargetArgs {
     /// --model-selection-strategy (round_robin, random).
     #[arg(long, value_name = "NAME", visible_alias = "model-selection-strategy")]
     pub model_selection: Option<String>,
-    /// Bearer token for the server (falls back to OPENAI_API_KEY). Never printed or saved.
+    /// Bearer token for the server (falls back to OPENAI_API_KEY; ANTHROPIC_API_KEY, sent as
+    /// x-api-key, with --backend anthropic-messages). Never printed or saved.
     #[arg(long, env = "BENCH_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Extra header 'Name: value' (or Name=value, vLLM's form) on every request; repeatable.
@@ -423,12 +424,22 @@ pub struct PeerArgs {
     /// vLLM: server port (default 8000 with --host).
     #[arg(long)]
     pub port: Option<u16>,
-    /// vLLM: random, sharegpt, book, custom (a file; see --dataset-path).
+    /// vLLM: random, sharegpt, book, custom (a file; see --dataset-path), hf (a Hugging Face
+    /// dataset in the local hub cache), sonnet, prefix_repetition, random-mm.
     #[arg(long, value_name = "NAME")]
     pub dataset_name: Option<String>,
-    /// vLLM: the dataset file.
+    /// vLLM: the dataset file (hf: the dataset id, ORG/NAME).
     #[arg(long, value_name = "FILE")]
     pub dataset_path: Option<String>,
+    /// vLLM hf dataset: the subset (data key subset=).
+    #[arg(long, value_name = "NAME")]
+    pub hf_subset: Option<String>,
+    /// vLLM hf dataset: the split (data key split=; default train).
+    #[arg(long, value_name = "SPLIT")]
+    pub hf_split: Option<String>,
+    /// vLLM hf dataset: a fixed output length for every request (data key output_tokens=).
+    #[arg(long)]
+    pub hf_output_len: Option<u32>,
     /// vLLM random dataset: prompt tokens (default 1024).
     #[arg(long)]
     pub random_input_len: Option<u32>,
@@ -444,6 +455,34 @@ pub struct PeerArgs {
     /// vLLM sharegpt dataset: fixed output length instead of the replies'.
     #[arg(long)]
     pub sharegpt_output_len: Option<u32>,
+    /// vLLM sonnet dataset: prompt tokens, the prefix included (default 550).
+    #[arg(long)]
+    pub sonnet_input_len: Option<u32>,
+    /// vLLM sonnet dataset: output tokens (default 150).
+    #[arg(long)]
+    pub sonnet_output_len: Option<u32>,
+    /// vLLM sonnet dataset: tokens of the text's beginning shared by every prompt (default 200).
+    #[arg(long)]
+    pub sonnet_prefix_len: Option<u32>,
+    /// vLLM prefix_repetition dataset: tokens of each shared prefix (default 256).
+    #[arg(long)]
+    pub prefix_repetition_prefix_len: Option<u32>,
+    /// vLLM prefix_repetition dataset: tokens after the prefix (default 256).
+    #[arg(long)]
+    pub prefix_repetition_suffix_len: Option<u32>,
+    /// vLLM prefix_repetition dataset: distinct prefixes (default 10).
+    #[arg(long)]
+    pub prefix_repetition_num_prefixes: Option<u32>,
+    /// vLLM prefix_repetition dataset: output tokens (default 128).
+    #[arg(long)]
+    pub prefix_repetition_output_len: Option<u32>,
+    /// vLLM random-mm dataset: images per request (default 1).
+    #[arg(long)]
+    pub random_mm_base_items_per_request: Option<u32>,
+    /// vLLM random-mm dataset: image sizes as {(HEIGHT, WIDTH, 1): PROBABILITY}; bench sends
+    /// one size, so one image bucket (default 256x256).
+    #[arg(long, value_name = "CONFIG")]
+    pub random_mm_bucket_config: Option<String>,
     /// vLLM book dataset (TGI seed): tokens per book slice.
     #[arg(long)]
     pub book_input_len: Option<u32>,

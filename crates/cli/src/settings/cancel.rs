@@ -40,10 +40,15 @@ fn asked(src: &Sources<'_>) -> anyhow::Result<Option<(f64, String)>> {
             })?;
             Ok(Some((s, from)))
         }
-        (None, Some((p, from_cli))) => Ok(Some((
-            p / 100.0,
-            src.origin("request-cancellation-rate", from_cli),
-        ))),
+        (None, Some((p, from_cli))) => {
+            let from = src.origin("request-cancellation-rate", from_cli);
+            if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                return Err(usage(format!(
+                    "{from}: {p} is not a percentage above 0 and at most 100 (10 cancels 10% of the requests)"
+                )));
+            }
+            Ok(Some((p / 100.0, from)))
+        }
         (None, None) => Ok(None),
     }
 }

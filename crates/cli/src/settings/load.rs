@@ -283,6 +283,14 @@ fn limits(src: &Sources<'_>, rate_type: RateType, mock: bool) -> anyhow::Result<
         }
     }
     let max_requests = c.max_requests.or(f.max_requests).or(num_prompts);
+    if let Some(s) = c.max_seconds.or(f.max_seconds) {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(usage(format!(
+                "{}: {s} is not a positive number of seconds",
+                src.origin("max-seconds", c.max_seconds.is_some())
+            )));
+        }
+    }
     let max_seconds = match c.max_seconds.or(f.max_seconds) {
         Some(s) => Some(s),
         // A count ends the benchmark on its own; bursts end when all finished, traces with

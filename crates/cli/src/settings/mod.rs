@@ -23,6 +23,7 @@ mod report;
 mod request;
 pub mod show;
 mod target;
+mod vllm_data;
 
 use std::path::Path;
 
@@ -123,7 +124,7 @@ pub fn resolve(
     let request = request::resolve(&src)?;
     if !request.stream && target.backend == bench_worker::BackendKind::Tgi {
         return Err(usage(format!(
-            "{}: only the openai-completions, openai-chat and openai-responses backends can answer unstreamed, not tgi",
+            "{}: only the openai-completions, openai-chat, openai-responses and anthropic-messages backends can answer unstreamed, not tgi",
             if t.cli.request.no_stream {
                 "--no-stream".to_string()
             } else {
@@ -516,6 +517,26 @@ mod tests {
         })
         .expect("ok");
         assert_eq!(t.api_key.as_deref(), Some("sk-x"));
+        // Anthropic's Messages API reads its own variable, never OpenAI's.
+        let mut anthropic = mock_args();
+        anthropic.target.backend = Some("anthropic-messages".into());
+        let src = Sources {
+            cli: &anthropic,
+            file: &file,
+            profile: None,
+        };
+        let t = target::resolve(&src, |k| match k {
+            "ANTHROPIC_API_KEY" => Some("sk-ant".to_string()),
+            "OPENAI_API_KEY" => Some("sk-x".to_string()),
+            _ => None,
+        })
+        .expect("ok");
+        assert_eq!(t.api_key.as_deref(), Some("sk-ant"));
+        let t = target::resolve(&src, |k| {
+            (k == "OPENAI_API_KEY").then(|| "sk-x".to_string())
+        })
+        .expect("ok");
+        assert_eq!(t.api_key, None);
         let mut given = mock_args();
         given.target.api_key = Some("sk-flag".into());
         given.target.headers = vec!["X-A: 1".into(), "X-B=two=2".into()];

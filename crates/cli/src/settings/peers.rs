@@ -164,58 +164,15 @@ fn dataset(out: &mut Translated) -> anyhow::Result<()> {
         (Some(n), _) => n.as_str(),
         (None, Some(_)) => "custom",
         (None, None) if random_flags => "random",
-        (None, None) => return Ok(()),
+        (None, None) => return super::vllm_data::check_flags(p, "no --dataset-name"),
     };
-    let path = || {
-        p.dataset_path
-            .clone()
-            .ok_or_else(|| usage(format!("--dataset-name {name} needs --dataset-path FILE")))
-    };
-    let data = match name {
-        "random" => {
-            let mut s = format!(
-                "input_len={},output_len={}",
-                p.random_input_len.unwrap_or(1024),
-                p.random_output_len.unwrap_or(128)
-            );
-            if let Some(r) = p.random_range_ratio.filter(|r| *r != 0.0) {
-                s.push_str(&format!(",range_ratio={r}"));
-            }
-            if let Some(n) = p.random_prefix_len.filter(|n| *n != 0) {
-                s.push_str(&format!(",prefix_len={n}"));
-            }
-            s
-        }
-        "sharegpt" => {
-            let mut s = format!("path={},format=sharegpt", path()?);
-            if let Some(n) = p.sharegpt_output_len {
-                s.push_str(&format!(",output_tokens={n}"));
-            }
-            s
-        }
-        "book" => {
-            let mut s = format!(
-                "path={},format=book,prompt_tokens={}",
-                path()?,
-                p.book_input_len.unwrap_or(1024)
-            );
-            if let Some(n) = p.book_output_len {
-                s.push_str(&format!(",output_tokens={n}"));
-            }
-            s
-        }
-        "custom" | "jsonl" | "json" | "csv" | "txt" => format!("path={}", path()?),
-        other => {
-            return Err(usage(format!(
-                "--dataset-name {other}: not supported (random, sharegpt, book, custom); pass the file with --data"
-            )))
-        }
-    };
-    if name != "random" && random_flags {
+    let data = super::vllm_data::data_arg(p, name)?;
+    if !matches!(name, "random" | "random-mm") && random_flags {
         return Err(usage(format!(
             "--random-* flags apply to --dataset-name random, not {name}"
         )));
     }
+    super::vllm_data::check_flags(p, name)?;
     if out.cli.data.data.is_some() {
         return Err(usage(
             "give --data or --dataset-name/--dataset-path, not both",

@@ -50,31 +50,31 @@ pub struct PlanArgs {
     )]
     pub link: Vec<String>,
     /// Seconds to wait for a launched server to answer [default: 600].
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub ready_timeout: Option<f64>,
     /// Path polled until a launched server answers 200 [default: /v1/models].
     #[arg(long, value_name = "PATH")]
     pub ready_path: Option<String>,
     /// Seconds between SIGTERM and SIGKILL when a server is torn down [default: 10].
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub stop_grace: Option<f64>,
     /// The demand to serve, requests/s of the load given; with --data trace=FILE and no
     /// --demand, the trace's peak rate over --demand-window.
-    #[arg(long, value_name = "REQ_PER_S")]
+    #[arg(long, value_name = "REQ_PER_S", allow_negative_numbers = true)]
     pub demand: Option<f64>,
     /// With a trace as the demand: the window its peak rate is read over, seconds
     /// [default: 60].
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub demand_window: Option<f64>,
     /// Factor the demand is grown by before sizing the fleet [default: 1].
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub growth: Option<f64>,
     /// GPUs one replica uses: a number, or a product of numbers and `{param}`s
     /// (`{tp}*{pp}`) [default: 1].
     #[arg(long, value_name = "N|EXPR")]
     pub gpus_per_replica: Option<String>,
     /// Price of one GPU for an hour; the plan then ranks by cost.
-    #[arg(long, value_name = "PRICE")]
+    #[arg(long, value_name = "PRICE", allow_negative_numbers = true)]
     pub gpu_hour_cost: Option<f64>,
     /// Directory of the plan's files: plan.json, plan.csv, plan.html, and per configuration
     /// its run and server log [default: bench-plan].
@@ -196,7 +196,9 @@ pub fn parse_param(text: &str, origin: &str) -> anyhow::Result<Param> {
     })
 }
 
-fn check_name(name: &str, origin: &str) -> anyhow::Result<()> {
+/// Checks a parameter's name (a `--params` name or a `--serve-params` key): letters, digits,
+/// `_` and `-`, and not `port`.
+pub(crate) fn check_name(name: &str, origin: &str) -> anyhow::Result<()> {
     let ok = !name.is_empty()
         && name
             .chars()

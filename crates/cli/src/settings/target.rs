@@ -89,10 +89,15 @@ pub(crate) fn resolve(
             return Err(usage(format!("--cacert {}: no such file", p.display())));
         }
     }
+    // Each API's own variable: Anthropic's SDKs read ANTHROPIC_API_KEY, OpenAI's OPENAI_API_KEY.
+    let key_var = match backend {
+        BackendKind::AnthropicMessages => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
     let api_key = c
         .api_key
         .clone()
-        .or_else(|| env("OPENAI_API_KEY"))
+        .or_else(|| env(key_var))
         .filter(|k| !k.trim().is_empty());
     Ok(TargetSettings {
         targets,

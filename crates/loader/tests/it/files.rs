@@ -416,3 +416,49 @@ fn images_synthetic_and_from_files() {
         assert!(e.contains(says), "{bad}: {e}");
     }
 }
+
+/// A book with `prefix_tokens=P` (vLLM's sonnet `--sonnet-prefix-len`): every slice comes
+/// after the book's first `P` tokens and a newline, the same text in every prompt; the count is
+/// the joined text's.
+#[test]
+fn a_book_prefix_is_the_books_beginning_before_every_slice() {
+    let dir = common::temp_dir("book-prefix");
+    let lines: String = (0..200)
+        .map(|i| format!("Shall I compare thee to a summer day number {i}\n"))
+        .collect();
+    let book = write(&dir, "sonnet.txt", &lines);
+    let tk = Tokenizer::builtin();
+    let got = load(
+        &format!(
+            "path={book},format=book,prompt_tokens=30,prefix_tokens=10,output_tokens=5,samples=6"
+        ),
+        None,
+    )
+    .expect("book with a prefix");
+    assert_eq!(got.len(), 6);
+    let prefix = got[0]
+        .prompt
+        .split('\n')
+        .next()
+        .expect("prefix")
+        .to_string();
+    assert_eq!(tk.count(&prefix), 10, "{prefix:?}");
+    assert!(lines.starts_with(&prefix));
+    for s in &got {
+        assert!(
+            s.prompt.starts_with(&format!("{prefix}\n")),
+            "{:?}",
+            s.prompt
+        );
+        assert_eq!(s.prompt_tokens as usize, tk.count(&s.prompt));
+        assert!(
+            (s.prompt_tokens as i64 - 40).abs() <= 2,
+            "{}",
+            s.prompt_tokens
+        );
+        assert_eq!(s.output_tokens, Some(5));
+    }
+    // Only a book takes a prefix.
+    let jsonl = write(&dir, "p.jsonl", "{\"prompt\": \"x\"}\n");
+    assert!(load(&format!("path={jsonl},prefix_tokens=4"), None).is_err());
+}

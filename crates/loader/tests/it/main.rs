@@ -6,6 +6,7 @@
 
 mod common;
 mod files;
+mod parquet;
 mod props;
 mod sessions;
 mod spec;

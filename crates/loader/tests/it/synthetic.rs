@@ -199,3 +199,49 @@ fn loader_can_move_to_another_thread() {
         .expect("join");
     assert_eq!(got, 2);
 }
+
+/// `prefix_count=N` (vLLM's prefix_repetition): prompt `i` starts with prefix `i mod N`, the N
+/// prefixes are distinct from their first token, every prompt has exactly `prefix + prompt`
+/// tokens, and prompts of one prefix share exactly its `P` tokens.
+#[test]
+fn prefix_count_gives_n_distinct_prefixes_in_turn() {
+    let tk = Tokenizer::builtin();
+    let spec = DataSpec::parse(
+        "prompt_tokens=12,prefix_tokens=20,prefix_count=3,output_tokens=4,seed=5",
+        None,
+    )
+    .expect("spec");
+    let mut l = Loader::new(spec, tk.clone()).expect("loader").cycle(false);
+    let ids: Vec<Vec<u32>> = (0..9)
+        .map(|_| {
+            let s = l.try_next().expect("next").expect("a prompt");
+            assert_eq!(s.prompt_tokens, 32);
+            let ids = tk.encode(&s.prompt);
+            assert_eq!(ids.len(), 32, "{:?}", s.prompt);
+            ids
+        })
+        .collect();
+    for i in 0..9 {
+        for j in 0..9 {
+            if i == j {
+                continue;
+            }
+            let shared = ids[i]
+                .iter()
+                .zip(&ids[j])
+                .take_while(|(a, b)| a == b)
+                .count();
+            if i % 3 == j % 3 {
+                assert_eq!(shared, 20, "prompts {i} and {j} share their prefix exactly");
+            } else {
+                assert_eq!(shared, 0, "prompts {i} and {j} differ from the first token");
+            }
+        }
+    }
+    for bad in [
+        "prompt_tokens=8,prefix_count=2",
+        "prompt_tokens=8,prefix_tokens=4,prefix_count=0",
+    ] {
+        assert!(DataSpec::parse(bad, None).is_err(), "{bad}");
+    }
+}

@@ -171,15 +171,21 @@ fn slo_search_brackets_the_limit_within_the_tolerance() {
         assert!(low <= limit && limit < high, "{limit}: {b:?}");
         assert!((high - low) <= s.slo_tolerance * low, "{b:?}");
         assert_eq!(a.slo_max_requests_per_s, Some(low));
+        assert_eq!(a.slo_limit, Some(SloLimit::Slo), "{limit}");
         let refine = steps.iter().filter(|s| s.role == SweepRole::Refine).count();
         assert_eq!(refine as u32, b.steps);
     }
-    // Every rate meets it: no refinement, open bracket.
+    // Every rate meets its bounds: the rates past the capacity (8.8 and 9.6, not kept up)
+    // meet no SLO, the capacity limits first and is the answer; no refinement (the capacity
+    // rate itself met it).
     let s = spec(SweepMode::Adaptive, Some("ttft_p99=100"));
     let (steps, p) = drive(&s, 16, 1e9);
     assert!(steps.iter().all(|s| s.role != SweepRole::Refine));
-    let b = p.answer().expect("answer").slo_bracket.expect("bracket");
-    assert_eq!((b.low, b.high), (Some(9.6), None));
+    let a = p.answer().expect("answer");
+    let b = a.slo_bracket.expect("bracket");
+    assert_eq!((b.low, b.high), (Some(8.0), Some(8.8)));
+    assert_eq!(a.slo_max_requests_per_s, Some(a.max_requests_per_s));
+    assert_eq!(a.slo_limit, Some(SloLimit::Capacity));
     // None meets it: the search halves down to its step limit and states no rate.
     let (_, p) = drive(&s, 16, 0.0);
     let a = p.answer().expect("answer");
@@ -578,8 +584,15 @@ fn a_rate_below_what_the_closed_loops_carried_that_did_not_settle_runs_again_lon
 /// A sweep against a server whose closed loops read 114 req/s and whose open-loop rates each
 /// read `open(rate)` (requests/s, verdict): its capacity answer, and the benchmarks it ran.
 fn saturated_sweep(open: impl Fn(f64) -> (f64, Verdict)) -> (Capacity, Vec<String>) {
-    let s = spec(SweepMode::Adaptive, None);
-    let mut p = SweepPlanner::new(&s, &seconds(10.0));
+    saturated_sweep_with(&spec(SweepMode::Adaptive, None), open)
+}
+
+/// [`saturated_sweep`] of `s`; with an SLO every rate meets its bounds.
+fn saturated_sweep_with(
+    s: &SweepSpec,
+    open: impl Fn(f64) -> (f64, Verdict),
+) -> (Capacity, Vec<String>) {
+    let mut p = SweepPlanner::new(s, &seconds(10.0));
     let mut labels = Vec::new();
     while let Some(step) = p.next_step().expect("plans") {
         let (rps, verdict) = match (&step.strategy, step.strategy.target_rate()) {
@@ -597,7 +610,7 @@ fn saturated_sweep(open: impl Fn(f64) -> (f64, Verdict)) -> (Capacity, Vec<Strin
         let reading = Reading {
             requests_per_s: rps,
             output_tokens_per_s: Some(rps * 32.0),
-            slo_met: None,
+            slo_met: s.slo.as_ref().map(|_| true),
             needs_longer: false,
             verdict,
             slo_sure: None,
@@ -770,8 +783,20 @@ fn drive_max_precision(
     width: f64,
     from: f64,
 ) -> (Vec<SweepStep>, SweepPlanner) {
-    let mut s = spec(SweepMode::Adaptive, None);
+    drive_answers(precision, None, width, from)
+}
+
+/// [`drive_max_precision`], with an SLO that every rate meets by its latencies when
+/// `slo_precision` is given (asked at that precision).
+fn drive_answers(
+    precision: Option<f64>,
+    slo_precision: Option<f64>,
+    width: f64,
+    from: f64,
+) -> (Vec<SweepStep>, SweepPlanner) {
+    let mut s = spec(SweepMode::Adaptive, slo_precision.map(|_| "itl_p50=50"));
     s.capacity_precision = precision;
+    s.slo_precision = slo_precision;
     let mut p = SweepPlanner::new(&s, &seconds(10.0));
     let srv = server(16, 50.0);
     let mut steps = Vec::new();
@@ -790,10 +815,10 @@ fn drive_max_precision(
         let reading = Reading {
             requests_per_s: rps,
             output_tokens_per_s: Some(tok),
-            slo_met: None,
+            slo_met: slo_precision.map(|_| true),
             needs_longer: false,
             verdict: verdict_of(&step, rps),
-            slo_sure: None,
+            slo_sure: slo_precision.map(|_| Sure::Pass),
             rate_interval: (step.length >= from).then_some(Interval {
                 low: rps - half,
                 high: rps + half,
@@ -845,4 +870,58 @@ fn capacity_precision_gets_an_interval_for_a_run_too_short_for_one_and_gives_up_
     assert!(!r.met, "{r:?}");
     assert!(r.benchmarks <= MAX_ANSWER_STEPS, "{r:?}");
     assert!(steps.iter().all(|s| s.length <= MAX_LENGTH + 1e-9));
+}
+
+/// An SLO that never binds (every rate meets its latency bounds; only the rates past the
+/// capacity, which are not served, fail it): the SLO answer is the capacity, with the
+/// capacity's interval, and `--slo-precision` narrows that interval (the benchmark that
+/// measured the maximum runs again longer), or says why it could not.
+#[test]
+fn an_slo_that_never_binds_answers_the_capacity_and_narrows_its_interval() {
+    let (steps, p) = drive_answers(None, Some(0.05), 0.3, 1.0);
+    let c = p.answer().expect("answer");
+    assert_eq!(c.slo_limit, Some(SloLimit::Capacity), "{c:?}");
+    assert_eq!(c.slo_max_requests_per_s, Some(c.max_requests_per_s));
+    let b = c.slo_bracket.as_ref().expect("bracket");
+    assert!(b.high.is_some(), "a rate past the capacity fails: {b:?}");
+    let r = b.refinement.expect("refinement");
+    assert!(r.met && r.benchmarks == 2 && r.why_not.is_none(), "{r:?}");
+    let last = steps.last().expect("steps");
+    assert_eq!(last.strategy.label(), c.max_measured_by, "{steps:?}");
+    // Too fine to reach: it stops at the longest run and says so.
+    let (_, p) = drive_answers(None, Some(0.001), 0.3, 1.0);
+    let r = p
+        .answer()
+        .expect("answer")
+        .slo_bracket
+        .expect("b")
+        .refinement
+        .expect("r");
+    assert!(!r.met, "{r:?}");
+    assert_eq!(r.why_not, Some(NotNarrowed::AtLongest), "{r:?}");
+}
+
+/// A rate kept up above the measured maximum that met the SLO (the maximum read from a rate
+/// past the capacity by its departures, a little under it) does not lift the SLO answer above
+/// the maximum.
+#[test]
+fn the_slo_answer_is_never_above_the_capacity() {
+    let mut s = spec(SweepMode::Adaptive, Some("itl_p50=50"));
+    s.slo_precision = None;
+    let (a, labels) = saturated_sweep_with(&s, |r| match r {
+        r if r <= 110.0 => (r, Verdict::KeptUp),
+        r => (106.0 + (r - 105.0) / 100.0, Verdict::NotKeptUp),
+    });
+    let met_above = labels.iter().any(|l| {
+        l.strip_prefix("constant@")
+            .and_then(|r| r.parse::<f64>().ok())
+            .is_some_and(|r| r > a.max_requests_per_s && r <= 110.0)
+    });
+    assert!(
+        met_above,
+        "a rate kept up above the maximum: {a:?} {labels:?}"
+    );
+    let slo = a.slo_max_requests_per_s.expect("an SLO answer");
+    assert!(slo <= a.max_requests_per_s, "{a:?}");
+    assert_eq!(a.slo_limit, Some(SloLimit::Capacity), "{a:?}");
 }

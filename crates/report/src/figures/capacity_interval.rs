@@ -11,7 +11,8 @@
 //! sure failure.
 
 use bench_core::{
-    crossing, kept_up, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo, Sure,
+    crossing, kept_up, served, Capacity, CapacityIntervals, CrossingInterval, Interval, Slo,
+    SloLimit, Sure,
 };
 
 use crate::figures::capacity::{knee_threshold_ms, open_loop, slo_metric};
@@ -80,14 +81,29 @@ pub fn knee_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> 
 }
 
 /// The verdict of one benchmark's intervals on every bound of `slo` (docs/metrics.md,
-/// "Intervals"): what the sweep's refinement of its SLO answer reads.
+/// "Intervals"): what the sweep's refinement of its SLO answer reads. An open-loop rate that
+/// was not served ([`served`], taken as exact as the knee takes keeping up) surely fails: a
+/// rate the server does not keep up with meets no SLO (docs/metrics.md, "The SLO answer").
 pub fn slo_verdict(slo: &Slo, b: &BenchmarkReport) -> Sure {
-    Sure::all(slo.bounds.iter().map(|bound| {
+    let kept = match b.strategy.target_rate() {
+        Some(r)
+            if !served(
+                r,
+                b.rates.requests_per_s,
+                b.rates.sustained.map(|s| s.verdict),
+            ) =>
+        {
+            Sure::Fail
+        }
+        _ => Sure::Pass,
+    };
+    let bounds = slo.bounds.iter().map(|bound| {
         let m = slo_metric(bound.metric);
         let p = bound.stat.percentile().unwrap_or(f64::NAN);
         let iv = b.intervals.as_ref().and_then(|i| i.percentile(m, p));
         at_most(b.slo_value(bound.metric, bound.stat), iv, bound.max_ms)
-    }))
+    });
+    Sure::all(bounds.chain([kept]))
 }
 
 /// Whether every bound of `slo` has an interval method (a median, p90 or p99 of TTFT, ITL,
@@ -104,7 +120,31 @@ pub fn slo_has_intervals(slo: &Slo) -> bool {
 /// bound stops holding. `None` without that rate, when a bound's statistic has no interval
 /// method (a mean, a percentile other than the median, p90 and p99, a metric other than TTFT,
 /// ITL, TPOT and E2EL), or when no open-loop rate has intervals.
+///
+/// The SLO answer is never above the capacity: when the capacity limits first
+/// ([`SloLimit::Capacity`]) its interval is the maximum's ([`max_interval`]); else each end is
+/// at most the maximum interval's end (`min(X, C)` lies between the lower ends' minimum and
+/// the upper ends' minimum when `X` and `C` lie in theirs).
 pub fn slo_interval(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
+    let max = max_interval(run, c);
+    if c.slo_limit == Some(SloLimit::Capacity) {
+        return max.map(|iv| CrossingInterval {
+            low: iv.low,
+            high: Some(iv.high),
+        });
+    }
+    let iv = slo_crossing(run, c)?;
+    Some(match max {
+        Some(m) => CrossingInterval {
+            low: iv.low.min(m.low),
+            high: Some(iv.high.map_or(m.high, |h| h.min(m.high))),
+        },
+        None => iv,
+    })
+}
+
+/// Where the first SLO bound stops holding among the open-loop rates ([`slo_verdict`]).
+fn slo_crossing(run: &RunReport, c: &Capacity) -> Option<CrossingInterval> {
     let (slo, bracket) = (c.slo.as_ref()?, c.slo_bracket.as_ref()?);
     bracket.low?;
     if !slo_has_intervals(slo) {

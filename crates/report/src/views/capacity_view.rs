@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use bench_core::Capacity;
+use bench_core::{Capacity, SloLimit};
 
 use crate::figures::capacity::{KNEE_FACTOR, KNEE_SLACK_MS};
 use crate::figures::capacity_interval::{capacity_interval, knee_interval, slo_interval};
@@ -12,6 +12,10 @@ use crate::figures::model::RunReport;
 use crate::views::common::{
     crossing_words, lower_bound_words, output_tokens_words, refinement_words, trace_multiples_text,
 };
+
+/// What the consoles and the HTML say when the capacity limits the SLO answer first.
+pub(crate) const CAPACITY_FIRST: &str =
+    "the capacity limits first: every rate the server kept up with met the SLO";
 
 fn rate(v: Option<f64>) -> String {
     v.map_or("-".into(), |r| format!("{r:.2} req/s"))
@@ -47,13 +51,17 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
         ));
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
         let sure = crossing_words(slo_interval(run, c));
-        let text = match (b.low, b.high) {
-            (Some(l), Some(h)) => format!(
+        let text = match (c.slo_limit, b.low, b.high) {
+            (Some(SloLimit::Capacity), _, _) => format!(
+                "{}{sure} ({CAPACITY_FIRST})",
+                rate(c.slo_max_requests_per_s)
+            ),
+            (_, Some(l), Some(h)) => format!(
                 "{l:.2} req/s{sure} (bracket {l:.2} to {h:.2} req/s, {} refinement step(s))",
                 b.steps
             ),
-            (Some(_), None) => format!("{} or more{sure} (every rate met it)", rate(b.low)),
-            (None, _) => "no rate met it".into(),
+            (_, Some(_), None) => format!("{} or more{sure} (every rate met it)", rate(b.low)),
+            (_, None, _) => "no rate met it".into(),
         };
         out.push((format!("Max rate meeting {slo}"), text));
         if let Some(r) = &b.refinement {
@@ -135,8 +143,11 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
             s,
             "{:<40} {:<10}",
             "Max rate meeting the SLO (req/s):",
-            f(b.low)
+            f(c.slo_max_requests_per_s.or(b.low))
         );
+        if c.slo_limit == Some(SloLimit::Capacity) {
+            let _ = writeln!(s, "{:<40} {:<10}", "SLO answer limited by:", "the capacity");
+        }
         interval_line(
             &mut s,
             "SLO rate 95% interval (req/s):",

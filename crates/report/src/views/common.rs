@@ -11,8 +11,15 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use crate::figures::model::BenchmarkReport;
 use crate::figures::options::Metric;
 
-/// Escapes text for HTML element content and attribute values.
+/// Escapes text for HTML element content and attribute values; control characters other than
+/// line breaks (a server's text may hold them) are written as escapes first, line by line
+/// ([`bench_core::escape_controls`]).
 pub(crate) fn esc(s: &str) -> String {
+    let s: String = s
+        .split('\n')
+        .map(bench_core::escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -410,12 +417,20 @@ pub(crate) fn refinement_words(r: &bench_core::Refinement) -> String {
         r.benchmarks,
         if r.benchmarks == 1 { "" } else { "s" },
         r.seconds
-    )
+    ) + &r.why_not.map_or(String::new(), |w| format!(": {w}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_text_keeps_its_lines_and_escapes_a_servers_control_characters() {
+        assert_eq!(
+            esc("a<b>\n\u{1b}[31mRED\u{7}"),
+            "a&lt;b&gt;\n\\x1b[31mRED\\x07"
+        );
+    }
 
     #[test]
     fn crossing_words_are_compact() {

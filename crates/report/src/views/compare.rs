@@ -209,7 +209,11 @@ pub fn render_comparison(runs: &[RunReport], names: &[String], width: Option<u16
     for (i, r) in runs.iter().enumerate() {
         out.push_str(&format!(
             "    {}: run {} created {} ({} against {})\n",
-            cols[i], r.run_id, r.created, r.environment.model, r.environment.target
+            cols[i],
+            r.run_id,
+            r.created,
+            bench_core::escape_controls(&r.environment.model),
+            r.environment.target
         ));
     }
     out.push('\n');

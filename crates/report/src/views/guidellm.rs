@@ -187,7 +187,9 @@ fn metadata(run: &RunReport, width: Option<u16>) -> String {
     let worker = cfg.get("worker").map(|w| model(w, " ")).unwrap_or_else(|| {
         format!(
             "backend_type='{}' backend_target='{}' backend_model='{}'",
-            env.backend, env.target, env.model
+            env.backend,
+            env.target,
+            bench_core::escape_controls(&env.model)
         )
     });
     let loader = cfg

@@ -209,7 +209,7 @@ pub fn render_plan(p: &PlanReport, width: Option<u16>) -> String {
             "  {}: {}: {}",
             c.name,
             status_words(c.status),
-            c.reason.as_deref().unwrap_or("")
+            bench_core::escape_controls(c.reason.as_deref().unwrap_or(""))
         );
     }
     let _ = writeln!(s, "{}", recommendation(p));

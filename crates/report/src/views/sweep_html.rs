@@ -49,15 +49,20 @@ pub(crate) fn capacity_box(h: &mut String, run: &RunReport) {
     );
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
         let sure = crossing_words(slo_interval(run, c));
-        let text = match (b.low, b.high) {
-            (Some(l), Some(hi)) => format!(
+        let text = match (c.slo_limit, b.low, b.high) {
+            (Some(bench_core::SloLimit::Capacity), _, _) => format!(
+                "<b>{:.2} req/s</b>{sure} ({})",
+                c.slo_max_requests_per_s.unwrap_or(c.max_requests_per_s),
+                crate::views::capacity_view::CAPACITY_FIRST
+            ),
+            (_, Some(l), Some(hi)) => format!(
                 "<b>{l:.2} req/s</b>{sure} (met at {l:.2}, missed at {hi:.2}; {} refinement step(s))",
                 b.steps
             ),
-            (Some(l), None) => {
+            (_, Some(l), None) => {
                 format!("<b>{l:.2} req/s or more</b>{sure} (every rate met it)")
             }
-            (None, _) => "<b>no rate met it</b>".into(),
+            (_, None, _) => "<b>no rate met it</b>".into(),
         };
         let _ = write!(h, "<p>With {}: {text}.</p>", esc(&slo.to_string()));
         if let Some(r) = &b.refinement {

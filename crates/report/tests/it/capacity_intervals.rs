@@ -281,3 +281,43 @@ fn the_html_draws_error_bars_on_the_points_of_a_known_report() {
         "concurrency has no interval"
     );
 }
+
+/// The SLO answer is never above the capacity (issue 44): its interval's ends are at most the
+/// maximum interval's, and when the capacity limits first the answer's interval is the
+/// maximum's, which every output says.
+#[test]
+fn the_slo_interval_is_never_above_the_capacitys() {
+    let mut run = common::capacity_sweep();
+    let mut c = run.capacity.clone().expect("capacity");
+    // A capacity measured by the 6 req/s rate (interval 5.82 to 6.18): the SLO's crossing
+    // (4 to 8) is cut at the maximum's upper end.
+    let six = run
+        .benchmarks
+        .iter()
+        .position(|b| b.label == "constant@6.00");
+    c.max_measured_by = run.benchmarks[six.expect("6")].label.clone();
+    c.max_requests_per_s = 6.0;
+    let iv = slo_interval(&run, &c).expect("interval");
+    assert!(
+        (iv.low, iv.high.map(|h| (h * 100.0).round())) == (4.0, Some(618.0)),
+        "{iv:?}"
+    );
+    // The capacity limits first: the SLO answer is the maximum, with its interval.
+    c.slo_limit = Some(bench_core::SloLimit::Capacity);
+    c.slo_max_requests_per_s = Some(6.0);
+    let iv = slo_interval(&run, &c).expect("interval");
+    let max = bench_report::max_interval(&run, &c).expect("max");
+    assert_eq!((iv.low, iv.high), (max.low, Some(max.high)));
+    run.capacity = Some(c);
+    let g = render_guidellm(&run, None);
+    assert!(
+        g.contains("Max rate meeting ttft_median=40: 6.00 req/s (95%: 5.82-6.18) (the capacity limits first"),
+        "{g}"
+    );
+    let v = render_vllm(&run, &VllmConsoleOptions::default());
+    assert!(
+        v.contains("SLO answer limited by:                   the capacity"),
+        "{v}"
+    );
+    assert!(render_html(&run).contains("the capacity limits first"));
+}

@@ -570,7 +570,8 @@ pub fn capacity_sweep() -> RunReport {
     ] {
         run.benchmarks.push(rung(&base, rate, ttft, ttft_iv));
     }
-    let m = run.benchmarks[0].clone();
+    // The capacity is the top rate's (kept up): the SLO answer is never above it.
+    let m = run.benchmarks[run.benchmarks.len() - 1].clone();
     let mut c = bench_core::Capacity {
         knee_requests_per_s: bench_report::knee(&run),
         slo: Some("ttft_median=40".parse().expect("slo")),

@@ -34,8 +34,8 @@ pub struct TargetSettings {
     /// mixes"); `None` with one model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_mix: Option<super::models::MixSettings>,
-    /// Bearer token (`--api-key`, `BENCH_API_KEY`, else `OPENAI_API_KEY`); never printed or
-    /// saved.
+    /// Bearer token (`--api-key`, `BENCH_API_KEY`, else `OPENAI_API_KEY`, or
+    /// `ANTHROPIC_API_KEY` for Anthropic's Messages API); never printed or saved.
     #[serde(skip)]
     pub api_key: Option<String>,
     /// Extra headers; values are never printed or saved.

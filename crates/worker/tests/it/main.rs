@@ -8,6 +8,7 @@ mod common;
 mod fastparse;
 mod images;
 mod loopback;
+mod messages;
 mod no_stream;
 mod pooling;
 mod reasoning;
