@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use bench_report::{ConfigStatus, Costs, PlanConfig, PlanReport, RunReport};
 
 use super::configs::{self, Config};
-use super::launch::{free_port, Launched, NotReady};
 use super::Context;
 use crate::signals;
+use bench_plan::launch::{free_port, Launched, NotReady};
 
 /// The configuration's record before it ran.
 fn blank(ctx: &Context<'_>, c: &Config) -> PlanConfig {
@@ -194,7 +194,12 @@ fn launched(
         drop(server);
         signals::guard_group(0);
         scrub_log(&log, c);
-        return failed(pc, status, e.to_string(), super::launch::log_tail(&log));
+        return failed(
+            pc,
+            status,
+            e.to_string(),
+            bench_plan::launch::log_tail(&log),
+        );
     }
     let mut done = sweep(ctx, c, pc, Some(url), run_file, report);
     let died = server.exited();
@@ -204,7 +209,7 @@ fn launched(
     if let Some(how) = died {
         done.status = ConfigStatus::Died;
         done.reason = Some(format!("the server exited during the sweep ({how})"));
-        done.log_tail = super::launch::log_tail(&log);
+        done.log_tail = bench_plan::launch::log_tail(&log);
     }
     done
 }
