@@ -15,7 +15,7 @@ core). The lanes:
   run one per process (`--exact`), so
   the workers share them out, longest first. The simulator's and the worker's integration
   tests run as whole binaries (they hold their own lock between timing and CPU-heavy tests). At
-  most three timed tests run at once (four were tried: docs/testing.md, "The slowest files").
+  most three timed tests run at once (four read the simulator wrong: docs/testing.md, "Lanes").
 - **alone**: the timed tests that must have the machine's timed share to themselves (listed
   in ALONE: a CPU-bound real server, the 1% closed-form claims, the busiest token streams) run first, one after another,
   before the workers start; the other lane runs beside them at that priority.
@@ -90,6 +90,7 @@ LONG = {
     "the_knee_under_precision_is_the_knee_without_it": 85,
     "requests_outlast_a_quarter_benchmark": 70,
     "sweep_mock_finds_the_simulators_capacity": 60,
+    "the_library_example_states_the_closed_form_capacity": 60,
     "capacity_and_slo_rate_batch16": 50,
     "a_sweep_over_a_trace_states": 45,
     "capacity_and_slo_rate_batch8": 40,

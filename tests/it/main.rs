@@ -20,6 +20,7 @@ mod images_cli;
 mod intervals;
 mod kept_result;
 mod kubernetes_example;
+mod library;
 mod llamacpp;
 mod mock_server_cli;
 mod model_mix;

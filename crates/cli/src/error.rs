@@ -2,24 +2,16 @@
 
 use std::process::ExitCode;
 
-/// A usage or configuration error: bad flags, bad profile files, bad data files. Exits with 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-impl UsageError {
-    /// A usage error with this message.
-    pub fn new(msg: impl Into<String>) -> Self {
-        Self(msg.into())
-    }
-}
+pub use bench_runner::UsageError;
 
 /// Prints `err` as one line (with its causes) and returns its exit code: 2 when any cause is a
-/// [`UsageError`], 1 otherwise.
+/// [`UsageError`] (or the runner's usage error), 1 otherwise.
 pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
-    let usage = err
-        .chain()
-        .any(|c| c.downcast_ref::<UsageError>().is_some());
+    let usage = err.chain().any(|c| {
+        c.downcast_ref::<UsageError>().is_some()
+            || c.downcast_ref::<bench_runner::Error>()
+                .is_some_and(bench_runner::Error::is_usage)
+    });
     let mut line = format!("error: {err}");
     for cause in err.chain().skip(1) {
         let s = cause.to_string();

@@ -1,23 +1,21 @@
-//! The bench command line: turns arguments and profile files into settings, runs them, and
-//! renders results. The only crate that prints, exits or sets up logging.
+//! The bench command line, a front end: turns arguments and profile files into the runner's
+//! typed settings ([`settings`]), calls the runner (`bench-runner`) or the plan, turns signals
+//! into the run's cancellation token, prints the consoles and progress, and picks the exit
+//! code. The only crate that prints, exits or sets up logging. It does not drive the scheduler,
+//! start the simulator or scrapers, or write a run's report files (the runner does).
 //!
-//! Each subcommand lives in its own module with its `Args` and its `run`.
+//! Each subcommand lives in its own module with its `Args` and its `run`. `bench plan` still
+//! launches and supervises its servers here (`plan/`); issue 45 moves that to the plan's crate.
 
 mod completions;
 mod console_out;
-mod data;
-mod endings;
 mod error;
 mod fidelity;
 #[cfg(test)]
 mod layout;
-mod limits;
 mod merge_cmd;
-mod metadata;
 mod mock_server;
-mod outputs;
 mod plan;
-mod precise;
 mod progress;
 mod report_cmd;
 mod run;
@@ -26,7 +24,6 @@ mod shard;
 mod shard_merge;
 mod signals;
 mod trace_cmd;
-mod vllm_files;
 
 use std::process::ExitCode;
 

@@ -318,7 +318,7 @@ pub fn run(args: MockServerArgs) -> anyhow::Result<ExitCode> {
     let config = args.resolve()?;
     // Every stream a client holds open is a socket here: as many as the OS allows, and a
     // descriptor table grown now, not while clients connect (see `limits`).
-    let _ = crate::limits::make_room(Some(SIMULATOR_OPEN_FILES), None);
+    let _ = bench_runner::limits::make_room(Some(SIMULATOR_OPEN_FILES), None);
     if args.threads == Some(0) {
         return Err(UsageError::new("--threads must be at least 1").into());
     }

@@ -1,5 +1,6 @@
 //! Live progress of `bench sweep` / `bench run` on stderr: one line per benchmark (and an
-//! overall bar for multi-benchmark runs) on a terminal, periodic plain lines otherwise.
+//! overall bar for multi-benchmark runs) on a terminal, periodic plain lines otherwise. Fed by
+//! the run's events ([`Shown`]), which also say the run's hints.
 
 use std::io::IsTerminal as _;
 use std::time::{Duration, Instant};
@@ -76,8 +77,34 @@ fn silent(s: &[bench_core::Silent]) -> Option<String> {
     ))
 }
 
+/// The run's events as the console shows them: progress snapshots to the display task, hints
+/// on stderr.
+#[derive(Debug)]
+pub struct Shown {
+    tx: watch::Sender<Option<Progress>>,
+}
+
+impl bench_runner::Events for Shown {
+    fn progress(&self, p: &Progress) {
+        self.tx.send_replace(Some(p.clone()));
+    }
+
+    fn hint(&self, text: &str) {
+        eprintln!("hint: {text}");
+    }
+}
+
+impl Shown {
+    /// The events to give the run, and the display task (none when `quiet`), which ends once
+    /// the events are dropped.
+    pub fn spawn(quiet: bool) -> (std::sync::Arc<Shown>, Option<JoinHandle<()>>) {
+        let (tx, rx) = watch::channel(None);
+        (std::sync::Arc::new(Shown { tx }), spawn(rx, quiet))
+    }
+}
+
 /// Starts the display task; it ends when `rx`'s sender is dropped or the task is aborted.
-pub fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<JoinHandle<()>> {
+fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<JoinHandle<()>> {
     if quiet {
         return None;
     }

@@ -1,14 +1,19 @@
-//! Shared vocabulary of bench: what a request asks for ([`RequestSpec`]), what happened to it
-//! ([`RequestRecord`], [`Outcome`]), the run clock ([`Clock`]) every timestamp is taken against,
-//! and the [`Backend`] trait through which the scheduler hands work to a transport.
-//!
-//! It also holds the vocabulary of a benchmark that the scheduler and the report share: the
-//! load shape ([`Strategy`]), the measurement [`Window`] with the one rule that classifies a
-//! request against it ([`Phase`]) and the rates over it, why a benchmark stopped
+//! The vocabulary of bench and the rules its crates share. The vocabulary: what a request asks
+//! for ([`RequestSpec`]), what happened to it ([`RequestRecord`], [`Outcome`]), the run clock
+//! ([`Clock`]) every timestamp is taken against, the [`Backend`] trait through which the
+//! scheduler hands work to a transport, the load shape ([`Strategy`]), why a benchmark stopped
 //! ([`StopReason`]) and what it did ([`BenchmarkOutcome`]).
 //!
-//! This crate owns no I/O and no policy: it sits at the bottom of the dependency graph so that
-//! `profile`, `loader`, `worker` and `report` can agree on types without depending on each other.
+//! The shared rules, each applied by more than one crate and so kept in one place: the
+//! measurement [`Window`] and the one rule that places a request in it ([`Phase`]), the
+//! steady-state rates over it, the settling time and steady state ([`settle_time`],
+//! [`Steady`]), the sustain verdict of an open loop ([`Sustained`]), the SLO and its answer
+//! ([`Slo`], [`Capacity`]), intervals ([`Interval`]), precision targets ([`Precision`]), ramps,
+//! cancellations, model mixes, shards and load balancing among targets.
+//!
+//! It owns no I/O and decides nothing about a run (which load to apply, when to send, what to
+//! print): it sits at the bottom of the dependency graph so that `profile`, `loader`, `worker`
+//! and `report` can agree on types and rules without depending on each other.
 
 mod arrivals;
 mod balance;
@@ -19,6 +24,7 @@ mod models;
 mod pages;
 mod precision;
 mod ramp;
+mod rates;
 mod session;
 mod settle;
 mod shard;
@@ -39,6 +45,7 @@ pub use models::{
 pub use pages::Pages;
 pub use precision::{Precision, PrecisionError, Target, DEFAULT_BUDGET_LENGTHS, KEY_FIGURES};
 pub use ramp::{Ramp, RampOver, RampRecord, RampShape, RateChange, MAX_CHANGES};
+pub use rates::{BenchmarkOutcome, RateInput, WindowRates};
 pub use session::{
     parse_secs, ChatMessage, ConversationSpec, Reply, SessionCounts, SessionTurn, ThinkTime,
     ToolCall, Tools, TurnKind, TurnRequest, FLATTEN_SEPARATOR,
@@ -48,8 +55,8 @@ pub use shard::Shard;
 pub use shown::escape_controls;
 pub use steady::{Found, LatencyScope, Steady, FILL_QUANTILE, MIN_STEADY_REQUESTS};
 pub use strategy::{Release, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
-pub use sustain::{Sustained, Unjudged, Verdict, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
-pub use window::{BenchmarkOutcome, Phase, RateInput, StopReason, Window, WindowRates};
+pub use sustain::{Sustained, Unjudged, Verdict, KEPT_UP, SUSTAIN_BATCHES, SUSTAIN_MIN_ARRIVALS};
+pub use window::{Phase, StopReason, Window};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -61,8 +68,7 @@ pub use tokio_util::sync::CancellationToken;
 mod slo;
 pub use slo::{
     kept_up, metric_key, served, served_sure, Capacity, NotNarrowed, Refinement, Slo, SloBound,
-    SloBracket,
-    SloError, SloLimit, SloMetric, SloStat, TraceCapacity, KEPT_UP,
+    SloBracket, SloError, SloLimit, SloMetric, SloStat, TraceCapacity,
 };
 
 /// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,

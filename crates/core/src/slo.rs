@@ -318,13 +318,9 @@ pub enum SloLimit {
     Capacity,
 }
 
-/// An open-loop benchmark kept up with its rate when it completed at least this fraction of
-/// the rate it offered; one that did not was past the server's capacity.
-pub const KEPT_UP: f64 = 0.95;
-
 /// Whether a benchmark that offered `offered` requests/s and completed `completed` kept up.
 pub fn kept_up(offered: f64, completed: f64) -> bool {
-    offered > 0.0 && completed >= KEPT_UP * offered
+    offered > 0.0 && completed >= crate::sustain::KEPT_UP * offered
 }
 
 /// Whether an open-loop rate was served, the one rule by which the sweep, its SLO answer and

@@ -12,6 +12,7 @@ use bench_tokenizer::Tokenizer;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::lines::not_utf8;
 use crate::spec::{FileConfig, FileFormat, ShareGptConfig};
 use crate::Error;
 
@@ -81,39 +82,6 @@ pub(crate) fn check_text(path: &Path) -> Result<(), Error> {
             ));
         }
     }
-}
-
-/// What is wrong with a line that is not UTF-8: the first bad byte and its column (from 1),
-/// as every file bench reads says it.
-pub(crate) fn not_utf8(line: &[u8], e: &std::str::Utf8Error) -> String {
-    let at = e.valid_up_to();
-    let byte = line.get(at).copied().unwrap_or_default();
-    format!(
-        "not UTF-8 text (byte 0x{byte:02x} at column {}); re-encode the file as UTF-8",
-        at + 1
-    )
-}
-
-/// The next line of `r` (without its line ending) as text, `Ok(None)` at the end; a line that
-/// is not UTF-8 is an error saying its first bad byte and column (the caller names the line).
-pub(crate) fn next_line(
-    r: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Option<Result<String, String>>> {
-    buf.clear();
-    if r.read_until(b'\n', buf)? == 0 {
-        return Ok(None);
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-        if buf.last() == Some(&b'\r') {
-            buf.pop();
-        }
-    }
-    Ok(Some(match std::str::from_utf8(buf) {
-        Ok(t) => Ok(t.to_string()),
-        Err(e) => Err(not_utf8(buf, &e)),
-    }))
 }
 
 /// Streams the records of a file.

@@ -42,6 +42,7 @@ mod error;
 pub mod files;
 pub mod hub;
 pub mod images;
+mod lines;
 mod parquet;
 pub mod spec;
 pub mod synthetic;

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::synthetic::{
+    SyntheticConfig, TokenDist, ToolKeys, DEFAULT_TOOL_RESULT_TOKENS, DEFAULT_TOOL_TOKENS,
+};
 use crate::trace::{TimeUnit, TraceConfig, TraceFit, TraceFormat};
 use crate::Error;
 
@@ -199,118 +202,6 @@ impl FileFormat {
         })
     }
 }
-
-/// A distribution of token counts. Every draw is at least 1.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum TokenDist {
-    /// Always this count.
-    Fixed(u32),
-    /// Normal around `mean`, rounded, clipped to `[min, max]` (guidellm's `*_stdev`).
-    Normal {
-        /// Mean.
-        mean: f64,
-        /// Standard deviation.
-        stdev: f64,
-        /// Least value.
-        min: u32,
-        /// Greatest value.
-        max: u32,
-    },
-    /// Uniform over `[min, max]` (vLLM's `range_ratio`).
-    Uniform {
-        /// Least value.
-        min: u32,
-        /// Greatest value.
-        max: u32,
-    },
-}
-
-impl TokenDist {
-    /// The least count this distribution can draw.
-    pub fn min(&self) -> u32 {
-        match *self {
-            TokenDist::Fixed(n) => n,
-            TokenDist::Normal { min, .. } | TokenDist::Uniform { min, .. } => min,
-        }
-    }
-
-    /// The greatest count this distribution can draw.
-    pub fn max(&self) -> u32 {
-        match *self {
-            TokenDist::Fixed(n) => n,
-            TokenDist::Normal { max, .. } | TokenDist::Uniform { max, .. } => max,
-        }
-    }
-
-    /// Draws one count.
-    pub fn sample<R: rand::Rng>(&self, rng: &mut R) -> u32 {
-        match *self {
-            TokenDist::Fixed(n) => n,
-            TokenDist::Normal {
-                mean,
-                stdev,
-                min,
-                max,
-            } => {
-                let x = match rand_distr::Normal::new(mean, stdev) {
-                    Ok(d) => rand_distr::Distribution::sample(&d, rng),
-                    Err(_) => mean,
-                };
-                (x.round().clamp(min as f64, max as f64)) as u32
-            }
-            TokenDist::Uniform { min, max } => rng.random_range(min..=max),
-        }
-    }
-}
-
-/// Synthetic prompts of exact token counts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntheticConfig {
-    /// Prompt tokens, not counting the shared prefix.
-    pub prompt: TokenDist,
-    /// Output tokens asked for; `None` lets the server decide.
-    pub output: Option<TokenDist>,
-    /// Distinct requests before starting over; `None` for an endless stream.
-    pub samples: Option<u64>,
-    /// Tokens of a prefix shared by every prompt (0: none, every prompt starts differently).
-    pub prefix_tokens: u32,
-    /// Distinct prefixes (at least 1): prompt `i` starts with prefix `i mod prefix_count`.
-    pub prefix_count: u32,
-    /// Seed.
-    pub seed: u64,
-    /// Sessions: user turns per conversation (`None`: single requests, no sessions).
-    pub turns: Option<u32>,
-    /// Sessions: tokens of the system prompt shared by every conversation (0: none).
-    pub system_prompt_tokens: u32,
-    /// Sessions: tool definitions and tool results (`None`: no tools).
-    pub tools: Option<ToolKeys>,
-    /// Whether `seed=` was given. Without it a run replaces the seed with a fresh salt
-    /// ([`DataSpec::salt`]), so a repeated run does not send the prompts of the previous one
-    /// again (and meet the server's prefix cache).
-    pub seed_given: bool,
-    /// Inputs per request (`batch_size`, default 1).
-    pub batch_size: u32,
-    /// Synthetic images sent with every prompt.
-    pub images: Option<crate::images::SyntheticImages>,
-}
-
-/// A session's tools (docs/data.md, "Tool calls").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolKeys {
-    /// Synthetic definitions (0 with a file).
-    pub count: u32,
-    /// Tokens of each synthetic definition.
-    pub tokens: u32,
-    /// A JSON file holding a list of definitions.
-    pub file: Option<PathBuf>,
-    /// Tokens of the tool result.
-    pub result_tokens: u32,
-}
-
-/// Tokens of a synthetic tool definition unless `tool_tokens` says.
-pub const DEFAULT_TOOL_TOKENS: u32 = 200;
-/// Tokens of a tool result unless `tool_result_tokens` says.
-pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 128;
 
 /// Prompts read from a `.jsonl`, `.json`, `.csv` or `.txt` file.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use bench_core::Tools;
 use rand::Rng;
 
-use crate::spec::ToolKeys;
 use crate::synthetic::Composer;
+use crate::synthetic::ToolKeys;
 use crate::Error;
 
 /// Attempts at sizing a synthetic definition's description to its exact count.

@@ -136,7 +136,7 @@ pub struct MockConfig {
     /// name is the served model (`model` must be left unset or equal it) and a request naming
     /// no model of the list is answered 404, as vLLM does. Default: none (one model, `model`,
     /// and any requested name accepted).
-    pub models: Vec<crate::lora::ServedModel>,
+    pub models: Vec<ServedModel>,
     /// LoRA adapters resident at once (vLLM's `--max-loras`): a request for an adapter that
     /// is not resident waits until one resident adapter has no sequence in the batch. Default
     /// 1, as vLLM's.
@@ -544,6 +544,21 @@ fn invalid(field: &'static str, message: impl Into<String>) -> Error {
         field,
         message: message.into(),
     }
+}
+
+/// One model the simulator serves (an entry of `models:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServedModel {
+    /// The name requests give in `model` and `/v1/models` lists.
+    pub name: String,
+    /// A LoRA adapter of the base model (the first entry): it must be resident to run.
+    #[serde(default)]
+    pub lora: bool,
+    /// Milliseconds a step costs per sequence of this model holding a slot; default the
+    /// server's `step_per_seq_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_per_seq_ms: Option<f64>,
 }
 
 #[cfg(test)]

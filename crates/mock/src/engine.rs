@@ -635,7 +635,7 @@ impl Engine {
     fn step_len(&self) -> Duration {
         match &self.served {
             None => self.params.step(self.slots()),
-            Some(s) => s.step(&self.params, self.held_models()),
+            Some(s) => s.step(self.params.step_base_ns, self.held_models()),
         }
     }
 

@@ -2,7 +2,7 @@
 //! LoRA adapters"): per-model step costs, adapter loads, and `max_loras`.
 
 use super::*;
-use crate::lora::ServedModel;
+use crate::config::ServedModel;
 
 /// Base `base` (1 ms per sequence, the server's), adapters `a` and `b` (3 ms per sequence),
 /// `max_loras` resident, 4 ms loads; steps of 10 ms plus the sequences' costs, 2 ms prefills.

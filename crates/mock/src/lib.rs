@@ -39,10 +39,11 @@ mod words;
 
 use std::path::PathBuf;
 
-pub use config::{parse_balance, Balance, Faults, MockConfig, MAX_REPLICAS, MAX_SPEC_TOKENS};
+pub use config::{
+    parse_balance, Balance, Faults, MockConfig, ServedModel, MAX_REPLICAS, MAX_SPEC_TOKENS,
+};
 pub use faults::FaultRecord;
 pub use log::{EndKind, RequestLogEntry};
-pub use lora::ServedModel;
 pub use request::{image_tokens, IMAGE_EXTRA_TOKENS, IMAGE_PATCH};
 pub use server::MockServer;
 

@@ -8,24 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use crate::engine::EngineParams;
-
-/// One model the simulator serves (an entry of `models:`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServedModel {
-    /// The name requests give in `model` and `/v1/models` lists.
-    pub name: String,
-    /// A LoRA adapter of the base model (the first entry): it must be resident to run.
-    #[serde(default)]
-    pub lora: bool,
-    /// Milliseconds a step costs per sequence of this model holding a slot; default the
-    /// server's `step_per_seq_ms`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step_per_seq_ms: Option<f64>,
-}
+use serde::Deserialize;
 
 /// The served models, resolved for the server and the engines.
 #[derive(Debug)]
@@ -118,12 +101,13 @@ impl ServedModels {
     }
 
     /// A step that starts with sequences of models `held` holding slots:
-    /// `step_base_ms + sum of their models' step_per_seq_ms`.
-    pub(crate) fn step(&self, params: &EngineParams, held: impl Iterator<Item = u16>) -> Duration {
+    /// `step_base_ms + sum of their models' step_per_seq_ms` (`step_base_ns`: the engine's base
+    /// cost, nanoseconds).
+    pub(crate) fn step(&self, step_base_ns: f64, held: impl Iterator<Item = u16>) -> Duration {
         let per_seq: f64 = held
             .map(|m| self.per_seq_ns.get(usize::from(m)).copied().unwrap_or(0.0))
             .sum();
-        let ns = (params.step_base_ns + per_seq).round();
+        let ns = (step_base_ns + per_seq).round();
         Duration::from_nanos((ns as u64).max(1))
     }
 }
@@ -167,7 +151,7 @@ impl Resident {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MockConfig;
+    use crate::{MockConfig, ServedModel};
 
     fn model(name: &str, lora: bool) -> ServedModel {
         ServedModel {

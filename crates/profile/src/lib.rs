@@ -16,12 +16,13 @@ mod transient;
 pub use arrivals::Arrivals;
 pub use limits::{Limits, OverSaturation, SaturationSample, DEFAULT_DRAIN_TIMEOUT};
 pub use profile::{
-    sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepSpec, DEFAULT_SLO_TOLERANCE,
+    sweep_rates, BuildOptions, OpenLoop, Profile, RateType, SweepMode, SweepSpec,
+    DEFAULT_SLO_TOLERANCE,
 };
 pub use sweep::{
-    capacity_rates, rung_latency, rung_length, slo_bracket, slo_next_rate, Reading, SweepMode,
-    SweepPlanner, SweepRole, SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS,
-    LADDER_WARMUP, LENGTHEN, MAX_LENGTH, MAX_REFINE_STEPS, RUNG_LATENCIES, SECOND_RATE, TOP_RATE,
+    capacity_rates, rung_latency, rung_length, slo_bracket, slo_next_rate, Reading, SweepPlanner,
+    SweepRole, SweepStep, LADDER_GAIN, LADDER_LENGTH, LADDER_MAX_RUNGS, LADDER_WARMUP, LENGTHEN,
+    MAX_LENGTH, MAX_REFINE_STEPS, RUNG_LATENCIES, SECOND_RATE, TOP_RATE,
 };
 pub use transient::{ResolvedTransient, Transient};
 

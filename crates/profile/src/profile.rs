@@ -8,9 +8,19 @@ use serde::{Deserialize, Serialize};
 use bench_core::Slo;
 
 use crate::StrategyExt as _;
-use crate::{
-    check_rate, invalid, ProfileError, Strategy, SweepMode, DEFAULT_THROUGHPUT_CONCURRENCY,
-};
+use crate::{check_rate, invalid, ProfileError, Strategy, DEFAULT_THROUGHPUT_CONCURRENCY};
+
+/// How a sweep finds the capacity (a [`SweepSpec`]'s mode; the planner in `sweep.rs` follows
+/// it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepMode {
+    /// Concurrency ladder, rates around the capacity, SLO search.
+    #[default]
+    Adaptive,
+    /// guidellm's recipe: a throughput probe (512 in flight) and linspace rates.
+    Guidellm,
+}
 
 /// The `--rate-type` of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

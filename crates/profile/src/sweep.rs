@@ -30,7 +30,7 @@ use bench_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepSpec};
+use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, SweepMode, SweepSpec};
 
 /// A ladder rung must raise the best output token throughput by more than this fraction, or
 /// the ladder stops.
@@ -63,17 +63,6 @@ pub const MAX_REFINE_STEPS: u32 = 10;
 /// At most this many benchmarks narrow the SLO answer's interval (`--slo-precision`), and as
 /// many the maximum's (`--capacity-precision`).
 pub const MAX_ANSWER_STEPS: u32 = 24;
-
-/// How a sweep finds the capacity.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SweepMode {
-    /// Concurrency ladder, rates around the capacity, SLO search.
-    #[default]
-    Adaptive,
-    /// guidellm's recipe: a throughput probe (512 in flight) and linspace rates.
-    Guidellm,
-}
 
 /// What part of the sweep a benchmark is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

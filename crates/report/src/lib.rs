@@ -4,8 +4,11 @@
 //!
 //! It owns metric definitions (see `docs/metrics.md`), HdrHistograms (microseconds, 3
 //! significant figures), the JSON schema (`docs/report-schema.json`) and every output format.
-//! It does not schedule, send, print or choose file names: the scheduler feeds an
-//! [`Accumulator`] per benchmark, the CLI prints the strings and passes the paths.
+//! It does not schedule, send, print or choose file names: the runner feeds an
+//! [`Accumulator`] per benchmark and passes the paths, the CLI prints the strings. It also
+//! holds, for now, the deployment plan's figures and their report (`figures/plan.rs`: fleet
+//! sizing, ranking, Pareto points, energy and cost; the plan's views), which issue 45 moves to
+//! the plan's own crate.
 //!
 //! # Layout: figures, then views
 //!

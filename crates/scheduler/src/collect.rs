@@ -15,8 +15,9 @@ use bench_profile::{OverSaturation, ResolvedTransient, SaturationSample, Strateg
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
-use crate::pacer::{Pacer, PacerEnd, PacerTask, RampPace, Shared};
-use crate::plan::{secs, BenchmarkPlan, Resolved};
+use crate::pacer::{Pacer, PacerEnd, PacerTask, RampPace};
+use crate::setup::{secs, BenchmarkSetup, Resolved};
+use crate::shared::Shared;
 use crate::Work;
 use crate::{Progress, ProgressPhase, Scheduler, SchedulerError};
 
@@ -189,7 +190,7 @@ struct Collector<'a, B> {
     sched: &'a Scheduler<B>,
     index: usize,
     total: usize,
-    plan: &'a BenchmarkPlan,
+    setup: &'a BenchmarkSetup,
     resolved: Resolved,
     bounds: Bounds,
     shared: Arc<Shared>,
@@ -201,7 +202,7 @@ struct Collector<'a, B> {
     closed_loop: bool,
     saturation: Option<OverSaturation>,
     samples: VecDeque<SaturationSample>,
-    /// The plan runs to a precision target ([`crate::StopHandle::precise`] may end it).
+    /// The setup runs to a precision target ([`crate::StopHandle::precise`] may end it).
     watch_precise: bool,
 }
 
@@ -214,7 +215,7 @@ impl<B: Backend> Scheduler<B> {
         &self,
         index: usize,
         total: usize,
-        plan: &BenchmarkPlan,
+        setup: &BenchmarkSetup,
         specs: S,
         mut sink: F,
     ) -> Result<(BenchmarkOutcome, S), SchedulerError>
@@ -224,9 +225,9 @@ impl<B: Backend> Scheduler<B> {
         F: FnMut(RequestRecord, Phase),
     {
         let shard = self.options.shard;
-        let (resolved, cap) = plan.resolve_for(shard)?;
+        let (resolved, cap) = setup.resolve_for(shard)?;
         // A ramp by request runs over the whole benchmark's requests, every shard's.
-        let whole_count = plan.limits.max_requests.unwrap_or(0);
+        let whole_count = setup.limits.max_requests.unwrap_or(0);
         let bounds = Bounds::new(self.clock.now(), &resolved);
         let tokens = Tokens::default();
         let shared = Arc::new(Shared::new());
@@ -235,8 +236,8 @@ impl<B: Backend> Scheduler<B> {
             backend: self.backend.clone(),
             clock: self.clock,
             t0: bounds.t0,
-            release: plan.strategy.release(),
-            arrivals: plan.strategy.arrivals().map(|a| {
+            release: setup.strategy.release(),
+            arrivals: setup.strategy.arrivals().map(|a| {
                 let a = match self.options.ramp {
                     Some(r) => a.ramped(r, whole_count),
                     None => a,
@@ -246,7 +247,7 @@ impl<B: Backend> Scheduler<B> {
                     None => a,
                 }
             }),
-            speedup: plan.strategy.speedup(),
+            speedup: setup.strategy.speedup(),
             cap,
             count: resolved.count,
             deadline: bounds.deadline,
@@ -264,10 +265,10 @@ impl<B: Backend> Scheduler<B> {
             shard,
             cancellation: self.options.cancellation,
             ramp: self.options.ramp.and_then(|r| {
-                let to = plan
+                let to = setup
                     .strategy
                     .target_rate()
-                    .or_else(|| plan.strategy.closed_loop_streams().map(f64::from))?;
+                    .or_else(|| setup.strategy.closed_loop_streams().map(f64::from))?;
                 Some(RampPace::new(r, to, whole_count, shard))
             }),
         };
@@ -276,12 +277,12 @@ impl<B: Backend> Scheduler<B> {
             tokens.stop.cancel();
         }
         let pacer = PacerTask::start(pacer, specs).map_err(SchedulerError::Pacer)?;
-        let rate = plan.strategy.target_rate();
+        let rate = setup.strategy.target_rate();
         let mut c = Collector {
             sched: self,
             index,
             total,
-            plan,
+            setup,
             resolved,
             bounds,
             shared,
@@ -289,10 +290,10 @@ impl<B: Backend> Scheduler<B> {
             stop_reason: None,
             stop_at: None,
             rate,
-            closed_loop: plan.strategy.release() != Release::Scheduled,
-            saturation: plan.limits.over_saturation.filter(|_| rate.is_some()),
+            closed_loop: setup.strategy.release() != Release::Scheduled,
+            saturation: setup.limits.over_saturation.filter(|_| rate.is_some()),
             samples: VecDeque::new(),
-            watch_precise: plan.limits.precision.is_some(),
+            watch_precise: setup.limits.precision.is_some(),
         };
         c.collect(rx, &tokens, &mut sink).await;
         let (specs, pacer_end, not_sent) = pacer.join().await;
@@ -303,7 +304,7 @@ impl<B: Backend> Scheduler<B> {
 
 impl<B: Backend> Collector<'_, B> {
     /// Receives records until every sender is gone. A limit stops the sending; at the deadline
-    /// the requests in flight drain (up to the plan's drain bound), on any other stop they are
+    /// the requests in flight drain (up to the setup's drain bound), on any other stop they are
     /// cancelled at once, and those that ignore cancellation are abandoned after the grace.
     async fn collect<F>(
         &mut self,
@@ -379,10 +380,10 @@ impl<B: Backend> Collector<'_, B> {
 
     /// How long the requests in flight may drain after the sending stopped: at the deadline
     /// and at a precise stop (each ends the sending of a benchmark that went as planned, so
-    /// its figures are those of every request it sent), up to the plan's drain bound; every
+    /// its figures are those of every request it sent), up to the setup's drain bound; every
     /// other stop cancels at once.
     fn drain_bound(&self) -> Option<Duration> {
-        let d = self.plan.limits.drain_seconds();
+        let d = self.setup.limits.drain_seconds();
         let planned = matches!(
             self.stop_reason,
             Some(StopReason::MaxSeconds | StopReason::Precise)
@@ -412,7 +413,7 @@ impl<B: Backend> Collector<'_, B> {
         }
         sink(record, phase);
         if self
-            .plan
+            .setup
             .limits
             .errors_exceeded(self.tally.finished(), self.tally.errored)
         {
@@ -430,7 +431,7 @@ impl<B: Backend> Collector<'_, B> {
         if self.stop_reason.is_none()
             && self.sched.precise.load(Ordering::Acquire) == self.index + 1
         {
-            tracing::info!(label = %self.plan.strategy.label(), "precise; stopping the benchmark");
+            tracing::info!(label = %self.setup.strategy.label(), "precise; stopping the benchmark");
             let now = self.sched.clock.now();
             let at = self.sched.precise_at.load(Ordering::Relaxed);
             self.begin_stop(StopReason::Precise, at.clamp(self.bounds.t0, now));
@@ -440,7 +441,7 @@ impl<B: Backend> Collector<'_, B> {
     fn on_tick(&mut self) {
         let now = self.sched.clock.now();
         if self.stop_reason.is_none() && self.saturated(now) {
-            tracing::info!(label = %self.plan.strategy.label(), "over-saturated; stopping the benchmark");
+            tracing::info!(label = %self.setup.strategy.label(), "over-saturated; stopping the benchmark");
             self.begin_stop(StopReason::OverSaturated, now);
         }
         if self.watch_precise {
@@ -521,14 +522,14 @@ impl<B: Backend> Collector<'_, B> {
             closed_loop: self.closed_loop,
             arrivals: &self.tally.tokens_in_window,
             first_output: self.tally.first_output,
-            streams: self.plan.strategy.closed_loop_streams(),
+            streams: self.setup.strategy.closed_loop_streams(),
             departures: &mut departures,
             failed: &failed,
             output_tokens: self.tally.departed_output as f64,
             prompt_tokens: self.tally.departed_prompt as f64,
         });
         let outcome = BenchmarkOutcome {
-            strategy: self.plan.strategy.clone(),
+            strategy: self.setup.strategy.clone(),
             start: self.bounds.t0,
             end,
             sending_end,
@@ -556,7 +557,7 @@ impl<B: Backend> Collector<'_, B> {
     /// The benchmark's ramp-up as it ran: the ramp, what it climbed to, its changes in order.
     fn ramp_record(&self) -> Option<RampRecord> {
         let ramp = self.sched.options.ramp?;
-        let s = &self.plan.strategy;
+        let s = &self.setup.strategy;
         let to = s.target_rate().or(s.closed_loop_streams().map(f64::from))?;
         let mut changes = self
             .shared
@@ -574,7 +575,7 @@ impl<B: Backend> Collector<'_, B> {
         let p = Progress {
             index: self.index,
             total: self.total,
-            label: self.plan.strategy.label(),
+            label: self.setup.strategy.label(),
             phase,
             elapsed: Duration::from_nanos(elapsed),
             remaining: self

@@ -13,16 +13,17 @@
 mod collect;
 mod pacer;
 mod pacing;
-mod plan;
 mod progress;
 mod session;
+mod setup;
+mod shared;
 mod sweep;
 
 pub use bench_core::{BenchmarkOutcome, Phase, StopReason, Window};
 pub use pacing::{wait_until, Pacing};
-pub use plan::BenchmarkPlan;
 pub use progress::{Progress, ProgressPhase};
 pub use session::Work;
+pub use setup::BenchmarkSetup;
 pub use sweep::{Observer, RunOutcome};
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -36,13 +37,13 @@ use tokio::sync::watch;
 pub use bench_core;
 pub use bench_profile;
 
-/// Errors of the scheduler: a plan that cannot be run. Per-request failures are never errors;
+/// Errors of the scheduler: a benchmark that cannot be run. Per-request failures are never errors;
 /// they are records.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
     /// The benchmark's strategy, limits or warmup/cooldown are invalid or do not fit together.
     #[error("invalid benchmark `{label}`: {source}")]
-    Plan {
+    Invalid {
         /// The benchmark's label.
         label: String,
         /// Why.
@@ -118,7 +119,7 @@ impl StopHandle {
         self.interrupt.is_cancelled()
     }
 
-    /// Ends benchmark `index` (of [`Observer`]'s calls), when its plan has a precision target,
+    /// Ends benchmark `index` (of [`Observer`]'s calls), when its setup has a precision target,
     /// because its key figures met it as of `at` (run clock, not in the future): called from
     /// [`Observer::record`], the benchmark stops right after that record (else at its next
     /// progress tick), its window closing at `at`, cancels what is in flight, and closes with

@@ -8,17 +8,17 @@
 //! count windows work per turn. A turn's intended send time (`scheduled`) is the end of its
 //! think time, so pauses never count as latency.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bench_core::{
     Backend, CancellationToken, Clock, ConversationSpec, Dispatch, Nanos, Outcome, RequestRecord,
-    RequestSpec, SessionCounts, SessionTurn, ThinkTime, ToolCall, TurnKind, TurnRequest,
+    RequestSpec, SessionTurn, ThinkTime, ToolCall, TurnKind, TurnRequest,
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use crate::pacer::Shared;
 use crate::pacing::{retry_pause, wait_until};
+use crate::shared::{abandoned, Shared};
 
 /// What the pacer releases: a single request, or a session (a conversation run turn by turn).
 #[derive(Debug, Clone)]
@@ -44,28 +44,6 @@ impl From<ConversationSpec> for Work {
 impl From<Arc<ConversationSpec>> for Work {
     fn from(c: Arc<ConversationSpec>) -> Work {
         Work::Session(c)
-    }
-}
-
-/// Session outcomes, counted as sessions end.
-#[derive(Debug, Default)]
-pub(crate) struct SessionTally {
-    used: AtomicBool,
-    started: AtomicU64,
-    completed: AtomicU64,
-    cut: AtomicU64,
-    errored: AtomicU64,
-}
-
-impl SessionTally {
-    /// The counts, when the benchmark ran sessions.
-    pub(crate) fn snapshot(&self) -> Option<SessionCounts> {
-        self.used.load(Ordering::Relaxed).then(|| SessionCounts {
-            started: self.started.load(Ordering::Relaxed),
-            completed: self.completed.load(Ordering::Relaxed),
-            cut: self.cut.load(Ordering::Relaxed),
-            errored: self.errored.load(Ordering::Relaxed),
-        })
     }
 }
 
@@ -317,7 +295,7 @@ impl<B: Backend> SessionCtx<B> {
             r = self.backend.send_turn(turn, dispatch, self.cancel.clone()) => r,
             _ = self.hard.cancelled() => {
                 self.shared.abandoned.fetch_add(1, Ordering::Relaxed);
-                (crate::pacer::abandoned(&dispatch, prompt_tokens, requested), None)
+                (abandoned(&dispatch, prompt_tokens, requested), None)
             }
         };
         self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);

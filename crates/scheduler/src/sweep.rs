@@ -8,14 +8,19 @@ use bench_profile::{
 
 use crate::Work;
 
-use crate::{BenchmarkOutcome, BenchmarkPlan, Phase, Scheduler, SchedulerError, StopReason};
+use crate::{BenchmarkOutcome, BenchmarkSetup, Phase, Scheduler, SchedulerError, StopReason};
 
 /// Receives a run's events in order. Implemented by the CLI (statistics, progress, files) and
 /// by tests.
 pub trait Observer {
     /// A benchmark is about to start.
-    fn benchmark_started(&mut self, index: usize, total: usize, plan: &BenchmarkPlan) {
-        let _ = (index, total, plan);
+    fn benchmark_started(&mut self, index: usize, total: usize, setup: &BenchmarkSetup) {
+        let _ = (index, total, setup);
+    }
+    /// A sweep chose its next benchmark (its part of the sweep and its load), before that
+    /// benchmark starts; not called for a fixed list of benchmarks.
+    fn sweep_step(&mut self, index: usize, step: &SweepStep) {
+        let _ = (index, step);
     }
     /// One request finished (in any way), with the phase it belongs to.
     fn record(&mut self, index: usize, record: RequestRecord, phase: Phase);
@@ -58,13 +63,13 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-fn plan(
+fn setup(
     strategy: Strategy,
     limits: &Limits,
     warmup: &Option<Transient>,
     cooldown: &Option<Transient>,
-) -> BenchmarkPlan {
-    BenchmarkPlan {
+) -> BenchmarkSetup {
+    BenchmarkSetup {
         strategy,
         limits: limits.clone(),
         warmup: *warmup,
@@ -95,10 +100,10 @@ impl<B: Backend> Scheduler<B> {
         warmup: &Option<Transient>,
         cooldown: &Option<Transient>,
     ) -> Result<(), SchedulerError> {
-        let plans: Vec<BenchmarkPlan> = match profile {
+        let setups: Vec<BenchmarkSetup> = match profile {
             Profile::Fixed { benchmarks } => benchmarks
                 .iter()
-                .map(|s| plan(s.clone(), limits, warmup, cooldown))
+                .map(|s| setup(s.clone(), limits, warmup, cooldown))
                 .collect(),
             Profile::Sweep(spec) => {
                 let mut s = vec![Strategy::Synchronous];
@@ -106,16 +111,21 @@ impl<B: Backend> Scheduler<B> {
                     spec.rate_strategies(1.0, 2.0)
                         .map_err(SchedulerError::Sweep)?,
                 );
-                let mut p: Vec<BenchmarkPlan> = s
+                let mut p: Vec<BenchmarkSetup> = s
                     .into_iter()
-                    .map(|s| plan(s, limits, warmup, cooldown))
+                    .map(|s| setup(s, limits, warmup, cooldown))
                     .collect();
                 let rung = Strategy::Concurrent { streams: 2 };
-                p.push(plan(rung, &scaled(limits, LADDER_LENGTH), warmup, cooldown));
+                p.push(setup(
+                    rung,
+                    &scaled(limits, LADDER_LENGTH),
+                    warmup,
+                    cooldown,
+                ));
                 p
             }
         };
-        for p in plans {
+        for p in setups {
             p.resolve()?;
         }
         Ok(())
@@ -133,7 +143,7 @@ impl<B: Backend> Scheduler<B> {
     ) -> Result<(), SchedulerError> {
         if let Profile::Fixed { benchmarks } = profile {
             for s in benchmarks {
-                plan(s.clone(), limits, warmup, cooldown).resolve_for(shard)?;
+                setup(s.clone(), limits, warmup, cooldown).resolve_for(shard)?;
             }
         }
         Ok(())
@@ -175,12 +185,15 @@ impl<B: Backend> Scheduler<B> {
                 (SweepRole::Ladder, None) => Some(Transient::Fraction(LADDER_WARMUP)),
                 _ => *warmup,
             };
-            let p = plan(
+            let p = setup(
                 step.strategy.clone(),
                 &scaled(limits, step.length),
                 &rung_warmup,
                 cooldown,
             );
+            if matches!(profile, Profile::Sweep(_)) {
+                observer.sweep_step(index, &step);
+            }
             observer.benchmark_started(index, total, &p);
             let (outcome, rest) = self
                 .run_benchmark(index, total, &p, specs, |r, ph| {

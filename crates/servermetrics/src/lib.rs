@@ -11,8 +11,9 @@
 //! - [`gpu`]: GPU power, utilization, memory and energy from NVIDIA's DCGM exporter.
 //! - [`Scraper`]: the task that scrapes on an interval and on demand, off the request path.
 //!
-//! It depends only on `bench-core` (for the run clock); the CLI wires it, the report renders
-//! [`ServerMetrics`]. Definitions: `docs/metrics.md`, "Server metrics".
+//! It depends only on `bench-core` (for the run clock); the runner (`bench-runner`) starts and
+//! reads the scrapers, the report renders [`ServerMetrics`]. It does not print or decide what a
+//! failed scrape means for a run. Definitions: `docs/metrics.md`, "Server metrics".
 
 pub mod gpu;
 pub mod names;

@@ -16,6 +16,18 @@ use std::collections::BTreeMap;
 use crate::names::{is_ratio_gauge, KEPT_LABELS};
 use crate::parse::{Exposition, Kind};
 
+/// One scrape on the run clock (the summaries' input).
+#[derive(Debug, Clone)]
+pub struct Timed {
+    /// When it was taken.
+    pub at: bench_core::Nanos,
+    /// What it read.
+    pub snap: Snapshot,
+    /// Taken at a benchmark's end (after the drain) rather than on the interval; used for
+    /// counter deltas, not for gauge means.
+    pub boundary: bool,
+}
+
 /// A folded value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Folded {

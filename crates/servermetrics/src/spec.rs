@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::{Role, Server, Source};
 use crate::snapshot::Folded;
-use crate::summary::{MetricSummary, Timed};
+use crate::snapshot::Timed;
 
 /// The server's speculative decoding over one benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,7 +54,7 @@ pub(crate) fn summarize(
     inside: &[&Timed],
     base: &Timed,
     end: &Timed,
-    metrics: &std::collections::BTreeMap<String, MetricSummary>,
+    gauge_mean: impl Fn(&str) -> Option<f64>,
 ) -> Option<(SpecDecodeSummary, String)> {
     let name = |role: Role| {
         server.sources.iter().find_map(|(r, s)| match s {
@@ -88,10 +88,7 @@ pub(crate) fn summarize(
     }
     let mean = |role: Role| {
         let n = name(role)?;
-        match metrics.get(n) {
-            Some(MetricSummary::Gauge { mean, .. }) => Some((n, *mean)),
-            _ => None,
-        }
+        gauge_mean(n).map(|mean| (n, mean))
     };
     let (rate, length) = (mean(Role::SpecAcceptRate), mean(Role::SpecAcceptLength));
     if rate.is_none() && length.is_none() {

@@ -22,18 +22,9 @@ use bench_core::Nanos;
 use serde::{Deserialize, Serialize};
 
 use crate::names::{Role, Source, SERVERS};
-use crate::snapshot::{Folded, Hist, Snapshot};
+pub use crate::snapshot::Timed;
+use crate::snapshot::{Folded, Hist};
 use crate::spec::SpecDecodeSummary;
-
-/// One scrape on the run clock.
-#[derive(Debug, Clone)]
-pub struct Timed {
-    pub at: Nanos,
-    pub snap: Snapshot,
-    /// Taken at a benchmark's end (after the drain) rather than on the interval; used for
-    /// counter deltas, not for gauge means.
-    pub boundary: bool,
-}
 
 /// The server's own view of one benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -240,8 +231,8 @@ pub fn summarize(
     let mut summary = server
         .map(|s| resolve(s, &metrics, duration_s))
         .unwrap_or_default();
-    if let Some((spec, names)) =
-        server.and_then(|s| crate::spec::summarize(s, &inside, base, last, &metrics))
+    if let Some((spec, names)) = server
+        .and_then(|s| crate::spec::summarize(s, &inside, base, last, |n| gauge_mean(&metrics, n)))
     {
         summary.spec_decode = Some(spec);
         summary.sources.insert("spec_decode".into(), names);
@@ -604,6 +595,14 @@ fn series(
             kv_usage: value(s, kv),
         })
         .collect()
+}
+
+/// The mean of the gauge `name` over the benchmark, when it is one.
+fn gauge_mean(metrics: &BTreeMap<String, MetricSummary>, name: &str) -> Option<f64> {
+    match metrics.get(name) {
+        Some(MetricSummary::Gauge { mean, .. }) => Some(*mean),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -7,10 +7,15 @@
 //!
 //! The timing lock: one per test process (each binary links its own copy of the static).
 //!
+//! The import graph ([`imports`]): every crate's modules read from their source, for the
+//! report's layering test and the workspace's no-circle test (which lives there). It owns no
+//! test of a crate's behaviour; those stay with their crates.
+//!
 //! Parquet datasets and hub-cache trees ([`parquet`]) that tests write for themselves.
 
 use std::path::{Path, PathBuf};
 
+pub mod imports;
 pub mod parquet;
 
 /// `<base>/bench-<name>-<pid>`: the scratch directory of `name` for this test process.

@@ -11,6 +11,7 @@
 
 mod body;
 mod client;
+mod excerpt;
 mod fastjson;
 mod fleet;
 mod h1;

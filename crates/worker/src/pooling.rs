@@ -10,7 +10,7 @@ use bench_core::Outcome;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::stream::excerpt;
+use crate::excerpt::excerpt;
 use crate::BackendKind;
 
 /// What a valid pooling reply said.

@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use bench_core::{Chunk, Nanos, Outcome};
 use serde::Deserialize;
 
+use crate::excerpt::excerpt;
 use crate::fastjson;
 use crate::sse::{SseEvent, SseParser};
 use crate::think::ThinkTags;
@@ -21,9 +22,6 @@ use crate::BackendKind;
 
 mod messages;
 mod responses;
-
-/// Longest server-provided message kept in an outcome.
-pub(crate) const EXCERPT_BYTES: usize = 512;
 
 /// What the caller should do after an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,17 +179,6 @@ struct TgiDetails {
 
 fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
-}
-
-/// A bounded, lossy-UTF-8 excerpt of server bytes, its control characters escaped
-/// ([`bench_core::escape_controls`]): it is shown on the console and kept in the report.
-pub(crate) fn excerpt(bytes: &[u8]) -> String {
-    let cut = &bytes[..bytes.len().min(EXCERPT_BYTES)];
-    let mut s = bench_core::escape_controls(&String::from_utf8_lossy(cut)).into_owned();
-    if bytes.len() > EXCERPT_BYTES {
-        s.push('…');
-    }
-    s
 }
 
 fn error_message(v: &serde_json::Value) -> String {
@@ -985,13 +972,6 @@ data:{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"special\":true},\"gene
         assert_eq!(st.chunks.len(), 2);
         assert_eq!(st.usage_completion, Some(2));
         assert_eq!(st.text.as_deref(), Some(" Hi"));
-    }
-
-    #[test]
-    fn excerpt_is_bounded_and_lossy() {
-        let long = vec![b'x'; 10_000];
-        assert!(excerpt(&long).len() <= EXCERPT_BYTES + 3);
-        assert_eq!(excerpt(b"\xff ok"), "\u{fffd} ok");
     }
 
     proptest::proptest! {

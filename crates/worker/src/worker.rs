@@ -16,9 +16,10 @@ use tokio::time::Instant;
 
 use crate::body::{BodyBuilder, Urls};
 use crate::client::{self, HttpClient};
+use crate::excerpt::excerpt;
 use crate::h1::{self, RespBody};
 use crate::silence::{self, Mark};
-use crate::stream::{excerpt, Progress, StreamRecorder, StreamState};
+use crate::stream::{Progress, StreamRecorder, StreamState};
 use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 
 /// Counts the tokens of generated text (the tokenizer fallback when a server sends no usage).

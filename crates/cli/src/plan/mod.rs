@@ -3,12 +3,12 @@
 //! demand at the SLO from each sweep's answer, rank the configurations by cost and recommend
 //! one (docs/planning.md).
 //!
-//! The parts: [`configs`] (the product, the serve command, GPUs, linked settings), [`launch`]
-//! (one server's process group, readiness and teardown), [`one`] (one configuration: launch,
-//! sweep, record), this file (settings, the loop, the files and the console).
+//! The parts: [`configs`] (the product, the serve command, GPUs, linked settings), [`one`] (one
+//! configuration: launch, sweep, record), this file (settings, the loop, the files and the
+//! console). One server's process group, readiness, teardown and watchdog are
+//! `bench_plan::launch`'s.
 
 mod configs;
-mod launch;
 mod listed;
 mod one;
 
@@ -19,7 +19,7 @@ use bench_report::{PlanReport, PLAN_SCHEMA_VERSION};
 use clap::Args;
 
 use crate::settings::plan::{PlanArgs, PlanSettings};
-use crate::settings::{self, CommonArgs};
+use crate::settings::{self, CommonArgs, ToFile as _};
 use crate::{signals, UsageError};
 
 /// Arguments of `bench plan`.
@@ -181,7 +181,7 @@ fn fixed_target(
     let addr = socket_of(url).ok_or_else(|| {
         UsageError::new(format!("--target {url}: not a host:port bench can reach"))
     })?;
-    if launch::in_use(addr) {
+    if bench_plan::launch::in_use(addr) {
         return Err(UsageError::new(format!(
             "--target {url}: port {} is already in use, and --serve would start a server there",
             addr.port()

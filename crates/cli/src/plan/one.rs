@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use bench_report::{ConfigStatus, Costs, PlanConfig, PlanReport, RunReport};
 
 use super::configs::{self, Config};
-use super::launch::{free_port, Launched, NotReady};
 use super::Context;
 use crate::signals;
+use bench_plan::launch::{free_port, Launched, NotReady};
 
 /// The configuration's record before it ran.
 fn blank(ctx: &Context<'_>, c: &Config) -> PlanConfig {
@@ -194,7 +194,12 @@ fn launched(
         drop(server);
         signals::guard_group(0);
         scrub_log(&log, c);
-        return failed(pc, status, e.to_string(), super::launch::log_tail(&log));
+        return failed(
+            pc,
+            status,
+            e.to_string(),
+            bench_plan::launch::log_tail(&log),
+        );
     }
     let mut done = sweep(ctx, c, pc, Some(url), run_file, report);
     let died = server.exited();
@@ -204,7 +209,7 @@ fn launched(
     if let Some(how) = died {
         done.status = ConfigStatus::Died;
         done.reason = Some(format!("the server exited during the sweep ({how})"));
-        done.log_tail = super::launch::log_tail(&log);
+        done.log_tail = bench_plan::launch::log_tail(&log);
     }
     done
 }
@@ -228,19 +233,21 @@ fn sweep(
     }
     args.report.output = vec![PathBuf::from(run_file)];
     eprintln!("{}: sweeping", c.name);
-    let code = crate::run::plan_sweep(&args);
+    // The sweep's report comes back in memory; `run_file` is written for `--resume` and
+    // `bench report`, never read back here.
+    let (code, run) = crate::run::plan_sweep(&args);
     if ctx.interrupted.exit_code().is_some() {
-        let mut pc = match bench_report::read_run(run_file) {
-            Ok(run) => planned(pc, &run, report),
-            Err(_) => pc,
+        let mut pc = match &run {
+            Some(run) => planned(pc, run, report),
+            None => pc,
         };
         pc.status = ConfigStatus::Interrupted;
         pc.reason = Some("interrupted during the sweep".into());
         pc.fleet = None;
         return pc;
     }
-    match (code, bench_report::read_run(run_file)) {
-        (_, Ok(run)) if run.capacity.is_some() => planned(pc, &run, report),
+    match (code, run) {
+        (_, Some(run)) if run.capacity.is_some() => planned(pc, &run, report),
         (Err(e), _) => failed(pc, ConfigStatus::SweepFailed, format!("{e:#}"), vec![]),
         (Ok(code), _) => failed(
             pc,

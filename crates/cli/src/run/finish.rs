@@ -1,69 +1,54 @@
-//! Finishing a run: the sweep's capacity added, the consoles printed, the warnings said after
-//! them, and the exit code (with one line saying why when it is not a success).
+//! Finishing a run: the consoles printed, the warnings said after them, and the exit code
+//! (with one line saying why when it is not a success).
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use bench_report::RunReport;
-use bench_worker::Fleet;
+use bench_runner::Finished;
 
-use super::observer::ReportObserver;
 use crate::settings::{Console, Settings};
-use crate::{data, signals, UsageError};
+use crate::signals;
 
-/// After the benchmarks ran (or failed: `result`): a sweep's capacity, the consoles, the
-/// warnings, then the run's error or its exit code.
+/// After the run: the consoles, the warnings, then the run's error or its exit code; with the
+/// run's report.
 pub(super) fn conclude(
     s: &Settings,
-    observer: &mut ReportObserver,
-    result: anyhow::Result<(bench_scheduler::RunOutcome, data::WorkStream)>,
-    fleet: &Fleet,
+    finished: Finished,
     interrupted: &signals::Interrupted,
-    data_failure: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    if let Ok((outcome, _)) = &result {
-        if !outcome.interrupted && observer.run.trials.is_none() {
-            observer.set_capacity(outcome.capacity.clone());
-        }
+) -> (anyhow::Result<ExitCode>, RunReport) {
+    let Finished {
+        report,
+        failure,
+        ending_notes,
+        resent_requests,
+        ignored_events,
+        ..
+    } = finished;
+    if let Err(e) = print_console(s, &report) {
+        return (Err(e), report);
     }
-    print_console(s, &observer.run)?;
-    warn_after(
-        &observer.ending_notes,
-        fleet.resent_requests(),
-        fleet.ignored_events(),
-    );
-    let (_outcome, _) = result.context("the run failed")?;
-    finish(s, observer, interrupted, data_failure)
+    warn_after(&ending_notes, resent_requests, ignored_events);
+    let code = finish(s, &report, failure, interrupted);
+    (code, report)
 }
 
 /// The exit code of a finished run, with one line saying why when it is not a success.
 fn finish(
     s: &Settings,
-    observer: &ReportObserver,
+    report: &RunReport,
+    failure: Option<bench_runner::Error>,
     interrupted: &signals::Interrupted,
-    data_failure: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    if let Some(e) = observer.files.failures() {
-        anyhow::bail!("writing the report files failed (the other files were written): {e}");
-    }
-    if let Some(e) = &observer.write_error {
-        anyhow::bail!("writing the vLLM result file failed: {e}");
-    }
-    if let Some(why) = &observer.server_gone {
-        anyhow::bail!("{why}; the run was stopped (finished benchmarks are in the report)");
+    if let Some(e) = failure {
+        return Err(e.into());
     }
     if let Some(code) = interrupted.exit_code() {
         eprintln!("run interrupted; the last benchmark is partial");
         return Ok(ExitCode::from(code));
     }
-    if let Some(e) = data_failure {
-        // Bad data is bad input, even when it shows only mid-run (finished benchmarks are in
-        // the report).
-        return Err(UsageError::new(format!("the data stream broke during the run: {e}")).into());
-    }
     if !s.report.allow_empty {
-        if let Some(line) = empty_benchmarks(&observer.run, &s.report.output) {
+        if let Some(line) = empty_benchmarks(report, &s.report.output) {
             anyhow::bail!("{line}");
         }
     }
@@ -71,7 +56,7 @@ fn finish(
 }
 
 /// Warnings printed after the consoles: requests ended by a timeout or rate limited (see
-/// [`crate::endings`]), resent requests.
+/// the runner's endings), resent requests.
 fn warn_after(ending_notes: &[String], resent: u64, ignored: u64) {
     for note in ending_notes {
         eprintln!("warning: {note}");

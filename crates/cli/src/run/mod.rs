@@ -1,40 +1,20 @@
-//! `bench sweep` and `bench run`: the entry points, which resolve the settings and the run's
-//! plan, reach the server, start the side services and drive the benchmarks, then finish.
-//!
-//! The parts, one job each:
-//! - [`plan`]: settings to a run plan (shard checks, tokenizer, data, traces, the report's
-//!   header);
-//! - [`target`]: the worker, connected to the target (or the simulator) and its model;
-//! - [`services`]: beside the run: the simulator, the server-metrics and GPU scrapers, the run clock;
-//! - [`observer`]: the scheduler's observer, which feeds records into the reports;
-//! - [`trials`]: one run or repeated trials, and the sweep's capacity answer;
-//! - [`finish`]: consoles, warnings and the exit code.
+//! `bench sweep` and `bench run`, the front end of the runner: the arguments resolved into
+//! settings and the shard, the report files claimed, logs set up, signals turned into the
+//! run's cancellation token, the progress display fed by the run's events, then the consoles
+//! and the exit code ([`finish`]).
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use bench_core::Clock;
-use bench_report::RunReport;
-use bench_scheduler::{Scheduler, SchedulerOptions};
+use bench_runner::{outputs, RunReport, Runner, ShardPlan, UsageError};
+use bench_worker::Worker;
 use clap::Args;
 
 use crate::settings::{self, CommonArgs, Settings};
-use crate::shard::ShardPlan;
-use crate::{limits, outputs, progress, signals};
+use crate::{progress, signals};
 
 mod finish;
-mod observer;
-mod plan;
-mod services;
-mod target;
-mod trials;
-
-use observer::ReportObserver;
-use plan::RunPlan;
-use target::Server;
-use trials::{run_trials, Fresh};
 
 /// Arguments of `bench sweep`.
 #[derive(Debug, Args)]
@@ -60,38 +40,91 @@ pub struct RunArgs {
 /// `bench sweep`.
 pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, None, &[], true)?;
-    let d = plan::distributed(&args.common, &s)?;
+    let d = distributed(&args.common, &s)?;
     execute(s, d, args.common.show_config)
 }
 
 /// One sweep of `bench plan` with its flags `common` (its configuration's target and run file
-/// set): the exit code `bench sweep` would give.
-pub(crate) fn plan_sweep(common: &CommonArgs) -> anyhow::Result<ExitCode> {
-    let s = settings::resolve(common, None, &[], true)?;
-    let d = plan::distributed(common, &s)?;
-    execute(s, d, false)
+/// set): the exit code `bench sweep` would give, and the sweep's report as the runner returned
+/// it (`None` when the run did not start).
+pub(crate) fn plan_sweep(common: &CommonArgs) -> (anyhow::Result<ExitCode>, Option<RunReport>) {
+    let prepared = settings::resolve(common, None, &[], true)
+        .and_then(|s| distributed(common, &s).map(|d| (s, d)));
+    match prepared {
+        Ok((s, d)) => execute_keeping(s, d),
+        Err(e) => (Err(e), None),
+    }
 }
 
 /// `bench run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)?;
-    let d = plan::distributed(&args.common, &s)?;
+    let d = distributed(&args.common, &s)?;
     execute(s, d, args.common.show_config)
+}
+
+/// The run's shard and shared start; an adaptive sweep is refused across shards (each shard
+/// would probe and pick its rates alone: docs/distributed.md).
+fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
+    let index = std::env::var(crate::shard::INDEX_ENV).ok();
+    let plan = common.shard.resolve(index.as_deref())?;
+    if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
+        if s.load.repeat.trials > 1 {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: repeated trials (--repeat) run in one process; repeat the distributed run instead"
+            ))
+            .into());
+        }
+        if s.load.limits.precision.is_some() {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: --precision ends each shard's benchmark when its own share is precise, so the shards would not share an end; run --precision unsharded (docs/distributed.md)"
+            ))
+            .into());
+        }
+        if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
+            return Err(UsageError::new(format!(
+                "--shard {sh}: an adaptive sweep cannot be split across shards (each would probe alone); run a fixed plan on every shard (--rate-type constant --rate A,B,C), see docs/distributed.md"
+            ))
+            .into());
+        }
+    }
+    bench_scheduler::Scheduler::<Worker>::validate_shard(
+        &s.load.profile,
+        &s.load.limits,
+        &s.load.warmup,
+        &s.load.cooldown,
+        plan.shard,
+    )
+    .map_err(|e| UsageError::new(format!("--shard: {e}")))?;
+    Ok(plan)
 }
 
 /// Prints the settings (`--show-config`), or checks the outputs and the open-file limit, sets
 /// up logging and runs on a new runtime. A run with no file named keeps its JSON in a new
 /// default file, whose path is the last line said (stderr) once it holds the run.
-fn execute(
-    mut settings: Settings,
-    shard: ShardPlan,
-    show_config: bool,
-) -> anyhow::Result<ExitCode> {
+fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::Result<ExitCode> {
     if show_config {
-        print!("{settings}");
+        print!("{}", settings::show::text(&settings));
         return Ok(ExitCode::SUCCESS);
     }
-    make_room(&settings)?;
+    execute_keeping(settings, shard).0
+}
+
+/// A run's exit code (or why it failed) and its report as the runner returned it.
+type Outcome = (anyhow::Result<ExitCode>, Option<RunReport>);
+
+/// [`execute`] without `--show-config`, keeping the run's report.
+fn execute_keeping(settings: Settings, shard: ShardPlan) -> Outcome {
+    match started(settings, shard) {
+        Ok(outcome) => outcome,
+        Err(e) => (Err(e), None),
+    }
+}
+
+/// Checks the outputs and the open-file limit, sets up logging and runs on a new runtime (`Err`
+/// when the run could not start).
+fn started(mut settings: Settings, shard: ShardPlan) -> anyhow::Result<Outcome> {
+    bench_runner::preflight(&settings)?;
     init_logs();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -111,7 +144,7 @@ fn execute(
             eprintln!("results saved to {}", r.path.display());
         }
     }
-    result
+    result.map(|(code, report)| (code, Some(report)))
 }
 
 /// With no file named and none turned off: claims the run's default file (a usage error when
@@ -131,22 +164,6 @@ fn keep_default(settings: &mut Settings) -> anyhow::Result<Option<outputs::Reser
     Ok(Some(r))
 }
 
-/// Refused before anything runs: a report that cannot be written, a concurrency that cannot
-/// fit under the open-file limit (raised to the hard limit first).
-fn make_room(settings: &Settings) -> anyhow::Result<()> {
-    outputs::check(&settings.report.output)?;
-    let planned = limits::planned_concurrency(&settings.load.profile);
-    let per_request = limits::descriptors_per_request(settings.target.http2, settings.target.mock);
-    let needed = planned.map(|c| limits::descriptors(c, per_request));
-    // The descriptor table is grown now, so that no connection waits on the kernel growing it
-    // mid-run.
-    let soft = limits::make_room(needed, needed);
-    if let (Some(soft), Some(c)) = (soft, planned) {
-        limits::check_fits(c, per_request, soft)?;
-    }
-    Ok(())
-}
-
 /// Logs to stderr, at `warn` unless `RUST_LOG` says otherwise.
 fn init_logs() {
     let _ = tracing_subscriber::fmt()
@@ -160,74 +177,26 @@ fn init_logs() {
         .try_init();
 }
 
-/// The run on the runtime: its plan, the server, the clock and the scraper, then [`drive`].
-async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
-    let mut plan = RunPlan::resolve(&s, &dist)?;
-    let server = target::reach_server(&s, &plan.tokenizer, dist.shard).await?;
-
-    let mut run = plan::new_run_report(&s, &server.model, server.fleet.first(), plan.data_seed);
-    if let Some(t) = plan.trace.take() {
-        run.environment.extra.insert("trace".into(), t);
-    }
-
-    // The target's clock, read once before the shared start (docs/distributed.md, "Clocks").
-    let server_date = match dist.shard {
-        Some(sh) if !sh.is_whole() => server.fleet.first().server_date().await,
-        _ => None,
-    };
-    let (clock, shard_run) = services::start_clock(&dist, server_date).await;
-    run.shard = shard_run;
-    let scrapers = services::start_scrapers(&s, &server.target, clock).await?;
-    drive(&s, &dist, plan, server, run, (clock, scrapers)).await
-}
-
-/// Runs the benchmarks on `server` (once, or as trials) with progress shown and signals
-/// heard, stops what ran beside them, and finishes: consoles, warnings, the exit code.
-async fn drive(
-    s: &Settings,
-    dist: &ShardPlan,
-    plan: RunPlan,
-    server: Server,
-    run: RunReport,
-    (clock, scrapers): (Clock, services::Scrapers),
-) -> anyhow::Result<ExitCode> {
-    let Server {
-        mock, fleet, model, ..
-    } = server;
-    let fleet = Arc::new(fleet);
-    let options = SchedulerOptions {
-        think_time: s.load.think_time,
-        shard: dist.shard,
-        ramp: s.load.ramp,
-        cancellation: s.load.cancellation,
-        ..SchedulerOptions::default()
-    };
-    let sched = Scheduler::new(fleet.clone(), clock, options);
-    let shown = progress::spawn(sched.progress(), s.report.quiet);
-
-    let stop = sched.stop_handle();
-    let (interrupted, signals) = signals::listen(move || stop.stop())?;
-
-    let mut observer = ReportObserver::new(s, run, scrapers, &model, clock, sched.stop_handle());
-    observer.rewind = plan.rewind;
-    observer.targets = fleet.shared_urls();
-    observer.shard = dist.shard;
-    observer.start_trials(s.load.repeat);
-    let fresh = Fresh {
-        s,
-        tokenizer: &plan.tokenizer,
-        salt: plan.salt,
-    };
-    let first = (plan.profile, plan.specs, plan.data_seed.map(|d| d.seed));
-    let result = run_trials(&sched, &fresh, first, &mut observer).await;
-    drop(sched);
-    if let Some(h) = shown {
+/// The run on the runtime, with progress shown and signals heard, then the consoles and the
+/// exit code, with the run's report.
+async fn run_async(
+    s: Settings,
+    dist: ShardPlan,
+) -> anyhow::Result<(anyhow::Result<ExitCode>, RunReport)> {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let stop = cancel.clone();
+    let (interrupted, signals) = signals::listen(move || stop.cancel())?;
+    let (shown, display) = progress::Shown::spawn(s.report.quiet);
+    let result = Runner::new(s.clone())
+        .shard(dist)
+        .events(shown)
+        .cancel_on(cancel)
+        .run()
+        .await;
+    // The display ends once the run has dropped its handle on the events.
+    if let Some(h) = display {
         let _ = h.await;
     }
     signals.abort();
-    if let Some(m) = mock {
-        m.shutdown().await;
-    }
-    let data_failure = plan.data_failure.get();
-    finish::conclude(s, &mut observer, result, &fleet, &interrupted, data_failure)
+    Ok(finish::conclude(&s, result?, &interrupted))
 }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Console;
+use bench_runner::settings::Console;
 
 /// Flags shared by `bench sweep` and `bench run`.
 #[derive(Debug, Clone, Default, Args)]
@@ -359,7 +359,7 @@ pub struct ReportArgs {
     pub no_output: bool,
     /// Console report: guidellm (default for sweep), vllm (default for run), both, none.
     #[arg(long, value_enum)]
-    pub console: Option<Console>,
+    pub console: Option<ConsoleArg>,
     /// vLLM console layout: current (default) or classic (benchmark_serving.py's lines).
     #[arg(long, value_name = "current|classic")]
     pub vllm_layout: Option<String>,
@@ -515,4 +515,28 @@ pub struct PeerArgs {
     /// openai-chat).
     #[arg(long, value_name = "KIND")]
     pub request_type: Option<String>,
+}
+
+/// Which console report(s) to print (`--console`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConsoleArg {
+    /// guidellm's three tables.
+    Guidellm,
+    /// vLLM's "Serving Benchmark Result" block per benchmark.
+    Vllm,
+    /// Both.
+    Both,
+    /// No report on the console.
+    None,
+}
+
+impl From<ConsoleArg> for Console {
+    fn from(c: ConsoleArg) -> Self {
+        match c {
+            ConsoleArg::Guidellm => Console::Guidellm,
+            ConsoleArg::Vllm => Console::Vllm,
+            ConsoleArg::Both => Console::Both,
+            ConsoleArg::None => Console::None,
+        }
+    }
 }

@@ -24,7 +24,7 @@ fn asked(src: &Sources<'_>) -> anyhow::Result<Option<(f64, String)>> {
         .cancel_rate
         .clone()
         .map(|t| (t, true))
-        .or_else(|| Some((super::load::yaml_text(file.cancel_rate.as_ref()?)?, false)));
+        .or_else(|| Some((super::yaml_text(file.cancel_rate.as_ref()?)?, false)));
     let aiperf = cli
         .request_cancellation_rate
         .map(|p| (p, true))
@@ -61,7 +61,7 @@ pub(crate) fn given(src: &Sources<'_>, sessions: bool) -> anyhow::Result<Option<
         .cancel_after
         .clone()
         .map(|t| (t, true))
-        .or_else(|| Some((super::load::yaml_text(file.cancel_after.as_ref()?)?, false)));
+        .or_else(|| Some((super::yaml_text(file.cancel_after.as_ref()?)?, false)));
     let Some((share, from)) = asked(src)? else {
         if let Some((_, from_cli)) = after {
             return Err(usage(format!(

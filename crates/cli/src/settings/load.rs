@@ -4,64 +4,13 @@ use bench_core::Slo;
 use bench_profile::{
     BuildOptions, Limits, Profile, RateType, SweepMode, Transient, DEFAULT_SLO_TOLERANCE,
 };
-use serde::Serialize;
 
 use super::file::RateList;
-use super::{usage, Sources, DEFAULT_MAX_SECONDS, DEFAULT_MOCK_MAX_SECONDS};
+use super::{usage, LoadSettings, Repeat, Sources, DEFAULT_MAX_SECONDS, DEFAULT_MOCK_MAX_SECONDS};
 use crate::UsageError;
-
-/// The benchmarks of the run and how each ends.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LoadSettings {
-    /// The kind of run.
-    pub rate_type: RateType,
-    /// The `--rate` list.
-    pub rate: Vec<f64>,
-    /// What built the profile (kept for `--show-config`).
-    #[serde(skip)]
-    pub build: BuildOptions,
-    /// The benchmarks.
-    pub profile: Profile,
-    /// Per-benchmark limits.
-    pub limits: Limits,
-    /// `--num-prompts` as given (it sets `limits.max_requests`).
-    #[serde(skip)]
-    pub num_prompts: Option<u64>,
-    /// Warmup.
-    pub warmup: Option<Transient>,
-    /// Cooldown.
-    pub cooldown: Option<Transient>,
-    /// Sessions: the pause between turns.
-    pub think_time: bench_core::ThinkTime,
-    /// `--repeat` / `--repeat-until`.
-    pub repeat: Repeat,
-    /// The ramp-up every benchmark climbs by (docs/metrics.md, "Ramp-up").
-    pub ramp: Option<bench_core::Ramp>,
-    /// The share of requests the client cancels, and when (docs/metrics.md, "Cancellation").
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cancellation: Option<bench_core::Cancellation>,
-}
-
-/// Repeated trials (`--repeat N`, `--repeat-until PERCENT`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Repeat {
-    /// Trials to run (the most, with `until`); 1 without `--repeat`.
-    pub trials: u32,
-    /// Stop once every key figure's interval half-width is within this fraction of it.
-    pub until: Option<f64>,
-}
 
 /// The most trials `--repeat` takes.
 pub const MAX_TRIALS: u32 = 1000;
-
-/// A YAML scalar as the text a flag would take.
-pub(super) fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
-    match v {
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
 
 /// `--repeat` (1 to [`MAX_TRIALS`]) and `--repeat-until` (a percent above 0 and below 100,
 /// `2%`, or a fraction, `0.02`; it needs `--repeat` of at least 3), from the command line
@@ -70,7 +19,7 @@ fn repeat(src: &Sources<'_>) -> anyhow::Result<Repeat> {
     let (cli, file) = (&src.cli.load, src.file);
     let text = |c: &Option<String>, f: &Option<serde_yaml::Value>| {
         c.clone()
-            .or_else(|| f.as_ref().map(|v| yaml_text(v).unwrap_or_default()))
+            .or_else(|| f.as_ref().map(|v| super::yaml_text(v).unwrap_or_default()))
     };
     let n_from = src.origin("repeat", cli.repeat.is_some());
     let trials = match text(&cli.repeat, &file.repeat) {

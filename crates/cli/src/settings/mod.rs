@@ -1,5 +1,6 @@
 //! Settings of `bench sweep` / `bench run`: command-line flags, profile files and defaults,
-//! resolved and validated in one place ([`resolve`]): CLI > file > defaults.
+//! resolved and validated in one place ([`resolve`]) into the runner's typed
+//! [`Settings`]: CLI > file > defaults.
 //!
 //! - `args.rs`: the flags (clap), grouped as `--help` shows them;
 //! - `file.rs`: what a profile file may hold;
@@ -11,6 +12,7 @@
 
 mod args;
 mod cancel;
+mod data;
 mod file;
 mod load;
 mod models;
@@ -19,89 +21,27 @@ pub mod plan;
 mod ramp;
 mod report;
 mod request;
-mod show;
+pub mod show;
 mod target;
 mod vllm_data;
 
-use std::fmt;
 use std::path::Path;
 
 use anyhow::Context as _;
-use clap::ValueEnum;
-use serde::{Deserialize, Serialize};
 
-pub use args::{CommonArgs, DataArgs, LoadArgs, PeerArgs, ReportArgs, RequestArgs, TargetArgs};
+pub use args::{
+    CommonArgs, ConsoleArg, DataArgs, LoadArgs, PeerArgs, ReportArgs, RequestArgs, TargetArgs,
+};
+pub use bench_runner::settings::{
+    Console, DataSettings, LoadSettings, MixSettings, Repeat, ReportSettings, RequestSettings,
+    Sampling, Settings, TargetSettings, VllmExtensions, VllmResult, DEFAULT_DATA,
+    DEFAULT_MAX_SECONDS, DEFAULT_MOCK_MAX_SECONDS,
+};
 pub use file::{load_file, DataValue, FileSettings, RateList};
-pub use load::{parse_rates, LoadSettings, Repeat};
-pub use models::MixSettings;
-pub use report::{ReportSettings, VllmResult};
-pub use request::{RequestSettings, Sampling, VllmExtensions};
-pub use target::TargetSettings;
+pub use load::parse_rates;
+pub use show::ToFile;
 
 use crate::UsageError;
-
-/// Default data: guidellm's sweep seed (256 prompt tokens, 128 output tokens).
-pub const DEFAULT_DATA: &str = "prompt_tokens=256,output_tokens=128";
-/// Default length of one benchmark against a real target, seconds.
-pub const DEFAULT_MAX_SECONDS: f64 = 30.0;
-/// Default length of one benchmark with `--mock`, seconds (a default sweep takes about a
-/// minute).
-pub const DEFAULT_MOCK_MAX_SECONDS: f64 = 5.0;
-
-/// Which console report(s) to print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Console {
-    /// guidellm's three tables.
-    Guidellm,
-    /// vLLM's "Serving Benchmark Result" block per benchmark.
-    Vllm,
-    /// Both.
-    Both,
-    /// No report on the console.
-    None,
-}
-
-/// The data to send.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DataSettings {
-    /// The `--data` argument (`k=v,...` or a path), checked by the loader.
-    pub data: String,
-    /// `--data-column`.
-    pub data_column: Option<String>,
-    /// Tokenizer.
-    pub processor: Option<String>,
-}
-
-/// The fully resolved settings of a run. Serialized (flat, no secrets) into the report's
-/// `config`; `--show-config` prints them as a profile ([`Settings::to_file`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Settings {
-    /// Server, transport, timeouts.
-    #[serde(flatten)]
-    pub target: TargetSettings,
-    /// Request body rules.
-    #[serde(flatten)]
-    pub request: RequestSettings,
-    /// Data.
-    #[serde(flatten)]
-    pub data: DataSettings,
-    /// Load shape and limits.
-    #[serde(flatten)]
-    pub load: LoadSettings,
-    /// Console and files.
-    #[serde(flatten)]
-    pub report: ReportSettings,
-}
-
-impl fmt::Display for Settings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match serde_yaml::to_string(&self.to_file()) {
-            Ok(s) => f.write_str(&s),
-            Err(_) => write!(f, "{self:?}"),
-        }
-    }
-}
 
 /// What the resolvers of each group read: the command line (peer flags translated), the
 /// profile file and its name.
@@ -119,6 +59,15 @@ impl Sources<'_> {
             Some(p) if !from_cli => format!("{}: {}", p.display(), flag.replace('-', "_")),
             _ => format!("--{flag}"),
         }
+    }
+}
+
+/// A YAML scalar as the text a flag would take.
+fn yaml_text(v: &serde_yaml::Value) -> Option<String> {
+    match v {
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        _ => None,
     }
 }
 
@@ -208,11 +157,11 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bench_loader
         None => None,
     };
     let cli_data = match &src.cli.data.data {
-        Some(d) => Some(crate::data::from_json_form(d).map_err(|e| usage(format!("--data: {e}")))?),
+        Some(d) => Some(data::from_json_form(d).map_err(|e| usage(format!("--data: {e}")))?),
         None => None,
     };
     let data = match (cli_data, file_data) {
-        (Some(c), Some(f)) => crate::data::over_profile(&c, &f),
+        (Some(c), Some(f)) => data::over_profile(&c, &f),
         (Some(c), None) => c,
         (None, Some(f)) => f,
         (None, None) => DEFAULT_DATA.to_string(),
@@ -223,7 +172,7 @@ fn resolve_data(src: &Sources<'_>) -> anyhow::Result<(DataSettings, bench_loader
         .data_column
         .clone()
         .or(src.file.data_column.clone());
-    let spec = crate::data::parse(&data, data_column.as_deref())?;
+    let spec = bench_runner::data::parse(&data, data_column.as_deref())?;
     let settings = DataSettings {
         data,
         data_column,
@@ -442,6 +391,14 @@ mod tests {
         ));
     }
 
+    /// The runner's starting point for a library caller is what `bench sweep --mock` resolves
+    /// to: the two cannot drift apart.
+    #[test]
+    fn the_runners_mock_sweep_is_what_bench_sweep_mock_resolves_to() {
+        let s = resolve(&mock_args(), None, &[], true).expect("valid");
+        assert_eq!(s, Settings::mock_sweep());
+    }
+
     #[test]
     fn mock_defaults_make_a_short_sweep() {
         let mock = mock_args();
@@ -457,7 +414,7 @@ mod tests {
         let s = resolve(&n, Some("poisson"), &["4".into()], false).expect("valid");
         assert_eq!(s.load.limits.max_requests, Some(100));
         assert_eq!(s.load.limits.max_seconds, None);
-        assert!(s.to_string().contains("max_requests: 100"));
+        assert!(show::text(&s).contains("max_requests: 100"));
     }
 
     #[test]

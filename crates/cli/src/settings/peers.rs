@@ -42,7 +42,7 @@ pub fn translate(
     dataset(&mut out)?;
     let p = &out.cli.peers;
     if p.disable_console_outputs {
-        out.cli.report.console = Some(super::Console::None);
+        out.cli.report.console = Some(super::ConsoleArg::None);
     }
     if let Some(rt) = p.request_type.clone() {
         let backend = match rt.as_str() {

@@ -168,12 +168,12 @@ fn usage(msg: String) -> anyhow::Error {
     UsageError::new(msg).into()
 }
 
-/// A YAML scalar as written ([`super::load::yaml_text`]), booleans too: a server parameter
+/// A YAML scalar as written ([`super::yaml_text`]), booleans too: a server parameter
 /// may be a switch (`enable_prefix_caching: [true, false]`).
 fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
     match v {
         serde_yaml::Value::Bool(b) => Some(b.to_string()),
-        other => super::load::yaml_text(other),
+        other => super::yaml_text(other),
     }
 }
 

@@ -19,7 +19,7 @@ pub(crate) fn given(src: &Sources<'_>) -> anyhow::Result<Option<Given>> {
     let (cli, file) = (&src.cli.load, src.file);
     let rampup = cli.rampup.clone().or_else(|| {
         let v = file.rampup.as_ref()?;
-        Some(super::load::yaml_text(v).unwrap_or_else(|| format!("{v:?}")))
+        Some(super::yaml_text(v).unwrap_or_else(|| format!("{v:?}")))
     });
     let shape = cli
         .ramp_up_strategy

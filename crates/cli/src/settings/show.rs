@@ -8,9 +8,22 @@ use bench_profile::{RateType, SweepMode};
 use super::file::{DataValue, FileSettings, PrecisionValue, RateList, TargetList};
 use super::Settings;
 
-impl Settings {
+/// The settings as a profile file (the runner's [`Settings`] know nothing of profiles).
+pub trait ToFile {
     /// These settings as a profile file.
-    pub fn to_file(&self) -> FileSettings {
+    fn to_file(&self) -> FileSettings;
+}
+
+/// The settings as the YAML profile `--show-config` prints.
+pub fn text(settings: &Settings) -> String {
+    match serde_yaml::to_string(&settings.to_file()) {
+        Ok(s) => s,
+        Err(_) => format!("{settings:?}"),
+    }
+}
+
+impl ToFile for Settings {
+    fn to_file(&self) -> FileSettings {
         let (t, r, d, l, o) = (
             &self.target,
             &self.request,
@@ -189,7 +202,7 @@ impl Settings {
 
 /// The warmup the user gave: a ramp-up by time outside the window adds its length to it
 /// (`ramp::warmup`), taken off again so the settings load back to the same run.
-fn user_warmup(l: &super::load::LoadSettings) -> Option<bench_profile::Transient> {
+fn user_warmup(l: &super::LoadSettings) -> Option<bench_profile::Transient> {
     use bench_profile::Transient;
     match (l.ramp, l.warmup) {
         (Some(r), Some(Transient::Seconds(w))) if !r.in_window => match r.over {

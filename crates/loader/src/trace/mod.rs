@@ -239,7 +239,7 @@ pub fn detect(path: &Path) -> Result<TraceFormat, Error> {
     let mut first = String::new();
     let (mut r, mut buf, mut n) = (std::io::BufReader::new(file), Vec::new(), 0u64);
     while let Some(line) =
-        crate::files::next_line(&mut r, &mut buf).map_err(|e| bad(path, n + 1, e.to_string()))?
+        crate::lines::next_line(&mut r, &mut buf).map_err(|e| bad(path, n + 1, e.to_string()))?
     {
         n += 1;
         let line = line.map_err(|e| bad(path, n, e))?;

@@ -203,7 +203,7 @@ impl TraceReader {
         let config = &self.config;
         match &mut self.rows {
             Rows::Json { lines, buf, line } => loop {
-                let next = crate::files::next_line(lines, buf)
+                let next = crate::lines::next_line(lines, buf)
                     .map_err(|e| bad(&config.path, *line + 1, e.to_string()))?;
                 let Some(text) = next else {
                     return Ok(None);

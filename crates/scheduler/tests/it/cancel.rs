@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bench_core::{Cancellation, Clock, Outcome, RequestRecord, Status};
 use bench_profile::{Limits, Strategy};
-use bench_scheduler::{BenchmarkOutcome, BenchmarkPlan, Pacing, Scheduler, SchedulerOptions};
+use bench_scheduler::{BenchmarkOutcome, BenchmarkSetup, Pacing, Scheduler, SchedulerOptions};
 use support::{specs, Fake};
 
 const MS: u64 = 1_000_000;
@@ -22,7 +22,7 @@ async fn run(c: Cancellation) -> (BenchmarkOutcome, Vec<RequestRecord>) {
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(Arc::new(Fake::new(10, 100, 10)), Clock::start(), opts);
-    let plan = BenchmarkPlan {
+    let plan = BenchmarkSetup {
         strategy: Strategy::Constant {
             rate: 10.0,
             max_concurrency: None,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bench_core::{Clock, Ramp, RampOver, RampShape, RequestRecord};
 use bench_profile::{Limits, Strategy, Transient};
 use bench_scheduler::{
-    BenchmarkOutcome, BenchmarkPlan, Pacing, Phase, Scheduler, SchedulerOptions,
+    BenchmarkOutcome, BenchmarkSetup, Pacing, Phase, Scheduler, SchedulerOptions,
 };
 use support::{specs, Fake};
 
@@ -39,7 +39,7 @@ async fn run(
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(fake, Clock::start(), opts);
-    let plan = BenchmarkPlan {
+    let plan = BenchmarkSetup {
         strategy,
         limits,
         warmup,

@@ -11,7 +11,7 @@ use bench_profile::{
     SweepRole, SweepSpec, Transient, DEFAULT_SLO_TOLERANCE,
 };
 use bench_scheduler::{
-    BenchmarkOutcome, BenchmarkPlan, Observer, Pacing, Phase, Scheduler, SchedulerOptions,
+    BenchmarkOutcome, BenchmarkSetup, Observer, Pacing, Phase, Scheduler, SchedulerOptions,
     StopReason,
 };
 use support::{specs, Fake};
@@ -28,8 +28,8 @@ fn opts() -> SchedulerOptions {
     }
 }
 
-fn plan(strategy: Strategy, max_seconds: Option<f64>, max_requests: Option<u64>) -> BenchmarkPlan {
-    BenchmarkPlan {
+fn plan(strategy: Strategy, max_seconds: Option<f64>, max_requests: Option<u64>) -> BenchmarkSetup {
+    BenchmarkSetup {
         strategy,
         limits: Limits {
             max_seconds,
@@ -43,7 +43,7 @@ fn plan(strategy: Strategy, max_seconds: Option<f64>, max_requests: Option<u64>)
 
 async fn run(
     fake: Arc<Fake>,
-    plan: &BenchmarkPlan,
+    plan: &BenchmarkSetup,
 ) -> (BenchmarkOutcome, Vec<(RequestRecord, Phase)>) {
     let sched = Scheduler::new(fake, Clock::start(), opts());
     let mut recs = Vec::new();
@@ -420,7 +420,7 @@ struct Collect {
 }
 
 impl Observer for Collect {
-    fn benchmark_started(&mut self, _index: usize, _total: usize, plan: &BenchmarkPlan) {
+    fn benchmark_started(&mut self, _index: usize, _total: usize, plan: &BenchmarkSetup) {
         self.started.push(plan.strategy.label());
     }
     fn record(&mut self, index: usize, _record: RequestRecord, _phase: Phase) {
@@ -615,7 +615,7 @@ struct Judge {
 }
 
 impl Observer for Judge {
-    fn benchmark_started(&mut self, _index: usize, _total: usize, plan: &BenchmarkPlan) {
+    fn benchmark_started(&mut self, _index: usize, _total: usize, plan: &BenchmarkSetup) {
         self.rates.push(plan.strategy.target_rate());
     }
     fn record(&mut self, _index: usize, _record: RequestRecord, _phase: Phase) {}

@@ -11,7 +11,7 @@ use bench_core::{
 };
 use bench_profile::Limits;
 use bench_scheduler::{
-    BenchmarkOutcome, BenchmarkPlan, Pacing, Phase, Scheduler, SchedulerOptions, StopReason, Work,
+    BenchmarkOutcome, BenchmarkSetup, Pacing, Phase, Scheduler, SchedulerOptions, StopReason, Work,
 };
 use support::Fake;
 
@@ -47,7 +47,7 @@ async fn run(
         think_time: ThinkTime::Fixed { seconds: 1.0 },
         ..SchedulerOptions::default()
     };
-    let plan = BenchmarkPlan {
+    let plan = BenchmarkSetup {
         strategy,
         limits: Limits {
             max_seconds,
@@ -190,7 +190,7 @@ async fn single_requests_report_no_sessions() {
             ..SchedulerOptions::default()
         },
     );
-    let plan = BenchmarkPlan {
+    let plan = BenchmarkSetup {
         strategy: Strategy::Concurrent { streams: 1 },
         limits: Limits {
             max_requests: Some(3),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bench_core::{Clock, RequestSpec};
 use bench_profile::{Limits, Strategy};
-use bench_scheduler::{BenchmarkPlan, Pacing, Scheduler, SchedulerOptions, StopReason};
+use bench_scheduler::{BenchmarkSetup, Pacing, Scheduler, SchedulerOptions, StopReason};
 use support::Fake;
 
 const MS: u64 = 1_000_000;
@@ -30,8 +30,8 @@ fn rows() -> Vec<RequestSpec> {
         .collect()
 }
 
-fn plan(speedup: f64, max_seconds: Option<f64>, max_requests: Option<u64>) -> BenchmarkPlan {
-    BenchmarkPlan {
+fn plan(speedup: f64, max_seconds: Option<f64>, max_requests: Option<u64>) -> BenchmarkSetup {
+    BenchmarkSetup {
         strategy: Strategy::Trace {
             speedup,
             max_concurrency: None,
@@ -47,7 +47,7 @@ fn plan(speedup: f64, max_seconds: Option<f64>, max_requests: Option<u64>) -> Be
     }
 }
 
-async fn replay(plan: &BenchmarkPlan) -> (bench_core::BenchmarkOutcome, Vec<(u64, u64, u64)>) {
+async fn replay(plan: &BenchmarkSetup) -> (bench_core::BenchmarkOutcome, Vec<(u64, u64, u64)>) {
     let fake = Arc::new(Fake::new(20, 5, 2));
     let opts = SchedulerOptions {
         pacing: Pacing::Runtime,

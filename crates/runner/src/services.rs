@@ -13,7 +13,7 @@ use crate::UsageError;
 /// The built-in simulator of `--mock` (its config from `--mock-config`), counting with the
 /// run's tokenizer unless its config names one, so that its usage figures agree with the
 /// client's counts.
-pub(super) async fn start_mock(
+pub(crate) async fn start_mock(
     s: &Settings,
     tokenizer: &Tokenizer,
 ) -> anyhow::Result<Option<MockServer>> {
@@ -36,7 +36,7 @@ pub(super) async fn start_mock(
 
 /// The run clock: from the shared start when there is one (after waiting for it), else from
 /// now; with what a shard's result says of its shard.
-pub(super) async fn start_clock(
+pub(crate) async fn start_clock(
     dist: &ShardPlan,
     server: Option<bench_worker::ServerDate>,
 ) -> (Clock, Option<bench_report::ShardRun>) {
@@ -60,7 +60,7 @@ pub(super) async fn start_clock(
 }
 
 /// What scrapes beside the benchmarks: the server's metrics and the GPUs' DCGM exporters.
-pub(super) struct Scrapers {
+pub(crate) struct Scrapers {
     server: Option<Watched>,
     /// One per `--gpu-metrics` URL, in the order given.
     gpus: Vec<Watched>,
@@ -105,7 +105,7 @@ impl Watched {
 impl Scrapers {
     /// The server's view of `[start, end]`, after a scrape taken now. Warns once when
     /// scraping failed; the report then has no server metrics.
-    pub(super) fn server_metrics(
+    pub(crate) fn server_metrics(
         &mut self,
         span: bench_servermetrics::Span,
     ) -> Option<bench_servermetrics::ServerMetrics> {
@@ -120,7 +120,7 @@ impl Scrapers {
     /// scrape of each exporter taken now, with the benchmark's `(output tokens, completed
     /// requests)`. An exporter that failed is warned of once and left out; `None` when none
     /// is left.
-    pub(super) fn gpu_metrics(
+    pub(crate) fn gpu_metrics(
         &mut self,
         span: bench_servermetrics::Span,
         (tokens, completed): (u64, u64),
@@ -141,7 +141,7 @@ impl Scrapers {
 }
 
 /// Starts every scraper and takes each one's first scrape.
-pub(super) async fn start_scrapers(
+pub(crate) async fn start_scrapers(
     s: &Settings,
     target: &str,
     clock: Clock,

@@ -1,17 +1,17 @@
-//! The run's plan, resolved from the settings before anything is sent: the shard checks, the
-//! tokenizer, the first trial's data, the trace and the profile it runs, and the report's
-//! header (configuration, environment, data seed).
+//! A run's inputs, resolved from the settings before anything is sent: the tokenizer, the
+//! first trial's data, the trace and the profile it runs, and the report's header
+//! (configuration, environment, data seed).
 
 use bench_report::{Environment, RunReport};
 use bench_tokenizer::Tokenizer;
 use bench_worker::Worker;
 
-use crate::settings::{CommonArgs, Settings};
+use crate::settings::Settings;
 use crate::shard::ShardPlan;
 use crate::{data, UsageError};
 
 /// What a run is made of before it reaches the server.
-pub(super) struct RunPlan {
+pub(crate) struct Inputs {
     /// Counts tokens for the data, the worker and the simulator.
     pub tokenizer: Tokenizer,
     /// The run's data salt, which trial `i` moves on by `i`.
@@ -30,7 +30,7 @@ pub(super) struct RunPlan {
     pub rewind: data::Rewind,
 }
 
-impl RunPlan {
+impl Inputs {
     /// Resolves the tokenizer, the first trial's data and the trace settings.
     pub fn resolve(s: &Settings, dist: &ShardPlan) -> anyhow::Result<Self> {
         let tokenizer = processor(s)?;
@@ -40,7 +40,7 @@ impl RunPlan {
         let (trace, profile) = trace_settings(s, &loader)?;
         let specs = data::WorkStream::new(loader).sharded(dist.shard);
         let rewind = specs.rewind();
-        Ok(RunPlan {
+        Ok(Inputs {
             tokenizer,
             salt,
             data_seed,
@@ -51,42 +51,6 @@ impl RunPlan {
             rewind,
         })
     }
-}
-
-/// The run's shard and shared start; an adaptive sweep is refused across shards (each shard
-/// would probe and pick its rates alone: docs/distributed.md).
-pub(super) fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
-    let index = std::env::var(crate::shard::INDEX_ENV).ok();
-    let plan = common.shard.resolve(index.as_deref())?;
-    if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
-        if s.load.repeat.trials > 1 {
-            return Err(UsageError::new(format!(
-                "--shard {sh}: repeated trials (--repeat) run in one process; repeat the distributed run instead"
-            ))
-            .into());
-        }
-        if s.load.limits.precision.is_some() {
-            return Err(UsageError::new(format!(
-                "--shard {sh}: --precision ends each shard's benchmark when its own share is precise, so the shards would not share an end; run --precision unsharded (docs/distributed.md)"
-            ))
-            .into());
-        }
-        if matches!(s.load.profile, bench_profile::Profile::Sweep(_)) {
-            return Err(UsageError::new(format!(
-                "--shard {sh}: an adaptive sweep cannot be split across shards (each would probe alone); run a fixed plan on every shard (--rate-type constant --rate A,B,C), see docs/distributed.md"
-            ))
-            .into());
-        }
-    }
-    bench_scheduler::Scheduler::<Worker>::validate_shard(
-        &s.load.profile,
-        &s.load.limits,
-        &s.load.warmup,
-        &s.load.cooldown,
-        plan.shard,
-    )
-    .map_err(|e| UsageError::new(format!("--shard: {e}")))?;
-    Ok(plan)
 }
 
 /// The tokenizer of `--processor` (the built-in one without it).
@@ -123,7 +87,7 @@ fn first_loader(
 /// what the report records of the trace (its file, format and figures: docs/metrics.md,
 /// "Traces"), and the profile to run: a sweep over a trace replays it at the speed-ups that
 /// offer the sweep's rates ([`bench_profile::SweepSpec::over_trace`]).
-pub(super) fn trace_settings(
+pub(crate) fn trace_settings(
     s: &Settings,
     loader: &bench_loader::Loader,
 ) -> anyhow::Result<(Option<serde_json::Value>, bench_profile::Profile)> {
@@ -190,7 +154,7 @@ fn trace_sweep(
 
 /// The run's report before any benchmark: its id, creation time, configuration (secrets
 /// left out), environment and data seed.
-pub(super) fn new_run_report(
+pub(crate) fn new_run_report(
     s: &Settings,
     model: &str,
     worker: &bench_worker::Worker,

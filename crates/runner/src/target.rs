@@ -98,7 +98,7 @@ async fn connect(
 
 /// The servers a run talks to: the first one's URL, the workers connected to them and the
 /// model the first serves, and the in-process simulator when it is the one.
-pub(super) struct Server {
+pub(crate) struct Server {
     pub mock: Option<MockServer>,
     pub target: String,
     pub fleet: Fleet,
@@ -107,12 +107,12 @@ pub(super) struct Server {
 
 /// Starts the simulator (with `--mock`), connects to every target, finds the first one's model
 /// and sends it to all; the workers count output tokens with `tokenizer`.
-pub(super) async fn reach_server(
+pub(crate) async fn reach_server(
     s: &Settings,
     tokenizer: &Tokenizer,
     shard: Option<bench_core::Shard>,
 ) -> anyhow::Result<Server> {
-    let mock = super::services::start_mock(s, tokenizer).await?;
+    let mock = crate::services::start_mock(s, tokenizer).await?;
     let targets = match &mock {
         Some(m) => vec![m.url()],
         None => s.target.targets.clone(),

@@ -4,8 +4,9 @@
 
 use bench_core::{Clock, RequestRecord, Slo};
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, RunReport, StatsOptions};
-use bench_scheduler::{BenchmarkOutcome, BenchmarkPlan, Observer, Phase};
+use bench_scheduler::{BenchmarkOutcome, BenchmarkSetup, Observer, Phase};
 
+use crate::events::Events;
 use crate::settings::Settings;
 use crate::{data, limits, outputs};
 
@@ -14,15 +15,15 @@ use crate::{data, limits, outputs};
 const SERVER_GONE_AFTER: bench_core::Nanos = 3_000_000_000;
 
 /// Collects records into the report crate's accumulator and writes files after each benchmark.
-pub(super) struct ReportObserver {
-    pub(super) run: RunReport,
+pub(crate) struct ReportObserver {
+    pub(crate) run: RunReport,
     stats: StatsOptions,
     acc: Option<Accumulator>,
-    pub(super) files: outputs::Writer,
+    pub(crate) files: outputs::Writer,
     wall_epoch: std::time::SystemTime,
-    pub(super) write_error: Option<String>,
+    pub(crate) write_error: Option<String>,
     /// The server's and the GPUs' scrapers.
-    scrapers: super::services::Scrapers,
+    scrapers: crate::services::Scrapers,
     /// The running benchmark's output tokens (every request's, whatever its outcome or
     /// window) and completed requests: what the GPUs' energy over the benchmark is divided by.
     gpu_work: (u64, u64),
@@ -31,37 +32,39 @@ pub(super) struct ReportObserver {
     hinted: bool,
     slo: Option<Slo>,
     /// Whether each benchmark met the SLO, by index.
-    pub(super) verdicts: std::collections::HashMap<usize, (bool, bench_core::Sure)>,
+    pub(crate) verdicts: std::collections::HashMap<usize, (bool, bench_core::Sure)>,
     /// The 95% interval of each benchmark's requests/s, by index (the sweep's
     /// `--capacity-precision` reads it).
-    pub(super) rate_intervals: std::collections::HashMap<usize, bench_core::Interval>,
+    pub(crate) rate_intervals: std::collections::HashMap<usize, bench_core::Interval>,
     /// Since when (run clock) every finished request failed to connect, and how many did.
     unanswered: Option<(bench_core::Nanos, u64)>,
     /// Set when the server stopped answering (or the client ran out of file descriptors):
     /// why; the run is then stopped through `stop`.
-    pub(super) server_gone: Option<String>,
+    pub(crate) server_gone: Option<String>,
     /// The soft open-file limit in force (raised at start), named when it is reached.
     fd_limit: Option<u64>,
     stop: bench_scheduler::StopHandle,
     /// How the running benchmark's requests ended badly (timeouts, rate limits).
     endings: crate::endings::Endings,
     /// What those endings were, one line per kind and benchmark, said after the report.
-    pub(super) ending_notes: Vec<String>,
+    pub(crate) ending_notes: Vec<String>,
     /// The timeouts in force, which the notes name.
     timeouts: bench_worker::Timeouts,
     /// Starts a trace over at each benchmark.
-    pub(super) rewind: data::Rewind,
+    pub(crate) rewind: data::Rewind,
     /// The URLs of the targets sharing the load, when several (each benchmark counts its
     /// requests by target); empty with one.
-    pub(super) targets: Vec<String>,
+    pub(crate) targets: Vec<String>,
     /// The names of the run's model mix, when several (each benchmark reports per model).
-    pub(super) models: Vec<String>,
+    pub(crate) models: Vec<String>,
     /// This process's shard (its report states its share of the target rate).
-    pub(super) shard: Option<bench_core::Shard>,
+    pub(crate) shard: Option<bench_core::Shard>,
     /// The run clock (a shard reads its wall clock against it as each benchmark ends).
     clock: Clock,
     /// With `--precision`: ends each benchmark once precise.
     precision: Option<crate::precise::PrecisionWatch>,
+    /// The caller's observer.
+    pub(crate) events: std::sync::Arc<dyn Events>,
 }
 
 /// Why `record` found no server to answer it (a connection refused, reset or timed out before
@@ -119,7 +122,12 @@ impl ReportObserver {
 }
 
 impl Observer for ReportObserver {
-    fn benchmark_started(&mut self, index: usize, _total: usize, plan: &BenchmarkPlan) {
+    fn sweep_step(&mut self, index: usize, step: &bench_profile::SweepStep) {
+        self.events.sweep_step(index, step);
+    }
+
+    fn benchmark_started(&mut self, index: usize, total: usize, setup: &BenchmarkSetup) {
+        self.events.benchmark_started(index, total, &setup.strategy);
         self.rewind.benchmark_started();
         self.gpu_work = (0, 0);
         self.acc = Some(
@@ -128,7 +136,7 @@ impl Observer for ReportObserver {
                 .with_models(&self.models),
         );
         if let Some(w) = self.precision.as_mut() {
-            w.started(index, plan, self.clock.now());
+            w.started(index, setup, self.clock.now());
         }
     }
 
@@ -166,6 +174,7 @@ impl Observer for ReportObserver {
             .endings
             .take_notes(&o.strategy.label(), closed_loop, &self.timeouts);
         self.ending_notes.extend(notes);
+        self.events.benchmark_finished(index, &report);
         self.keep(report);
     }
 
@@ -184,10 +193,10 @@ impl Observer for ReportObserver {
 
 impl ReportObserver {
     /// The observer of a run about to start: nothing collected, nothing written yet.
-    pub(super) fn new(
+    pub(crate) fn new(
         s: &Settings,
         run: RunReport,
-        scrapers: super::services::Scrapers,
+        scrapers: crate::services::Scrapers,
         model: &str,
         clock: Clock,
         stop: bench_scheduler::StopHandle,
@@ -233,6 +242,7 @@ impl ReportObserver {
                 .precision
                 .map(|p| crate::precise::PrecisionWatch::new(p, stop.clone(), clock.wall_epoch())),
             stop,
+            events: std::sync::Arc::new(crate::events::NoEvents),
         }
     }
 }
@@ -285,10 +295,10 @@ impl ReportObserver {
                 if kind == "http_400" && !self.hinted {
                     if let Some(field) = bench_worker::rejected_vllm_field(400, m) {
                         self.hinted = true;
-                        eprintln!(
-                            "hint: the server refused vLLM's `{field}` body field (HTTP 400); \
+                        self.events.hint(&format!(
+                            "the server refused vLLM's `{field}` body field (HTTP 400); \
                              this API does not take vLLM's extensions: run with --vllm-extensions off"
-                        );
+                        ));
                     }
                 }
             }

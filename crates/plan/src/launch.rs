@@ -71,6 +71,7 @@ done
 kill -KILL "-$group" 2>/dev/null"#;
 
 /// A launched server; dropping it tears its process group down.
+#[derive(Debug)]
 pub struct Launched {
     child: Child,
     /// The watchdog that stops the server if bench dies first ([`WATCHDOG`]).

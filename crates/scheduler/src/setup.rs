@@ -1,4 +1,4 @@
-//! One benchmark's plan ([`BenchmarkPlan`]) and its resolution into the numbers the pacer and
+//! One benchmark's setup ([`BenchmarkSetup`]) and its resolution into the numbers the pacer and
 //! the collecting loop need: the request count, the deadline and the warmup / cooldown bounds.
 
 use bench_core::{Nanos, Shard, Strategy};
@@ -9,7 +9,7 @@ use crate::SchedulerError;
 
 /// One benchmark to run: a strategy, its limits and its warmup / cooldown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchmarkPlan {
+pub struct BenchmarkSetup {
     /// The load shape.
     pub strategy: Strategy,
     /// What ends it.
@@ -35,7 +35,7 @@ pub(crate) fn nanos(secs: f64) -> Nanos {
     }
 }
 
-/// A plan with everything resolved and checked.
+/// A setup with everything resolved and checked.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     pub(crate) count: Option<u64>,
@@ -44,9 +44,9 @@ pub(crate) struct Resolved {
     pub(crate) cooldown: Option<ResolvedTransient>,
 }
 
-impl BenchmarkPlan {
+impl BenchmarkSetup {
     fn error(&self, source: ProfileError) -> SchedulerError {
-        SchedulerError::Plan {
+        SchedulerError::Invalid {
             label: self.strategy.label(),
             source,
         }
@@ -99,7 +99,7 @@ impl BenchmarkPlan {
         Ok(r)
     }
 
-    /// [`BenchmarkPlan::resolve`] for `shard`'s share (docs/distributed.md): its share of the
+    /// [`BenchmarkSetup::resolve`] for `shard`'s share (docs/distributed.md): its share of the
     /// request count and of a count warmup / cooldown (the requests of the whole run's first
     /// and last ones that are its own), and of the in-flight cap. Refused when a shard's
     /// share of the cap would be empty (fewer streams than shards).

@@ -1,6 +1,6 @@
 //! Driving the benchmarks: the profile once or, with `--repeat N`, as trials with fresh data
 //! each, pooled after each until they are done or converged; and the sweep's capacity answer.
-//! (`--precision` is driven by the observer, benchmark by benchmark: [`crate::precise`].)
+//! (`--precision` is driven by the observer, benchmark by benchmark: `crate::precise`.)
 
 use bench_core::Capacity;
 use bench_report::RunReport;
@@ -8,14 +8,14 @@ use bench_scheduler::Scheduler;
 use bench_tokenizer::Tokenizer;
 use bench_worker::Fleet;
 
-use super::observer::ReportObserver;
+use crate::observer::ReportObserver;
 use crate::settings::{self, Settings};
 use crate::{data, UsageError};
 
 impl ReportObserver {
     /// Adds a sweep's capacity answer, with the knee the report finds from the latencies, and
     /// rewrites the files.
-    pub(super) fn set_capacity(&mut self, capacity: Option<Capacity>) {
+    pub(crate) fn set_capacity(&mut self, capacity: Option<Capacity>) {
         let Some(mut c) = capacity else { return };
         if let Some(trial) = self.run.trials.as_mut().and_then(|t| t.runs.last_mut()) {
             // The knee from this trial's own benchmarks.
@@ -23,18 +23,20 @@ impl ReportObserver {
             one.benchmarks = trial.benchmarks.clone();
             c.knee_requests_per_s = bench_report::knee(&one);
             c.refresh_trace_multiples();
+            self.events.capacity(&c);
             trial.capacity = Some(c);
             return;
         }
         c.knee_requests_per_s = bench_report::knee(&self.run);
         c.refresh_trace_multiples();
         c.intervals = bench_report::capacity_intervals(&self.run, &c);
+        self.events.capacity(&c);
         self.run.capacity = Some(c);
         self.files.write(&self.run);
     }
 
     /// With `--repeat N` (N > 1): the run is made of trials, which its files hold.
-    pub(super) fn start_trials(&mut self, repeat: settings::Repeat) {
+    pub(crate) fn start_trials(&mut self, repeat: settings::Repeat) {
         if repeat.trials > 1 {
             self.run.trials = Some(bench_report::Trials {
                 requested: repeat.trials,
@@ -94,7 +96,7 @@ impl ReportObserver {
 }
 
 /// What makes each trial of a repeated run fresh (docs/cli.md, `--repeat`).
-pub(super) struct Fresh<'a> {
+pub(crate) struct Fresh<'a> {
     pub s: &'a Settings,
     pub tokenizer: &'a Tokenizer,
     /// The run's data salt, which trial `i` moves on by `i`.
@@ -130,7 +132,7 @@ impl Fresh<'_> {
             self.salt,
             i,
         )?;
-        let (_, profile) = super::plan::trace_settings(&s, &loader)?;
+        let (_, profile) = crate::inputs::trace_settings(&s, &loader)?;
         let stream = seed.map(|_| data::WorkStream::new(loader));
         Ok((profile, stream, seed.map(|x| x.seed)))
     }
@@ -139,7 +141,7 @@ impl Fresh<'_> {
 /// Runs the profile once or, with `--repeat N`, as `N` trials one after another on the same
 /// server, each with fresh prompts, pooling them after each, until all ran, the intervals
 /// met `--repeat-until`, or the run was interrupted. Returns the last trial's outcome.
-pub(super) async fn run_trials(
+pub(crate) async fn run_trials(
     sched: &Scheduler<Fleet>,
     fresh: &Fresh<'_>,
     first: (bench_profile::Profile, data::WorkStream, Option<u64>),

@@ -17,7 +17,7 @@ use std::time::Instant;
 use bench_core::{Nanos, Phase, Precision, RequestRecord, Strategy, Window};
 use bench_profile::ResolvedTransient;
 use bench_report::{Accumulator, BenchmarkMeta, BenchmarkReport, PrecisionCheck};
-use bench_scheduler::{BenchmarkPlan, StopHandle};
+use bench_scheduler::{BenchmarkSetup, StopHandle};
 
 /// Run-clock time between two looks at the estimate.
 const CHECK_EVERY: Nanos = 1_000_000_000;
@@ -75,15 +75,15 @@ impl PrecisionWatch {
         }
     }
 
-    /// Benchmark `index` of `plan` starts at `now` (run clock).
-    pub(crate) fn started(&mut self, index: usize, plan: &BenchmarkPlan, now: Nanos) {
-        let least = plan.limits.max_seconds.unwrap_or(0.0);
+    /// Benchmark `index` of `setup` starts at `now` (run clock).
+    pub(crate) fn started(&mut self, index: usize, setup: &BenchmarkSetup, now: Nanos) {
+        let least = setup.limits.max_seconds.unwrap_or(0.0);
         // The window opens at the start, after a warmup by time, or at a send a warmup by
         // count decides (then the first measured send stands for it).
-        let warmup = plan
+        let warmup = setup
             .warmup
             .filter(|w| !w.is_zero())
-            .map(|w| w.resolve(&plan.limits, plan.strategy.request_count()));
+            .map(|w| w.resolve(&setup.limits, setup.strategy.request_count()));
         let open = match warmup {
             None => Some(now),
             Some(Ok(ResolvedTransient::Time(w))) => Some(now.saturating_add(w)),
@@ -91,9 +91,9 @@ impl PrecisionWatch {
         };
         self.running = Some(Running {
             index,
-            strategy: plan.strategy.clone(),
+            strategy: setup.strategy.clone(),
             start: now,
-            check: PrecisionCheck::new(plan.strategy.clone(), now, open),
+            check: PrecisionCheck::new(setup.strategy.clone(), now, open),
             least: now.saturating_add((least * 1e9) as Nanos),
             next: 0,
             next_confirm: 0,
