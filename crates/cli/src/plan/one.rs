@@ -180,7 +180,7 @@ fn sweep(
     }
     args.report.output = vec![PathBuf::from(run_file)];
     eprintln!("{}: sweeping", c.name);
-    let code = crate::run::plan_sweep(&args);
+    let code = crate::run::plan_sweep(&args, &c.name);
     if ctx.interrupted.exit_code().is_some() {
         let mut pc = match bench_report::read_run(run_file) {
             Ok(run) => planned(pc, &run, report),

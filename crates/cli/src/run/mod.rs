@@ -1,10 +1,12 @@
 //! `bench sweep` and `bench run`, the front end of the runner: the arguments resolved into
 //! settings and the shard, the report files claimed, logs set up, signals turned into the
-//! run's cancellation token, the progress display fed by the run's events, then the consoles
-//! and the exit code ([`finish`]).
+//! run's cancellation token, the watchers fed by the run's events (the progress display, the
+//! `--progress-file` lines, the `--live` view: [`crate::watch`]), then the consoles and the
+//! exit code ([`finish`]).
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use bench_runner::{outputs, Runner, ShardPlan, UsageError};
@@ -12,7 +14,8 @@ use bench_worker::Worker;
 use clap::Args;
 
 use crate::settings::{self, CommonArgs, Settings};
-use crate::{progress, signals};
+use crate::watch::{Tee, Watch};
+use crate::{live, progress, progress_file, signals};
 
 mod finish;
 
@@ -41,22 +44,52 @@ pub struct RunArgs {
 pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, None, &[], true)?;
     let d = distributed(&args.common, &s)?;
-    execute(s, d, args.common.show_config)
+    let w = Watching::of(&args.common, "bench sweep", None)?;
+    execute(s, d, args.common.show_config, w)
 }
 
-/// One sweep of `bench plan` with its flags `common` (its configuration's target and run file
-/// set): the exit code `bench sweep` would give.
-pub(crate) fn plan_sweep(common: &CommonArgs) -> anyhow::Result<ExitCode> {
+/// One sweep of `bench plan`, of its configuration `config`, with its flags `common` (its
+/// configuration's target and run file set): the exit code `bench sweep` would give.
+pub(crate) fn plan_sweep(common: &CommonArgs, config: &str) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(common, None, &[], true)?;
     let d = distributed(common, &s)?;
-    execute(s, d, false)
+    let w = Watching::of(common, &format!("bench plan: {config}"), Some(config))?;
+    execute(s, d, false, w)
 }
 
 /// `bench run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)?;
     let d = distributed(&args.common, &s)?;
-    execute(s, d, args.common.show_config)
+    let w = Watching::of(&args.common, "bench run", None)?;
+    execute(s, d, args.common.show_config, w)
+}
+
+/// How a run is watched: the watchers' flags, the view's title, and within a plan the
+/// configuration (its lines name it; the file is the plan's, appended to; the view does not
+/// wait for a key after each sweep).
+struct Watching {
+    watch: Watch,
+    title: String,
+    config: Option<String>,
+}
+
+impl Watching {
+    fn of(common: &CommonArgs, title: &str, config: Option<&str>) -> anyhow::Result<Watching> {
+        Ok(Watching {
+            watch: Watch::resolve(&common.report)?,
+            title: title.to_string(),
+            config: config.map(str::to_string),
+        })
+    }
+
+    /// The command the progress file names (`bench sweep` -> `sweep`).
+    fn command(&self) -> &str {
+        match &self.config {
+            Some(_) => "plan",
+            None => self.title.trim_start_matches("bench "),
+        }
+    }
 }
 
 /// The run's shard and shared start; an adaptive sweep is refused across shards (each shard
@@ -102,22 +135,33 @@ fn execute(
     mut settings: Settings,
     shard: ShardPlan,
     show_config: bool,
+    w: Watching,
 ) -> anyhow::Result<ExitCode> {
     if show_config {
         print!("{}", settings::show::text(&settings));
         return Ok(ExitCode::SUCCESS);
     }
     bench_runner::preflight(&settings)?;
+    // A plan's sweeps append to the file the plan started.
+    let file = match &w.watch.file {
+        Some(p) => Some(progress_file::open(p, w.config.is_none())?),
+        None => None,
+    };
     init_logs();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let kept = keep_default(&mut settings)?;
+    let mut files = settings.report.output.clone();
+    let file_events = file.as_ref().map(|f| {
+        Arc::new(f.events(w.command(), w.config.as_deref(), w.watch.file_every()))
+            as Arc<dyn bench_runner::Events>
+    });
     // The whole run is a task on the runtime, not the main thread's `block_on`: records then
     // travel between tasks of one runtime, without waking a third thread for each of them.
     let result = rt.block_on(async {
-        match tokio::spawn(run_async(settings, shard)).await {
+        match tokio::spawn(run_async(settings, shard, w, file_events)).await {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("the run task failed: {e}")),
         }
@@ -125,7 +169,16 @@ fn execute(
     if let Some(r) = kept {
         if outputs::settle_default(&r) {
             eprintln!("results saved to {}", r.path.display());
+        } else {
+            files.retain(|p| p != &r.path);
         }
+    }
+    if let Some(f) = file {
+        let json = files
+            .iter()
+            .find(|p| p.extension().is_some_and(|e| e == "json"));
+        let error = result.as_ref().err().map(|e| format!("{e:#}"));
+        f.close(json.map(|p| p.as_path()), &files, error);
     }
     result
 }
@@ -150,7 +203,8 @@ fn keep_default(settings: &mut Settings) -> anyhow::Result<Option<outputs::Reser
 /// Logs to stderr, at `warn` unless `RUST_LOG` says otherwise.
 fn init_logs() {
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        // Held while the live view has the screen, then written.
+        .with_writer(|| live::LogWriter)
         // No colour codes in logs redirected to a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
@@ -160,22 +214,49 @@ fn init_logs() {
         .try_init();
 }
 
-/// The run on the runtime, with progress shown and signals heard, then the consoles and the
-/// exit code.
-async fn run_async(s: Settings, dist: ShardPlan) -> anyhow::Result<ExitCode> {
+/// The run on the runtime, with its watchers fed (the progress display or the live view, and
+/// the progress file's lines `file`) and signals heard, then the consoles and the exit code.
+async fn run_async(
+    s: Settings,
+    dist: ShardPlan,
+    w: Watching,
+    file: Option<Arc<dyn bench_runner::Events>>,
+) -> anyhow::Result<ExitCode> {
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = cancel.clone();
     let (interrupted, signals) = signals::listen(move || stop.cancel())?;
-    let (shown, display) = progress::Shown::spawn(s.report.quiet);
+    let view = if w.watch.live {
+        live::start(&w.title)
+    } else {
+        None
+    };
+    let (shown, display) = progress::Shown::spawn(
+        s.report.quiet || view.is_some(),
+        w.watch.plain_every(),
+        view.is_none(),
+    );
+    let mut watchers: Vec<Arc<dyn bench_runner::Events>> = vec![shown];
+    watchers.extend(
+        view.as_ref()
+            .map(|v| v.board.clone() as Arc<dyn bench_runner::Events>),
+    );
+    watchers.extend(file);
     let result = Runner::new(s.clone())
         .shard(dist)
-        .events(shown)
+        .events(Arc::new(Tee(watchers)))
         .cancel_on(cancel)
         .run()
         .await;
     // The display ends once the run has dropped its handle on the events.
     if let Some(h) = display {
         let _ = h.await;
+    }
+    if let Some(v) = view {
+        // A finished sweep's last screen stays until `q` (not after `q`, nor in a plan).
+        let linger = w.config.is_none()
+            && interrupted.exit_code().is_none()
+            && result.as_ref().is_ok_and(|f| f.failure.is_none());
+        let _ = tokio::task::spawn_blocking(move || v.finish(linger)).await;
     }
     signals.abort();
     finish::conclude(&s, result?, &interrupted)
