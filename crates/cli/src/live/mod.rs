@@ -158,12 +158,14 @@ fn show(board: &Shared, over: &AtomicBool) {
             board.with(|b| b.note(log.as_deref().unwrap_or_default()));
             seen_log = log;
         }
+        // Read before the board: `finish` marks the board first, then this flag.
+        let ended = over.load(Ordering::SeqCst);
         let snapshot = board.snapshot();
         if redraw_until.is_some_and(|t| Instant::now() < t) {
             let _ = terminal.clear();
         }
         let _ = terminal.draw(|f| draw::frame(f, &snapshot));
-        if over.load(Ordering::SeqCst) {
+        if ended {
             let at = *over_at.get_or_insert_with(Instant::now);
             if !snapshot.over || at.elapsed() >= LINGER {
                 break;
