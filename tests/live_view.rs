@@ -167,7 +167,13 @@ fn the_live_view_shows_the_sweep_and_its_capacity_and_q_leaves_it() {
         return;
     }
     let dir = common::fresh("live", "finished");
-    let tmux = start("finished", &dir, "--max-seconds 1 --sweep-size 3");
+    // The simulator's DCGM exporter, for the GPUs' power beside the server's gauges.
+    let sim = common::write_sim(&dir, "gpu_idle_w: 50\ngpu_per_seq_w: 10\n", None);
+    let args = format!(
+        "--max-seconds 1 --sweep-size 3 --mock-config '{}' --gpu-metrics /dcgm/metrics",
+        sim.display()
+    );
+    let tmux = start("finished", &dir, &args);
     let first = tmux.wait_for("the running benchmark", Duration::from_secs(60), |p| {
         p.contains("bench sweep (live)") && p.contains("[1/") && p.contains("req/s")
     });
@@ -195,6 +201,17 @@ fn the_live_view_shows_the_sweep_and_its_capacity_and_q_leaves_it() {
         );
         assert!(row.contains(&rate), "{label}: {rate} not in {row}");
     }
+    // The server's gauges and the GPUs' power as last scraped, in numbers.
+    let now = done
+        .lines()
+        .find(|l| l.contains("server now: running "))
+        .unwrap_or_else(|| panic!("no server gauges:\n{done}"));
+    let watts = now
+        .split("GPU power ")
+        .nth(1)
+        .and_then(|w| w.split_whitespace().next())
+        .and_then(|w| w.parse::<f64>().ok());
+    assert!(watts.is_some_and(|w| w >= 50.0), "GPU power: {now}");
     let max = run["capacity"]["max_requests_per_s"]
         .as_f64()
         .expect("capacity");

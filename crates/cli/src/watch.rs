@@ -104,6 +104,9 @@ impl Events for Tee {
     fn capacity(&self, c: &Capacity) {
         self.0.iter().for_each(|e| e.capacity(c));
     }
+    fn server_gauges(&self, g: &bench_runner::ServerGauges) {
+        self.0.iter().for_each(|e| e.server_gauges(g));
+    }
     fn hint(&self, text: &str) {
         self.0.iter().for_each(|e| e.hint(text));
     }

@@ -39,6 +39,12 @@ pub trait Events: Send + Sync {
         let _ = capacity;
     }
 
+    /// The server's gauges (running, waiting, KV usage) and the GPUs' power as they stand,
+    /// about once a second while a benchmark runs, when they are scraped.
+    fn server_gauges(&self, gauges: &crate::ServerGauges) {
+        let _ = gauges;
+    }
+
     /// A hint for the user, said once when it first applies (for example: the server
     /// refused vLLM's body fields, so `--vllm-extensions off` would help).
     fn hint(&self, text: &str) {

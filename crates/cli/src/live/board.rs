@@ -1,7 +1,8 @@
 //! What the live view shows, kept up to date by the run's events: the running benchmark (its
 //! latest progress snapshot and the history of its mean TTFT and ITL), the sweep so far (one
 //! row per finished benchmark, with the server's and the GPUs' figures when scraped), the
-//! capacity once the sweep answers, and the notes (hints, logs) said meanwhile.
+//! server's gauges as they stand, the capacity once the sweep answers, and the notes (hints,
+//! logs) said meanwhile.
 
 use std::collections::VecDeque;
 
@@ -72,6 +73,8 @@ pub struct Board {
     /// The finished benchmarks.
     pub rows: Vec<Row>,
     pub capacity: Option<Capacity>,
+    /// The server's gauges and the GPUs' power as last read (while a benchmark runs).
+    pub gauges: Option<bench_runner::ServerGauges>,
     /// Hints and log lines said during the run, oldest first.
     pub notes: VecDeque<String>,
     /// `q` was pressed: the run is stopping.
@@ -173,6 +176,10 @@ impl Events for Shared {
 
     fn capacity(&self, c: &Capacity) {
         self.with(|b| b.capacity = Some(c.clone()));
+    }
+
+    fn server_gauges(&self, g: &bench_runner::ServerGauges) {
+        self.with(|b| b.gauges = Some(*g));
     }
 
     fn hint(&self, text: &str) {

@@ -1,7 +1,7 @@
 //! Draws the [`Board`] on one screen: the running benchmark with its TTFT and ITL sparklines,
 //! the sweep so far (one row per finished benchmark: offered rate against throughput and
 //! latency, with the server's and the GPUs' figures), the answer (capacity, knee, SLO-limited
-//! rate) and the server's latest gauges, then the notes and the keys.
+//! rate) and the server's gauges as last scraped, then the notes and the keys.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -150,7 +150,7 @@ fn sweep_table(b: &Board) -> Table<'static> {
         .block(Block::default().borders(Borders::ALL).title(title))
 }
 
-/// The sweep's answer once found, and the server's gauges over the last finished benchmark.
+/// The sweep's answer once found, and the server's gauges as last scraped.
 fn answer_block(b: &Board) -> Paragraph<'static> {
     let answer = match &b.capacity {
         Some(c) => {
@@ -174,17 +174,15 @@ fn answer_block(b: &Board) -> Paragraph<'static> {
         }
         None => Line::from("capacity: stated once the sweep's benchmarks are done"),
     };
-    let server = match b.rows.last() {
-        Some(r) if r.running.is_some() || r.gpu_power_w.is_some() => Line::from(format!(
-            "server over {}: running {}  waiting {}  KV {}%   GPU power {} W",
-            r.label,
-            opt(r.running, 1),
-            opt(r.waiting, 1),
-            opt(r.kv_usage.map(|k| k * 100.0), 0),
-            opt(r.gpu_power_w, 0)
+    let server = match &b.gauges {
+        Some(g) => Line::from(format!(
+            "server now: running {}  waiting {}  KV {}%   GPU power {} W",
+            opt(g.running, 0),
+            opt(g.waiting, 0),
+            opt(g.kv_usage.map(|k| k * 100.0), 1),
+            opt(g.gpu_power_w, 0)
         )),
-        Some(_) => Line::from("server: no metrics scraped"),
-        None => Line::from("server: figures after the first benchmark"),
+        None => Line::from("server: no metrics scraped yet"),
     };
     Paragraph::new(vec![answer, server])
         .block(Block::default().borders(Borders::ALL).title(" Answer "))

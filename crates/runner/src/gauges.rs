@@ -1,0 +1,63 @@
+//! The server's and the GPUs' gauges as they stand, for the caller's observer
+//! ([`crate::Events::server_gauges`]): read from the scrapers' recent scrapes about once a
+//! second by the task that relays progress, never by the run's collector or on a request's
+//! path.
+
+use std::sync::Arc;
+
+use bench_core::{Clock, Nanos};
+use bench_servermetrics::{Scraper, Span};
+
+/// How far back the reading looks for scrapes: a few of the default 1 s interval.
+const LOOKBACK: Nanos = 3_000_000_000;
+
+/// The server's gauges at its latest scrape, and the GPUs' mean power over the last few
+/// seconds: each `None` when not scraped (or not exposed by the server).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServerGauges {
+    /// Requests the server is running.
+    pub running: Option<f64>,
+    /// Requests waiting in its queue.
+    pub waiting: Option<f64>,
+    /// Fraction 0..1 of its KV cache in use.
+    pub kv_usage: Option<f64>,
+    /// All the GPUs' power together, watts (`--gpu-metrics`).
+    pub gpu_power_w: Option<f64>,
+}
+
+/// What reads the gauges: the scrapers (shared with the report's observer) and the run clock.
+#[derive(Clone)]
+pub(crate) struct Gauges {
+    pub(crate) server: Option<Arc<Scraper>>,
+    pub(crate) gpus: Vec<Arc<Scraper>>,
+    pub(crate) clock: Clock,
+}
+
+impl Gauges {
+    /// The gauges over the last [`LOOKBACK`]; `None` when nothing is scraped.
+    pub(crate) fn read(&self) -> Option<ServerGauges> {
+        if self.server.is_none() && self.gpus.is_empty() {
+            return None;
+        }
+        let now = self.clock.now();
+        let from = now.saturating_sub(LOOKBACK);
+        let span = Span {
+            start: from,
+            end: now,
+            open: from,
+            close: now,
+        };
+        let server = self.server.as_ref().and_then(|s| s.summarize(span));
+        let summary = server.as_ref().map(|m| &m.summary);
+        let last = |g: Option<&bench_servermetrics::GaugeSummary>| g.map(|g| g.last);
+        let nodes = self.gpus.iter().filter_map(|s| s.gpu_node(span)).collect();
+        let g = ServerGauges {
+            running: summary.and_then(|s| last(s.running.as_ref())),
+            waiting: summary.and_then(|s| last(s.waiting.as_ref())),
+            kv_usage: summary.and_then(|s| last(s.kv_usage.as_ref())),
+            gpu_power_w: bench_servermetrics::gpu::combine(nodes, 0, 0)
+                .and_then(|m| m.power_w_mean),
+        };
+        (g != ServerGauges::default()).then_some(g)
+    }
+}
