@@ -158,3 +158,76 @@ fn live_without_a_terminal_says_so_once_and_shows_the_progress_line() {
     assert!(err.contains("[1/1] constant@5.00"), "{err}");
     assert!(dir.join("run.json").is_file());
 }
+
+#[test]
+fn a_plan_writes_one_file_each_sweep_appending_its_lines_and_ends_with_the_plan() {
+    let dir = fresh("progress", "plan");
+    let sim = dir.join("sim.yaml");
+    std::fs::write(
+        &sim,
+        "max_batch: 16\nstep_base_ms: 5\nprefill_overhead_ms: 5\nprefill_rate: 0\nignore_eos: true\n",
+    )
+    .expect("sim config");
+    let serve = format!(
+        "{} mock-server --port {{port}} --config {} --step-per-seq-ms={{q}}",
+        env!("CARGO_BIN_EXE_bench"),
+        sim.display()
+    );
+    let progress = dir.join("progress.jsonl");
+    let out = bench_command()
+        .args([
+            "plan", "--serve", &serve, "--params", "q=0.5,1", "--demand", "50",
+        ])
+        .arg("--plan-dir")
+        .arg(dir.join("plan"))
+        .args(["--max-seconds", "1", "--sweep-size", "3", "--quiet"])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=16",
+            "--console",
+            "none",
+        ])
+        .arg("--progress-file")
+        .arg(&progress)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run bench plan");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let all = lines(&progress);
+    let validator = schema();
+    assert!(all.iter().all(|l| validator.is_valid(l)));
+    assert_eq!(all[0]["command"], "plan");
+    assert!(all[0].get("config").is_none());
+    for (config, folder) in [("q=0.5", "q-0.5"), ("q=1", "q-1")] {
+        let mine: Vec<&Value> = all.iter().filter(|l| l["config"] == config).collect();
+        assert_eq!(mine[0]["event"], "start", "{config}");
+        let end = mine.last().expect("lines");
+        let run_file = dir.join("plan").join(folder).join("run.json");
+        assert_eq!(end["event"], "end", "{config}");
+        assert_eq!(end["result"], run_file.display().to_string());
+        let run: Value =
+            serde_json::from_str(&std::fs::read_to_string(&run_file).expect("run")).expect("json");
+        let labels: Vec<&Value> = run["benchmarks"]
+            .as_array()
+            .expect("benchmarks")
+            .iter()
+            .map(|b| &b["label"])
+            .collect();
+        let finished: Vec<&Value> = mine
+            .iter()
+            .filter(|l| l["event"] == "benchmark")
+            .map(|l| &l["label"])
+            .collect();
+        assert_eq!(finished, labels, "{config}");
+        assert_eq!(
+            of(&mine.into_iter().cloned().collect::<Vec<_>>(), "capacity").len(),
+            1
+        );
+    }
+    let last = all.last().expect("lines");
+    assert_eq!(last["event"], "end");
+    assert_eq!(
+        last["result"],
+        dir.join("plan").join("plan.json").display().to_string()
+    );
+}

@@ -127,8 +127,14 @@ impl ProgressFile {
     }
 
     /// Writes the `end` line (the result file, every file written, the error when the run
-    /// failed) and waits for the writer to finish.
-    pub fn close(mut self, result: Option<&Path>, files: &[PathBuf], error: Option<String>) {
+    /// failed; within a plan, the configuration) and waits for the writer to finish.
+    pub fn close(
+        mut self,
+        config: Option<&str>,
+        result: Option<&Path>,
+        files: &[PathBuf],
+        error: Option<String>,
+    ) {
         let mut line = json!({
             "event": "end",
             "unix_s": unix_now(),
@@ -137,6 +143,9 @@ impl ProgressFile {
         });
         if let Some(e) = error {
             line["error"] = Value::String(e);
+        }
+        if let Some(c) = config {
+            line["config"] = Value::String(c.to_string());
         }
         let _ = self.tx.send(Msg::End(line.to_string()));
         if let Some(t) = self.thread.take() {

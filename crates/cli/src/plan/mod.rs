@@ -116,7 +116,7 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
             .map(|f| plan.dir.join(f))
             .into();
         files.extend(outputs.iter().cloned());
-        f.close(Some(&plan.dir.join("plan.json")), &files, None);
+        f.close(None, Some(&plan.dir.join("plan.json")), &files, None);
     }
     Ok(exit_code(&report, &ctx.interrupted))
 }

@@ -154,6 +154,7 @@ fn execute(
         .context("starting the async runtime")?;
     let kept = keep_default(&mut settings)?;
     let mut files = settings.report.output.clone();
+    let config = w.config.clone();
     let file_events = file.as_ref().map(|f| {
         Arc::new(f.events(w.command(), w.config.as_deref(), w.watch.file_every()))
             as Arc<dyn bench_runner::Events>
@@ -178,7 +179,7 @@ fn execute(
             .iter()
             .find(|p| p.extension().is_some_and(|e| e == "json"));
         let error = result.as_ref().err().map(|e| format!("{e:#}"));
-        f.close(json.map(|p| p.as_path()), &files, error);
+        f.close(config.as_deref(), json.map(|p| p.as_path()), &files, error);
     }
     result
 }
