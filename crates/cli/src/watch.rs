@@ -107,6 +107,9 @@ impl Events for Tee {
     fn server_gauges(&self, g: &bench_runner::ServerGauges) {
         self.0.iter().for_each(|e| e.server_gauges(g));
     }
+    fn wants_server_gauges(&self) -> bool {
+        self.0.iter().any(|e| e.wants_server_gauges())
+    }
     fn hint(&self, text: &str) {
         self.0.iter().for_each(|e| e.hint(text));
     }

@@ -61,3 +61,43 @@ impl Gauges {
         (g != ServerGauges::default()).then_some(g)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The simulator's /metrics and DCGM exporter, read as they stand: idle, it runs and
+    /// queues nothing, and its GPUs draw their idle power (`gpu_idle_w`, 100 W by default).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_gauges_are_the_simulators_at_its_last_scrape() {
+        let mock = bench_mock::MockServer::start(bench_mock::MockConfig::default())
+            .await
+            .expect("simulator");
+        let clock = Clock::start();
+        let scraper = |path: &str| {
+            let opts = bench_servermetrics::ScrapeOptions::new(format!("{}{path}", mock.url()));
+            Arc::new(Scraper::spawn(opts, clock).expect("scraper"))
+        };
+        let (server, gpu) = (scraper("/metrics"), scraper("/dcgm/metrics"));
+        server.scrape_now().await;
+        gpu.scrape_now().await;
+        let none = Gauges {
+            server: None,
+            gpus: Vec::new(),
+            clock,
+        };
+        assert_eq!(none.read(), None);
+        let g = Gauges {
+            server: Some(server),
+            gpus: vec![gpu],
+            clock,
+        }
+        .read()
+        .expect("gauges");
+        assert_eq!((g.running, g.waiting), (Some(0.0), Some(0.0)));
+        assert_eq!(g.kv_usage, Some(0.0));
+        let watts = g.gpu_power_w.expect("power");
+        assert!((watts - 100.0).abs() < 1e-9, "{watts}");
+        mock.shutdown().await;
+    }
+}

@@ -237,7 +237,8 @@ async fn drive(
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(fleet.clone(), clock, options);
-    let relay = relay_progress(sched.progress(), events.clone(), scrapers.gauges(clock));
+    let gauges = events.wants_server_gauges().then(|| scrapers.gauges(clock));
+    let relay = relay_progress(sched.progress(), events.clone(), gauges);
     let stop = sched.stop_handle();
     let heard = cancel.clone();
     let listener = tokio::spawn(async move {
@@ -272,11 +273,11 @@ async fn drive(
 }
 
 /// Relays the scheduler's progress snapshots to `events` until the scheduler is dropped, with
-/// the scraped gauges read at most once a second beside them.
+/// the scraped `gauges` (when the observer wants them) read at most once a second beside them.
 fn relay_progress(
     mut rx: tokio::sync::watch::Receiver<Option<bench_scheduler::Progress>>,
     events: Arc<dyn Events>,
-    gauges: gauges::Gauges,
+    gauges: Option<gauges::Gauges>,
 ) -> tokio::task::JoinHandle<()> {
     const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
     tokio::spawn(async move {
@@ -286,6 +287,7 @@ fn relay_progress(
             if let Some(p) = p {
                 events.progress(&p);
             }
+            let Some(gauges) = &gauges else { continue };
             if read.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
                 read = Some(std::time::Instant::now());
                 if let Some(g) = gauges.read() {

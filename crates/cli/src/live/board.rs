@@ -182,6 +182,10 @@ impl Events for Shared {
         self.with(|b| b.gauges = Some(*g));
     }
 
+    fn wants_server_gauges(&self) -> bool {
+        true
+    }
+
     fn hint(&self, text: &str) {
         self.with(|b| b.note(&format!("hint: {text}")));
     }
