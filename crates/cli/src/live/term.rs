@@ -20,13 +20,7 @@ pub type Term = Terminal<CrosstermBackend<Stderr>>;
 /// Takes the terminal: raw mode, the alternate screen, the cursor hidden; a panic from now on
 /// gives it back before its message is printed.
 pub fn take() -> std::io::Result<Term> {
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore();
-            previous(info);
-        }));
-    });
+    restore_on_panic();
     terminal::enable_raw_mode()?;
     TAKEN.store(true, Ordering::SeqCst);
     let mut err = std::io::stderr();
@@ -50,5 +44,33 @@ pub fn restore() {
         let mut err = std::io::stderr();
         let _ = execute!(err, terminal::LeaveAlternateScreen, cursor::Show);
         let _ = terminal::disable_raw_mode();
+    }
+}
+
+/// Installs (once) a panic hook that gives the terminal back before the previous hook prints
+/// the panic's message.
+fn restore_on_panic() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic while the view has the terminal gives it back (the flag is what `restore`
+    /// acts on; no terminal is taken in a unit test).
+    #[test]
+    fn a_panic_gives_the_terminal_back() {
+        restore_on_panic();
+        TAKEN.store(true, Ordering::SeqCst);
+        let panicked = std::panic::catch_unwind(|| panic!("a panic in the live view's test"));
+        assert!(panicked.is_err());
+        assert!(!TAKEN.load(Ordering::SeqCst));
     }
 }
