@@ -8,7 +8,8 @@ use std::sync::Arc;
 use bench_core::{Clock, Nanos};
 use bench_servermetrics::{Scraper, Span};
 
-/// How far back the reading looks for scrapes: a few of the default 1 s interval.
+/// How far back the reading looks for periodic scrapes at least: a few of the default 1 s
+/// interval (and always two and a half intervals).
 const LOOKBACK: Nanos = 3_000_000_000;
 
 /// The server's gauges at its latest scrape, and the GPUs' mean power over the last few
@@ -31,16 +32,24 @@ pub(crate) struct Gauges {
     pub(crate) server: Option<Arc<Scraper>>,
     pub(crate) gpus: Vec<Arc<Scraper>>,
     pub(crate) clock: Clock,
+    /// How far back to look: [`LOOKBACK`], or 2.5 scrape intervals when longer.
+    pub(crate) lookback: Nanos,
+}
+
+/// The look-back for scrapes `interval_s` apart.
+pub(crate) fn lookback(interval_s: f64) -> Nanos {
+    LOOKBACK.max((interval_s * 2.5e9) as Nanos)
 }
 
 impl Gauges {
-    /// The gauges over the last [`LOOKBACK`]; `None` when nothing is scraped.
+    /// The gauges over the last look-back (the server's at its latest periodic scrape in it,
+    /// the GPUs' power its mean); `None` when nothing was scraped in it.
     pub(crate) fn read(&self) -> Option<ServerGauges> {
         if self.server.is_none() && self.gpus.is_empty() {
             return None;
         }
         let now = self.clock.now();
-        let from = now.saturating_sub(LOOKBACK);
+        let from = now.saturating_sub(self.lookback);
         let span = Span {
             start: from,
             end: now,
@@ -75,25 +84,34 @@ mod tests {
             .expect("simulator");
         let clock = Clock::start();
         let scraper = |path: &str| {
-            let opts = bench_servermetrics::ScrapeOptions::new(format!("{}{path}", mock.url()));
+            let mut opts = bench_servermetrics::ScrapeOptions::new(format!("{}{path}", mock.url()));
+            opts.interval = std::time::Duration::from_millis(20);
             Arc::new(Scraper::spawn(opts, clock).expect("scraper"))
         };
         let (server, gpu) = (scraper("/metrics"), scraper("/dcgm/metrics"));
-        server.scrape_now().await;
-        gpu.scrape_now().await;
         let none = Gauges {
             server: None,
             gpus: Vec::new(),
             clock,
+            lookback: lookback(0.02),
         };
         assert_eq!(none.read(), None);
-        let g = Gauges {
+        let gauges = Gauges {
             server: Some(server),
             gpus: vec![gpu],
             clock,
+            lookback: lookback(0.02),
+        };
+        // Gauges are read from periodic scrapes: wait for both scrapers' first.
+        let mut g = gauges.read();
+        for _ in 0..500 {
+            if g.is_some_and(|g| g.running.is_some() && g.gpu_power_w.is_some()) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            g = gauges.read();
         }
-        .read()
-        .expect("gauges");
+        let g = g.expect("gauges");
         assert_eq!((g.running, g.waiting), (Some(0.0), Some(0.0)));
         assert_eq!(g.kv_usage, Some(0.0));
         let watts = g.gpu_power_w.expect("power");

@@ -237,7 +237,9 @@ async fn drive(
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(fleet.clone(), clock, options);
-    let gauges = events.wants_server_gauges().then(|| scrapers.gauges(clock));
+    let gauges = events
+        .wants_server_gauges()
+        .then(|| scrapers.gauges(clock, s.report.server_metrics_interval));
     let relay = relay_progress(sched.progress(), events.clone(), gauges);
     let stop = sched.stop_handle();
     let heard = cancel.clone();

@@ -104,12 +104,13 @@ impl Watched {
 }
 
 impl Scrapers {
-    /// What reads their gauges as they stand, on `clock`.
-    pub(crate) fn gauges(&self, clock: Clock) -> crate::gauges::Gauges {
+    /// What reads their gauges as they stand, on `clock`, scraped `interval_s` apart.
+    pub(crate) fn gauges(&self, clock: Clock, interval_s: f64) -> crate::gauges::Gauges {
         crate::gauges::Gauges {
             server: self.server.as_ref().map(|w| w.scraper.clone()),
             gpus: self.gpus.iter().map(|w| w.scraper.clone()).collect(),
             clock,
+            lookback: crate::gauges::lookback(interval_s),
         }
     }
 
