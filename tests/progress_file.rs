@@ -65,9 +65,12 @@ fn a_sweep_writes_lines_that_follow_the_run_and_end_with_the_result_file() {
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("run.json")).expect("json");
     let benchmarks = report["benchmarks"].as_array().expect("benchmarks");
+    // (A benchmark's snapshots may coalesce when it is short: each has one at least.)
+    let mut compared = 0;
     for (i, b) in benchmarks.iter().enumerate() {
         let mine: Vec<&&Value> = ticks.iter().filter(|t| t["index"] == i).collect();
-        assert!(mine.len() >= 2, "benchmark {i}: {} ticks", mine.len());
+        assert!(!mine.is_empty(), "benchmark {i}: no tick");
+        compared += mine.len() - 1;
         for w in mine.windows(2) {
             for k in ["completed", "errored", "incomplete", "sent"] {
                 assert!(w[1][k].as_u64() >= w[0][k].as_u64(), "{k} went down: {w:?}");
@@ -77,6 +80,7 @@ fn a_sweep_writes_lines_that_follow_the_run_and_end_with_the_result_file() {
         assert_eq!(last["finished"], true, "{last}");
         assert_eq!(last["label"], b["label"]);
     }
+    assert!(compared >= benchmarks.len(), "{compared} pairs of ticks");
 
     // The finished lines are the result file's benchmarks, figure for figure.
     let finished = of(&all, "benchmark");
