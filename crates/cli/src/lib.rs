@@ -13,10 +13,12 @@ mod error;
 mod fidelity;
 #[cfg(test)]
 mod layout;
+mod live;
 mod merge_cmd;
 mod mock_server;
 mod plan;
 mod progress;
+mod progress_file;
 mod report_cmd;
 mod run;
 pub mod settings;
@@ -24,6 +26,7 @@ mod shard;
 mod shard_merge;
 mod signals;
 mod trace_cmd;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
 //! Live progress of `bench sweep` / `bench run` on stderr: one line per benchmark (and an
-//! overall bar for multi-benchmark runs) on a terminal, periodic plain lines otherwise. Fed by
-//! the run's events ([`Shown`]), which also say the run's hints.
+//! overall bar for multi-benchmark runs) on a terminal, periodic plain lines otherwise
+//! (every `--progress-interval`, 5 s by default). Fed by the run's events ([`Shown`]), which
+//! also say the run's hints (unless the live view shows them).
 
 use std::io::IsTerminal as _;
 use std::time::{Duration, Instant};
@@ -9,9 +10,6 @@ use bench_scheduler::Progress;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-
-/// How often plain progress lines are written when stderr is not a terminal.
-const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
 /// One progress line.
 pub fn line(p: &Progress) -> String {
@@ -82,6 +80,8 @@ fn silent(s: &[bench_core::Silent]) -> Option<String> {
 #[derive(Debug)]
 pub struct Shown {
     tx: watch::Sender<Option<Progress>>,
+    /// Whether hints go to stderr (not while the live view has the screen).
+    hints: bool,
 }
 
 impl bench_runner::Events for Shown {
@@ -90,21 +90,35 @@ impl bench_runner::Events for Shown {
     }
 
     fn hint(&self, text: &str) {
-        eprintln!("hint: {text}");
+        if self.hints {
+            eprintln!("hint: {text}");
+        }
     }
 }
 
 impl Shown {
     /// The events to give the run, and the display task (none when `quiet`), which ends once
-    /// the events are dropped.
-    pub fn spawn(quiet: bool) -> (std::sync::Arc<Shown>, Option<JoinHandle<()>>) {
+    /// the events are dropped; without a terminal a plain line every `plain_every`. Hints
+    /// are said on stderr when `hints`.
+    pub fn spawn(
+        quiet: bool,
+        plain_every: Duration,
+        hints: bool,
+    ) -> (std::sync::Arc<Shown>, Option<JoinHandle<()>>) {
         let (tx, rx) = watch::channel(None);
-        (std::sync::Arc::new(Shown { tx }), spawn(rx, quiet))
+        (
+            std::sync::Arc::new(Shown { tx, hints }),
+            spawn(rx, quiet, plain_every),
+        )
     }
 }
 
 /// Starts the display task; it ends when `rx`'s sender is dropped or the task is aborted.
-fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<JoinHandle<()>> {
+fn spawn(
+    mut rx: watch::Receiver<Option<Progress>>,
+    quiet: bool,
+    plain_every: Duration,
+) -> Option<JoinHandle<()>> {
     if quiet {
         return None;
     }
@@ -162,7 +176,7 @@ fn spawn(mut rx: watch::Receiver<Option<Progress>>, quiet: bool) -> Option<JoinH
                 let Some(p) = rx.borrow_and_update().clone() else {
                     continue;
                 };
-                if p.finished || last.is_none_or(|t| t.elapsed() >= PLAIN_EVERY) {
+                if p.finished || last.is_none_or(|t| t.elapsed() >= plain_every) {
                     eprintln!("{}", line(&p));
                     last = Some(Instant::now());
                 }

@@ -68,8 +68,10 @@ pub fn guard_group(group: i32) {
     GUARDED_GROUP.store(group, Ordering::SeqCst);
 }
 
-/// Kills the guarded process group, if any, and exits with `code`.
+/// Kills the guarded process group, if any, gives the terminal back when the live view has
+/// it, and exits with `code`.
 fn exit_now(code: u8) -> ! {
+    crate::live::term::restore();
     let group = GUARDED_GROUP.load(Ordering::SeqCst);
     if group > 0 {
         let _ = nix::sys::signal::killpg(

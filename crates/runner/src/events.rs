@@ -60,6 +60,19 @@ pub trait Events: Send + Sync {
         let _ = capacity;
     }
 
+    /// The server's gauges (running, waiting, KV usage) and the GPUs' power as they stand,
+    /// about once a second while a benchmark runs, when they are scraped and
+    /// [`Events::wants_server_gauges`] says so.
+    fn server_gauges(&self, gauges: &crate::ServerGauges) {
+        let _ = gauges;
+    }
+
+    /// Whether the run should read the gauges for [`Events::server_gauges`] (asked once, as
+    /// the run starts; reading them costs a summary of the recent scrapes each second).
+    fn wants_server_gauges(&self) -> bool {
+        false
+    }
+
     /// A hint for the user, said once when it first applies (for example: the server
     /// refused vLLM's body fields, so `--vllm-extensions off` would help).
     fn hint(&self, text: &str) {

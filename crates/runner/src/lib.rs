@@ -39,6 +39,7 @@ mod endings;
 mod error;
 mod events;
 mod finish;
+mod gauges;
 mod inputs;
 pub mod limits;
 mod metadata;
@@ -61,6 +62,7 @@ pub use bench_core::Capacity;
 pub use bench_report::{BenchmarkReport, RunReport};
 pub use error::{Error, UsageError};
 pub use events::{Events, NoEvents};
+pub use gauges::ServerGauges;
 pub use settings::Settings;
 pub use shard::ShardPlan;
 
@@ -237,7 +239,10 @@ async fn drive(
         ..SchedulerOptions::default()
     };
     let sched = Scheduler::new(fleet.clone(), clock, options);
-    let relay = relay_progress(sched.progress(), events.clone());
+    let gauges = events
+        .wants_server_gauges()
+        .then(|| scrapers.gauges(clock, s.report.server_metrics_interval));
+    let relay = relay_progress(sched.progress(), events.clone(), gauges);
     let stop = sched.stop_handle();
     let heard = cancel.clone();
     let listener = tokio::spawn(async move {
@@ -271,16 +276,27 @@ async fn drive(
     observer.conclude(result, interrupted, data_failure, &fleet)
 }
 
-/// Relays the scheduler's progress snapshots to `events` until the scheduler is dropped.
+/// Relays the scheduler's progress snapshots to `events` until the scheduler is dropped, with
+/// the scraped `gauges` (when the observer wants them) read at most once a second beside them.
 fn relay_progress(
     mut rx: tokio::sync::watch::Receiver<Option<bench_scheduler::Progress>>,
     events: Arc<dyn Events>,
+    gauges: Option<gauges::Gauges>,
 ) -> tokio::task::JoinHandle<()> {
+    const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
     tokio::spawn(async move {
+        let mut read: Option<std::time::Instant> = None;
         while rx.changed().await.is_ok() {
             let p = rx.borrow_and_update().clone();
             if let Some(p) = p {
                 events.progress(&p);
+            }
+            let Some(gauges) = &gauges else { continue };
+            if read.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
+                read = Some(std::time::Instant::now());
+                if let Some(g) = gauges.read() {
+                    events.server_gauges(&g);
+                }
             }
         }
     })

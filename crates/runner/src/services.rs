@@ -68,14 +68,15 @@ pub(crate) struct Scrapers {
 
 /// A scraper, and whether its failure was warned of.
 struct Watched {
-    scraper: bench_servermetrics::Scraper,
+    /// Shared with the live gauges' reader ([`crate::gauges`]).
+    scraper: std::sync::Arc<bench_servermetrics::Scraper>,
     warned: bool,
 }
 
 impl Watched {
     fn new(scraper: bench_servermetrics::Scraper) -> Self {
         Self {
-            scraper,
+            scraper: std::sync::Arc::new(scraper),
             warned: false,
         }
     }
@@ -103,6 +104,16 @@ impl Watched {
 }
 
 impl Scrapers {
+    /// What reads their gauges as they stand, on `clock`, scraped `interval_s` apart.
+    pub(crate) fn gauges(&self, clock: Clock, interval_s: f64) -> crate::gauges::Gauges {
+        crate::gauges::Gauges {
+            server: self.server.as_ref().map(|w| w.scraper.clone()),
+            gpus: self.gpus.iter().map(|w| w.scraper.clone()).collect(),
+            clock,
+            lookback: crate::gauges::lookback(interval_s),
+        }
+    }
+
     /// The server's view of `[start, end]`, after a scrape taken now. Warns once when
     /// scraping failed; the report then has no server metrics.
     pub(crate) fn server_metrics(

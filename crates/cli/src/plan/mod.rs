@@ -72,6 +72,16 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
         return show_config(&common, &plan, &all);
     }
     let outputs = plan_outputs(&args.common.report.output)?;
+    // The progress file: emptied and started here; each sweep appends its lines.
+    let watch = crate::watch::Watch::resolve(&args.common.report)?;
+    let progress = match &watch.file {
+        Some(p) => {
+            let f = crate::progress_file::open(p, true)?;
+            drop(f.events("plan", None, watch.file_every()));
+            Some(f)
+        }
+        None => None,
+    };
     std::fs::create_dir_all(&plan.dir).map_err(|e| {
         UsageError::new(format!(
             "--plan-dir {}: cannot create: {e}",
@@ -113,6 +123,13 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
         bench_report::render_plan(&report, crate::console_out::console_width())
     );
     eprintln!("plan saved to {}", plan.dir.join("plan.json").display());
+    if let Some(f) = progress {
+        let mut files: Vec<PathBuf> = ["plan.json", "plan.csv", "plan.html"]
+            .map(|f| plan.dir.join(f))
+            .into();
+        files.extend(outputs.iter().cloned());
+        f.close(None, Some(&plan.dir.join("plan.json")), &files, None);
+    }
     Ok(exit_code(&report, &ctx.interrupted))
 }
 

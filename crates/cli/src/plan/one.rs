@@ -235,7 +235,7 @@ fn sweep(
     eprintln!("{}: sweeping", c.name);
     // The sweep's report comes back in memory; `run_file` is written for `--resume` and
     // `bench report`, never read back here.
-    let (code, run) = crate::run::plan_sweep(&args);
+    let (code, run) = crate::run::plan_sweep(&args, &c.name);
     if ctx.interrupted.exit_code().is_some() {
         let mut pc = match &run {
             Some(run) => planned(pc, run, report),

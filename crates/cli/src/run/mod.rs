@@ -1,10 +1,12 @@
 //! `bench sweep` and `bench run`, the front end of the runner: the arguments resolved into
 //! settings and the shard, the report files claimed, logs set up, signals turned into the
-//! run's cancellation token, the progress display fed by the run's events, then the consoles
-//! and the exit code ([`finish`]).
+//! run's cancellation token, the watchers fed by the run's events (the progress display, the
+//! `--progress-file` lines, the `--live` view: [`crate::watch`]), then the consoles and the
+//! exit code ([`finish`]).
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use bench_runner::{outputs, RunReport, Runner, ShardPlan, UsageError};
@@ -12,7 +14,8 @@ use bench_worker::Worker;
 use clap::Args;
 
 use crate::settings::{self, CommonArgs, Settings};
-use crate::{progress, signals};
+use crate::watch::{Tee, Watch};
+use crate::{live, progress, progress_file, signals};
 
 mod finish;
 
@@ -41,17 +44,21 @@ pub struct RunArgs {
 pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, None, &[], true)?;
     let d = distributed(&args.common, &s)?;
-    execute(s, d, args.common.show_config)
+    let w = Watching::of(&args.common, "bench sweep", None)?;
+    execute(s, d, args.common.show_config, w)
 }
 
-/// One sweep of `bench plan` with its flags `common` (its configuration's target and run file
-/// set): the exit code `bench sweep` would give, and the sweep's report as the runner returned
-/// it (`None` when the run did not start).
-pub(crate) fn plan_sweep(common: &CommonArgs) -> (anyhow::Result<ExitCode>, Option<RunReport>) {
-    let prepared = settings::resolve(common, None, &[], true)
-        .and_then(|s| distributed(common, &s).map(|d| (s, d)));
+/// One sweep of `bench plan`, of its configuration `config`, with its flags `common` (its
+/// configuration's target and run file set): the exit code `bench sweep` would give, and the
+/// sweep's report as the runner returned it (`None` when the run did not start).
+pub(crate) fn plan_sweep(common: &CommonArgs, config: &str) -> Outcome {
+    let prepared = settings::resolve(common, None, &[], true).and_then(|s| {
+        let d = distributed(common, &s)?;
+        let w = Watching::of(common, &format!("bench plan: {config}"), Some(config))?;
+        Ok((s, d, w))
+    });
     match prepared {
-        Ok((s, d)) => execute_keeping(s, d),
+        Ok((s, d, w)) => execute_keeping(s, d, w),
         Err(e) => (Err(e), None),
     }
 }
@@ -60,7 +67,35 @@ pub(crate) fn plan_sweep(common: &CommonArgs) -> (anyhow::Result<ExitCode>, Opti
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let s = settings::resolve(&args.common, args.rate_type.as_deref(), &args.rate, false)?;
     let d = distributed(&args.common, &s)?;
-    execute(s, d, args.common.show_config)
+    let w = Watching::of(&args.common, "bench run", None)?;
+    execute(s, d, args.common.show_config, w)
+}
+
+/// How a run is watched: the watchers' flags, the view's title, and within a plan the
+/// configuration (its lines name it; the file is the plan's, appended to; the view does not
+/// wait for a key after each sweep).
+struct Watching {
+    watch: Watch,
+    title: String,
+    config: Option<String>,
+}
+
+impl Watching {
+    fn of(common: &CommonArgs, title: &str, config: Option<&str>) -> anyhow::Result<Watching> {
+        Ok(Watching {
+            watch: Watch::resolve(&common.report)?,
+            title: title.to_string(),
+            config: config.map(str::to_string),
+        })
+    }
+
+    /// The command the progress file names (`bench sweep` -> `sweep`).
+    fn command(&self) -> &str {
+        match &self.config {
+            Some(_) => "plan",
+            None => self.title.trim_start_matches("bench "),
+        }
+    }
 }
 
 /// The run's shard and shared start; an adaptive sweep is refused across shards (each shard
@@ -102,39 +137,55 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
 /// Prints the settings (`--show-config`), or checks the outputs and the open-file limit, sets
 /// up logging and runs on a new runtime. A run with no file named keeps its JSON in a new
 /// default file, whose path is the last line said (stderr) once it holds the run.
-fn execute(settings: Settings, shard: ShardPlan, show_config: bool) -> anyhow::Result<ExitCode> {
+fn execute(
+    settings: Settings,
+    shard: ShardPlan,
+    show_config: bool,
+    w: Watching,
+) -> anyhow::Result<ExitCode> {
     if show_config {
         print!("{}", settings::show::text(&settings));
         return Ok(ExitCode::SUCCESS);
     }
-    execute_keeping(settings, shard).0
+    execute_keeping(settings, shard, w).0
 }
 
 /// A run's exit code (or why it failed) and its report as the runner returned it.
 type Outcome = (anyhow::Result<ExitCode>, Option<RunReport>);
 
 /// [`execute`] without `--show-config`, keeping the run's report.
-fn execute_keeping(settings: Settings, shard: ShardPlan) -> Outcome {
-    match started(settings, shard) {
+fn execute_keeping(settings: Settings, shard: ShardPlan, w: Watching) -> Outcome {
+    match started(settings, shard, w) {
         Ok(outcome) => outcome,
         Err(e) => (Err(e), None),
     }
 }
 
-/// Checks the outputs and the open-file limit, sets up logging and runs on a new runtime (`Err`
-/// when the run could not start).
-fn started(mut settings: Settings, shard: ShardPlan) -> anyhow::Result<Outcome> {
+/// Checks the outputs and the open-file limit, opens the progress file, sets up logging and
+/// runs on a new runtime (`Err` when the run could not start).
+fn started(mut settings: Settings, shard: ShardPlan, w: Watching) -> anyhow::Result<Outcome> {
     bench_runner::preflight(&settings)?;
+    // A plan's sweeps append to the file the plan started.
+    let file = match &w.watch.file {
+        Some(p) => Some(progress_file::open(p, w.config.is_none())?),
+        None => None,
+    };
     init_logs();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let kept = keep_default(&mut settings)?;
+    let mut files = settings.report.output.clone();
+    let config = w.config.clone();
+    let file_events = file.as_ref().map(|f| {
+        Arc::new(f.events(w.command(), w.config.as_deref(), w.watch.file_every()))
+            as Arc<dyn bench_runner::Events>
+    });
     // The whole run is a task on the runtime, not the main thread's `block_on`: records then
     // travel between tasks of one runtime, without waking a third thread for each of them.
     let result = rt.block_on(async {
-        match tokio::spawn(run_async(settings, shard)).await {
+        match tokio::spawn(run_async(settings, shard, w, file_events)).await {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("the run task failed: {e}")),
         }
@@ -142,9 +193,25 @@ fn started(mut settings: Settings, shard: ShardPlan) -> anyhow::Result<Outcome> 
     if let Some(r) = kept {
         if outputs::settle_default(&r) {
             eprintln!("results saved to {}", r.path.display());
+        } else {
+            files.retain(|p| p != &r.path);
         }
     }
-    result.map(|(code, report)| (code, Some(report)))
+    if let Some(f) = file {
+        let json = files
+            .iter()
+            .find(|p| p.extension().is_some_and(|e| e == "json"));
+        let error = match &result {
+            Err(e) => Some(format!("{e:#}")),
+            Ok((Err(e), _)) => Some(format!("{e:#}")),
+            Ok(_) => None,
+        };
+        f.close(config.as_deref(), json.map(|p| p.as_path()), &files, error);
+    }
+    Ok(match result {
+        Ok((code, report)) => (code, Some(report)),
+        Err(e) => (Err(e), None),
+    })
 }
 
 /// With no file named and none turned off: claims the run's default file (a usage error when
@@ -167,7 +234,8 @@ fn keep_default(settings: &mut Settings) -> anyhow::Result<Option<outputs::Reser
 /// Logs to stderr, at `warn` unless `RUST_LOG` says otherwise.
 fn init_logs() {
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        // Held while the live view has the screen, then written.
+        .with_writer(|| live::LogWriter)
         // No colour codes in logs redirected to a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
@@ -177,25 +245,50 @@ fn init_logs() {
         .try_init();
 }
 
-/// The run on the runtime, with progress shown and signals heard, then the consoles and the
-/// exit code, with the run's report.
+/// The run on the runtime, with its watchers fed (the progress display or the live view, and
+/// the progress file's lines `file`) and signals heard, then the consoles and the exit code,
+/// with the run's report.
 async fn run_async(
     s: Settings,
     dist: ShardPlan,
+    w: Watching,
+    file: Option<Arc<dyn bench_runner::Events>>,
 ) -> anyhow::Result<(anyhow::Result<ExitCode>, RunReport)> {
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = cancel.clone();
     let (interrupted, signals) = signals::listen(move || stop.cancel())?;
-    let (shown, display) = progress::Shown::spawn(s.report.quiet);
+    let view = if w.watch.live {
+        live::start(&w.title)
+    } else {
+        None
+    };
+    let (shown, display) = progress::Shown::spawn(
+        s.report.quiet || view.is_some(),
+        w.watch.plain_every(),
+        view.is_none(),
+    );
+    let mut watchers: Vec<Arc<dyn bench_runner::Events>> = vec![shown];
+    watchers.extend(
+        view.as_ref()
+            .map(|v| v.board.clone() as Arc<dyn bench_runner::Events>),
+    );
+    watchers.extend(file);
     let result = Runner::new(s.clone())
         .shard(dist)
-        .events(shown)
+        .events(Arc::new(Tee(watchers)))
         .cancel_on(cancel)
         .run()
         .await;
     // The display ends once the run has dropped its handle on the events.
     if let Some(h) = display {
         let _ = h.await;
+    }
+    if let Some(v) = view {
+        // A finished sweep's last screen stays until `q` (not after `q`, nor in a plan).
+        let linger = w.config.is_none()
+            && interrupted.exit_code().is_none()
+            && result.as_ref().is_ok_and(|f| f.failure.is_none());
+        let _ = tokio::task::spawn_blocking(move || v.finish(linger)).await;
     }
     signals.abort();
     Ok(finish::conclude(&s, result?, &interrupted))

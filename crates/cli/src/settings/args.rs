@@ -366,6 +366,20 @@ pub struct ReportArgs {
     /// No progress display (vLLM: --disable-tqdm; guidellm: --disable-progress).
     #[arg(long, short, visible_aliases = ["disable-tqdm", "disable-progress"])]
     pub quiet: bool,
+    /// Also write the run's progress to this file as JSON lines (a line per progress tick, per
+    /// finished benchmark, the capacity, a last one naming the result file), each flushed as
+    /// written, for a sidecar or a CI step to follow (docs/reports.md, "Progress file").
+    #[arg(long, value_name = "PATH")]
+    pub progress_file: Option<PathBuf>,
+    /// Seconds between progress ticks in --progress-file and between progress lines when stderr
+    /// is not a terminal, 0.25 to 3600 [default: 1 for the file, 5 for stderr].
+    #[arg(long, value_name = "SECONDS")]
+    pub progress_interval: Option<String>,
+    /// A full-screen live view on the terminal: the running benchmark, the sweep so far, the
+    /// capacity, the server's gauges; q stops as Ctrl-C does. Without a terminal on stderr,
+    /// the progress line.
+    #[arg(long, conflicts_with = "quiet")]
+    pub live: bool,
     /// vLLM console: metrics to give percentiles for (default ttft,tpot,itl).
     #[arg(long)]
     pub percentile_metrics: Option<String>,
