@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::synthetic::{
-    SyntheticConfig, TokenDist, ToolKeys, DEFAULT_TOOL_RESULT_TOKENS, DEFAULT_TOOL_TOKENS,
-};
+pub use crate::synthetic::{SyntheticConfig, TokenDist};
+pub use crate::tools::{ToolKeys, DEFAULT_TOOL_RESULT_TOKENS, DEFAULT_TOOL_TOKENS};
 use crate::trace::{TimeUnit, TraceConfig, TraceFit, TraceFormat};
 use crate::Error;
 

@@ -110,7 +110,7 @@ pub struct SyntheticConfig {
     /// Sessions: tokens of the system prompt shared by every conversation (0: none).
     pub system_prompt_tokens: u32,
     /// Sessions: tool definitions and tool results (`None`: no tools).
-    pub tools: Option<ToolKeys>,
+    pub tools: Option<crate::tools::ToolKeys>,
     /// Whether `seed=` was given. Without it a run replaces the seed with a fresh salt
     /// ([`crate::spec::DataSpec::salt`]), so a repeated run does not send the prompts of the previous one
     /// again (and meet the server's prefix cache).
@@ -121,23 +121,15 @@ pub struct SyntheticConfig {
     pub images: Option<crate::images::SyntheticImages>,
 }
 
-/// A session's tools (docs/data.md, "Tool calls").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolKeys {
-    /// Synthetic definitions (0 with a file).
-    pub count: u32,
-    /// Tokens of each synthetic definition.
-    pub tokens: u32,
-    /// A JSON file holding a list of definitions.
-    pub file: Option<std::path::PathBuf>,
-    /// Tokens of the tool result.
-    pub result_tokens: u32,
-}
+impl crate::tools::Texts for Composer {
+    fn count(&self, text: &str) -> u32 {
+        Composer::count(self, text)
+    }
 
-/// Tokens of a synthetic tool definition unless `tool_tokens` says.
-pub const DEFAULT_TOOL_TOKENS: u32 = 200;
-/// Tokens of a tool result unless `tool_result_tokens` says.
-pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 128;
+    fn compose_text<R: Rng>(&self, tokens: u32, rng: &mut R) -> Result<String, Error> {
+        self.compose("", 0, &[], tokens, rng)
+    }
+}
 
 /// Seed of the calibration text's shuffle (fixed: the proof must not depend on the data seed).
 const CALIBRATION_SEED: u64 = 0x000c_a11b_8a7e;

@@ -12,9 +12,34 @@ use std::sync::Arc;
 use bench_core::Tools;
 use rand::Rng;
 
-use crate::synthetic::Composer;
-use crate::synthetic::ToolKeys;
 use crate::Error;
+
+/// A session's tools (docs/data.md, "Tool calls").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolKeys {
+    /// Synthetic definitions (0 with a file).
+    pub count: u32,
+    /// Tokens of each synthetic definition.
+    pub tokens: u32,
+    /// A JSON file holding a list of definitions.
+    pub file: Option<std::path::PathBuf>,
+    /// Tokens of the tool result.
+    pub result_tokens: u32,
+}
+
+/// Tokens of a synthetic tool definition unless `tool_tokens` says.
+pub const DEFAULT_TOOL_TOKENS: u32 = 200;
+/// Tokens of a tool result unless `tool_result_tokens` says.
+pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 128;
+
+/// What tools are written with: the prompts' composer, seen only as counting and composing
+/// text (so this module needs nothing of the synthetic prompts' own).
+pub(crate) trait Texts {
+    /// Tokens of `text`.
+    fn count(&self, text: &str) -> u32;
+    /// A text of exactly `tokens` tokens.
+    fn compose_text<R: Rng>(&self, tokens: u32, rng: &mut R) -> Result<String, Error>;
+}
 
 /// Attempts at sizing a synthetic definition's description to its exact count.
 const SIZING_ROUNDS: usize = 8;
@@ -22,7 +47,7 @@ const SIZING_ROUNDS: usize = 8;
 /// The tools of `keys`: the definitions (synthetic or from the file) and the tool result.
 pub(crate) fn make<R: Rng>(
     keys: &ToolKeys,
-    composer: &Composer,
+    composer: &impl Texts,
     rng: &mut R,
 ) -> Result<Tools, Error> {
     let definitions = match &keys.file {
@@ -35,7 +60,7 @@ pub(crate) fn make<R: Rng>(
         .iter()
         .map(|d: &Arc<str>| composer.count(d))
         .fold(0, u32::saturating_add);
-    let result = composer.compose("", 0, &[], keys.result_tokens, rng)?;
+    let result = composer.compose_text(keys.result_tokens, rng)?;
     Ok(Tools {
         definitions,
         definition_tokens,
@@ -66,7 +91,7 @@ fn definition(i: u32, description: &str) -> String {
 fn synthetic<R: Rng>(
     i: u32,
     tokens: u32,
-    composer: &Composer,
+    composer: &impl Texts,
     rng: &mut R,
 ) -> Result<Arc<str>, Error> {
     let bare = composer.count(&definition(i, ""));
@@ -79,7 +104,7 @@ fn synthetic<R: Rng>(
     let mut words = tokens - bare;
     let mut text = String::new();
     for _ in 0..SIZING_ROUNDS {
-        let description = composer.compose("", 0, &[], words, rng)?;
+        let description = composer.compose_text(words, rng)?;
         text = definition(i, description.trim_start());
         let got = composer.count(&text);
         if got == tokens {
