@@ -25,7 +25,7 @@ const MAX_BINS: usize = 2048;
 const FIRST_WIDTH: Nanos = 5_000_000;
 
 /// Output tokens arriving in a window, binned by arrival time from the window's opening: 5 ms
-/// bins at first, doubling in width whenever the series outgrows [`MAX_BINS`] (a 10 s window
+/// bins at first, doubling in width whenever the series outgrows `MAX_BINS` (a 10 s window
 /// keeps 5 ms bins, an hour about 2 s ones).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TokenArrivals {

@@ -101,7 +101,7 @@ pub struct Ramp {
     pub in_window: bool,
 }
 
-/// The most rate changes a report lists ([`Ramp::changes`]).
+/// The most rate changes a report lists (`Ramp::changes`).
 pub const MAX_CHANGES: usize = 100;
 
 impl Ramp {

@@ -15,7 +15,7 @@ impl Window {
     ///   every request, per second from the first output token (or the opening, if later) to
     ///   the closing; requests/s is that divided by the mean output tokens of the measured
     ///   completed requests; but with a fixed number of streams (synchronous, concurrent) and
-    ///   completed requests to time, Little's law `L / R` ([`little_rate`], `L` the requests
+    ///   completed requests to time, Little's law `L / R` (`little_rate`, `L` the requests
     ///   in flight, `R` their latency), which no window edge can bias (a window shorter than a request sees decoding without the
     ///   prefills between requests, or no token at all);
     /// - open-loop loads (constant, poisson), whose in-flight set ramps up for one latency:
@@ -194,7 +194,7 @@ pub struct RateInput<'a> {
     /// The arrival of the benchmark's first output token, of any request.
     pub first_output: Option<Nanos>,
     /// The fixed number of closed-loop streams (synchronous 1, concurrent N): such loads are
-    /// read by Little's law ([`little_rate`]); `None` for other loads.
+    /// read by Little's law (`little_rate`); `None` for other loads.
     pub streams: Option<u32>,
     /// `(dispatched, end)` of every measured completed request.
     pub departures: &'a mut [(Nanos, Nanos)],

@@ -34,7 +34,7 @@ pub struct Limits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_errors: Option<u64>,
     /// Stop once this fraction (0..1] of finished requests have errored (judged after
-    /// [`ERROR_RATE_MIN_FINISHED`] have finished).
+    /// `ERROR_RATE_MIN_FINISHED` (10) have finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_error_rate: Option<f64>,
     /// Stop an open-loop benchmark the server cannot keep up with.

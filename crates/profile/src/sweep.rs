@@ -324,7 +324,7 @@ impl SweepPlanner {
     }
 
     /// Records what the step returned by the last [`Self::next_step`] measured. An open-loop
-    /// rate that was not judged kept up or not runs next again longer ([`Self::longer`]).
+    /// rate that was not judged kept up or not runs next again longer (`longer`).
     pub fn record(&mut self, step: SweepStep, reading: Reading) {
         self.outstanding = self.outstanding.saturating_sub(1);
         let narrowed = match self.narrows_max {

@@ -8,7 +8,7 @@ use bench_tokenizer::Tokenizer;
 
 use crate::UsageError;
 
-/// Parses `--data` with `--data-column` (checked again, with files opened, by [`loader`]).
+/// Parses `--data` with `--data-column` (checked again, with files opened, by [`trial_loader`]).
 pub fn parse(data: &str, column: Option<&str>) -> Result<DataSpec, UsageError> {
     DataSpec::parse(data, column).map_err(|e| UsageError::new(format!("--data {data}: {e}")))
 }

@@ -1,5 +1,5 @@
 //! The scheduler of bench: drives a [`Backend`] with request specs according to a load
-//! [`Strategy`], one benchmark after another.
+//! [`Strategy`](bench_profile::Strategy), one benchmark after another.
 //!
 //! This crate owns *when* requests are sent and when a benchmark ends: one loop for every kind
 //! (strategies are data), absolute-clock pacing finer than tokio's millisecond timers,

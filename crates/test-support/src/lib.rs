@@ -45,17 +45,17 @@ pub fn fresh(base: &str, name: &str) -> PathBuf {
 /// [`cpu_heavy_lock_blocking`]) and so still runs next to anything else.
 static TIMING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
-/// Taken by a test that compares wall-clock timings: see [`TIMING`].
+/// Taken by a test that compares wall-clock timings: see `TIMING`.
 pub async fn timing_lock() -> tokio::sync::RwLockWriteGuard<'static, ()> {
     TIMING.write().await
 }
 
-/// Taken by an async test that loads the CPU: see [`TIMING`].
+/// Taken by an async test that loads the CPU: see `TIMING`.
 pub async fn cpu_heavy_lock() -> tokio::sync::RwLockReadGuard<'static, ()> {
     TIMING.read().await
 }
 
-/// Taken by a synchronous test that loads the CPU (never inside a runtime): see [`TIMING`].
+/// Taken by a synchronous test that loads the CPU (never inside a runtime): see `TIMING`.
 pub fn cpu_heavy_lock_blocking() -> tokio::sync::RwLockReadGuard<'static, ()> {
     TIMING.blocking_read()
 }

@@ -249,7 +249,7 @@ pub struct WorkerConfig {
     pub min_tokens: bool,
     /// Ask for `stream_options.include_usage` (OpenAI backends). Default on.
     pub include_usage: bool,
-    /// How long a request may have no byte from the server before [`Worker::silent`] (the live
+    /// How long a request may have no byte from the server before `Worker::silent` (the live
     /// progress) names it. Default [`bench_core::SILENCE_NOTICE`].
     pub silence_notice: Duration,
     /// Ask for a streamed reply (`stream: true`). Off (`--no-stream`, OpenAI backends only):

@@ -642,7 +642,7 @@ impl StreamRecorder {
         }
     }
 
-    /// Reads `<think>` tags in answer text (`--think-tags`, [`crate::think`]): text from
+    /// Reads `<think>` tags in answer text (`--think-tags`, `think`): text from
     /// `<think>` to `</think>` is reasoning. Off by default.
     pub fn with_think_tags(mut self, enabled: bool) -> Self {
         self.state.think = enabled.then(Box::default);

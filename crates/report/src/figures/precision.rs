@@ -194,9 +194,9 @@ impl PrecisionCheck {
     }
 
     /// The estimated relative half-widths of the key figures if the benchmark ended at `now`,
-    /// `None` when the span holds fewer than [`MIN_BATCHES`] batches of a fill time. The
+    /// `None` when the span holds fewer than `MIN_BATCHES` (3) batches of a fill time. The
     /// rates' batches cover the span by end time; the latencies' (by send time) end one fill
-    /// before `now`, as the report's do ([`crate::figures::interval`]): a request sent in the
+    /// before `now`, as the report's do (`figures::interval`): a request sent in the
     /// last fill has mostly not ended, so that batch held too few TTFTs for a median, the
     /// estimate had none, and a 13 req/s benchmark whose final intervals were within 2% ran to
     /// its budget (a CI failure of `tests/it/precision.rs`).
