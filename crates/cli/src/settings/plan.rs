@@ -1,6 +1,6 @@
-//! Settings of `bench plan` beyond the sweep's: the serve command and its parameters, the
-//! launcher's timeouts, the demand and the prices; flags, the profile's `plan:` mapping, and
-//! their resolution (CLI > file > defaults).
+//! Settings of `bench plan` beyond the sweep's: the flags, the profile's `plan:` mapping, and
+//! their resolution (CLI > file > defaults) into the plan's typed settings
+//! ([`bench_plan::PlanSettings`], whose crate holds the rules of their words and defaults).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,18 +8,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::UsageError;
+use bench_plan::settings::{
+    parse_link, parse_param, Link, Param, PlanSettings, DEFAULT_DEMAND_WINDOW, DEFAULT_PLAN_DIR,
+    DEFAULT_READY_PATH, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE,
+};
 
-/// Default wait for a launched server to answer, seconds (a large model loads for minutes).
-pub const DEFAULT_READY_TIMEOUT: f64 = 600.0;
-/// Default grace between SIGTERM and SIGKILL at teardown, seconds.
-pub const DEFAULT_STOP_GRACE: f64 = 10.0;
-/// Default directory of a plan's files.
-pub const DEFAULT_PLAN_DIR: &str = "bench-plan";
-/// Default window a trace's peak rate is read over, seconds.
-pub const DEFAULT_DEMAND_WINDOW: f64 = 60.0;
-/// Default path a launched server is polled at until it answers 200.
-pub const DEFAULT_READY_PATH: &str = "/v1/models";
+use crate::UsageError;
 
 /// The flags of `bench plan` that `bench sweep` has not.
 #[derive(Debug, Clone, Default, Args)]
@@ -132,38 +126,6 @@ pub struct PlanFile {
     pub resume: Option<bool>,
 }
 
-/// One server parameter and its values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Param {
-    /// Its name, as `{name}` in the serve command.
-    pub name: String,
-    /// Its values, in order.
-    pub values: Vec<String>,
-}
-
-/// The resolved settings of a plan.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanSettings {
-    pub serve: Option<String>,
-    pub params: Vec<Param>,
-    /// `--serve-params`: the configurations are this file's entries, not the product of
-    /// `params` (which is then empty).
-    pub serve_params: Option<PathBuf>,
-    /// (parameter, load setting).
-    pub links: Vec<Link>,
-    pub ready_timeout: f64,
-    pub ready_path: String,
-    pub stop_grace: f64,
-    /// `None`: the trace's peak rate over `demand_window` seconds.
-    pub demand: Option<f64>,
-    pub demand_window: f64,
-    pub growth: f64,
-    pub gpus_per_replica: String,
-    pub gpu_hour_cost: Option<f64>,
-    pub dir: PathBuf,
-    pub resume: bool,
-}
-
 fn usage(msg: String) -> anyhow::Error {
     UsageError::new(msg).into()
 }
@@ -175,40 +137,6 @@ fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
         serde_yaml::Value::Bool(b) => Some(b.to_string()),
         other => super::yaml_text(other),
     }
-}
-
-/// Parses `NAME=V1,V2,...` (`origin` names it in errors).
-pub fn parse_param(text: &str, origin: &str) -> anyhow::Result<Param> {
-    let Some((name, values)) = text.split_once('=') else {
-        return Err(usage(format!(
-            "{origin} `{text}`: expected NAME=V1,V2,... (e.g. max_num_seqs=8,16)"
-        )));
-    };
-    let name = name.trim();
-    check_name(name, origin)?;
-    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
-    if values.iter().any(String::is_empty) {
-        return Err(usage(format!("{origin} `{text}`: an empty value")));
-    }
-    Ok(Param {
-        name: name.into(),
-        values,
-    })
-}
-
-/// Checks a parameter's name (a `--params` name or a `--serve-params` key): letters, digits,
-/// `_` and `-`, and not `port`.
-pub(crate) fn check_name(name: &str, origin: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !ok || name == "port" {
-        return Err(usage(format!(
-            "{origin}: `{name}` is not a parameter name (letters, digits, `_`, `-`; `port` is bench's)"
-        )));
-    }
-    Ok(())
 }
 
 /// The profile's parameters, in the order written.
@@ -225,76 +153,53 @@ fn file_params(m: &serde_yaml::Mapping, origin: &str) -> anyhow::Result<Vec<Para
                     "{origin}: {name}: expected a list of values or a comma-separated string"
                 ))
             })?;
-            parse_param(&format!("{name}={}", values.join(",")), origin)
+            Ok(parse_param(
+                &format!("{name}={}", values.join(",")),
+                origin,
+            )?)
         })
         .collect()
 }
 
-/// Parses `PARAM=SETTING`.
-fn parse_link(text: &str, origin: &str) -> anyhow::Result<(String, String)> {
-    let (p, s) = text.split_once('=').ok_or_else(|| {
-        usage(format!(
-            "{origin} `{text}`: expected PARAM=SETTING (e.g. max_num_seqs=max_concurrency)"
-        ))
-    })?;
-    let s = s.trim().replace('-', "_");
-    if !LINKABLE.contains(&s.as_str()) {
-        return Err(usage(format!(
-            "{origin} `{text}`: `{s}` cannot follow a parameter (one of: {})",
-            LINKABLE.join(", ")
-        )));
-    }
-    Ok((p.trim().to_string(), s))
-}
-
-/// The load settings a parameter may set.
-pub const LINKABLE: [&str; 4] = [
-    "max_concurrency",
-    "max_requests",
-    "max_seconds",
-    "sweep_size",
-];
-
-impl PlanSettings {
-    /// The settings as a profile's `plan:` mapping (`--show-config`), which loads again to them.
-    pub fn to_file(&self) -> PlanFile {
-        let params: serde_yaml::Mapping = self
-            .params
-            .iter()
-            .map(|p| {
-                let values = p
-                    .values
-                    .iter()
-                    .cloned()
-                    .map(serde_yaml::Value::String)
-                    .collect();
-                (
-                    serde_yaml::Value::String(p.name.clone()),
-                    serde_yaml::Value::Sequence(values),
-                )
-            })
-            .collect();
-        PlanFile {
-            serve: self.serve.clone(),
-            params: (!params.is_empty()).then_some(params),
-            serve_params: self.serve_params.clone(),
-            link: (!self.links.is_empty()).then(|| self.links.iter().cloned().collect()),
-            ready_timeout: Some(self.ready_timeout),
-            ready_path: Some(self.ready_path.clone()),
-            stop_grace: Some(self.stop_grace),
-            demand: self.demand,
-            demand_window: Some(self.demand_window),
-            growth: Some(self.growth),
-            gpus_per_replica: Some(serde_yaml::Value::String(self.gpus_per_replica.clone())),
-            gpu_hour_cost: self.gpu_hour_cost,
-            plan_dir: Some(self.dir.clone()),
-            resume: Some(self.resume),
-        }
+/// The settings as a profile's `plan:` mapping (`--show-config`), which loads again to them;
+/// a secret parameter's values and the serve command's secrets masked
+/// ([`bench_plan::configs::shown_params`], [`bench_plan::configs::redact_template`]).
+pub fn to_file(plan: &PlanSettings) -> PlanFile {
+    let params: serde_yaml::Mapping = bench_plan::configs::shown_params(&plan.params)
+        .iter()
+        .map(|p| {
+            let values = p
+                .values
+                .iter()
+                .cloned()
+                .map(serde_yaml::Value::String)
+                .collect();
+            (
+                serde_yaml::Value::String(p.name.clone()),
+                serde_yaml::Value::Sequence(values),
+            )
+        })
+        .collect();
+    PlanFile {
+        serve: plan
+            .serve
+            .as_deref()
+            .map(bench_plan::configs::redact_template),
+        params: (!params.is_empty()).then_some(params),
+        serve_params: plan.serve_params.clone(),
+        link: (!plan.links.is_empty()).then(|| plan.links.iter().cloned().collect()),
+        ready_timeout: Some(plan.ready_timeout),
+        ready_path: Some(plan.ready_path.clone()),
+        stop_grace: Some(plan.stop_grace),
+        demand: plan.demand,
+        demand_window: Some(plan.demand_window),
+        growth: Some(plan.growth),
+        gpus_per_replica: Some(serde_yaml::Value::String(plan.gpus_per_replica.clone())),
+        gpu_hour_cost: plan.gpu_hour_cost,
+        plan_dir: Some(plan.dir.clone()),
+        resume: Some(plan.resume),
     }
 }
-
-/// A load setting that follows a parameter: (parameter, setting).
-pub type Link = (String, String);
 
 /// The parameters and the links, from the flags or else the profile; checked together (a
 /// parameter named twice, a link to no parameter).
@@ -313,7 +218,7 @@ fn params_and_links(
         cli.params
             .iter()
             .map(|p| parse_param(p, "--params"))
-            .collect::<anyhow::Result<_>>()?
+            .collect::<Result<_, _>>()?
     };
     let mut names = std::collections::BTreeSet::new();
     for p in &params {
@@ -326,12 +231,12 @@ fn params_and_links(
             .iter()
             .flatten()
             .map(|(p, s)| parse_link(&format!("{p}={s}"), &origin("link", false)))
-            .collect::<anyhow::Result<Vec<_>>>()?
+            .collect::<Result<Vec<_>, _>>()?
     } else {
         cli.link
             .iter()
             .map(|l| parse_link(l, "--link"))
-            .collect::<anyhow::Result<_>>()?
+            .collect::<Result<_, _>>()?
     };
     // A `--serve-params` file's keys are checked against the links once it is read.
     for (p, _) in links.iter().filter(|_| !listed) {
@@ -517,7 +422,7 @@ mod tests {
         a.link = vec!["n=max_concurrency".into()];
         a.gpus_per_replica = Some("{tp}*2".into());
         let s = resolve(&a, None, "p").expect("ok");
-        let text = serde_yaml::to_string(&s.to_file()).expect("yaml");
+        let text = serde_yaml::to_string(&to_file(&s)).expect("yaml");
         let back: PlanFile = serde_yaml::from_str(&text).expect("loads");
         assert_eq!(
             resolve(&PlanArgs::default(), Some(&back), "p").expect("ok"),
