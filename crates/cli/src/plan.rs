@@ -8,8 +8,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bench_plan::{Front, PlanSettings, Prepared, Swept};
-use bench_report::PlanReport;
+use bench_plan::{Front, PlanReport, PlanSettings, Prepared, Swept};
 use bench_runner::{Settings, ShardPlan};
 use clap::Args;
 
@@ -80,7 +79,7 @@ pub fn run(args: PlanCmdArgs) -> anyhow::Result<ExitCode> {
     let report = bench_plan::run::run(&prepared, &outputs, now_seconds(), &front)?;
     print!(
         "{}",
-        bench_report::render_plan(&report, crate::console_out::console_width())
+        bench_plan::render_plan(&report, crate::console_out::console_width())
     );
     eprintln!("plan saved to {}", dir.join("plan.json").display());
     if let Some(f) = progress {
@@ -190,5 +189,5 @@ pub(crate) fn rerender(
 ) -> anyhow::Result<String> {
     let paths = bench_plan::files::outputs(outputs)?;
     bench_plan::files::write(report, &paths)?;
-    Ok(bench_report::render_plan(report, width))
+    Ok(bench_plan::render_plan(report, width))
 }

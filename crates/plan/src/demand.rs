@@ -1,7 +1,7 @@
 //! The demand a plan sizes its fleets for: `--demand`, or the peak rate of the trace the
 //! sweeps replay over `--demand-window` (docs/planning.md, "The demand"), grown by `--growth`.
 
-use bench_report::Demand;
+use crate::fleet::Demand;
 use bench_runner::settings::DataSettings;
 use bench_runner::UsageError;
 

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use bench_report::PlanReport;
 use bench_runner::UsageError;
+
+use crate::fleet::PlanReport;
 
 /// The files every plan writes in its directory.
 pub const OWN_FILES: [&str; 3] = ["plan.json", "plan.csv", "plan.html"];
@@ -41,8 +42,8 @@ pub fn text(report: &PlanReport, path: &Path) -> Result<String, FileError> {
     Ok(
         match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
             "yaml" | "yml" => serde_yaml::to_string(report).map_err(|e| failed(e.to_string()))?,
-            "csv" => bench_report::render_plan_csv(report),
-            "html" => bench_report::render_plan_html(report),
+            "csv" => crate::view::render_plan_csv(report),
+            "html" => crate::view::render_plan_html(report),
             _ => serde_json::to_string_pretty(report).map_err(|e| failed(e.to_string()))? + "\n",
         },
     )

@@ -13,11 +13,13 @@
 //! - [`launch`]: a configuration's server started in a process group of its own, polled until
 //!   ready, torn down as a group, with a watchdog that tears it down if bench dies;
 //! - [`run`] and `one`: the loop, each configuration launched, swept (its `RunReport` in
-//!   memory), torn down, its fleet sized and ranked; [`files`]: plan.json, plan.csv,
-//!   plan.html.
-//!
-//! Still in `bench-report`, to move here: fleet sizing, ranking, Pareto points, energy and
-//! cost, and the plan's views (`figures/plan.rs`, `views/plan_view.rs`).
+//!   memory), torn down, its fleet sized and ranked;
+//! - [`fleet`]: the plan's figures, from each sweep's report: the replicas that serve the
+//!   demand at the SLO (on the lower end of the rate's interval), GPUs, cost, energy per
+//!   token, Pareto points, the ranking, and the plan's schema ([`PlanReport`]);
+//! - [`view`]: the plan's console, CSV and HTML page, drawn with `bench-report`'s tables and
+//!   charts ([`bench_report::draw`]); [`files`]: plan.json, plan.csv, plan.html written and
+//!   read back.
 //!
 //! It does not parse flags or profile files, print, or handle signals (the CLI does, through
 //! [`Front`]), and it does not drive a run: each sweep goes through the runner
@@ -26,6 +28,7 @@
 pub mod configs;
 pub mod demand;
 pub mod files;
+pub mod fleet;
 mod front;
 pub mod launch;
 pub mod linked;
@@ -35,8 +38,14 @@ pub mod port;
 pub mod prepared;
 pub mod run;
 pub mod settings;
+pub mod view;
 
+pub use fleet::{
+    basis_of, fleet, pareto_front, pareto_points, rank, status_of, ConfigStatus, Costs, Demand,
+    Fleet, ParetoPoint, PlanBasis, PlanConfig, PlanReport, PLAN_SCHEMA_VERSION,
+};
 pub use front::{Front, Swept};
 pub use linked::{Base, Given};
 pub use prepared::{prepare, Prepared};
 pub use settings::PlanSettings;
+pub use view::{recommendation, render_plan, render_plan_csv, render_plan_html};

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use bench_report::{ConfigStatus, Costs, PlanConfig, PlanReport, RunReport};
-use bench_runner::Settings;
+use bench_runner::{RunReport, Settings};
 
 use crate::configs::{self, Config};
+use crate::fleet::{self, ConfigStatus, Costs, PlanConfig, PlanReport};
 use crate::front::Front;
 use crate::launch::{Launched, NotReady};
 use crate::prepared::Prepared;
@@ -89,9 +89,9 @@ fn planned(mut pc: PlanConfig, run: &RunReport, report: &PlanReport) -> PlanConf
         gpu_hour_cost: report.gpu_hour_cost,
     };
     let demand = report.demand.planned_requests_per_s;
-    pc.fleet = bench_report::fleet(run, report.basis, demand, costs);
-    pc.status = bench_report::status_of(pc.fleet.as_ref());
-    pc.points = bench_report::pareto_points(run, pc.gpus_per_replica);
+    pc.fleet = fleet::fleet(run, report.basis, demand, costs);
+    pc.status = fleet::status_of(pc.fleet.as_ref());
+    pc.points = fleet::pareto_points(run, pc.gpus_per_replica);
     pc
 }
 

@@ -3,10 +3,10 @@
 //! bad configuration, link or demand stops the plan here, with a usage error.
 
 use bench_core::Slo;
-use bench_report::Demand;
 use bench_runner::{Settings, UsageError};
 
 use crate::configs::{self, Config};
+use crate::fleet::Demand;
 use crate::linked::{self, Base};
 use crate::port::{self, Fixed};
 use crate::settings::PlanSettings;

@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use bench_report::{PlanReport, PLAN_SCHEMA_VERSION};
-
 use crate::files::{self, FileError};
+use crate::fleet::{self, PlanReport, PLAN_SCHEMA_VERSION};
 use crate::front::Front;
 use crate::one::{self, One};
 use crate::prepared::Prepared;
@@ -23,7 +22,7 @@ pub fn run(
         plan_schema_version: PLAN_SCHEMA_VERSION,
         created,
         demand: plan.demand.clone(),
-        basis: bench_report::basis_of(plan.slo.as_ref()),
+        basis: fleet::basis_of(plan.slo.as_ref()),
         slo: plan.slo.clone(),
         gpu_hour_cost: plan.settings.gpu_hour_cost,
         configs: Vec::new(),
@@ -38,7 +37,7 @@ pub fn run(
         };
         let done = one::run(&one, &report);
         report.configs.push(done);
-        bench_report::rank(&mut report.configs);
+        fleet::rank(&mut report.configs);
         files::write(&report, &paths)?;
     }
     Ok(report)
