@@ -2,7 +2,7 @@
 //! the report crate's `chromium` helpers): its chart at its own size and a legend that never
 //! overlaps. Without Chromium the test is skipped locally and fails under CI (`CI` set).
 
-use crate::chromium::{dump_dom, find_chromium, visit};
+use crate::chromium::{chromium_or_skip, dump_dom, visit};
 
 /// Measures the plan page as laid out: each legend entry's box, the chart's width against its
 /// own size, the chart's title, the first heading and a table cell; written into the page as
@@ -32,12 +32,7 @@ const MEASURE: &str = r#"<script>
 /// page offline and without console messages; screenshot in `target/tmp/plan-chromium/`.
 #[test]
 fn the_plan_page_at_1400_px_keeps_its_charts_size_and_a_legend_that_never_overlaps() {
-    let Some(chromium) = find_chromium() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium is missing under CI (.ci/setup installs it)"
-        );
-        eprintln!("skipped: no chromium on PATH (set BENCH_CHROMIUM or run .ci/setup)");
+    let Some(chromium) = chromium_or_skip() else {
         return;
     };
     let work = bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), "plan-chromium");

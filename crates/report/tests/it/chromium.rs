@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub(crate) fn find_chromium() -> Option<PathBuf> {
+fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("BENCH_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
@@ -23,6 +23,20 @@ pub(crate) fn find_chromium() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Chromium, or `None` after saying the test is skipped (a local run without it); under CI
+/// (`CI` set) a missing Chromium fails the test (`.ci/setup` installs it).
+pub(crate) fn chromium_or_skip() -> Option<PathBuf> {
+    let found = find_chromium();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing under CI (.ci/setup installs it)"
+        );
+        eprintln!("skipped: no chromium on PATH (set BENCH_CHROMIUM or run .ci/setup)");
+    }
+    found
 }
 
 /// Chromium's own background services (updates, time, accounts): not requests of the page.

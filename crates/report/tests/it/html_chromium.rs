@@ -7,16 +7,11 @@
 
 use crate::common;
 
-use crate::chromium::{dump_dom, find_chromium, visit};
+use crate::chromium::{chromium_or_skip, dump_dom, visit};
 
 #[test]
 fn html_report_renders_in_chromium_offline_without_errors() {
-    let Some(chromium) = find_chromium() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium is missing under CI (.ci/setup installs it)"
-        );
-        eprintln!("skipped: no chromium on PATH (set BENCH_CHROMIUM or run .ci/setup)");
+    let Some(chromium) = chromium_or_skip() else {
         return;
     };
     let work = bench_test_support::fresh(env!("CARGO_TARGET_TMPDIR"), "html-chromium");
