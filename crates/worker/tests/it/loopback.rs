@@ -25,14 +25,7 @@ const COMPLETION_EVENTS: &[&str] = &[
 ];
 
 fn spec(out: Option<u32>) -> RequestSpec {
-    RequestSpec {
-        prompt: "Tell me a story".into(),
-        prompt_tokens: 4,
-        output_tokens: out,
-        at: None,
-        batch: Vec::new(),
-        images: Vec::new(),
-    }
+    common::request("Tell me a story", 4, out)
 }
 
 fn dispatch(id: u64) -> Dispatch {
