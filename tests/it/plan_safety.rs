@@ -392,10 +392,7 @@ fn bad_serve_commands_and_parameter_files_are_usage_errors_naming_the_culprit() 
             })
             .output()
             .expect("run");
-        let err = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(said), "{args:?}: {err}");
+        common::usage_error(&out, said, &format!("{args:?}"));
     }
     assert!(!dir.join("plan").exists(), "a refused plan made its folder");
 }

@@ -6,7 +6,6 @@
 #[path = "../../../report/tests/it/chromium.rs"]
 mod chromium;
 #[path = "../../../report/tests/it/common.rs"]
-#[allow(dead_code)]
 mod common;
 mod plan;
 mod plan_page;
