@@ -191,3 +191,82 @@ pub(crate) fn rerender(
     bench_plan::files::write(report, &paths)?;
     Ok(bench_plan::render_plan(report, width))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_plan::settings::Param;
+
+    /// A plan of `links` over the parameters `params` (name, values), with a serve command.
+    fn plan(params: &[(&str, &[&str])], links: &[(&str, &str)]) -> PlanSettings {
+        PlanSettings {
+            serve: Some("srv {port}".into()),
+            params: params
+                .iter()
+                .map(|(n, v)| Param {
+                    name: n.to_string(),
+                    values: v.iter().map(|s| s.to_string()).collect(),
+                })
+                .collect(),
+            links: links
+                .iter()
+                .map(|(p, s)| (p.to_string(), s.to_string()))
+                .collect(),
+            demand: Some(10.0),
+            ..PlanSettings::default()
+        }
+    }
+
+    /// Each configuration's settings, the base resolved once with its links applied and its
+    /// server's URL set, are those the command line's resolution gives for the sweep with the
+    /// linked flags set: the rule of a link is the rule of its flag, nothing resolved twice.
+    #[test]
+    fn a_configurations_settings_are_what_resolving_its_linked_flags_gives() {
+        let url = "http://127.0.0.1:9";
+        let cases = [
+            (
+                plan(
+                    &[("n", &["8", "16"]), ("m", &["40"])],
+                    &[("n", "max_concurrency"), ("m", "max_requests")],
+                ),
+                CommonArgs::default(),
+            ),
+            (
+                plan(
+                    &[("s", &["3", "7"]), ("z", &["4"])],
+                    &[("s", "max_seconds"), ("z", "sweep_size")],
+                ),
+                {
+                    let mut c = CommonArgs::default();
+                    c.load.precision = Some("5%".into());
+                    c
+                },
+            ),
+        ];
+        for (plan, common) in cases {
+            let configs = bench_plan::prepared::configurations(&plan).expect("configs");
+            let base = settings::resolve_plan_base(&common, true).expect("base");
+            assert!(base.settings.target.targets.is_empty(), "no placeholder");
+            let links = plan.links.clone();
+            let prepared = bench_plan::prepare(plan, configs, &base).expect("prepared");
+            for (c, s) in prepared.configs.iter().zip(&prepared.sweeps) {
+                let mut a = common.clone();
+                a.target.target = vec![url.into()];
+                a.report.no_output = true;
+                for (p, setting) in &links {
+                    let v = &c.values[p];
+                    match setting.as_str() {
+                        "max_concurrency" => a.load.max_concurrency = v.parse().ok(),
+                        "max_requests" => a.load.max_requests = v.parse().ok(),
+                        "max_seconds" => a.load.max_seconds = v.parse().ok(),
+                        "sweep_size" => a.load.sweep_size = v.parse().ok(),
+                        other => panic!("{other}"),
+                    }
+                }
+                let resolved = settings::resolve(&a, None, &[], true).expect("resolved");
+                let applied = bench_plan::linked::aimed_at(s.clone(), url);
+                assert_eq!(applied, resolved, "{}", c.name);
+            }
+        }
+    }
+}

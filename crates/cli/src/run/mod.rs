@@ -100,8 +100,8 @@ impl Watching {
 /// would probe and pick its rates alone: docs/distributed.md).
 pub(crate) fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
     let index = std::env::var(crate::shard::INDEX_ENV).ok();
-    let plan = common.shard.resolve(index.as_deref())?;
-    if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
+    let dist = common.shard.resolve(index.as_deref())?;
+    if let Some(sh) = dist.shard.filter(|sh| !sh.is_whole()) {
         if s.load.repeat.trials > 1 {
             return Err(UsageError::new(format!(
                 "--shard {sh}: repeated trials (--repeat) run in one process; repeat the distributed run instead"
@@ -126,10 +126,10 @@ pub(crate) fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<S
         &s.load.limits,
         &s.load.warmup,
         &s.load.cooldown,
-        plan.shard,
+        dist.shard,
     )
     .map_err(|e| UsageError::new(format!("--shard: {e}")))?;
-    Ok(plan)
+    Ok(dist)
 }
 
 /// Prints the settings (`--show-config`), or checks the outputs and the open-file limit, sets
