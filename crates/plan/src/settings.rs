@@ -154,3 +154,113 @@ pub const LINKABLE: [&str; 4] = [
 
 /// A load setting that follows a parameter: (parameter, setting).
 pub type Link = (String, String);
+
+/// Checks a plan's settings, whatever gave them: each parameter named once; each link to a
+/// parameter (a `--serve-params` file's keys are checked once it is read); a serve command for
+/// parameters and for a `--serve-params` file, which is not given with `--params`; times, the
+/// demand and the growth positive; a price of 0 or more; a ready path from `/`. `origin(flag)`
+/// says where a setting came from as the user wrote it (`--demand`, or the profile's key), for
+/// the error, a usage error naming the first culprit.
+pub fn check(plan: &PlanSettings, origin: &dyn Fn(&str) -> String) -> Result<(), UsageError> {
+    let mut names = std::collections::BTreeSet::new();
+    for p in &plan.params {
+        if !names.insert(p.name.as_str()) {
+            return Err(usage(format!("--params: `{}` given twice", p.name)));
+        }
+    }
+    for (p, _) in plan.links.iter().filter(|_| plan.serve_params.is_none()) {
+        if !names.contains(p.as_str()) {
+            return Err(usage(format!(
+                "--link: `{p}` is not a parameter given by --params"
+            )));
+        }
+    }
+    if plan.serve.is_none() && !plan.params.is_empty() {
+        return Err(usage(
+            "--params needs --serve: a parameter is a setting of a server bench starts".into(),
+        ));
+    }
+    if let Some(p) = &plan.serve_params {
+        let flag = origin("serve-params");
+        if plan.serve.is_none() {
+            return Err(usage(format!(
+                "{flag} {}: needs --serve, the command its entries configure",
+                p.display()
+            )));
+        }
+        if !plan.params.is_empty() {
+            return Err(usage(format!(
+                "{flag} {}: lists the configurations itself; give it or --params, not both",
+                p.display()
+            )));
+        }
+    }
+    let positive = [
+        ("demand", plan.demand),
+        ("demand-window", Some(plan.demand_window)),
+        ("growth", Some(plan.growth)),
+        ("ready-timeout", Some(plan.ready_timeout)),
+        ("stop-grace", Some(plan.stop_grace)),
+    ];
+    for (flag, v) in positive {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            return Err(usage(format!(
+                "{}: {v} must be a positive number",
+                origin(flag)
+            )));
+        }
+    }
+    if let Some(c) = plan.gpu_hour_cost.filter(|c| !(c.is_finite() && *c >= 0.0)) {
+        return Err(usage(format!(
+            "{}: {c} must be a price of 0 or more",
+            origin("gpu-hour-cost")
+        )));
+    }
+    if !plan.ready_path.starts_with('/') {
+        return Err(usage(format!(
+            "--ready-path `{}`: must start with `/`",
+            plan.ready_path
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checks_name_the_setting_where_it_came_from() {
+        let flag = |f: &str| format!("--{f}");
+        assert!(check(&PlanSettings::default(), &flag).is_ok());
+        let bad = |p: PlanSettings| check(&p, &|f| format!("p.yaml: plan: {f}")).map_err(|e| e.0);
+        let e = bad(PlanSettings {
+            growth: -1.0,
+            ..PlanSettings::default()
+        });
+        assert_eq!(
+            e,
+            Err("p.yaml: plan: growth: -1 must be a positive number".into())
+        );
+        let n = Param {
+            name: "n".into(),
+            values: vec!["1".into()],
+        };
+        let e = bad(PlanSettings {
+            params: vec![n.clone()],
+            ..PlanSettings::default()
+        });
+        assert!(e.is_err_and(|e| e.starts_with("--params needs --serve")));
+        let e = bad(PlanSettings {
+            serve: Some("srv {n}".into()),
+            params: vec![n.clone(), n],
+            ..PlanSettings::default()
+        });
+        assert_eq!(e, Err("--params: `n` given twice".into()));
+        let e = bad(PlanSettings {
+            ready_path: "health".into(),
+            ..PlanSettings::default()
+        });
+        assert!(e.is_err_and(|e| e.contains("must start with `/`")));
+    }
+}

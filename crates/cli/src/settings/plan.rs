@@ -8,10 +8,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use bench_plan::settings::{
-    parse_link, parse_param, Link, Param, PlanSettings, DEFAULT_DEMAND_WINDOW, DEFAULT_PLAN_DIR,
-    DEFAULT_READY_PATH, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE,
-};
+use bench_plan::settings::{parse_link, parse_param, Link, Param, PlanSettings};
 
 use crate::UsageError;
 
@@ -201,13 +198,11 @@ pub fn to_file(plan: &PlanSettings) -> PlanFile {
     }
 }
 
-/// The parameters and the links, from the flags or else the profile; checked together (a
-/// parameter named twice, a link to no parameter).
+/// The parameters and the links, from the flags or else the profile.
 fn params_and_links(
     cli: &PlanArgs,
     f: &PlanFile,
     origin: &dyn Fn(&str, bool) -> String,
-    listed: bool,
 ) -> anyhow::Result<(Vec<Param>, Vec<Link>)> {
     let params = if cli.params.is_empty() {
         match &f.params {
@@ -220,12 +215,6 @@ fn params_and_links(
             .map(|p| parse_param(p, "--params"))
             .collect::<Result<_, _>>()?
     };
-    let mut names = std::collections::BTreeSet::new();
-    for p in &params {
-        if !names.insert(p.name.clone()) {
-            return Err(usage(format!("--params: `{}` given twice", p.name)));
-        }
-    }
     let links = if cli.link.is_empty() {
         f.link
             .iter()
@@ -238,18 +227,25 @@ fn params_and_links(
             .map(|l| parse_link(l, "--link"))
             .collect::<Result<_, _>>()?
     };
-    // A `--serve-params` file's keys are checked against the links once it is read.
-    for (p, _) in links.iter().filter(|_| !listed) {
-        if !names.contains(p) {
-            return Err(usage(format!(
-                "--link: `{p}` is not a parameter given by --params"
-            )));
-        }
-    }
     Ok((params, links))
 }
 
-/// Resolves the plan's settings from the flags and the profile's `plan:` mapping.
+/// Whether the command line gave the plan's setting `flag` (else the profile or a default).
+fn given(cli: &PlanArgs, flag: &str) -> bool {
+    match flag {
+        "serve-params" => cli.serve_params.is_some(),
+        "demand" => cli.demand.is_some(),
+        "demand-window" => cli.demand_window.is_some(),
+        "growth" => cli.growth.is_some(),
+        "ready-timeout" => cli.ready_timeout.is_some(),
+        "stop-grace" => cli.stop_grace.is_some(),
+        "gpu-hour-cost" => cli.gpu_hour_cost.is_some(),
+        _ => true,
+    }
+}
+
+/// Resolves the plan's settings from the flags and the profile's `plan:` mapping (CLI > file
+/// > defaults), checked by the plan's rules ([`bench_plan::settings::check`]).
 pub fn resolve(
     cli: &PlanArgs,
     file: Option<&PlanFile>,
@@ -263,96 +259,47 @@ pub fn resolve(
             format!("{profile}: plan: {}", flag.replace('-', "_"))
         }
     };
-    let serve_params = cli.serve_params.clone().or(f.serve_params.clone());
-    let (params, links) = params_and_links(cli, &f, &origin, serve_params.is_some())?;
-    let serve = cli.serve.clone().or(f.serve.clone());
-    if serve.is_none() && !params.is_empty() {
-        return Err(usage(
-            "--params needs --serve: a parameter is a setting of a server bench starts".into(),
-        ));
-    }
-    if let Some(p) = &serve_params {
-        let flag = origin("serve-params", cli.serve_params.is_some());
-        if serve.is_none() {
-            return Err(usage(format!(
-                "{flag} {}: needs --serve, the command its entries configure",
-                p.display()
-            )));
-        }
-        if !params.is_empty() {
-            return Err(usage(format!(
-                "{flag} {}: lists the configurations itself; give it or --params, not both",
-                p.display()
-            )));
-        }
-    }
-    // A positive number from the flag, else the file, else `default` (`None`: none).
-    let positive = |flag: &str, c: Option<f64>, fv: Option<f64>, default: Option<f64>| match c
-        .or(fv)
-        .or(default)
-    {
-        Some(v) if !(v.is_finite() && v > 0.0) => Err(usage(format!(
-            "{}: {v} must be a positive number",
-            origin(flag, c.is_some())
-        ))),
-        v => Ok(v),
-    };
-    let demand = positive("demand", cli.demand, f.demand, None)?;
-    let window = Some(DEFAULT_DEMAND_WINDOW);
-    let demand_window = positive("demand-window", cli.demand_window, f.demand_window, window)?;
-    let growth = positive("growth", cli.growth, f.growth, Some(1.0))?;
-    let ready = Some(DEFAULT_READY_TIMEOUT);
-    let ready_timeout = positive("ready-timeout", cli.ready_timeout, f.ready_timeout, ready)?;
-    let stop_grace = positive(
-        "stop-grace",
-        cli.stop_grace,
-        f.stop_grace,
-        Some(DEFAULT_STOP_GRACE),
-    )?;
-    let gpu_hour_cost = match cli.gpu_hour_cost.or(f.gpu_hour_cost) {
-        Some(c) if !(c.is_finite() && c >= 0.0) => {
-            return Err(usage(format!(
-                "{}: {c} must be a price of 0 or more",
-                origin("gpu-hour-cost", cli.gpu_hour_cost.is_some())
-            )))
-        }
-        c => c,
-    };
-    let gpus_per_replica = match (&cli.gpus_per_replica, &f.gpus_per_replica) {
-        (Some(g), _) => g.clone(),
-        (None, Some(v)) => scalar_text(v).unwrap_or_default(),
-        (None, None) => "1".into(),
-    };
-    let ready_path = cli
-        .ready_path
-        .clone()
-        .or(f.ready_path.clone())
-        .unwrap_or_else(|| DEFAULT_READY_PATH.into());
-    if !ready_path.starts_with('/') {
-        return Err(usage(format!(
-            "--ready-path `{ready_path}`: must start with `/`"
-        )));
-    }
-    Ok(PlanSettings {
-        serve,
+    let (params, links) = params_and_links(cli, &f, &origin)?;
+    let defaults = PlanSettings::default();
+    let plan = PlanSettings {
+        serve: cli.serve.clone().or(f.serve.clone()),
         params,
-        serve_params,
+        serve_params: cli.serve_params.clone().or(f.serve_params.clone()),
         links,
-        ready_timeout: ready_timeout.unwrap_or(DEFAULT_READY_TIMEOUT),
-        ready_path,
-        stop_grace: stop_grace.unwrap_or(DEFAULT_STOP_GRACE),
-        demand,
-        demand_window: demand_window.unwrap_or(DEFAULT_DEMAND_WINDOW),
-        growth: growth.unwrap_or(1.0),
-        gpus_per_replica,
-        gpu_hour_cost,
+        ready_timeout: cli
+            .ready_timeout
+            .or(f.ready_timeout)
+            .unwrap_or(defaults.ready_timeout),
+        ready_path: cli
+            .ready_path
+            .clone()
+            .or(f.ready_path.clone())
+            .unwrap_or(defaults.ready_path),
+        stop_grace: cli
+            .stop_grace
+            .or(f.stop_grace)
+            .unwrap_or(defaults.stop_grace),
+        demand: cli.demand.or(f.demand),
+        demand_window: cli
+            .demand_window
+            .or(f.demand_window)
+            .unwrap_or(defaults.demand_window),
+        growth: cli.growth.or(f.growth).unwrap_or(defaults.growth),
+        gpus_per_replica: match (&cli.gpus_per_replica, &f.gpus_per_replica) {
+            (Some(g), _) => g.clone(),
+            (None, Some(v)) => scalar_text(v).unwrap_or_default(),
+            (None, None) => defaults.gpus_per_replica,
+        },
+        gpu_hour_cost: cli.gpu_hour_cost.or(f.gpu_hour_cost),
         dir: cli
             .plan_dir
             .clone()
             .or(f.plan_dir.clone())
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_PLAN_DIR)),
+            .unwrap_or(defaults.dir),
         resume: cli.resume || f.resume.unwrap_or(false),
-    })
+    };
+    bench_plan::settings::check(&plan, &|flag| origin(flag, given(cli, flag)))?;
+    Ok(plan)
 }
 
 #[cfg(test)]
