@@ -2,8 +2,8 @@
 //! demand at the SLO for the least, and with how many replicas. Its one job is the plan, and
 //! every planning rule lives here:
 //!
-//! - [`settings`]: the plan's typed settings and the rules of their words (parameters, links,
-//!   defaults); [`configs`] and [`listed`]: the configurations (`--params`' product, or
+//! - [`settings`]: the plan's typed settings and their rules (a parameter's and a link's
+//!   words, the defaults, [`settings::check`]); [`configs`] and [`listed`]: the configurations (`--params`' product, or
 //!   `--serve-params` entries), the serve command filled in, the GPUs of a replica, secrets
 //!   masked;
 //! - [`linked`]: each configuration's sweep settings, the base settings the caller resolved
