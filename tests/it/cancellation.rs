@@ -160,10 +160,7 @@ fn bad_cancellations_are_usage_errors_and_every_spelling_sets_one() {
         ),
     ] {
         let out = bench(&[&run[..], extra].concat());
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
-        assert!(err.contains(culprit), "{extra:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{extra:?}: {err}");
+        common::usage_error(&out, culprit, &format!("{extra:?}"));
     }
     let dir = fresh("cancellation", "keys");
     let profile = dir.join("p.yaml");

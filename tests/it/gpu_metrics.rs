@@ -146,10 +146,7 @@ fn bad_exporters_are_usage_errors_or_one_warning() {
         ("/dcgm/metrics,", "--gpu-metrics ``"),
     ] {
         let out = bench(&[&base[..], &["--gpu-metrics", value]].concat());
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{value}: {err}");
-        assert!(err.contains(culprit), "{value}: {err}");
+        common::usage_error(&out, culprit, value);
     }
     // A path the simulator does not serve, and a closed port with a password in its URL.
     let out = bench(

@@ -21,6 +21,12 @@ fn report_path(tag: &str) -> std::path::PathBuf {
     common::tmp("llamacpp", tag).join("run.json")
 }
 
+/// `bench run --target` `server` (named `name`, for a retry's) with `load`, its report in
+/// `json` ([`Llama::run`]: retried once on a fresh server when this one was at fault).
+fn run_into(server: Llama, name: &str, load: &[&str], json: &std::path::Path) -> Ran {
+    server.run(name, |addr| run_args(addr, load, json))
+}
+
 /// `bench run --target ADDR LOAD... --output JSON`, the arguments `Llama::run` takes.
 fn run_args(addr: &str, load: &[&str], json: &std::path::Path) -> Vec<String> {
     let mut a = args(&["run", "--target", addr]);
@@ -40,27 +46,26 @@ fn short_run_against_llama_cpp_matches_the_server() {
         server,
         out,
         before,
-    } = Llama::start("short").run("short", |addr| {
-        run_args(
-            addr,
-            &[
-                "--rate-type",
-                "concurrent",
-                "--rate",
-                "2",
-                "--max-requests",
-                "4",
-                "--data",
-                "prompt_tokens=16,output_tokens=8",
-                "--console",
-                "vllm",
-                "--quiet",
-                "--server-metrics-interval",
-                "0.1",
-            ],
-            &json,
-        )
-    });
+    } = run_into(
+        Llama::start("short"),
+        "short",
+        &[
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--console",
+            "vllm",
+            "--quiet",
+            "--server-metrics-interval",
+            "0.1",
+        ],
+        &json,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let after = server.metrics();
     let delta =
@@ -285,28 +290,27 @@ fn two_turn_sessions_against_llama_cpp() {
     // Issue 20: this run once waited 600 s for a request llama.cpp never started; the run's
     // short timeouts and the watch in `server` make such a stall fail in seconds, naming the
     // server's state, and retry only when the server is shown to be at fault.
-    Llama::start("turns").run("turns", |addr| {
-        run_args(
-            addr,
-            &[
-                "--rate-type",
-                "concurrent",
-                "--rate",
-                "1",
-                "--max-requests",
-                "4",
-                "--data",
-                "turns=2,prompt_tokens=16,output_tokens=8",
-                "--think-time",
-                "50ms",
-                "--save-records",
-                "--console",
-                "vllm",
-                "--quiet",
-            ],
-            &json,
-        )
-    });
+    run_into(
+        Llama::start("turns"),
+        "turns",
+        &[
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "1",
+            "--max-requests",
+            "4",
+            "--data",
+            "turns=2,prompt_tokens=16,output_tokens=8",
+            "--think-time",
+            "50ms",
+            "--save-records",
+            "--console",
+            "vllm",
+            "--quiet",
+        ],
+        &json,
+    );
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
     let b = &run["benchmarks"][0];
@@ -397,27 +401,26 @@ fn embeddings_against_llama_cpp() {
     let data = json.with_file_name("inputs.txt");
     std::fs::write(&data, lines.join("\n")).expect("data");
     let spec = format!("path={},batch_size=3", data.display());
-    let Ran { server, out, .. } = Llama::start_embedding("embeddings").run("embeddings", |addr| {
-        run_args(
-            addr,
-            &[
-                "--backend",
-                "openai-embeddings",
-                "--rate-type",
-                "concurrent",
-                "--rate",
-                "2",
-                "--max-requests",
-                "4",
-                "--data",
-                &spec,
-                "--console",
-                "vllm",
-                "--quiet",
-            ],
-            &json,
-        )
-    });
+    let Ran { server, out, .. } = run_into(
+        Llama::start_embedding("embeddings"),
+        "embeddings",
+        &[
+            "--backend",
+            "openai-embeddings",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--data",
+            &spec,
+            "--console",
+            "vllm",
+            "--quiet",
+        ],
+        &json,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let b = first_benchmark(&json, &stdout);
     assert_eq!(b["tokens"]["prompt"]["sources"]["usage"].as_u64(), Some(4));
@@ -463,28 +466,27 @@ fn non_streamed_chat_against_llama_cpp() {
         server,
         out,
         before,
-    } = Llama::start("nostream").run("nostream", |addr| {
-        run_args(
-            addr,
-            &[
-                "--backend",
-                "openai-chat",
-                "--no-stream",
-                "--rate-type",
-                "concurrent",
-                "--rate",
-                "2",
-                "--max-requests",
-                "4",
-                "--data",
-                "prompt_tokens=16,output_tokens=8",
-                "--console",
-                "vllm",
-                "--quiet",
-            ],
-            &json,
-        )
-    });
+    } = run_into(
+        Llama::start("nostream"),
+        "nostream",
+        &[
+            "--backend",
+            "openai-chat",
+            "--no-stream",
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--console",
+            "vllm",
+            "--quiet",
+        ],
+        &json,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let after = server.metrics();
     let delta =
@@ -511,25 +513,24 @@ fn repeated_trials_against_llama_cpp() {
         server,
         out,
         before,
-    } = Llama::start("repeat").run("repeat", |addr| {
-        run_args(
-            addr,
-            &[
-                "--rate-type",
-                "concurrent",
-                "--rate",
-                "2",
-                "--max-requests",
-                "4",
-                "--repeat",
-                "3",
-                "--data",
-                "prompt_tokens=16,output_tokens=8",
-                "--quiet",
-            ],
-            &json,
-        )
-    });
+    } = run_into(
+        Llama::start("repeat"),
+        "repeat",
+        &[
+            "--rate-type",
+            "concurrent",
+            "--rate",
+            "2",
+            "--max-requests",
+            "4",
+            "--repeat",
+            "3",
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--quiet",
+        ],
+        &json,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Trials: 3 of 3 ran"), "{stdout}");
     let after = server.metrics();

@@ -355,10 +355,7 @@ fn bad_plans_exit_2_with_one_line_naming_the_culprit() {
             .arg(dir.join("p"))
             .output()
             .expect("run");
-        let err = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(words), "{args:?}: {err}");
+        common::usage_error(&out, words, &format!("{args:?}"));
     }
     assert!(!dir.join("p").exists(), "a refused plan made its directory");
 }

@@ -174,6 +174,55 @@ fn a_secret_parameter_is_masked_in_every_name_record_path_and_output() {
     assert!(stdout.contains("key=***1"), "{stdout}");
 }
 
+/// `--show-config` masks the secrets it would print: a secret-named parameter's values
+/// (`***1`, `***2`, as the configurations' names mask them) and the serve command's own
+/// secrets (a variable, a flag's value), keeping its placeholders; the profile it prints
+/// loads again (with the masks for values: the secrets are not in it).
+#[test]
+fn show_config_masks_secret_parameters_and_the_serve_commands_secrets() {
+    let dir = common::fresh("plan-safety", "show-config-secrets");
+    let show = |args: &[&str]| {
+        common::bench_command()
+            .current_dir(&dir)
+            .args(["plan", "--show-config", "--demand", "1"])
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let out = show(&[
+        "--serve",
+        "HF_TOKEN=hf_sekrit789 srv --port {port} --api-key {key} --hf-token=hf_other012",
+        "--params",
+        "key=sk-secret123,sk-other4567",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out.stderr));
+    let secrets = [
+        "sk-secret123",
+        "sk-other4567",
+        "hf_sekrit789",
+        "hf_other012",
+    ];
+    no_secret_anywhere(&out, &dir, &secrets);
+    let yaml: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).expect("yaml");
+    let plan = &yaml["plan"];
+    assert_eq!(plan["params"]["key"][0], "***1", "{plan:?}");
+    assert_eq!(plan["params"]["key"][1], "***2", "{plan:?}");
+    assert_eq!(
+        plan["serve"], "HF_TOKEN=*** srv --port {port} --api-key {key} --hf-token=***",
+        "{plan:?}"
+    );
+    let file = dir.join("shown.yaml");
+    std::fs::write(&file, &out.stdout).expect("write");
+    let again = show(&["--profile", "shown.yaml"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        common::text(&again.stderr)
+    );
+    assert_eq!(common::text(&again.stdout), common::text(&out.stdout));
+}
+
 /// The same with a `--serve-params` file whose `api_key` is appended as `--api-key VALUE`.
 #[test]
 fn a_secret_key_of_a_serve_params_file_is_masked_too() {
@@ -343,10 +392,7 @@ fn bad_serve_commands_and_parameter_files_are_usage_errors_naming_the_culprit() 
             })
             .output()
             .expect("run");
-        let err = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(said), "{args:?}: {err}");
+        common::usage_error(&out, said, &format!("{args:?}"));
     }
     assert!(!dir.join("plan").exists(), "a refused plan made its folder");
 }

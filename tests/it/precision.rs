@@ -151,10 +151,7 @@ fn bad_precision_values_are_one_line_usage_errors() {
     }
     for bad in ["0", "150%", "much"] {
         let out = common::bench(&["sweep", "--mock", "--capacity-precision", bad]);
-        let err = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
-        assert!(err.contains("--capacity-precision"), "{bad}: {err}");
+        common::usage_error(&out, "--capacity-precision", bad);
     }
     // Shards would each stop on their own share.
     let out = common::bench(&[

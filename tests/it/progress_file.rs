@@ -136,10 +136,7 @@ fn bad_values_are_one_line_usage_errors() {
         let mut all = vec!["sweep", "--mock", "--max-seconds", "1", "--no-output"];
         all.extend_from_slice(args);
         let out = bench(&all);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(culprit), "{args:?}: {err}");
+        common::usage_error(&out, culprit, &format!("{args:?}"));
     }
     assert!(!dir.join("no-such-folder").exists());
 }

@@ -227,9 +227,6 @@ fn bad_ramp_ups_are_usage_errors() {
         ),
     ] {
         let out = common::bench(&[&["run", "--mock", "--quiet"], args.as_slice()].concat());
-        let err = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        common::usage_error(&out, says, &format!("{args:?}"));
     }
 }

@@ -502,9 +502,6 @@ fn sessions_in_a_trace_replay_as_multi_turn_sessions() {
         std::fs::write(&q, body).expect("write");
         let arg = format!("trace={},format=mooncake", q.display());
         let out = bench(&["trace", &arg]);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains(want), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        common::usage_error(&out, want, "");
     }
 }

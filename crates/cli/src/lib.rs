@@ -4,8 +4,10 @@
 //! code. The only crate that prints, exits or sets up logging. It does not drive the scheduler,
 //! start the simulator or scrapers, or write a run's report files (the runner does).
 //!
-//! Each subcommand lives in its own module with its `Args` and its `run`. `bench plan` still
-//! launches and supervises its servers here (`plan/`); issue 45 moves that to the plan's crate.
+//! Each subcommand lives in its own module with its `Args` and its `run`. `bench plan`
+//! ([`plan`]) is a front end too: the plan's configurations, servers, fleets and files are
+//! `bench-plan`'s; the CLI resolves its settings once and runs each sweep as `bench sweep`
+//! does.
 
 // The argument structs' doc comments are `--help` text (clap prints them as written, and the
 // help snapshots hold them): placeholders such as `<metric>` are meant literally there, not as

@@ -72,13 +72,7 @@ pub fn guard_group(group: i32) {
 /// it, and exits with `code`.
 fn exit_now(code: u8) -> ! {
     crate::live::term::restore();
-    let group = GUARDED_GROUP.load(Ordering::SeqCst);
-    if group > 0 {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(group),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    bench_plan::launch::kill_group(GUARDED_GROUP.load(Ordering::SeqCst));
     std::process::exit(i32::from(code));
 }
 

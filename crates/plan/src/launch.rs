@@ -26,6 +26,14 @@ pub fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// Kills process group `group` at once (SIGKILL): what a front end does to the group of the
+/// server that runs before it exits on a second signal. Nothing for 0 or less.
+pub fn kill_group(group: i32) {
+    if group > 0 {
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+    }
+}
+
 /// Why a server did not become ready.
 #[derive(Debug)]
 pub enum NotReady {

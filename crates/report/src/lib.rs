@@ -5,10 +5,9 @@
 //! It owns metric definitions (see `docs/metrics.md`), HdrHistograms (microseconds, 3
 //! significant figures), the JSON schema (`docs/report-schema.json`) and every output format.
 //! It does not schedule, send, print or choose file names: the runner feeds an
-//! [`Accumulator`] per benchmark and passes the paths, the CLI prints the strings. It also
-//! holds, for now, the deployment plan's figures and their report (`figures/plan.rs`: fleet
-//! sizing, ranking, Pareto points, energy and cost; the plan's views), which issue 45 moves to
-//! the plan's own crate.
+//! [`Accumulator`] per benchmark and passes the paths, the CLI prints the strings. The
+//! deployment plan's figures and report are the plan's crate's (`bench-plan`), drawn with this
+//! crate's tables, charts and page style ([`draw`]); nothing here knows of a plan.
 //!
 //! # Layout: figures, then views
 //!
@@ -46,12 +45,25 @@
 //! ```
 
 mod figures;
-#[cfg(test)]
-mod test_support;
+/// Fixtures of the crate's unit tests, and of the plan's (`bench-plan` enables the
+/// `fixtures` feature for its tests only).
+#[cfg(any(test, feature = "fixtures"))]
+#[doc(hidden)]
+pub mod test_support;
 mod views;
 
+/// The pieces the views are drawn with, for a crate that renders a report of its own (the
+/// deployment plan's, `bench-plan`): console tables, SVG charts and the HTML pages' style.
+pub mod draw {
+    pub use crate::views::common::{esc, render as table, trimmed, Spec as Table};
+    pub use crate::views::html::CSS;
+    pub use crate::views::svg::{chart, Axes, Canvas, Mark, Series, PALETTE};
+}
+
 pub use figures::cached::CachedTokensReport;
-pub use figures::capacity::{knee, knee_threshold_ms, slo_metric, KNEE_FACTOR, KNEE_SLACK_MS};
+pub use figures::capacity::{
+    knee, knee_threshold_ms, open_loop, slo_metric, KNEE_FACTOR, KNEE_SLACK_MS,
+};
 pub use figures::capacity_interval::{
     capacity_interval, capacity_intervals, knee_interval, max_interval, rate_interval,
     slo_has_intervals, slo_interval, slo_verdict,
@@ -72,10 +84,6 @@ pub use figures::options::{
     parse_metric_percentiles, parse_percentile_metrics, percentile_key, Goodput, Metric,
     StatsOptions, DEFAULT_PERCENTILES,
 };
-pub use figures::plan::{
-    basis_of, fleet, pareto_front, pareto_points, rank, status_of, ConfigStatus, Costs, Demand,
-    Fleet, ParetoPoint, PlanBasis, PlanConfig, PlanReport, PLAN_SCHEMA_VERSION,
-};
 pub use figures::precision::{half_widths, judge as judge_precision, PrecisionCheck};
 pub use figures::stats::{Accumulator, BenchmarkMeta};
 pub use figures::targets::TargetCounts;
@@ -92,7 +100,6 @@ pub use views::gate::{gate, Check, Direction, Gate, Rule, Rules, Verdict};
 pub use views::guidellm::render_guidellm;
 pub use views::html::{render_comparison_html, render_html};
 pub use views::options::{VllmConsoleOptions, VllmLayout};
-pub use views::plan_view::{recommendation, render_plan, render_plan_csv, render_plan_html};
 pub use views::precision_view::precision_notes;
 pub use views::ramp_view::ramp_notes;
 pub use views::runs_view::{render_clocks, render_trials};

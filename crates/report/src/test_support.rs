@@ -10,7 +10,7 @@ use crate::figures::stats::{Accumulator, BenchmarkMeta};
 
 /// A completed request dispatched at `dispatched` whose chunks (one answer token each) came
 /// at `chunks` and which ended at `end`; 8 prompt tokens, the counts from the usage.
-pub(crate) fn record(dispatched: Nanos, chunks: &[Nanos], end: Nanos) -> RequestRecord {
+pub fn record(dispatched: Nanos, chunks: &[Nanos], end: Nanos) -> RequestRecord {
     RequestRecord {
         target: None,
         model: None,
@@ -36,7 +36,7 @@ pub(crate) fn record(dispatched: Nanos, chunks: &[Nanos], end: Nanos) -> Request
 
 /// 40 constant-rate requests 100 ms apart (a 4 s window) whose `i`th lasts `lat(i)` ms, one
 /// prompt token each.
-pub(crate) fn open_loop(lat: impl Fn(u64) -> u64) -> BenchmarkReport {
+pub fn open_loop(lat: impl Fn(u64) -> u64) -> BenchmarkReport {
     const MS: Nanos = 1_000_000;
     let mut acc = Accumulator::new(&StatsOptions::default());
     for i in 0..40 {

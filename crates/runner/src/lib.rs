@@ -7,8 +7,8 @@
 //!
 //! It does not own the command line, profile files or defaults (the CLI resolves those into
 //! [`Settings`]), the consoles, progress display, signals or exit codes (its caller's: an
-//! interrupt comes in as a [`CancellationToken`]), nor the deployment plan (`bench-plan`
-//! calls it once per configuration). It never prints and never exits; its errors are typed
+//! interrupt comes in as a [`CancellationToken`]), nor the deployment plan (`bench-plan`,
+//! whose front end runs it once per configuration). It never prints and never exits; its errors are typed
 //! ([`Error`]), usage errors apart from failed runs.
 //!
 //! ```no_run

@@ -205,3 +205,18 @@ pub fn csv_cell(csv_text: &str, column: &str) -> String {
         .expect("a valid row");
     row[i].to_string()
 }
+
+/// Asserts that `out` is a usage error: exit code 2 and one line on stderr, naming `culprit`;
+/// `case` says which input failed in the assertion's message. Returns stderr.
+pub fn usage_error(out: &Output, culprit: &str, case: &str) -> String {
+    let err = text(&out.stderr);
+    let at = if case.is_empty() {
+        String::new()
+    } else {
+        format!("{case}: ")
+    };
+    assert_eq!(out.status.code(), Some(2), "{at}{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{at}{err}");
+    assert!(err.contains(culprit), "{at}{err}");
+    err
+}

@@ -48,19 +48,17 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
     execute(s, d, args.common.show_config, w)
 }
 
-/// One sweep of `bench plan`, of its configuration `config`, with its flags `common` (its
-/// configuration's target and run file set): the exit code `bench sweep` would give, and the
-/// sweep's report as the runner returned it (`None` when the run did not start).
-pub(crate) fn plan_sweep(common: &CommonArgs, config: &str) -> Outcome {
-    let prepared = settings::resolve(common, None, &[], true).and_then(|s| {
-        let d = distributed(common, &s)?;
-        let w = Watching::of(common, &format!("bench plan: {config}"), Some(config))?;
-        Ok((s, d, w))
-    });
-    match prepared {
-        Ok((s, d, w)) => execute_keeping(s, d, w),
-        Err(e) => (Err(e), None),
-    }
+/// One sweep of `bench plan`, of its configuration `config`, with its settings as the plan
+/// made them (resolved once, its target and run file set), the shard and the watchers of the
+/// plan: the exit code `bench sweep` would give, and the sweep's report as the runner
+/// returned it (`None` when the run did not start).
+pub(crate) fn plan_sweep(s: Settings, shard: ShardPlan, watch: &Watch, config: &str) -> Outcome {
+    let w = Watching {
+        watch: watch.clone(),
+        title: format!("bench plan: {config}"),
+        config: Some(config.to_string()),
+    };
+    execute_keeping(s, shard, w)
 }
 
 /// `bench run`.
@@ -100,10 +98,10 @@ impl Watching {
 
 /// The run's shard and shared start; an adaptive sweep is refused across shards (each shard
 /// would probe and pick its rates alone: docs/distributed.md).
-fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
+pub(crate) fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
     let index = std::env::var(crate::shard::INDEX_ENV).ok();
-    let plan = common.shard.resolve(index.as_deref())?;
-    if let Some(sh) = plan.shard.filter(|sh| !sh.is_whole()) {
+    let dist = common.shard.resolve(index.as_deref())?;
+    if let Some(sh) = dist.shard.filter(|sh| !sh.is_whole()) {
         if s.load.repeat.trials > 1 {
             return Err(UsageError::new(format!(
                 "--shard {sh}: repeated trials (--repeat) run in one process; repeat the distributed run instead"
@@ -128,10 +126,10 @@ fn distributed(common: &CommonArgs, s: &Settings) -> anyhow::Result<ShardPlan> {
         &s.load.limits,
         &s.load.warmup,
         &s.load.cooldown,
-        plan.shard,
+        dist.shard,
     )
     .map_err(|e| UsageError::new(format!("--shard: {e}")))?;
-    Ok(plan)
+    Ok(dist)
 }
 
 /// Prints the settings (`--show-config`), or checks the outputs and the open-file limit, sets
@@ -151,7 +149,7 @@ fn execute(
 }
 
 /// A run's exit code (or why it failed) and its report as the runner returned it.
-type Outcome = (anyhow::Result<ExitCode>, Option<RunReport>);
+pub(crate) type Outcome = (anyhow::Result<ExitCode>, Option<RunReport>);
 
 /// [`execute`] without `--show-config`, keeping the run's report.
 fn execute_keeping(settings: Settings, shard: ShardPlan, w: Watching) -> Outcome {

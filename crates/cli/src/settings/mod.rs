@@ -92,6 +92,46 @@ pub fn resolve(
     cli_rate: &[String],
     force_sweep: bool,
 ) -> anyhow::Result<Settings> {
+    let run = Run {
+        rate_type: cli_rate_type,
+        rate: cli_rate,
+        force_sweep,
+        launched: false,
+    };
+    Ok(resolve_run(cli, run)?.0)
+}
+
+/// The base settings of a plan's sweeps (`bench plan`), resolved once as `bench sweep`
+/// resolves its flags and profile, with no file of the user's (the plan's `--output` files are
+/// the plan's; each configuration's run writes its own `run.json`) and, when `launched` (a
+/// serve command), the target only as the command line gives it (each server's URL is set
+/// once it listens). The plan applies each configuration to them ([`bench_plan::linked`]).
+pub fn resolve_plan_base(cli: &CommonArgs, launched: bool) -> anyhow::Result<bench_plan::Base> {
+    let mut cli = cli.clone();
+    cli.report.output = Vec::new();
+    cli.report.no_output = true;
+    let run = Run {
+        rate_type: None,
+        rate: &[],
+        force_sweep: true,
+        launched,
+    };
+    let (settings, given) = resolve_run(&cli, run)?;
+    Ok(bench_plan::Base { settings, given })
+}
+
+/// What the command asks of [`resolve_run`]: `bench run`'s rate type and rates, a forced
+/// sweep, or a plan's launched servers (no target needed).
+struct Run<'a> {
+    rate_type: Option<&'a str>,
+    rate: &'a [String],
+    force_sweep: bool,
+    launched: bool,
+}
+
+/// [`resolve`], with what the user gave of the settings a plan's link may change.
+fn resolve_run(cli: &CommonArgs, run: Run<'_>) -> anyhow::Result<(Settings, bench_plan::Given)> {
+    let (cli_rate_type, cli_rate, force_sweep) = (run.rate_type, run.rate, run.force_sweep);
     let t = peers::translate(cli, cli_rate_type, cli_rate)?;
     let file = match &t.profile_file {
         Some(p) => load_file(p)?,
@@ -102,7 +142,7 @@ pub fn resolve(
         file: &file,
         profile: t.profile_file.as_deref(),
     };
-    let target = target::resolve(&src, |k| std::env::var(k).ok())?;
+    let target = target::resolve_for(&src, |k| std::env::var(k).ok(), run.launched)?;
     let (data, spec) = resolve_data(&src)?;
     check_data_for_backend(target.backend, &spec, &src)?;
     let trace = matches!(spec, bench_loader::DataSpec::Trace(_));
@@ -133,13 +173,23 @@ pub fn resolve(
         )));
     }
     let report = report::resolve(&src, load.rate_type, target.backend.pooling())?;
-    Ok(Settings {
+    let given = bench_plan::Given {
+        max_seconds: t.cli.load.max_seconds.or(file.max_seconds).is_some(),
+        precision_budget: t
+            .cli
+            .load
+            .precision_budget
+            .or(file.precision_budget)
+            .is_some(),
+    };
+    let settings = Settings {
         target,
         request,
         data,
         load,
         report,
-    })
+    };
+    Ok((settings, given))
 }
 
 /// `--data` (guidellm's JSON form accepted), `--data-column`, `--processor`. A bare `.txt`

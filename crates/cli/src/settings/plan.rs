@@ -1,6 +1,6 @@
-//! Settings of `bench plan` beyond the sweep's: the serve command and its parameters, the
-//! launcher's timeouts, the demand and the prices; flags, the profile's `plan:` mapping, and
-//! their resolution (CLI > file > defaults).
+//! Settings of `bench plan` beyond the sweep's: the flags, the profile's `plan:` mapping, and
+//! their resolution (CLI > file > defaults) into the plan's typed settings
+//! ([`bench_plan::PlanSettings`], whose crate holds the rules of their words and defaults).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,18 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::UsageError;
+use bench_plan::settings::{parse_link, parse_param, Link, Param, PlanSettings};
 
-/// Default wait for a launched server to answer, seconds (a large model loads for minutes).
-pub const DEFAULT_READY_TIMEOUT: f64 = 600.0;
-/// Default grace between SIGTERM and SIGKILL at teardown, seconds.
-pub const DEFAULT_STOP_GRACE: f64 = 10.0;
-/// Default directory of a plan's files.
-pub const DEFAULT_PLAN_DIR: &str = "bench-plan";
-/// Default window a trace's peak rate is read over, seconds.
-pub const DEFAULT_DEMAND_WINDOW: f64 = 60.0;
-/// Default path a launched server is polled at until it answers 200.
-pub const DEFAULT_READY_PATH: &str = "/v1/models";
+use crate::UsageError;
 
 /// The flags of `bench plan` that `bench sweep` has not.
 #[derive(Debug, Clone, Default, Args)]
@@ -132,38 +123,6 @@ pub struct PlanFile {
     pub resume: Option<bool>,
 }
 
-/// One server parameter and its values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Param {
-    /// Its name, as `{name}` in the serve command.
-    pub name: String,
-    /// Its values, in order.
-    pub values: Vec<String>,
-}
-
-/// The resolved settings of a plan.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanSettings {
-    pub serve: Option<String>,
-    pub params: Vec<Param>,
-    /// `--serve-params`: the configurations are this file's entries, not the product of
-    /// `params` (which is then empty).
-    pub serve_params: Option<PathBuf>,
-    /// (parameter, load setting).
-    pub links: Vec<Link>,
-    pub ready_timeout: f64,
-    pub ready_path: String,
-    pub stop_grace: f64,
-    /// `None`: the trace's peak rate over `demand_window` seconds.
-    pub demand: Option<f64>,
-    pub demand_window: f64,
-    pub growth: f64,
-    pub gpus_per_replica: String,
-    pub gpu_hour_cost: Option<f64>,
-    pub dir: PathBuf,
-    pub resume: bool,
-}
-
 fn usage(msg: String) -> anyhow::Error {
     UsageError::new(msg).into()
 }
@@ -175,40 +134,6 @@ fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
         serde_yaml::Value::Bool(b) => Some(b.to_string()),
         other => super::yaml_text(other),
     }
-}
-
-/// Parses `NAME=V1,V2,...` (`origin` names it in errors).
-pub fn parse_param(text: &str, origin: &str) -> anyhow::Result<Param> {
-    let Some((name, values)) = text.split_once('=') else {
-        return Err(usage(format!(
-            "{origin} `{text}`: expected NAME=V1,V2,... (e.g. max_num_seqs=8,16)"
-        )));
-    };
-    let name = name.trim();
-    check_name(name, origin)?;
-    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
-    if values.iter().any(String::is_empty) {
-        return Err(usage(format!("{origin} `{text}`: an empty value")));
-    }
-    Ok(Param {
-        name: name.into(),
-        values,
-    })
-}
-
-/// Checks a parameter's name (a `--params` name or a `--serve-params` key): letters, digits,
-/// `_` and `-`, and not `port`.
-pub(crate) fn check_name(name: &str, origin: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !ok || name == "port" {
-        return Err(usage(format!(
-            "{origin}: `{name}` is not a parameter name (letters, digits, `_`, `-`; `port` is bench's)"
-        )));
-    }
-    Ok(())
 }
 
 /// The profile's parameters, in the order written.
@@ -225,84 +150,59 @@ fn file_params(m: &serde_yaml::Mapping, origin: &str) -> anyhow::Result<Vec<Para
                     "{origin}: {name}: expected a list of values or a comma-separated string"
                 ))
             })?;
-            parse_param(&format!("{name}={}", values.join(",")), origin)
+            Ok(parse_param(
+                &format!("{name}={}", values.join(",")),
+                origin,
+            )?)
         })
         .collect()
 }
 
-/// Parses `PARAM=SETTING`.
-fn parse_link(text: &str, origin: &str) -> anyhow::Result<(String, String)> {
-    let (p, s) = text.split_once('=').ok_or_else(|| {
-        usage(format!(
-            "{origin} `{text}`: expected PARAM=SETTING (e.g. max_num_seqs=max_concurrency)"
-        ))
-    })?;
-    let s = s.trim().replace('-', "_");
-    if !LINKABLE.contains(&s.as_str()) {
-        return Err(usage(format!(
-            "{origin} `{text}`: `{s}` cannot follow a parameter (one of: {})",
-            LINKABLE.join(", ")
-        )));
-    }
-    Ok((p.trim().to_string(), s))
-}
-
-/// The load settings a parameter may set.
-pub const LINKABLE: [&str; 4] = [
-    "max_concurrency",
-    "max_requests",
-    "max_seconds",
-    "sweep_size",
-];
-
-impl PlanSettings {
-    /// The settings as a profile's `plan:` mapping (`--show-config`), which loads again to them.
-    pub fn to_file(&self) -> PlanFile {
-        let params: serde_yaml::Mapping = self
-            .params
-            .iter()
-            .map(|p| {
-                let values = p
-                    .values
-                    .iter()
-                    .cloned()
-                    .map(serde_yaml::Value::String)
-                    .collect();
-                (
-                    serde_yaml::Value::String(p.name.clone()),
-                    serde_yaml::Value::Sequence(values),
-                )
-            })
-            .collect();
-        PlanFile {
-            serve: self.serve.clone(),
-            params: (!params.is_empty()).then_some(params),
-            serve_params: self.serve_params.clone(),
-            link: (!self.links.is_empty()).then(|| self.links.iter().cloned().collect()),
-            ready_timeout: Some(self.ready_timeout),
-            ready_path: Some(self.ready_path.clone()),
-            stop_grace: Some(self.stop_grace),
-            demand: self.demand,
-            demand_window: Some(self.demand_window),
-            growth: Some(self.growth),
-            gpus_per_replica: Some(serde_yaml::Value::String(self.gpus_per_replica.clone())),
-            gpu_hour_cost: self.gpu_hour_cost,
-            plan_dir: Some(self.dir.clone()),
-            resume: Some(self.resume),
-        }
+/// The settings as a profile's `plan:` mapping (`--show-config`), which loads again to them;
+/// a secret parameter's values and the serve command's secrets masked
+/// ([`bench_plan::configs::shown_params`], [`bench_plan::configs::redact_template`]).
+pub fn to_file(plan: &PlanSettings) -> PlanFile {
+    let params: serde_yaml::Mapping = bench_plan::configs::shown_params(&plan.params)
+        .iter()
+        .map(|p| {
+            let values = p
+                .values
+                .iter()
+                .cloned()
+                .map(serde_yaml::Value::String)
+                .collect();
+            (
+                serde_yaml::Value::String(p.name.clone()),
+                serde_yaml::Value::Sequence(values),
+            )
+        })
+        .collect();
+    PlanFile {
+        serve: plan
+            .serve
+            .as_deref()
+            .map(bench_plan::configs::redact_template),
+        params: (!params.is_empty()).then_some(params),
+        serve_params: plan.serve_params.clone(),
+        link: (!plan.links.is_empty()).then(|| plan.links.iter().cloned().collect()),
+        ready_timeout: Some(plan.ready_timeout),
+        ready_path: Some(plan.ready_path.clone()),
+        stop_grace: Some(plan.stop_grace),
+        demand: plan.demand,
+        demand_window: Some(plan.demand_window),
+        growth: Some(plan.growth),
+        gpus_per_replica: Some(serde_yaml::Value::String(plan.gpus_per_replica.clone())),
+        gpu_hour_cost: plan.gpu_hour_cost,
+        plan_dir: Some(plan.dir.clone()),
+        resume: Some(plan.resume),
     }
 }
 
-/// A load setting that follows a parameter: (parameter, setting).
-pub type Link = (String, String);
-
-/// The parameters and the links, from the flags or else the profile; checked together (a
-/// parameter named twice, a link to no parameter).
+/// The parameters and the links, from the flags or else the profile.
 fn params_and_links(
     cli: &PlanArgs,
     f: &PlanFile,
     origin: &dyn Fn(&str, bool) -> String,
-    listed: bool,
 ) -> anyhow::Result<(Vec<Param>, Vec<Link>)> {
     let params = if cli.params.is_empty() {
         match &f.params {
@@ -313,38 +213,39 @@ fn params_and_links(
         cli.params
             .iter()
             .map(|p| parse_param(p, "--params"))
-            .collect::<anyhow::Result<_>>()?
+            .collect::<Result<_, _>>()?
     };
-    let mut names = std::collections::BTreeSet::new();
-    for p in &params {
-        if !names.insert(p.name.clone()) {
-            return Err(usage(format!("--params: `{}` given twice", p.name)));
-        }
-    }
     let links = if cli.link.is_empty() {
         f.link
             .iter()
             .flatten()
             .map(|(p, s)| parse_link(&format!("{p}={s}"), &origin("link", false)))
-            .collect::<anyhow::Result<Vec<_>>>()?
+            .collect::<Result<Vec<_>, _>>()?
     } else {
         cli.link
             .iter()
             .map(|l| parse_link(l, "--link"))
-            .collect::<anyhow::Result<_>>()?
+            .collect::<Result<_, _>>()?
     };
-    // A `--serve-params` file's keys are checked against the links once it is read.
-    for (p, _) in links.iter().filter(|_| !listed) {
-        if !names.contains(p) {
-            return Err(usage(format!(
-                "--link: `{p}` is not a parameter given by --params"
-            )));
-        }
-    }
     Ok((params, links))
 }
 
-/// Resolves the plan's settings from the flags and the profile's `plan:` mapping.
+/// Whether the command line gave the plan's setting `flag` (else the profile or a default).
+fn given(cli: &PlanArgs, flag: &str) -> bool {
+    match flag {
+        "serve-params" => cli.serve_params.is_some(),
+        "demand" => cli.demand.is_some(),
+        "demand-window" => cli.demand_window.is_some(),
+        "growth" => cli.growth.is_some(),
+        "ready-timeout" => cli.ready_timeout.is_some(),
+        "stop-grace" => cli.stop_grace.is_some(),
+        "gpu-hour-cost" => cli.gpu_hour_cost.is_some(),
+        _ => true,
+    }
+}
+
+/// Resolves the plan's settings from the flags and the profile's `plan:` mapping (CLI > file
+/// > defaults), checked by the plan's rules ([`bench_plan::settings::check`]).
 pub fn resolve(
     cli: &PlanArgs,
     file: Option<&PlanFile>,
@@ -358,96 +259,47 @@ pub fn resolve(
             format!("{profile}: plan: {}", flag.replace('-', "_"))
         }
     };
-    let serve_params = cli.serve_params.clone().or(f.serve_params.clone());
-    let (params, links) = params_and_links(cli, &f, &origin, serve_params.is_some())?;
-    let serve = cli.serve.clone().or(f.serve.clone());
-    if serve.is_none() && !params.is_empty() {
-        return Err(usage(
-            "--params needs --serve: a parameter is a setting of a server bench starts".into(),
-        ));
-    }
-    if let Some(p) = &serve_params {
-        let flag = origin("serve-params", cli.serve_params.is_some());
-        if serve.is_none() {
-            return Err(usage(format!(
-                "{flag} {}: needs --serve, the command its entries configure",
-                p.display()
-            )));
-        }
-        if !params.is_empty() {
-            return Err(usage(format!(
-                "{flag} {}: lists the configurations itself; give it or --params, not both",
-                p.display()
-            )));
-        }
-    }
-    // A positive number from the flag, else the file, else `default` (`None`: none).
-    let positive = |flag: &str, c: Option<f64>, fv: Option<f64>, default: Option<f64>| match c
-        .or(fv)
-        .or(default)
-    {
-        Some(v) if !(v.is_finite() && v > 0.0) => Err(usage(format!(
-            "{}: {v} must be a positive number",
-            origin(flag, c.is_some())
-        ))),
-        v => Ok(v),
-    };
-    let demand = positive("demand", cli.demand, f.demand, None)?;
-    let window = Some(DEFAULT_DEMAND_WINDOW);
-    let demand_window = positive("demand-window", cli.demand_window, f.demand_window, window)?;
-    let growth = positive("growth", cli.growth, f.growth, Some(1.0))?;
-    let ready = Some(DEFAULT_READY_TIMEOUT);
-    let ready_timeout = positive("ready-timeout", cli.ready_timeout, f.ready_timeout, ready)?;
-    let stop_grace = positive(
-        "stop-grace",
-        cli.stop_grace,
-        f.stop_grace,
-        Some(DEFAULT_STOP_GRACE),
-    )?;
-    let gpu_hour_cost = match cli.gpu_hour_cost.or(f.gpu_hour_cost) {
-        Some(c) if !(c.is_finite() && c >= 0.0) => {
-            return Err(usage(format!(
-                "{}: {c} must be a price of 0 or more",
-                origin("gpu-hour-cost", cli.gpu_hour_cost.is_some())
-            )))
-        }
-        c => c,
-    };
-    let gpus_per_replica = match (&cli.gpus_per_replica, &f.gpus_per_replica) {
-        (Some(g), _) => g.clone(),
-        (None, Some(v)) => scalar_text(v).unwrap_or_default(),
-        (None, None) => "1".into(),
-    };
-    let ready_path = cli
-        .ready_path
-        .clone()
-        .or(f.ready_path.clone())
-        .unwrap_or_else(|| DEFAULT_READY_PATH.into());
-    if !ready_path.starts_with('/') {
-        return Err(usage(format!(
-            "--ready-path `{ready_path}`: must start with `/`"
-        )));
-    }
-    Ok(PlanSettings {
-        serve,
+    let (params, links) = params_and_links(cli, &f, &origin)?;
+    let defaults = PlanSettings::default();
+    let plan = PlanSettings {
+        serve: cli.serve.clone().or(f.serve.clone()),
         params,
-        serve_params,
+        serve_params: cli.serve_params.clone().or(f.serve_params.clone()),
         links,
-        ready_timeout: ready_timeout.unwrap_or(DEFAULT_READY_TIMEOUT),
-        ready_path,
-        stop_grace: stop_grace.unwrap_or(DEFAULT_STOP_GRACE),
-        demand,
-        demand_window: demand_window.unwrap_or(DEFAULT_DEMAND_WINDOW),
-        growth: growth.unwrap_or(1.0),
-        gpus_per_replica,
-        gpu_hour_cost,
+        ready_timeout: cli
+            .ready_timeout
+            .or(f.ready_timeout)
+            .unwrap_or(defaults.ready_timeout),
+        ready_path: cli
+            .ready_path
+            .clone()
+            .or(f.ready_path.clone())
+            .unwrap_or(defaults.ready_path),
+        stop_grace: cli
+            .stop_grace
+            .or(f.stop_grace)
+            .unwrap_or(defaults.stop_grace),
+        demand: cli.demand.or(f.demand),
+        demand_window: cli
+            .demand_window
+            .or(f.demand_window)
+            .unwrap_or(defaults.demand_window),
+        growth: cli.growth.or(f.growth).unwrap_or(defaults.growth),
+        gpus_per_replica: match (&cli.gpus_per_replica, &f.gpus_per_replica) {
+            (Some(g), _) => g.clone(),
+            (None, Some(v)) => scalar_text(v).unwrap_or_default(),
+            (None, None) => defaults.gpus_per_replica,
+        },
+        gpu_hour_cost: cli.gpu_hour_cost.or(f.gpu_hour_cost),
         dir: cli
             .plan_dir
             .clone()
             .or(f.plan_dir.clone())
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_PLAN_DIR)),
+            .unwrap_or(defaults.dir),
         resume: cli.resume || f.resume.unwrap_or(false),
-    })
+    };
+    bench_plan::settings::check(&plan, &|flag| origin(flag, given(cli, flag)))?;
+    Ok(plan)
 }
 
 #[cfg(test)]
@@ -517,7 +369,7 @@ mod tests {
         a.link = vec!["n=max_concurrency".into()];
         a.gpus_per_replica = Some("{tp}*2".into());
         let s = resolve(&a, None, "p").expect("ok");
-        let text = serde_yaml::to_string(&s.to_file()).expect("yaml");
+        let text = serde_yaml::to_string(&to_file(&s)).expect("yaml");
         let back: PlanFile = serde_yaml::from_str(&text).expect("loads");
         assert_eq!(
             resolve(&PlanArgs::default(), Some(&back), "p").expect("ok"),

@@ -63,12 +63,23 @@ fn seconds(flag: &str, v: Option<f64>, default: Duration) -> anyhow::Result<Dura
 }
 
 /// Resolves the target group; `env` looks up environment variables (`OPENAI_API_KEY`).
+#[cfg(test)]
 pub(crate) fn resolve(
     src: &Sources<'_>,
     env: impl Fn(&str) -> Option<String>,
 ) -> anyhow::Result<TargetSettings> {
+    resolve_for(src, env, false)
+}
+
+/// [`resolve`]; with `launched` (a plan that starts each configuration's server), no target
+/// is needed: each server's URL is set once it listens.
+pub(crate) fn resolve_for(
+    src: &Sources<'_>,
+    env: impl Fn(&str) -> Option<String>,
+    launched: bool,
+) -> anyhow::Result<TargetSettings> {
     let (c, f) = (&src.cli.target, src.file);
-    let (mock, targets) = server(src)?;
+    let (mock, targets) = server(src, launched)?;
     let balance = balance(src)?;
     let balance = (targets.len() > 1).then(|| balance.unwrap_or_default());
     let backend = match c.backend.as_ref().or(f.backend.as_ref()) {
@@ -179,21 +190,22 @@ fn source_addresses(origin: String, given: &[String]) -> anyhow::Result<Vec<IpAd
 }
 
 /// Whether the run benchmarks the simulator, and the server URLs when not (one of them is
-/// required, not both).
-fn server(src: &Sources<'_>) -> anyhow::Result<(bool, Vec<String>)> {
+/// required, not both; neither when the servers are `launched` by a plan).
+fn server(src: &Sources<'_>, launched: bool) -> anyhow::Result<(bool, Vec<String>)> {
     let (c, f) = (&src.cli.target, src.file);
     let mock = c.mock || f.mock.unwrap_or(false);
-    if mock && !c.target.is_empty() {
+    if mock && (!c.target.is_empty() || launched) {
         return Err(usage("--mock and --target exclude each other"));
     }
     let given = match (&f.target, c.target.is_empty()) {
         _ if mock => return Ok((true, Vec::new())),
         (_, false) => c.target.clone(),
-        (Some(t), true) => t.given(),
-        (None, true) => Vec::new(),
+        // A plan's launched servers listen where the command line says, else on a free port.
+        (Some(t), true) if !launched => t.given(),
+        (_, true) => Vec::new(),
     };
     let targets = target_list(&src.origin("target", !c.target.is_empty()), &given)?;
-    if targets.is_empty() {
+    if targets.is_empty() && !launched {
         return Err(usage(
             "no server to benchmark: give --target URL (or --mock for the built-in simulator)",
         ));

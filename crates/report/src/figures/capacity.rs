@@ -50,7 +50,7 @@ impl BenchmarkReport {
 
 /// The open-loop benchmarks of `run` as (offered rate, benchmark), ascending; of a load the
 /// sweep ran again longer (docs/profiles.md, "Kept up"), only the last run, which judges it.
-pub(crate) fn open_loop(run: &RunReport) -> Vec<(f64, &BenchmarkReport)> {
+pub fn open_loop(run: &RunReport) -> Vec<(f64, &BenchmarkReport)> {
     let bs = &run.benchmarks;
     let mut v: Vec<(f64, &BenchmarkReport)> = bs
         .iter()

@@ -28,7 +28,6 @@ pub(crate) mod models;
 #[cfg(test)]
 mod models_tests;
 pub(crate) mod options;
-pub(crate) mod plan;
 pub(crate) mod precision;
 pub(crate) mod session_cache;
 pub(crate) mod stats;

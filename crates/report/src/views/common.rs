@@ -14,7 +14,7 @@ use crate::figures::options::Metric;
 /// Escapes text for HTML element content and attribute values; control characters other than
 /// line breaks (a server's text may hold them) are written as escapes first, line by line
 /// ([`bench_core::escape_controls`]).
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let s: String = s
         .split('\n')
         .map(bench_core::escape_controls)
@@ -35,7 +35,7 @@ pub(crate) fn esc(s: &str) -> String {
 }
 
 /// `x` with at most `digits` decimals and no trailing zeros (`2.5`, `10`).
-pub(crate) fn trimmed(x: f64, digits: usize) -> String {
+pub fn trimmed(x: f64, digits: usize) -> String {
     let s = format!("{x:.digits$}");
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -99,9 +99,12 @@ pub(crate) fn mmp(b: &BenchmarkReport, m: Metric, scale: f64, digits: usize) -> 
 const PRESET: &str = "  == -| |    ==    ";
 
 /// A table as column groups (the first group holds the row label) and rows of cells.
-pub(crate) struct Spec<'a> {
-    pub(crate) groups: Vec<(&'a str, &'a [&'a str])>,
-    pub(crate) rows: Vec<Vec<String>>,
+#[derive(Debug)]
+pub struct Spec<'a> {
+    /// The column groups: a title and its columns' names.
+    pub groups: Vec<(&'a str, &'a [&'a str])>,
+    /// The rows, a cell per column.
+    pub rows: Vec<Vec<String>>,
 }
 
 /// Group of each column: (group index, title).
@@ -265,7 +268,7 @@ fn widest(lines: &[String]) -> usize {
 /// Renders the table; when it is wider than `width`, splits it into several tables of whole
 /// column groups, each repeating the row label, and only wraps cells (comfy-table's dynamic
 /// arrangement) when one group alone cannot fit.
-pub(crate) fn render(spec: &Spec<'_>, width: Option<u16>) -> String {
+pub fn render(spec: &Spec<'_>, width: Option<u16>) -> String {
     render_labelled(spec, width, 1)
 }
 

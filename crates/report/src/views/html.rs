@@ -9,7 +9,7 @@ use crate::views::common::esc;
 use crate::views::svg::{line_chart, Axes, Series, PALETTE};
 use crate::views::sweep_html::{capacity_box, sweep_charts, Drawn};
 
-pub(crate) const CSS: &str = "\
+pub const CSS: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1d232a;background:#fff}\
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde;padding-bottom:4px}\
 h3{font-size:15px;margin:18px 0 6px}.meta{color:#555;margin:0 0 12px}\

@@ -8,8 +8,9 @@
 //! precision check's lines [`precision_view`], the per-target line [`targets_view`]), the CSV, JSON and YAML files ([`files`],
 //! [`interval_view`]), the HTML page and its SVG charts ([`html`], [`html_server`],
 //! [`sweep_html`], [`svg`]), the vLLM result files ([`vllm_result`]), the comparison of runs
-//! ([`compare`], [`compare_html`], [`compare_md`]) and its regression gate ([`gate`]), the deployment plan's console, CSV and page
-//! ([`plan_view`]) and the views' own options ([`options`]).
+//! ([`compare`], [`compare_html`], [`compare_md`]) and its regression gate ([`gate`]), and the
+//! views' own options ([`options`]). The tables, charts and page style are public
+//! ([`crate::draw`]) for the deployment plan's views, which are `bench-plan`'s.
 //!
 //! A view may import any figure (`crate::figures`), the crate's [`crate::Error`], the views'
 //! [`options`], and other views whose output it embeds: a console or page embeds its sections
@@ -36,7 +37,6 @@ pub(crate) mod images_view;
 pub(crate) mod interval_view;
 pub(crate) mod models_view;
 pub(crate) mod options;
-pub(crate) mod plan_view;
 pub(crate) mod precision_view;
 pub(crate) mod ramp_view;
 pub(crate) mod reasoning_view;

@@ -9,7 +9,7 @@ use crate::views::common::esc;
 
 /// One line of a chart.
 #[derive(Debug, Clone)]
-pub(crate) struct Series {
+pub struct Series {
     pub name: String,
     pub color: &'static str,
     pub points: Vec<(f64, f64)>,
@@ -48,7 +48,7 @@ impl Series {
 /// A chart's size in pixels (its text is sized in the same pixels: shown at this width, the
 /// chart's text is the page's size) and whether it draws its own legend.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Canvas {
+pub struct Canvas {
     pub w: f64,
     pub h: f64,
     /// The legend between the title and the plot; without it the caller lays one out (the
@@ -67,7 +67,7 @@ impl Canvas {
 
 /// A reference line across the plot: vertical at an x value, or horizontal at a y value.
 #[derive(Debug, Clone)]
-pub(crate) struct Mark {
+pub struct Mark {
     /// Vertical (at x) or horizontal (at y).
     pub vertical: bool,
     pub value: f64,
@@ -78,7 +78,7 @@ pub(crate) struct Mark {
 
 /// A chart's axes.
 #[derive(Debug, Clone)]
-pub(crate) struct Axes {
+pub struct Axes {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -89,7 +89,7 @@ pub(crate) struct Axes {
 }
 
 /// Colors of successive series (colour-blind friendly).
-pub(crate) const PALETTE: [&str; 6] = [
+pub const PALETTE: [&str; 6] = [
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9",
 ];
 
@@ -206,7 +206,7 @@ pub(crate) fn line_chart(axes: &Axes, series: &[Series]) -> String {
 }
 
 /// [`line_chart`] on `canvas`.
-pub(crate) fn chart(axes: &Axes, series: &[Series], canvas: &Canvas) -> String {
+pub fn chart(axes: &Axes, series: &[Series], canvas: &Canvas) -> String {
     let (w, h) = (canvas.w, canvas.h);
     // The frame covers the points and the ends of their error bars.
     let pts: Vec<(f64, f64)> = series

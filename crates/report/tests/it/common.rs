@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bench_core::Strategy;
 use bench_core::{Chunk, Nanos, Outcome, RequestRecord, TimeoutPhase, TokenSource, Window};
 use bench_report::{
-    Accumulator, BenchmarkMeta, BenchmarkReport, Environment, RunReport, StatsOptions,
+    Accumulator, BenchmarkMeta, BenchmarkReport, Environment, RunReport, ShardFile, ShardRun,
+    StatsOptions,
 };
 
 pub const MS: Nanos = 1_000_000;
@@ -628,4 +629,51 @@ pub fn summarise(b: &BenchmarkReport, records: &[RequestRecord]) -> BenchmarkRep
     };
     meta.stop_reason = b.stop_reason.clone();
     acc.finish(meta)
+}
+
+/// `run`'s benchmarks split into the files of a run of `count` shards: the `j`-th record of a
+/// benchmark goes to shard `shard_of(j, record)` (`None`: to none), each shard's benchmarks
+/// summarised from its share ([`summarise`]); with the whole run summarised the same way (the
+/// golden and merge tests' shards).
+pub fn split_into_shards(
+    run: &RunReport,
+    count: u32,
+    shard_of: impl Fn(usize, &RequestRecord) -> Option<u32>,
+) -> (RunReport, Vec<ShardFile>) {
+    let mut whole = run.clone();
+    let mut shards: Vec<RunReport> = (0..count).map(|_| run.clone()).collect();
+    for (k, b) in run.benchmarks.iter().enumerate() {
+        let all = b.records.clone().expect("records kept");
+        whole.benchmarks[k] = summarise(b, &all);
+        for (i, s) in shards.iter_mut().enumerate() {
+            let mine: Vec<RequestRecord> = all
+                .iter()
+                .enumerate()
+                .filter(|(j, r)| shard_of(*j, r) == Some(i as u32))
+                .map(|(_, r)| r.clone())
+                .collect();
+            s.benchmarks[k] = summarise(b, &mine);
+        }
+    }
+    (whole, shard_files(shards, count))
+}
+
+/// `runs` as the shard files of a run of `count` shards, shard `i` the `i`-th.
+pub fn shard_files(runs: Vec<RunReport>, count: u32) -> Vec<ShardFile> {
+    runs.into_iter()
+        .enumerate()
+        .map(|(i, mut run)| {
+            run.shard = Some(ShardRun {
+                index: i as u32,
+                count,
+                start_at: Some("2025-05-15T16:59:28Z".into()),
+                start_late_ms: Some(0.5),
+                clock: None,
+            });
+            ShardFile {
+                name: format!("shard-{i}.json"),
+                run,
+            }
+        })
+        .collect()
 }

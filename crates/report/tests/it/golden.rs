@@ -11,14 +11,13 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use bench_core::RequestRecord;
 use bench_report::{
     merge_shards, parse_metric_percentiles, parse_percentile_metrics, precision_notes, read_run,
     render_capacity, render_capacity_vllm, render_clocks, render_comparison,
     render_comparison_html, render_csv, render_guidellm, render_html, render_json, render_trials,
     render_vllm, render_vllm_benchmark, render_vllm_preamble, render_yaml, vllm_result,
-    vllm_result_filename, Goodput, Metric, RunReport, ShardFile, ShardRun, StatsOptions,
-    VllmConsoleOptions, VllmLayout, VllmResultMeta,
+    vllm_result_filename, Goodput, Metric, RunReport, ShardFile, StatsOptions, VllmConsoleOptions,
+    VllmLayout, VllmResultMeta,
 };
 
 fn golden_dir() -> PathBuf {
@@ -65,35 +64,7 @@ fn goodput_opts() -> StatsOptions {
 /// The sample run's records split between `count` shards (record i to shard i mod count).
 fn shards(count: u32) -> Vec<ShardFile> {
     let base = common::sample_run(&opts());
-    let mut runs: Vec<RunReport> = (0..count).map(|_| base.clone()).collect();
-    for (k, b) in base.benchmarks.iter().enumerate() {
-        let all = b.records.clone().expect("records kept");
-        for (i, s) in runs.iter_mut().enumerate() {
-            let mine: Vec<RequestRecord> = all
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j as u32 % count == i as u32)
-                .map(|(_, r)| r.clone())
-                .collect();
-            s.benchmarks[k] = common::summarise(b, &mine);
-        }
-    }
-    runs.into_iter()
-        .enumerate()
-        .map(|(i, mut run)| {
-            run.shard = Some(ShardRun {
-                index: i as u32,
-                count,
-                start_at: Some("2025-05-15T16:59:28Z".into()),
-                start_late_ms: Some(0.5),
-                clock: None,
-            });
-            ShardFile {
-                name: format!("shard-{i}.json"),
-                run,
-            }
-        })
-        .collect()
+    common::split_into_shards(&base, count, |j, _| Some(j as u32 % count)).1
 }
 
 /// Three trials of the sample run's records, pooled.

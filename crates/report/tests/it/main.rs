@@ -9,6 +9,7 @@
 //! manifest's folder.
 
 mod capacity_intervals;
+mod chromium;
 mod closed_loop_intervals;
 mod common;
 mod console;
@@ -18,5 +19,4 @@ mod html_chromium;
 mod interval_coverage;
 mod layers;
 mod merge;
-mod plan;
 mod reasoning;

@@ -7,10 +7,9 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use bench_core::RequestRecord;
 use bench_report::{
     merge_shards, render_clocks, render_guidellm, render_vllm, write_outputs, Metric, RunReport,
-    ShardClock, ShardFile, ShardRun, StatsOptions, VllmConsoleOptions,
+    ShardClock, ShardFile, StatsOptions, VllmConsoleOptions,
 };
 
 fn opts() -> StatsOptions {
@@ -20,45 +19,10 @@ fn opts() -> StatsOptions {
     }
 }
 
-/// `runs` as the shard files of a run of `count` shards, shard `i` the `i`-th.
-fn shard_files(runs: Vec<RunReport>, count: u32) -> Vec<ShardFile> {
-    runs.into_iter()
-        .enumerate()
-        .map(|(i, mut run)| {
-            run.shard = Some(ShardRun {
-                index: i as u32,
-                count,
-                start_at: Some("2025-05-15T16:59:28Z".into()),
-                start_late_ms: Some(0.5),
-                clock: None,
-            });
-            ShardFile {
-                name: format!("shard-{i}.json"),
-                run,
-            }
-        })
-        .collect()
-}
-
 /// The whole run re-summarised, and its `count` shards (record i to shard i mod count).
 fn split(count: u32) -> (RunReport, Vec<ShardFile>) {
     let base = common::sample_run(&opts());
-    let mut whole = base.clone();
-    let mut shards: Vec<RunReport> = (0..count).map(|_| base.clone()).collect();
-    for (k, b) in base.benchmarks.iter().enumerate() {
-        let all = b.records.clone().expect("records kept");
-        whole.benchmarks[k] = common::summarise(b, &all);
-        for (i, s) in shards.iter_mut().enumerate() {
-            let mine: Vec<RequestRecord> = all
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j as u32 % count == i as u32)
-                .map(|(_, r)| r.clone())
-                .collect();
-            s.benchmarks[k] = common::summarise(b, &mine);
-        }
-    }
-    (whole, shard_files(shards, count))
+    common::split_into_shards(&base, count, |j, _| Some(j as u32 % count))
 }
 
 #[test]
@@ -121,24 +85,9 @@ fn merged_run_validates_and_renders_in_every_format() {
 /// `run`'s benchmarks split into `count` shard files by session (session s to shard
 /// s mod count, as `--shard` splits them), each summarised alone; with the whole re-summarised.
 fn split_sessions(run: &RunReport, count: u32) -> (RunReport, Vec<ShardFile>) {
-    let mut whole = run.clone();
-    let mut shards: Vec<RunReport> = (0..count).map(|_| run.clone()).collect();
-    for (k, b) in run.benchmarks.iter().enumerate() {
-        let all = b.records.clone().expect("records kept");
-        whole.benchmarks[k] = common::summarise(b, &all);
-        for (i, s) in shards.iter_mut().enumerate() {
-            let mine: Vec<RequestRecord> = all
-                .iter()
-                .filter(|r| {
-                    r.session
-                        .is_some_and(|t| t.session % u64::from(count) == i as u64)
-                })
-                .cloned()
-                .collect();
-            s.benchmarks[k] = common::summarise(b, &mine);
-        }
-    }
-    (whole, shard_files(shards, count))
+    common::split_into_shards(run, count, |_, r| {
+        r.session.map(|t| (t.session % u64::from(count)) as u32)
+    })
 }
 
 #[test]

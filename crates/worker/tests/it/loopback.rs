@@ -25,14 +25,7 @@ const COMPLETION_EVENTS: &[&str] = &[
 ];
 
 fn spec(out: Option<u32>) -> RequestSpec {
-    RequestSpec {
-        prompt: "Tell me a story".into(),
-        prompt_tokens: 4,
-        output_tokens: out,
-        at: None,
-        batch: Vec::new(),
-        images: Vec::new(),
-    }
+    common::request("Tell me a story", 4, out)
 }
 
 fn dispatch(id: u64) -> Dispatch {
@@ -57,6 +50,20 @@ fn config(url: String, backend: BackendKind) -> WorkerConfig {
 async fn send(w: &Worker, out: Option<u32>) -> RequestRecord {
     w.send(spec(out), dispatch(1), CancellationToken::new())
         .await
+}
+
+/// One request (`out` output tokens asked) of a completions worker to `srv`.
+async fn send_to(srv: &common::Server, out: Option<u32>) -> RequestRecord {
+    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+        .await
+        .unwrap();
+    send(&w, out).await
+}
+
+/// A completions request (8 output tokens asked) to a loopback server that streams `events`.
+async fn streamed(events: &'static [&'static str]) -> RequestRecord {
+    let srv = common::start(move |_| Script::sse(events)).await;
+    send_to(&srv, Some(8)).await
 }
 
 fn body_json(seen: &common::Seen) -> serde_json::Value {
@@ -229,10 +236,7 @@ async fn tls_with_cacert_over_http1_and_http2_alpn() {
     );
 
     // Without the CA the certificate is refused; --insecure accepts it.
-    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
-        .await
-        .unwrap();
-    let r = send(&w, Some(3)).await;
+    let r = send_to(&srv, Some(3)).await;
     assert!(
         matches!(r.outcome, Outcome::Connect { .. }),
         "{:?}",
@@ -263,10 +267,7 @@ async fn http_error_status_keeps_a_bounded_body_excerpt() {
         }
     })
     .await;
-    let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
-        .await
-        .unwrap();
-    let r = send(&w, Some(3)).await;
+    let r = send_to(&srv, Some(3)).await;
     assert_eq!(
         r.outcome,
         Outcome::Http {
@@ -341,14 +342,7 @@ async fn reset_mid_stream_keeps_the_chunks_that_arrived() {
 
 #[tokio::test]
 async fn truncated_stream_without_final_event_is_a_protocol_error() {
-    let srv = common::start(|_| Script::sse(&[r#"{"choices":[{"text":"a"}]}"#])).await;
-    let r = send(
-        &Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
-            .await
-            .unwrap(),
-        Some(8),
-    )
-    .await;
+    let r = streamed(&[r#"{"choices":[{"text":"a"}]}"#]).await;
     assert!(
         matches!(r.outcome, Outcome::Protocol { .. }),
         "{:?}",
@@ -359,20 +353,11 @@ async fn truncated_stream_without_final_event_is_a_protocol_error() {
 
 #[tokio::test]
 async fn malformed_event_is_a_protocol_error() {
-    let srv = common::start(|_| {
-        Script::sse(&[
-            r#"{"choices":[{"text":"a"}]}"#,
-            r#"{"choices":[{"te"#,
-            "[DONE]",
-        ])
-    })
-    .await;
-    let r = send(
-        &Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
-            .await
-            .unwrap(),
-        Some(8),
-    )
+    let r = streamed(&[
+        r#"{"choices":[{"text":"a"}]}"#,
+        r#"{"choices":[{"te"#,
+        "[DONE]",
+    ])
     .await;
     assert!(
         matches!(r.outcome, Outcome::Protocol { .. }),
@@ -384,19 +369,10 @@ async fn malformed_event_is_a_protocol_error() {
 
 #[tokio::test]
 async fn in_stream_error_event_is_a_stream_error() {
-    let srv = common::start(|_| {
-        Script::sse(&[
-            r#"{"choices":[{"text":"a"}]}"#,
-            r#"{"error":{"message":"KV cache exhausted","code":500}}"#,
-        ])
-    })
-    .await;
-    let r = send(
-        &Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
-            .await
-            .unwrap(),
-        Some(8),
-    )
+    let r = streamed(&[
+        r#"{"choices":[{"text":"a"}]}"#,
+        r#"{"error":{"message":"KV cache exhausted","code":500}}"#,
+    ])
     .await;
     assert_eq!(
         r.outcome,

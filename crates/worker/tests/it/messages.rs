@@ -19,14 +19,7 @@ use bench_worker::{BackendKind, Worker, WorkerConfig};
 use common::Script;
 
 fn spec(prompt: &str, out: u32) -> RequestSpec {
-    RequestSpec {
-        prompt: prompt.into(),
-        prompt_tokens: 2,
-        output_tokens: Some(out),
-        at: None,
-        batch: Vec::new(),
-        images: Vec::new(),
-    }
+    common::request(prompt, 2, Some(out))
 }
 
 fn config(target: String, stream: bool) -> WorkerConfig {

@@ -15,14 +15,7 @@ use bench_worker::{BackendKind, Error, Worker, WorkerConfig};
 use common::Script;
 
 fn spec(out: u32) -> RequestSpec {
-    RequestSpec {
-        prompt: "Say hi".into(),
-        prompt_tokens: 2,
-        at: None,
-        batch: Vec::new(),
-        images: Vec::new(),
-        output_tokens: Some(out),
-    }
+    common::request("Say hi", 2, Some(out))
 }
 
 fn config(target: String, backend: BackendKind) -> WorkerConfig {

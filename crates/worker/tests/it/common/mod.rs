@@ -266,3 +266,20 @@ pub async fn closed_port() -> u16 {
 
 /// The binary's timing lock (`bench_test_support`: timing tests exclusive, CPU-heavy ones shared).
 pub use bench_test_support::{cpu_heavy_lock, cpu_heavy_lock_blocking, timing_lock};
+
+/// A request of `prompt` (`prompt_tokens` long) asking for `output_tokens`, sent at once, with
+/// no batch or image: the request the worker tests send.
+pub fn request(
+    prompt: &str,
+    prompt_tokens: u32,
+    output_tokens: Option<u32>,
+) -> bench_core::RequestSpec {
+    bench_core::RequestSpec {
+        prompt: prompt.into(),
+        prompt_tokens,
+        output_tokens,
+        at: None,
+        batch: Vec::new(),
+        images: Vec::new(),
+    }
+}

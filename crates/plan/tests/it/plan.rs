@@ -5,7 +5,8 @@
 use crate::common;
 
 use bench_core::{Capacity, CapacityIntervals, CrossingInterval, Slo};
-use bench_report::*;
+use bench_plan::*;
+use bench_report::{RunReport, StatsOptions};
 
 /// The sample sweep (constant rates 4 and 8) with an SLO answer of 8 req/s, interval `low`
 /// to `high`.

@@ -3,10 +3,11 @@
 
 use std::fmt::Write as _;
 
-use crate::figures::plan::{pareto_front, ConfigStatus, Fleet, PlanBasis, PlanConfig, PlanReport};
-use crate::views::common::{esc, render, trimmed, Spec};
-use crate::views::html::CSS;
-use crate::views::svg::{chart, Axes, Canvas, Series, PALETTE};
+use bench_report::draw::{
+    chart, esc, table as render, trimmed, Axes, Canvas, Series, Table as Spec, CSS, PALETTE,
+};
+
+use crate::fleet::{pareto_front, ConfigStatus, Fleet, PlanBasis, PlanConfig, PlanReport};
 
 /// What a configuration's row says in place of a fleet.
 fn status_words(s: ConfigStatus) -> &'static str {

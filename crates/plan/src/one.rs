@@ -1,17 +1,27 @@
 //! One configuration of a plan: launch its server (when there is a serve command), sweep it
 //! as `bench sweep` does, tear the server down, and record the outcome with its fleet.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use bench_report::{ConfigStatus, Costs, PlanConfig, PlanReport, RunReport};
+use bench_runner::{RunReport, Settings};
 
-use super::configs::{self, Config};
-use super::Context;
-use crate::signals;
-use bench_plan::launch::{free_port, Launched, NotReady};
+use crate::configs::{self, Config};
+use crate::fleet::{self, ConfigStatus, Costs, PlanConfig, PlanReport};
+use crate::front::Front;
+use crate::launch::{Launched, NotReady};
+use crate::prepared::Prepared;
+
+/// What one configuration's sweep needs: the plan, the front end, and the configuration with
+/// its sweep settings.
+pub(crate) struct One<'a> {
+    pub plan: &'a Prepared,
+    pub front: &'a dyn Front,
+    pub config: &'a Config,
+    pub settings: &'a Settings,
+}
 
 /// The configuration's record before it ran.
-fn blank(ctx: &Context<'_>, c: &Config) -> PlanConfig {
+fn blank(plan: &Prepared, c: &Config) -> PlanConfig {
     PlanConfig {
         name: c.name.clone(),
         params: c.shown.clone(),
@@ -21,7 +31,7 @@ fn blank(ctx: &Context<'_>, c: &Config) -> PlanConfig {
         log_tail: Vec::new(),
         log_file: None,
         run_file: Some(format!("{}/run.json", c.slug())),
-        gpus_per_replica: configs::gpus(&ctx.plan.gpus_per_replica, c).unwrap_or(1.0),
+        gpus_per_replica: configs::gpus(&plan.settings.gpus_per_replica, c).unwrap_or(1.0),
         fleet: None,
         points: Vec::new(),
         rank: None,
@@ -79,27 +89,27 @@ fn planned(mut pc: PlanConfig, run: &RunReport, report: &PlanReport) -> PlanConf
         gpu_hour_cost: report.gpu_hour_cost,
     };
     let demand = report.demand.planned_requests_per_s;
-    pc.fleet = bench_report::fleet(run, report.basis, demand, costs);
-    pc.status = bench_report::status_of(pc.fleet.as_ref());
-    pc.points = bench_report::pareto_points(run, pc.gpus_per_replica);
+    pc.fleet = fleet::fleet(run, report.basis, demand, costs);
+    pc.status = fleet::status_of(pc.fleet.as_ref());
+    pc.points = fleet::pareto_points(run, pc.gpus_per_replica);
     pc
 }
 
 /// A finished run of a previous plan in `file`, kept by `--resume`: one that holds a capacity
 /// answer and was not interrupted. A file that is there but cannot be read as a run is said
 /// to be unreadable (the configuration runs again).
-fn resumable(name: &str, file: &Path) -> Option<RunReport> {
+fn resumable(front: &dyn Front, name: &str, file: &Path) -> Option<RunReport> {
     if !file.exists() {
         return None;
     }
     let run = match bench_report::read_run(file) {
         Ok(run) => run,
         Err(e) => {
-            eprintln!(
+            front.say(&format!(
                 "{name}: {} is unreadable ({}); running it again (--resume)",
                 file.display(),
                 bench_core::escape_controls(&format!("{e:#}"))
-            );
+            ));
             return None;
         }
     };
@@ -110,10 +120,11 @@ fn resumable(name: &str, file: &Path) -> Option<RunReport> {
     (run.capacity.is_some() && !interrupted).then_some(run)
 }
 
-/// Runs configuration `c` and returns its record.
-pub fn run(ctx: &Context<'_>, c: &Config, report: &PlanReport) -> PlanConfig {
-    let pc = blank(ctx, c);
-    if ctx.interrupted.exit_code().is_some() {
+/// Runs the configuration and returns its record.
+pub(crate) fn run(one: &One<'_>, report: &PlanReport) -> PlanConfig {
+    let (c, front) = (one.config, one.front);
+    let pc = blank(one.plan, c);
+    if front.interrupted() {
         return failed(
             pc,
             ConfigStatus::Interrupted,
@@ -121,11 +132,15 @@ pub fn run(ctx: &Context<'_>, c: &Config, report: &PlanReport) -> PlanConfig {
             vec![],
         );
     }
-    let dir = ctx.plan.dir.join(c.slug());
+    let dir = one.plan.settings.dir.join(c.slug());
     let run_file = dir.join("run.json");
-    if ctx.plan.resume {
-        if let Some(run) = resumable(&c.name, &run_file) {
-            eprintln!("{}: kept from {} (--resume)", c.name, run_file.display());
+    if one.plan.settings.resume {
+        if let Some(run) = resumable(front, &c.name, &run_file) {
+            front.say(&format!(
+                "{}: kept from {} (--resume)",
+                c.name,
+                run_file.display()
+            ));
             return planned(pc, &run, report);
         }
     }
@@ -137,43 +152,44 @@ pub fn run(ctx: &Context<'_>, c: &Config, report: &PlanReport) -> PlanConfig {
             vec![],
         );
     }
-    let done = match &ctx.plan.serve {
-        None => sweep(ctx, c, pc, None, &run_file, report),
-        Some(t) => launched(ctx, c, pc, t, &run_file, report),
+    let done = match &one.plan.settings.serve {
+        None => sweep(one, pc, one.settings.clone(), &run_file, report),
+        Some(t) => launched(one, pc, t, &run_file, report),
     };
     scrubbed(done, c)
 }
 
 /// Starts the configuration's server, waits for it, sweeps it and tears it down.
 fn launched(
-    ctx: &Context<'_>,
-    c: &Config,
+    one: &One<'_>,
     mut pc: PlanConfig,
     template: &str,
     run_file: &Path,
     report: &PlanReport,
 ) -> PlanConfig {
-    let (url, addr) = match &ctx.fixed_target {
-        Some(t) => t.clone(),
-        None => match free_port() {
-            Ok(p) => (format!("http://127.0.0.1:{p}"), ([127, 0, 0, 1], p).into()),
-            Err(e) => {
-                return failed(
-                    pc,
-                    ConfigStatus::FailedToStart,
-                    format!("no free port: {e}"),
-                    vec![],
-                )
-            }
-        },
+    let (c, front, plan) = (one.config, one.front, &one.plan.settings);
+    let (url, addr) = match crate::port::listen_at(one.plan.fixed_target.as_ref()) {
+        Ok(t) => t,
+        Err(e) => {
+            return failed(
+                pc,
+                ConfigStatus::FailedToStart,
+                format!("no free port: {e}"),
+                vec![],
+            )
+        }
     };
     let command = configs::render(template, c, addr.port());
     let shown = configs::render_shown(template, c, addr.port());
     pc.command = Some(shown.clone());
     let log = run_file.with_file_name("server.log");
     pc.log_file = Some(format!("{}/server.log", c.slug()));
-    eprintln!("{}: starting `{shown}` (log: {})", c.name, log.display());
-    let mut server = match Launched::start(&command, &shown, &log, ctx.plan.stop_grace) {
+    front.say(&format!(
+        "{}: starting `{shown}` (log: {})",
+        c.name,
+        log.display()
+    ));
+    let mut server = match Launched::start(&command, &shown, &log, plan.stop_grace) {
         Ok(s) => s,
         Err(e) => {
             return failed(
@@ -184,60 +200,49 @@ fn launched(
             )
         }
     };
-    signals::guard_group(server.group());
-    let stop = || ctx.interrupted.exit_code().is_some();
-    if let Err(e) = server.wait_ready(addr, &ctx.plan.ready_path, ctx.plan.ready_timeout, stop) {
+    front.guard_group(server.group());
+    let stop = || front.interrupted();
+    if let Err(e) = server.wait_ready(addr, &plan.ready_path, plan.ready_timeout, stop) {
         let status = match e {
             NotReady::Interrupted => ConfigStatus::Interrupted,
             _ => ConfigStatus::FailedToStart,
         };
         drop(server);
-        signals::guard_group(0);
+        front.guard_group(0);
         scrub_log(&log, c);
-        return failed(
-            pc,
-            status,
-            e.to_string(),
-            bench_plan::launch::log_tail(&log),
-        );
+        return failed(pc, status, e.to_string(), crate::launch::log_tail(&log));
     }
-    let mut done = sweep(ctx, c, pc, Some(url), run_file, report);
+    let settings = crate::linked::aimed_at(one.settings.clone(), &url);
+    let mut done = sweep(one, pc, settings, run_file, report);
     let died = server.exited();
     drop(server);
-    signals::guard_group(0);
+    front.guard_group(0);
     scrub_log(&log, c);
     if let Some(how) = died {
         done.status = ConfigStatus::Died;
         done.reason = Some(format!("the server exited during the sweep ({how})"));
-        done.log_tail = bench_plan::launch::log_tail(&log);
+        done.log_tail = crate::launch::log_tail(&log);
     }
     done
 }
 
-/// Sweeps the configuration (at `url`, or the target as given) into `run_file`.
+/// Sweeps the configuration with `settings` (its server's URL set), writing `run_file`.
 fn sweep(
-    ctx: &Context<'_>,
-    c: &Config,
+    one: &One<'_>,
     pc: PlanConfig,
-    url: Option<String>,
+    mut settings: Settings,
     run_file: &Path,
     report: &PlanReport,
 ) -> PlanConfig {
-    let mut args = match configs::linked_args(ctx.common, ctx.plan, c) {
-        Ok(a) => a,
-        Err(e) => return failed(pc, ConfigStatus::SweepFailed, e.to_string(), vec![]),
-    };
-    if let Some(u) = url {
-        args.target.target = vec![u];
-        args.target.mock = false;
-    }
-    args.report.output = vec![PathBuf::from(run_file)];
-    eprintln!("{}: sweeping", c.name);
+    let (c, front) = (one.config, one.front);
+    settings.report.output = vec![run_file.to_path_buf()];
+    settings.report.default_output = false;
+    front.say(&format!("{}: sweeping", c.name));
     // The sweep's report comes back in memory; `run_file` is written for `--resume` and
     // `bench report`, never read back here.
-    let (code, run) = crate::run::plan_sweep(&args, &c.name);
-    if ctx.interrupted.exit_code().is_some() {
-        let mut pc = match &run {
+    let swept = front.sweep(&c.name, settings);
+    if front.interrupted() {
+        let mut pc = match &swept.report {
             Some(run) => planned(pc, run, report),
             None => pc,
         };
@@ -246,13 +251,13 @@ fn sweep(
         pc.fleet = None;
         return pc;
     }
-    match (code, run) {
+    match (swept.ended, swept.report) {
         (_, Some(run)) if run.capacity.is_some() => planned(pc, &run, report),
-        (Err(e), _) => failed(pc, ConfigStatus::SweepFailed, format!("{e:#}"), vec![]),
-        (Ok(code), _) => failed(
+        (Err(e), _) => failed(pc, ConfigStatus::SweepFailed, e, vec![]),
+        (Ok(how), _) => failed(
             pc,
             ConfigStatus::SweepFailed,
-            format!("the sweep ended ({code:?}) without a capacity answer"),
+            format!("the sweep ended ({how}) without a capacity answer"),
             vec![],
         ),
     }

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::settings::plan::{Link, Param, PlanSettings};
-use crate::settings::CommonArgs;
-use crate::UsageError;
+use bench_runner::UsageError;
+
+use crate::settings::{Link, Param, PlanSettings};
 
 /// One server configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -223,15 +223,14 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
 /// Checks the serve command before anything starts: not empty, every `{name}` a parameter or
 /// `port`, and every parameter named by the command or a `--link` (one that is neither would
 /// make every configuration the same server); a usage error naming the first culprit.
-pub fn check_template(template: &str, params: &[Param], links: &[Link]) -> anyhow::Result<()> {
+pub fn check_template(template: &str, params: &[Param], links: &[Link]) -> Result<(), UsageError> {
     check_not_empty(template)?;
     let names = placeholders(template).map_err(|e| UsageError::new(format!("--serve: {e}")))?;
     for n in &names {
         if n != "port" && !params.iter().any(|p| &p.name == n) {
             return Err(UsageError::new(format!(
                 "--serve: `{{{n}}}` is neither a parameter (--params {n}=...) nor {{port}}"
-            ))
-            .into());
+            )));
         }
     }
     for p in params {
@@ -239,17 +238,16 @@ pub fn check_template(template: &str, params: &[Param], links: &[Link]) -> anyho
             return Err(UsageError::new(format!(
                 "--params {0}: neither --serve (as `{{{0}}}`) nor a --link uses it, so every configuration would be the same server",
                 p.name
-            ))
-            .into());
+            )));
         }
     }
     Ok(())
 }
 
 /// A serve command of nothing but blanks is a usage error.
-pub fn check_not_empty(template: &str) -> anyhow::Result<()> {
+pub fn check_not_empty(template: &str) -> Result<(), UsageError> {
     if template.trim().is_empty() {
-        return Err(UsageError::new("--serve: the command is empty").into());
+        return Err(UsageError::new("--serve: the command is empty"));
     }
     Ok(())
 }
@@ -357,6 +355,62 @@ pub fn redact_command(command: &str) -> String {
     out.join(" ")
 }
 
+/// `params` as they may be shown (`--show-config`): a secret-named parameter's values
+/// masked as the configurations' names mask them (`***`, or `***1`, `***2`, ... when it takes
+/// several).
+pub fn shown_params(params: &[Param]) -> Vec<Param> {
+    params
+        .iter()
+        .map(|p| {
+            let values = if !secret_name(&p.name) {
+                p.values.clone()
+            } else if p.values.len() == 1 {
+                vec!["***".to_string()]
+            } else {
+                (1..=p.values.len()).map(|i| format!("***{i}")).collect()
+            };
+            Param {
+                name: p.name.clone(),
+                values,
+            }
+        })
+        .collect()
+}
+
+/// The serve command as it may be shown before it is filled in (`--show-config`): as
+/// [`redact_command`], but a `{name}` that follows a secret-named flag stays (the parameter
+/// holds the secret, masked where it is given); the command as written when it names no
+/// secret.
+pub fn redact_template(template: &str) -> String {
+    let placeholder = |w: &str| w.starts_with('{') && w.ends_with('}') && !w.starts_with("{{");
+    let mut out: Vec<String> = Vec::new();
+    let mut hide_next = false;
+    let mut changed = false;
+    for word in template.split_whitespace() {
+        if std::mem::take(&mut hide_next) && !placeholder(word) {
+            out.push("***".into());
+            changed = true;
+            continue;
+        }
+        match word.split_once('=') {
+            Some((name, value)) if secret_name(name) && !placeholder(value) => {
+                out.push(format!("{name}=***"));
+                changed = true;
+            }
+            None if word.starts_with("--") && secret_name(word) => {
+                out.push(word.into());
+                hide_next = true;
+            }
+            _ => out.push(word.into()),
+        }
+    }
+    if changed {
+        out.join(" ")
+    } else {
+        template.to_string()
+    }
+}
+
 /// GPUs one replica of `config` uses: `expr` is a product of numbers and `{param}`s.
 pub fn gpus(expr: &str, config: &Config) -> Result<f64, String> {
     let mut product = 1.0;
@@ -389,39 +443,11 @@ pub fn gpus(expr: &str, config: &Config) -> Result<f64, String> {
 }
 
 /// Checks the GPU expression against every configuration before anything starts.
-pub fn check_gpus(plan: &PlanSettings, configs: &[Config]) -> anyhow::Result<()> {
+pub fn check_gpus(plan: &PlanSettings, configs: &[Config]) -> Result<(), UsageError> {
     for c in configs {
         gpus(&plan.gpus_per_replica, c).map_err(UsageError::new)?;
     }
     Ok(())
-}
-
-/// The sweep's flags for `config`: the user's, with the linked load settings set from the
-/// configuration's values.
-pub fn linked_args(
-    base: &CommonArgs,
-    plan: &PlanSettings,
-    config: &Config,
-) -> anyhow::Result<CommonArgs> {
-    let mut a = base.clone();
-    for (param, setting) in &plan.links {
-        let v = config.values.get(param).map_or("", String::as_str);
-        let bad = || {
-            UsageError::new(format!(
-                "--link {param}={setting}: `{v}` is not a value for {setting}"
-            ))
-        };
-        match setting.as_str() {
-            "max_concurrency" => a.load.max_concurrency = Some(v.parse().map_err(|_| bad())?),
-            "max_requests" => a.load.max_requests = Some(v.parse().map_err(|_| bad())?),
-            "max_seconds" => a.load.max_seconds = Some(v.parse().map_err(|_| bad())?),
-            "sweep_size" => a.load.sweep_size = Some(v.parse().map_err(|_| bad())?),
-            other => {
-                return Err(UsageError::new(format!("--link: unknown setting `{other}`")).into())
-            }
-        }
-    }
-    Ok(a)
 }
 
 #[cfg(test)]
@@ -519,6 +545,24 @@ mod tests {
             "HF_TOKEN=*** vllm serve M --api-key *** --port 8 --hf-token=*** --max-num-seqs 4"
         );
         assert_eq!(redact_command("srv --keyfile k.pem"), "srv --keyfile k.pem");
+        // A template keeps its placeholders, and its spacing when it names no secret.
+        assert_eq!(
+            redact_template("HF_TOKEN=hf_abc srv --api-key {key} --port {port}"),
+            "HF_TOKEN=*** srv --api-key {key} --port {port}"
+        );
+        assert_eq!(redact_template("srv  --n {n}"), "srv  --n {n}");
+        let shown = shown_params(&[
+            Param {
+                name: "api_key".into(),
+                values: vec!["sk-a".into(), "sk-b".into()],
+            },
+            Param {
+                name: "n".into(),
+                values: vec!["8".into()],
+            },
+        ]);
+        assert_eq!(shown[0].values, ["***1", "***2"]);
+        assert_eq!(shown[1].values, ["8"]);
     }
 
     #[test]

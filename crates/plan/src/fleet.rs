@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 use bench_core::{CrossingInterval, Slo};
 use serde::{Deserialize, Serialize};
 
-use crate::figures::capacity::open_loop;
-use crate::figures::model::{BenchmarkReport, RunReport};
-use crate::figures::options::Metric;
+use bench_report::{open_loop, BenchmarkReport, Metric, RunReport};
 
 /// Version of the plan file's layout.
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
@@ -220,7 +218,7 @@ fn limit(run: &RunReport, basis: PlanBasis) -> Option<(f64, Option<CrossingInter
         )),
         PlanBasis::Capacity => Some((
             c.max_requests_per_s,
-            crate::figures::capacity_interval::capacity_interval(run).map(|i| CrossingInterval {
+            bench_report::capacity_interval(run).map(|i| CrossingInterval {
                 low: i.low,
                 high: Some(i.high),
             }),
@@ -423,7 +421,7 @@ mod tests {
         // Two open-loop rates, 10 and 20 req/s, with GPU figures; the plan's lower end 19.
         let mut run = RunReport::new("r", "2026-11-28T00:00:00Z");
         for (rate, j) in [(10.0, 0.9), (20.0, 0.4)] {
-            let mut b = crate::test_support::open_loop(|_| 100);
+            let mut b = bench_report::test_support::open_loop(|_| 100);
             b.strategy = bench_core::Strategy::Constant {
                 rate,
                 max_concurrency: None,

@@ -9,9 +9,10 @@ use std::path::Path;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::plan::configs::{mask_secrets, placeholders, Appended, Config};
-use crate::settings::plan::{check_name, PlanSettings};
-use crate::UsageError;
+use bench_runner::UsageError;
+
+use crate::configs::{mask_secrets, placeholders, Appended, Config};
+use crate::settings::{check_name, PlanSettings};
 
 /// A JSON value whose objects keep the file's order (serde_json's maps sort their keys).
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +79,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
 /// with the line and column of a syntax error; names unique; every key a parameter name;
 /// every `{name}` of the serve command and every `--link` parameter a key of every entry), in
 /// the file's order, secrets masked ([`mask_secrets`]).
-pub fn read(plan: &PlanSettings, path: &Path) -> anyhow::Result<Vec<Config>> {
+pub fn read(plan: &PlanSettings, path: &Path) -> Result<Vec<Config>, UsageError> {
     let shown = path.display();
     let bad = |why: String| UsageError::new(format!("--serve-params {shown}: {why}"));
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
@@ -94,10 +95,10 @@ pub fn read(plan: &PlanSettings, path: &Path) -> anyhow::Result<Vec<Config>> {
     let entries: Vec<(Option<String>, &Json)> = match &json {
         Json::List(a) => a.iter().map(|v| (None, v)).collect(),
         Json::Object(o) => o.iter().map(|(k, v)| (Some(k.clone()), v)).collect(),
-        _ => return Err(shape().into()),
+        _ => return Err(shape()),
     };
     if entries.is_empty() {
-        return Err(bad("lists no configuration".into()).into());
+        return Err(bad("lists no configuration".into()));
     }
     let template = plan.serve.as_deref().unwrap_or_default();
     let named = placeholders(template).map_err(|e| UsageError::new(format!("--serve: {e}")))?;
@@ -107,14 +108,13 @@ pub fn read(plan: &PlanSettings, path: &Path) -> anyhow::Result<Vec<Config>> {
         let c = config(name, entry, &named).map_err(|e| bad(format!("{which}: {e}")))?;
         for (p, _) in &plan.links {
             if !c.values.contains_key(p) {
-                return Err(bad(format!("{which}: has no `{p}`, which --link names")).into());
+                return Err(bad(format!("{which}: has no `{p}`, which --link names")));
             }
         }
         if out.iter().any(|o| o.name == c.name) {
             return Err(bad(format!(
                 "{which}: the same configuration as an earlier entry"
-            ))
-            .into());
+            )));
         }
         out.push(c);
     }
@@ -215,11 +215,10 @@ mod tests {
     use super::*;
 
     fn plan(serve: &str) -> PlanSettings {
-        let args = crate::settings::plan::PlanArgs {
+        PlanSettings {
             serve: Some(serve.into()),
-            ..Default::default()
-        };
-        crate::settings::plan::resolve(&args, None, "").expect("plan")
+            ..PlanSettings::default()
+        }
     }
 
     fn write(name: &str, text: &str) -> std::path::PathBuf {
@@ -242,11 +241,11 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].name, "max_num_seqs=32,enforce_eager=true,tp=2");
         assert_eq!(
-            crate::plan::configs::render("vllm serve M --port {port} -tp {tp}", &all[0], 9),
+            crate::configs::render("vllm serve M --port {port} -tp {tp}", &all[0], 9),
             "vllm serve M --port 9 -tp 2 --max-num-seqs 32 --enforce-eager"
         );
         assert_eq!(
-            crate::plan::configs::render("srv {tp}", &all[1], 9),
+            crate::configs::render("srv {tp}", &all[1], 9),
             "srv 1 --max-num-seqs 64 --no-enforce-eager --compilation-config '{\"level\":3}'"
         );
         let p = write("named.json", r#"{"small": {"tp": 1}, "big": {"tp": 2}}"#);
@@ -261,7 +260,7 @@ mod tests {
         );
         let all = read(&plan("srv {tp}"), &p).expect("configs");
         assert_eq!(
-            crate::plan::configs::render("srv {tp}", &all[0], 9),
+            crate::configs::render("srv {tp}", &all[0], 9),
             "srv '4; touch PWNED_FILL' --x 'a b'"
         );
     }
