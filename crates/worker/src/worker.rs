@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use tokio::time::Instant;
 
 use crate::body::{BodyBuilder, Urls};
@@ -34,6 +35,9 @@ const ERROR_BODY_READ: usize = 64 << 10;
 const PROBE_BODY_READ: usize = 4 << 20;
 /// Cap on the up-front allocation for chunk timestamps.
 const MAX_PREALLOC_CHUNKS: usize = 8192;
+/// Bytes of kept text reserved per expected output token (English runs about 4-5 bytes a
+/// token; a longer answer grows the text as before).
+const TEXT_BYTES_PER_TOKEN: usize = 8;
 
 struct Inner {
     client: HttpClient,
@@ -595,6 +599,11 @@ impl Worker {
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
         st.state.chunks.reserve(expected);
+        // The kept text (for the tokenizer fallback) grows once, not by doubling on each of
+        // the first few hundred bytes.
+        if let Some(text) = st.state.text.as_mut() {
+            text.reserve(expected * TEXT_BYTES_PER_TOKEN);
+        }
         let end = match read_stream(&mut body, st, clock, cancel, &timers, &mut mark).await {
             Ok(done_at) => done_at,
             Err(ending) => return ending,
@@ -803,6 +812,11 @@ async fn error_reply(
 
 /// Reads a successful response's stream into `st` until its final event; the arrival of
 /// that event, or how the request ended otherwise.
+///
+/// The frames already at hand when the task wakes are read in one go ([`frames`]): each is
+/// timed and parsed as it comes, as before, but the cancellation, the timers and the silence
+/// board are looked at once per wake-up, not once per frame (a 128-token answer is about 130
+/// frames, often all in one read: docs/performance.md, "Client CPU per request").
 async fn read_stream(
     body: &mut RespBody,
     st: &mut StreamRecorder,
@@ -827,28 +841,18 @@ async fn read_stream(
         tokio::select! {
             biased;
             _ = &mut cancelled => return ending(Outcome::Cancelled, Instant::now()),
-            f = body.frame() => {
-                // The arrival time, taken before anything is parsed.
-                let t = Instant::now();
-                match f {
-                    None => return ending(st.on_end(clock.since(t)), t),
-                    Some(Err(e)) => {
-                        let message = format!("connection lost mid-stream: {}", client::chain(&e));
-                        return ending(Outcome::Connect { message }, t);
-                    }
-                    Some(Ok(frame)) => {
-                        let Ok(data) = frame.into_data() else { continue };
-                        last = t;
-                        idle_sleep.as_mut().reset(deadline(t, first_ring));
-                        mark.clear();
-                        match st.on_data(data, clock.since(t)) {
-                            Progress::More => {}
-                            Progress::Done => return Ok(t),
-                            Progress::Failed(outcome) => return ending(outcome, t),
-                        }
-                    }
+            f = frames(body, st, clock) => match f {
+                Frames::More(t) => {
+                    last = t;
+                    idle_sleep.as_mut().reset(deadline(t, first_ring));
+                    mark.clear();
                 }
-            }
+                Frames::Done(t) => {
+                    mark.clear();
+                    return Ok(t);
+                }
+                Frames::Ended(outcome, t) => return ending(outcome, t),
+            },
             _ = &mut total_sleep => {
                 return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
             }
@@ -862,6 +866,59 @@ async fn read_stream(
             }
         }
     }
+}
+
+/// What [`frames`] read.
+enum Frames {
+    /// Data frames arrived, the last at this instant; the stream goes on.
+    More(Instant),
+    /// The final event arrived at this instant.
+    Done(Instant),
+    /// The body ended, failed or broke the protocol: how the request ended, and when.
+    Ended(Outcome, Instant),
+}
+
+/// Reads every body frame that is ready into `st`, each timed on its arrival (before anything
+/// is parsed); pending until at least one data frame came or the body ended.
+fn frames<'a>(
+    body: &'a mut RespBody,
+    st: &'a mut StreamRecorder,
+    clock: Clock,
+) -> impl std::future::Future<Output = Frames> + 'a {
+    std::future::poll_fn(move |cx| {
+        let mut got = None;
+        loop {
+            let f = match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+                std::task::Poll::Ready(f) => f,
+                std::task::Poll::Pending => {
+                    return got.map_or(std::task::Poll::Pending, |t| {
+                        std::task::Poll::Ready(Frames::More(t))
+                    })
+                }
+            };
+            // The arrival time, taken before anything is parsed.
+            let t = Instant::now();
+            let ended = match f {
+                None => Frames::Ended(st.on_end(clock.since(t)), t),
+                Some(Err(e)) => {
+                    let message = format!("connection lost mid-stream: {}", client::chain(&e));
+                    Frames::Ended(Outcome::Connect { message }, t)
+                }
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    got = Some(t);
+                    match st.on_data(data, clock.since(t)) {
+                        Progress::More => continue,
+                        Progress::Done => Frames::Done(t),
+                        Progress::Failed(outcome) => Frames::Ended(outcome, t),
+                    }
+                }
+            };
+            return std::task::Poll::Ready(ended);
+        }
+    })
 }
 
 impl Backend for Worker {
