@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bench_core::{
-    Backend, Cancellation, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp, RampOver,
-    Release, RequestRecord, RequestSpec, Shard, ThinkTime,
+    Backend, CancelWait, Cancellation, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp,
+    RampOver, Release, RequestRecord, RequestSpec, Shard, ThinkTime,
 };
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -428,10 +428,12 @@ impl<B: Backend> Pacer<B> {
             .filter(|c| c.chooses(index))
             .map(|c| c.after());
         self.runtime.spawn(async move {
+            let wait = hard.cancelled();
+            tokio::pin!(wait);
             let record = tokio::select! {
                 biased;
                 r = send(&*backend, spec, dispatch, cancel, give_up) => r,
-                _ = hard.cancelled() => {
+                _ = CancelWait::new(&hard, wait) => {
                     shared.abandoned.fetch_add(1, Ordering::Relaxed);
                     abandoned(&dispatch, prompt_tokens, requested)
                 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Outcome, ReasoningTokens, RequestRecord,
-    RequestSpec, Silent, TimeoutPhase, TokenSource, TurnRequest, Waiting,
+    Backend, CancelWait, CancellationToken, Clock, Dispatch, Outcome, ReasoningTokens,
+    RequestRecord, RequestSpec, Silent, TimeoutPhase, TokenSource, TurnRequest, Waiting,
 };
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -609,12 +609,15 @@ impl Worker {
             Err(ending) => return ending,
         };
         // Read the (normally already arrived) end of the body so the connection goes back to
-        // the pool; anything after the final event is ignored.
-        let drain = async { while let Some(Ok(_)) = body.frame().await {} };
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => {}
-            _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
+        // the pool; anything after the final event is ignored. A cancellation stops the wait;
+        // the cancellation's waiters are joined only if the end has not arrived yet.
+        if !cancel.is_cancelled() {
+            let drain = async { while let Some(Ok(_)) = body.frame().await {} };
+            tokio::select! {
+                biased;
+                _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
+                _ = cancel.cancelled() => {}
+            }
         }
         Ending {
             outcome: Outcome::Completed,
@@ -657,8 +660,9 @@ impl Worker {
         } else {
             (total_at, TimeoutPhase::Total)
         };
-        let cancelled = cancel.cancelled();
-        tokio::pin!(cancelled);
+        let wait = cancel.cancelled();
+        tokio::pin!(wait);
+        let mut cancelled = CancelWait::new(cancel, wait);
         // The timeout's timer rings first at the silence notice, which puts the request on
         // the board, then at the timeout itself.
         let timer = tokio::time::sleep_until(deadline(t0, inner.silence_notice).min(headers_by));
@@ -834,8 +838,9 @@ async fn read_stream(
     let mut last = timers.idle_from;
     let idle_sleep = tokio::time::sleep_until(deadline(last, first_ring));
     tokio::pin!(idle_sleep);
-    let cancelled = cancel.cancelled();
-    tokio::pin!(cancelled);
+    let wait = cancel.cancelled();
+    tokio::pin!(wait);
+    let mut cancelled = CancelWait::new(cancel, wait);
     let ending = |outcome, end| Err(Ending { outcome, end });
     loop {
         tokio::select! {
