@@ -829,15 +829,16 @@ async fn read_stream(
     timers: &Timers,
     mark: &mut Mark<'_>,
 ) -> Result<Instant, Ending> {
-    let total_sleep = tokio::time::sleep_until(timers.total_at);
-    tokio::pin!(total_sleep);
     let idle = timers.idle;
-    // The idle timer rings first at the silence notice (the request goes on the board), then
-    // at the idle timeout; every piece of the body sets it again from its arrival.
+    let total_at = timers.total_at;
+    // The silence rings first at the notice (the request goes on the board), then at the idle
+    // timeout; every piece of the body sets it again from its arrival. One timer serves the
+    // silence and the whole request's timeout: it rings at the earlier, the total's on a tie.
     let first_ring = idle.min(timers.notice);
     let mut last = timers.idle_from;
-    let idle_sleep = tokio::time::sleep_until(deadline(last, first_ring));
-    tokio::pin!(idle_sleep);
+    let mut idle_due = deadline(last, first_ring);
+    let timer = tokio::time::sleep_until(idle_due.min(total_at));
+    tokio::pin!(timer);
     let wait = cancel.cancelled();
     tokio::pin!(wait);
     let mut cancelled = CancelWait::new(cancel, wait);
@@ -849,7 +850,8 @@ async fn read_stream(
             f = frames(body, st, clock) => match f {
                 Frames::More(t) => {
                     last = t;
-                    idle_sleep.as_mut().reset(deadline(t, first_ring));
+                    idle_due = deadline(t, first_ring);
+                    timer.as_mut().reset(idle_due.min(total_at));
                     mark.clear();
                 }
                 Frames::Done(t) => {
@@ -858,16 +860,17 @@ async fn read_stream(
                 }
                 Frames::Ended(outcome, t) => return ending(outcome, t),
             },
-            _ = &mut total_sleep => {
-                return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
-            }
-            _ = &mut idle_sleep => {
+            _ = &mut timer => {
+                if total_at <= idle_due {
+                    return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
+                }
                 let idle_at = deadline(last, idle);
-                if idle_sleep.deadline() >= idle_at {
+                if idle_due >= idle_at {
                     return ending(Outcome::Timeout { phase: TimeoutPhase::Idle }, Instant::now());
                 }
                 mark.set(last, Waiting::Stream);
-                idle_sleep.as_mut().reset(idle_at);
+                idle_due = idle_at;
+                timer.as_mut().reset(idle_due.min(total_at));
             }
         }
     }
