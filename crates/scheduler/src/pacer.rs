@@ -48,8 +48,9 @@ pub(crate) struct Pacer<B> {
     pub(crate) stop: CancellationToken,
     /// Cancels the requests in flight (they return what they have).
     pub(crate) cancel: CancellationToken,
-    /// Abandons the requests that did not return after `cancel`.
-    pub(crate) hard: CancellationToken,
+    /// Abandons the requests that did not return after `cancel` (shared by reference count:
+    /// cloning a token locks it, on the pacer's thread and again at each request's end).
+    pub(crate) hard: Arc<CancellationToken>,
     pub(crate) tx: mpsc::UnboundedSender<RequestRecord>,
     pub(crate) shared: Arc<Shared>,
     /// The pause between a session's turns.
@@ -271,7 +272,7 @@ impl<B: Backend> Pacer<B> {
             speedup: self.speedup,
             stop: self.stop.clone(),
             cancel: self.cancel.clone(),
-            hard: self.hard.clone(),
+            hard: (*self.hard).clone(),
             tx: self.tx.clone(),
             shared: self.shared.clone(),
         }

@@ -554,8 +554,12 @@ impl Worker {
         }
         let total_at = deadline(t0, inner.timeouts.total);
         let mut mark = Mark::new(&inner.silent, dispatch.id);
+        // One wait for the cancellation through the whole request (one registration).
+        let wait = cancel.cancelled();
+        tokio::pin!(wait);
+        let mut cancelled = CancelWait::new(cancel, wait);
         let (resp, t_headers) = match self
-            .until_headers(&body, session, cancel, t0, total_at, &mut mark)
+            .until_headers(&body, session, &mut cancelled, t0, total_at, &mut mark)
             .await
         {
             Ok(r) => r,
@@ -604,20 +608,18 @@ impl Worker {
         if let Some(text) = st.state.text.as_mut() {
             text.reserve(expected * TEXT_BYTES_PER_TOKEN);
         }
-        let end = match read_stream(&mut body, st, clock, cancel, &timers, &mut mark).await {
+        let end = match read_stream(&mut body, st, clock, &mut cancelled, &timers, &mut mark).await
+        {
             Ok(done_at) => done_at,
             Err(ending) => return ending,
         };
         // Read the (normally already arrived) end of the body so the connection goes back to
-        // the pool; anything after the final event is ignored. A cancellation stops the wait;
-        // the cancellation's waiters are joined only if the end has not arrived yet.
-        if !cancel.is_cancelled() {
-            let drain = async { while let Some(Ok(_)) = body.frame().await {} };
-            tokio::select! {
-                biased;
-                _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
-                _ = cancel.cancelled() => {}
-            }
+        // the pool; anything after the final event is ignored. A cancellation stops the wait.
+        let drain = async { while let Some(Ok(_)) = body.frame().await {} };
+        tokio::select! {
+            biased;
+            _ = &mut cancelled => {}
+            _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
         }
         Ending {
             outcome: Outcome::Completed,
@@ -638,7 +640,7 @@ impl Worker {
         &self,
         body: &Bytes,
         session: Option<u64>,
-        cancel: &CancellationToken,
+        cancelled: &mut CancelWait<'_, '_>,
         t0: Instant,
         total_at: Instant,
         mark: &mut Mark<'_>,
@@ -660,9 +662,6 @@ impl Worker {
         } else {
             (total_at, TimeoutPhase::Total)
         };
-        let wait = cancel.cancelled();
-        tokio::pin!(wait);
-        let mut cancelled = CancelWait::new(cancel, wait);
         // The timeout's timer rings first at the silence notice, which puts the request on
         // the board, then at the timeout itself.
         let timer = tokio::time::sleep_until(deadline(t0, inner.silence_notice).min(headers_by));
@@ -687,7 +686,7 @@ impl Worker {
             let r = loop {
                 tokio::select! {
                     biased;
-                    _ = &mut cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
+                    _ = &mut *cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
                     r = &mut attempt => break r,
                     _ = &mut timer => {
                         if timer.deadline() >= headers_by {
@@ -731,7 +730,7 @@ impl Worker {
         let n = inner.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;
         tokio::select! {
             biased;
-            _ = &mut cancelled => {}
+            _ = &mut *cancelled => {}
             _ = tokio::time::sleep(connect_backoff(n)) => {}
         }
         Err(Ending {
@@ -825,7 +824,7 @@ async fn read_stream(
     body: &mut RespBody,
     st: &mut StreamRecorder,
     clock: Clock,
-    cancel: &CancellationToken,
+    cancelled: &mut CancelWait<'_, '_>,
     timers: &Timers,
     mark: &mut Mark<'_>,
 ) -> Result<Instant, Ending> {
@@ -839,14 +838,11 @@ async fn read_stream(
     let mut idle_due = deadline(last, first_ring);
     let timer = tokio::time::sleep_until(idle_due.min(total_at));
     tokio::pin!(timer);
-    let wait = cancel.cancelled();
-    tokio::pin!(wait);
-    let mut cancelled = CancelWait::new(cancel, wait);
     let ending = |outcome, end| Err(Ending { outcome, end });
     loop {
         tokio::select! {
             biased;
-            _ = &mut cancelled => return ending(Outcome::Cancelled, Instant::now()),
+            _ = &mut *cancelled => return ending(Outcome::Cancelled, Instant::now()),
             f = frames(body, st, clock) => match f {
                 Frames::More(t) => {
                     last = t;
