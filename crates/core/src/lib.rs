@@ -18,6 +18,7 @@
 mod arrivals;
 mod balance;
 mod cancel;
+mod cancel_wait;
 mod image;
 mod interval;
 mod models;
@@ -37,6 +38,7 @@ mod window;
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
 pub use balance::{affinity_index, Assigned, Balance, Balancer, UnknownBalance};
 pub use cancel::Cancellation;
+pub use cancel_wait::CancelWait;
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};
 pub use models::{

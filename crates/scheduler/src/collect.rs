@@ -257,7 +257,7 @@ impl<B: Backend> Scheduler<B> {
             runtime: tokio::runtime::Handle::current(),
             stop: tokens.stop.clone(),
             cancel: tokens.cancel.clone(),
-            hard: tokens.hard.clone(),
+            hard: Arc::new(tokens.hard.clone()),
             tx,
             shared: shared.clone(),
             think: self.options.think_time,

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bench_core::{
-    Backend, Cancellation, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp, RampOver,
-    Release, RequestRecord, RequestSpec, Shard, ThinkTime,
+    Backend, CancelWait, Cancellation, CancellationToken, Clock, Dispatch, Nanos, Outcome, Ramp,
+    RampOver, Release, RequestRecord, RequestSpec, Shard, ThinkTime,
 };
 use bench_profile::Arrivals;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -48,8 +48,9 @@ pub(crate) struct Pacer<B> {
     pub(crate) stop: CancellationToken,
     /// Cancels the requests in flight (they return what they have).
     pub(crate) cancel: CancellationToken,
-    /// Abandons the requests that did not return after `cancel`.
-    pub(crate) hard: CancellationToken,
+    /// Abandons the requests that did not return after `cancel` (shared by reference count:
+    /// cloning a token locks it, on the pacer's thread and again at each request's end).
+    pub(crate) hard: Arc<CancellationToken>,
     pub(crate) tx: mpsc::UnboundedSender<RequestRecord>,
     pub(crate) shared: Arc<Shared>,
     /// The pause between a session's turns.
@@ -271,7 +272,7 @@ impl<B: Backend> Pacer<B> {
             speedup: self.speedup,
             stop: self.stop.clone(),
             cancel: self.cancel.clone(),
-            hard: self.hard.clone(),
+            hard: (*self.hard).clone(),
             tx: self.tx.clone(),
             shared: self.shared.clone(),
         }
@@ -428,10 +429,12 @@ impl<B: Backend> Pacer<B> {
             .filter(|c| c.chooses(index))
             .map(|c| c.after());
         self.runtime.spawn(async move {
+            let wait = hard.cancelled();
+            tokio::pin!(wait);
             let record = tokio::select! {
                 biased;
                 r = send(&*backend, spec, dispatch, cancel, give_up) => r,
-                _ = hard.cancelled() => {
+                _ = CancelWait::new(&hard, wait) => {
                     shared.abandoned.fetch_add(1, Ordering::Relaxed);
                     abandoned(&dispatch, prompt_tokens, requested)
                 }

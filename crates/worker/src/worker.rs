@@ -5,13 +5,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use bench_core::{
-    Backend, CancellationToken, Clock, Dispatch, Outcome, ReasoningTokens, RequestRecord,
-    RequestSpec, Silent, TimeoutPhase, TokenSource, TurnRequest, Waiting,
+    Backend, CancelWait, CancellationToken, Clock, Dispatch, Outcome, ReasoningTokens,
+    RequestRecord, RequestSpec, Silent, TimeoutPhase, TokenSource, TurnRequest, Waiting,
 };
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use tokio::time::Instant;
 
 use crate::body::{BodyBuilder, Urls};
@@ -34,6 +35,9 @@ const ERROR_BODY_READ: usize = 64 << 10;
 const PROBE_BODY_READ: usize = 4 << 20;
 /// Cap on the up-front allocation for chunk timestamps.
 const MAX_PREALLOC_CHUNKS: usize = 8192;
+/// Bytes of kept text reserved per expected output token (English runs about 4-5 bytes a
+/// token; a longer answer grows the text as before).
+const TEXT_BYTES_PER_TOKEN: usize = 8;
 
 struct Inner {
     client: HttpClient,
@@ -550,8 +554,12 @@ impl Worker {
         }
         let total_at = deadline(t0, inner.timeouts.total);
         let mut mark = Mark::new(&inner.silent, dispatch.id);
+        // One wait for the cancellation through the whole request (one registration).
+        let wait = cancel.cancelled();
+        tokio::pin!(wait);
+        let mut cancelled = CancelWait::new(cancel, wait);
         let (resp, t_headers) = match self
-            .until_headers(&body, session, cancel, t0, total_at, &mut mark)
+            .until_headers(&body, session, &mut cancelled, t0, total_at, &mut mark)
             .await
         {
             Ok(r) => r,
@@ -595,16 +603,22 @@ impl Worker {
             .map_or(64, |n| n as usize + 1)
             .min(MAX_PREALLOC_CHUNKS);
         st.state.chunks.reserve(expected);
-        let end = match read_stream(&mut body, st, clock, cancel, &timers, &mut mark).await {
+        // The kept text (for the tokenizer fallback) grows once, not by doubling on each of
+        // the first few hundred bytes.
+        if let Some(text) = st.state.text.as_mut() {
+            text.reserve(expected * TEXT_BYTES_PER_TOKEN);
+        }
+        let end = match read_stream(&mut body, st, clock, &mut cancelled, &timers, &mut mark).await
+        {
             Ok(done_at) => done_at,
             Err(ending) => return ending,
         };
         // Read the (normally already arrived) end of the body so the connection goes back to
-        // the pool; anything after the final event is ignored.
+        // the pool; anything after the final event is ignored. A cancellation stops the wait.
         let drain = async { while let Some(Ok(_)) = body.frame().await {} };
         tokio::select! {
             biased;
-            _ = cancel.cancelled() => {}
+            _ = &mut cancelled => {}
             _ = tokio::time::timeout(DRAIN_GRACE, drain) => {}
         }
         Ending {
@@ -626,7 +640,7 @@ impl Worker {
         &self,
         body: &Bytes,
         session: Option<u64>,
-        cancel: &CancellationToken,
+        cancelled: &mut CancelWait<'_, '_>,
         t0: Instant,
         total_at: Instant,
         mark: &mut Mark<'_>,
@@ -648,8 +662,6 @@ impl Worker {
         } else {
             (total_at, TimeoutPhase::Total)
         };
-        let cancelled = cancel.cancelled();
-        tokio::pin!(cancelled);
         // The timeout's timer rings first at the silence notice, which puts the request on
         // the board, then at the timeout itself.
         let timer = tokio::time::sleep_until(deadline(t0, inner.silence_notice).min(headers_by));
@@ -674,7 +686,7 @@ impl Worker {
             let r = loop {
                 tokio::select! {
                     biased;
-                    _ = &mut cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
+                    _ = &mut *cancelled => return Err(Ending { outcome: Outcome::Cancelled, end: Instant::now() }),
                     r = &mut attempt => break r,
                     _ = &mut timer => {
                         if timer.deadline() >= headers_by {
@@ -718,7 +730,7 @@ impl Worker {
         let n = inner.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;
         tokio::select! {
             biased;
-            _ = &mut cancelled => {}
+            _ = &mut *cancelled => {}
             _ = tokio::time::sleep(connect_backoff(n)) => {}
         }
         Err(Ending {
@@ -803,65 +815,114 @@ async fn error_reply(
 
 /// Reads a successful response's stream into `st` until its final event; the arrival of
 /// that event, or how the request ended otherwise.
+///
+/// The frames already at hand when the task wakes are read in one go ([`frames`]): each is
+/// timed and parsed as it comes, as before, but the cancellation, the timers and the silence
+/// board are looked at once per wake-up, not once per frame (a 128-token answer is about 130
+/// frames, often all in one read: docs/performance.md, "Client CPU per request").
 async fn read_stream(
     body: &mut RespBody,
     st: &mut StreamRecorder,
     clock: Clock,
-    cancel: &CancellationToken,
+    cancelled: &mut CancelWait<'_, '_>,
     timers: &Timers,
     mark: &mut Mark<'_>,
 ) -> Result<Instant, Ending> {
-    let total_sleep = tokio::time::sleep_until(timers.total_at);
-    tokio::pin!(total_sleep);
     let idle = timers.idle;
-    // The idle timer rings first at the silence notice (the request goes on the board), then
-    // at the idle timeout; every piece of the body sets it again from its arrival.
+    let total_at = timers.total_at;
+    // The silence rings first at the notice (the request goes on the board), then at the idle
+    // timeout; every piece of the body sets it again from its arrival. One timer serves the
+    // silence and the whole request's timeout: it rings at the earlier, the total's on a tie.
     let first_ring = idle.min(timers.notice);
     let mut last = timers.idle_from;
-    let idle_sleep = tokio::time::sleep_until(deadline(last, first_ring));
-    tokio::pin!(idle_sleep);
-    let cancelled = cancel.cancelled();
-    tokio::pin!(cancelled);
+    let mut idle_due = deadline(last, first_ring);
+    let timer = tokio::time::sleep_until(idle_due.min(total_at));
+    tokio::pin!(timer);
     let ending = |outcome, end| Err(Ending { outcome, end });
     loop {
         tokio::select! {
             biased;
-            _ = &mut cancelled => return ending(Outcome::Cancelled, Instant::now()),
-            f = body.frame() => {
-                // The arrival time, taken before anything is parsed.
-                let t = Instant::now();
-                match f {
-                    None => return ending(st.on_end(clock.since(t)), t),
-                    Some(Err(e)) => {
-                        let message = format!("connection lost mid-stream: {}", client::chain(&e));
-                        return ending(Outcome::Connect { message }, t);
-                    }
-                    Some(Ok(frame)) => {
-                        let Ok(data) = frame.into_data() else { continue };
-                        last = t;
-                        idle_sleep.as_mut().reset(deadline(t, first_ring));
-                        mark.clear();
-                        match st.on_data(data, clock.since(t)) {
-                            Progress::More => {}
-                            Progress::Done => return Ok(t),
-                            Progress::Failed(outcome) => return ending(outcome, t),
-                        }
-                    }
+            _ = &mut *cancelled => return ending(Outcome::Cancelled, Instant::now()),
+            f = frames(body, st, clock) => match f {
+                Frames::More(t) => {
+                    last = t;
+                    idle_due = deadline(t, first_ring);
+                    timer.as_mut().reset(idle_due.min(total_at));
+                    mark.clear();
                 }
-            }
-            _ = &mut total_sleep => {
-                return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
-            }
-            _ = &mut idle_sleep => {
+                Frames::Done(t) => {
+                    mark.clear();
+                    return Ok(t);
+                }
+                Frames::Ended(outcome, t) => return ending(outcome, t),
+            },
+            _ = &mut timer => {
+                if total_at <= idle_due {
+                    return ending(Outcome::Timeout { phase: TimeoutPhase::Total }, Instant::now());
+                }
                 let idle_at = deadline(last, idle);
-                if idle_sleep.deadline() >= idle_at {
+                if idle_due >= idle_at {
                     return ending(Outcome::Timeout { phase: TimeoutPhase::Idle }, Instant::now());
                 }
                 mark.set(last, Waiting::Stream);
-                idle_sleep.as_mut().reset(idle_at);
+                idle_due = idle_at;
+                timer.as_mut().reset(idle_due.min(total_at));
             }
         }
     }
+}
+
+/// What [`frames`] read.
+enum Frames {
+    /// Data frames arrived, the last at this instant; the stream goes on.
+    More(Instant),
+    /// The final event arrived at this instant.
+    Done(Instant),
+    /// The body ended, failed or broke the protocol: how the request ended, and when.
+    Ended(Outcome, Instant),
+}
+
+/// Reads every body frame that is ready into `st`, each timed on its arrival (before anything
+/// is parsed); pending until at least one data frame came or the body ended.
+fn frames<'a>(
+    body: &'a mut RespBody,
+    st: &'a mut StreamRecorder,
+    clock: Clock,
+) -> impl std::future::Future<Output = Frames> + 'a {
+    std::future::poll_fn(move |cx| {
+        let mut got = None;
+        loop {
+            let f = match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+                std::task::Poll::Ready(f) => f,
+                std::task::Poll::Pending => {
+                    return got.map_or(std::task::Poll::Pending, |t| {
+                        std::task::Poll::Ready(Frames::More(t))
+                    })
+                }
+            };
+            // The arrival time, taken before anything is parsed.
+            let t = Instant::now();
+            let ended = match f {
+                None => Frames::Ended(st.on_end(clock.since(t)), t),
+                Some(Err(e)) => {
+                    let message = format!("connection lost mid-stream: {}", client::chain(&e));
+                    Frames::Ended(Outcome::Connect { message }, t)
+                }
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    got = Some(t);
+                    match st.on_data(data, clock.since(t)) {
+                        Progress::More => continue,
+                        Progress::Done => Frames::Done(t),
+                        Progress::Failed(outcome) => Frames::Ended(outcome, t),
+                    }
+                }
+            };
+            return std::task::Poll::Ready(ended);
+        }
+    })
 }
 
 impl Backend for Worker {
