@@ -17,6 +17,7 @@
 
 mod arrivals;
 mod balance;
+mod batch;
 mod cancel;
 mod image;
 mod interval;
@@ -36,6 +37,7 @@ mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
 pub use balance::{affinity_index, Assigned, Balance, Balancer, UnknownBalance};
+pub use batch::ServerBatch;
 pub use cancel::Cancellation;
 pub use image::{image_size, ImageCounts, ImageInput};
 pub use interval::{crossing, t975, CapacityIntervals, CrossingInterval, Interval, Sure};

@@ -8,6 +8,10 @@
 //! 2. A concurrency ladder `concurrent@2, @4, @8, ...`, climbing until a rung raises the best
 //!    output token throughput so far by less than [`LADDER_GAIN`] (the server's batch is full),
 //!    the cap (`--max-concurrency`, default 512) is reached, or [`LADDER_MAX_RUNGS`] rungs ran.
+//!    When the server said its batch `B` ([`SweepSpec::server_batch`], docs/metrics.md, "The
+//!    server's batch"), the ladder starts with `concurrent@B` and `concurrent@2B`
+//!    ([`hinted_rungs`]), both run whatever they gain (one noisy rung does not stop it), and
+//!    doubles on past them only while a rung gains more than [`PAST_BATCH_GAIN`].
 //!    Each rung lasts long enough to hold [`RUNG_LATENCIES`] of its predicted request latencies
 //!    ([`rung_length`]), at least a quarter of a benchmark and at most [`MAX_LENGTH`]. The
 //!    capacity is the best rung (synchronous included).
@@ -35,6 +39,12 @@ use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, Swee
 /// A ladder rung must raise the best output token throughput by more than this fraction, or
 /// the ladder stops.
 pub const LADDER_GAIN: f64 = 0.05;
+/// Past the rungs of the batch the server said ([`hinted_rungs`]), a rung must raise the best
+/// throughput by more than this fraction, or the ladder stops: a closed loop of twice the batch
+/// still gains a few percent over one of the batch (its streams finish in waves, and a queue
+/// keeps the batch full between them: 5.2% on the simulator), while a server whose batch is
+/// larger than it said doubles its throughput.
+pub const PAST_BATCH_GAIN: f64 = 0.25;
 /// At most this many ladder rungs (2 to 1,024 streams, below the default cap of 512).
 pub const LADDER_MAX_RUNGS: u32 = 10;
 /// The shortest ladder rung, relative to the other benchmarks.
@@ -167,6 +177,30 @@ pub fn rung_latency(measured: &[(u32, f64)], streams: u32) -> Option<f64> {
         _ => 2.0,
     };
     Some(f64::from(streams) / (last * gain))
+}
+
+/// The ladder's rungs when the server said its batch is `batch`: `batch` (the batch full) and
+/// `2 x batch` (a queue in front of it, so that the batch stays full while requests finish),
+/// each capped at `cap`; rungs of one stream or fewer are left out (synchronous measured it).
+pub fn hinted_rungs(batch: u32, cap: u32) -> Vec<u32> {
+    let mut r: Vec<u32> = [batch, batch.saturating_mul(2)]
+        .into_iter()
+        .map(|c| c.min(cap))
+        .filter(|&c| c > 1)
+        .collect();
+    r.dedup();
+    r
+}
+
+/// The predicted request latency (seconds) of a rung of `streams` streams on a server whose
+/// batch is `batch`, from the last rung measured (`(streams, requests/s)`): the server's
+/// throughput grows with the streams up to the batch and not past it,
+/// `X = X_last x min(streams, batch) / min(streams_last, batch)`, and Little's law gives
+/// `streams / X`. `None` when nothing was measured.
+pub fn batch_latency(measured: &[(u32, f64)], streams: u32, batch: u32) -> Option<f64> {
+    let &(c_last, x_last) = measured.last().filter(|(_, x)| *x > 0.0)?;
+    let x = x_last * f64::from(streams.min(batch)) / f64::from(c_last.min(batch).max(1));
+    Some(f64::from(streams) / x)
 }
 
 /// The length of a ladder rung of `streams` streams relative to the run's `limits`: long
@@ -436,7 +470,11 @@ impl SweepPlanner {
             .map(|(_, r)| *r)
     }
 
-    /// The ladder's next concurrency and rung length, or `None` when it is done.
+    /// The ladder's next concurrency and rung length, or `None` when it is done. When the
+    /// server said its batch `B` ([`SweepSpec::server_batch`]), the first rungs are
+    /// [`hinted_rungs`] (`B` and `2B`: one that fills the batch, one past it), whatever each
+    /// gains; past them the ladder doubles on while a rung gains (the batch is larger than
+    /// said). Without it: doubling from 2 while a rung gains more than [`LADDER_GAIN`].
     fn next_rung(&self) -> Option<(u32, f64)> {
         let rungs: Vec<(u32, &Reading)> = self
             .history
@@ -449,7 +487,16 @@ impl SweepPlanner {
             .collect();
         let &(last_c, last) = rungs.last()?;
         let ladder_len = rungs.len() as u32 - 1;
-        if ladder_len >= LADDER_MAX_RUNGS || last_c >= self.spec.throughput_concurrency {
+        let cap = self.spec.throughput_concurrency;
+        let measured: Vec<(u32, f64)> = rungs.iter().map(|(c, r)| (*c, r.requests_per_s)).collect();
+        if let Some(b) = self.spec.server_batch {
+            let hinted = hinted_rungs(b, cap);
+            if let Some(&c) = hinted.iter().find(|&&c| c > last_c) {
+                let latency = batch_latency(&measured, c, b);
+                return Some((c, rung_length(c, latency, &self.limits)));
+            }
+        }
+        if ladder_len >= LADDER_MAX_RUNGS || last_c >= cap {
             return None;
         }
         if ladder_len > 0 {
@@ -457,12 +504,15 @@ impl SweepPlanner {
                 .iter()
                 .map(|(_, r)| r.throughput())
                 .fold(0.0, f64::max);
-            if last.throughput() <= before * (1.0 + LADDER_GAIN) {
+            let gain = match self.spec.server_batch {
+                Some(_) => PAST_BATCH_GAIN,
+                None => LADDER_GAIN,
+            };
+            if last.throughput() <= before * (1.0 + gain) {
                 return None;
             }
         }
-        let c = (last_c * 2).min(self.spec.throughput_concurrency);
-        let measured: Vec<(u32, f64)> = rungs.iter().map(|(c, r)| (*c, r.requests_per_s)).collect();
+        let c = (last_c * 2).min(cap);
         Some((c, rung_length(c, rung_latency(&measured, c), &self.limits)))
     }
 
