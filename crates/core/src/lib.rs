@@ -70,7 +70,7 @@ pub use tokio_util::sync::CancellationToken;
 mod slo;
 pub use slo::{
     kept_up, metric_key, served, served_sure, Capacity, NotNarrowed, Refinement, Slo, SloBound,
-    SloBracket, SloError, SloLimit, SloMetric, SloStat, TraceCapacity,
+    SloBracket, SloError, SloLimit, SloMetric, SloStat, Spent, TraceCapacity,
 };
 
 /// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,

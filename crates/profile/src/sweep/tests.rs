@@ -16,9 +16,11 @@ fn spec(mode: SweepMode, slo: Option<&str>) -> SweepSpec {
 
 #[test]
 fn rates_ascend_from_near_sync_to_above_capacity_denser_near_it() {
-    let r = capacity_rates(1.0, 40.0, 8);
+    let r = capacity_rates(12.0, 40.0, 8);
     assert_eq!(r.len(), 8);
-    assert!((r[0] - 1.0).abs() < 1e-9, "starts at the synchronous rate");
+    assert!((r[0] - 12.0).abs() < 1e-9, "starts at the synchronous rate");
+    // A synchronous rate below a quarter of the capacity: start at the quarter.
+    assert!((capacity_rates(1.0, 40.0, 8)[0] - 10.0).abs() < 1e-9);
     assert!((r[5] - 40.0).abs() < 1e-9, "the capacity itself");
     assert!((r[6] - 44.0).abs() < 1e-9 && (r[7] - 48.0).abs() < 1e-9);
     let gaps: Vec<f64> = r[..6].windows(2).map(|w| w[1] - w[0]).collect();
@@ -1019,4 +1021,133 @@ fn a_rate_never_judged_by_its_longest_run_never_counts_as_kept_up() {
         "an unjudged rate set the capacity: {a:?}"
     );
     assert!(!a.max_is_lower_bound, "{a:?}");
+}
+
+/// The ladder with the batch the server said: `concurrent@B` and `@2B` right after
+/// synchronous, both run whatever they gain (a first rung that reads no gain over synchronous
+/// does not stop it), and the capacity is the best of them; past them it doubles on only
+/// while a rung gains over [`PAST_BATCH_GAIN`] (a server whose batch is larger than it said).
+#[test]
+fn the_batch_the_server_said_chooses_the_rungs() {
+    let hinted = |batch: u32| SweepSpec {
+        server_batch: Some(batch),
+        ..spec(SweepMode::Adaptive, None)
+    };
+    let labels = |steps: &[SweepStep]| -> Vec<String> {
+        steps
+            .iter()
+            .filter(|s| s.role != SweepRole::Rate)
+            .map(|s| s.strategy.label())
+            .collect()
+    };
+    // A server of 16 slots that says so.
+    let (steps, p) = drive(&hinted(16), 16, 0.0);
+    assert_eq!(
+        labels(&steps),
+        ["synchronous", "concurrent@16", "concurrent@32"]
+    );
+    assert_eq!(p.answer().expect("answer").max_requests_per_s, 8.0);
+    // One noisy rung: the batch's rung reads below synchronous (where the plain ladder,
+    // at @2, stopped); the ladder still passes the batch, and the rung past it measures the
+    // capacity. Its gain over the noisy rung looks like a larger batch: one rung more, which
+    // gains nothing, ends it.
+    let noisy = |s: &Strategy| match s {
+        Strategy::Concurrent { streams: 16 } => (0.4, 40.0),
+        _ => server(16, 50.0)(s),
+    };
+    let (steps, p) = drive_with(&hinted(16), &seconds(60.0), noisy, 0.0);
+    assert_eq!(
+        labels(&steps),
+        [
+            "synchronous",
+            "concurrent@16",
+            "concurrent@32",
+            "concurrent@64"
+        ]
+    );
+    assert_eq!(p.answer().expect("answer").max_measured_by, "concurrent@32");
+    // A server that said 4 but batches 16: @4 and @8, then on while a rung doubles.
+    let (steps, p) = drive(&hinted(4), 16, 0.0);
+    assert_eq!(
+        labels(&steps),
+        [
+            "synchronous",
+            "concurrent@4",
+            "concurrent@8",
+            "concurrent@16",
+            "concurrent@32"
+        ]
+    );
+    assert_eq!(p.answer().expect("answer").max_requests_per_s, 8.0);
+    // The cap bounds both rungs.
+    let capped = SweepSpec {
+        throughput_concurrency: 24,
+        ..hinted(16)
+    };
+    let (steps, _) = drive(&capped, 16, 0.0);
+    assert_eq!(
+        labels(&steps),
+        ["synchronous", "concurrent@16", "concurrent@24"]
+    );
+    assert_eq!(hinted_rungs(1, 512), vec![2]);
+    assert_eq!(hinted_rungs(600, 512), vec![512]);
+}
+
+/// A rung's predicted latency on a server of batch `B`: throughput grows with the streams up
+/// to the batch, then stays (Little's law).
+#[test]
+fn a_rung_past_the_batch_is_predicted_to_queue() {
+    // Synchronous read 1 req/s: 64 streams on a 64 batch take as long as one request.
+    assert_eq!(batch_latency(&[(1, 1.0)], 64, 64), Some(1.0));
+    // 64 streams read 32 req/s: 128 of them queue, 4 s each.
+    assert_eq!(batch_latency(&[(1, 1.0), (64, 32.0)], 128, 64), Some(4.0));
+    assert_eq!(batch_latency(&[], 8, 4), None);
+}
+
+/// Each benchmark's seconds are charged to the answer it ran for: the probe and the rungs to
+/// the maximum, the rates to the knee, the SLO search to the SLO answer; they add up to every
+/// benchmark's. Without an SLO there is no SLO share.
+#[test]
+fn benchmark_seconds_are_charged_to_the_answer_they_ran_for() {
+    for slo in [None, Some("ttft_p99=100")] {
+        let s = spec(SweepMode::Adaptive, slo);
+        let srv = server(16, 50.0);
+        let mut p = SweepPlanner::new(&s, &seconds(60.0));
+        let mut by_role: Vec<(SweepRole, f64)> = Vec::new();
+        let mut n = 0.0;
+        while let Some(step) = p.next_step().expect("plans") {
+            let (rps, tok) = srv(&step.strategy);
+            // Seconds distinct per benchmark, so that a wrong charge shows.
+            n += 1.0;
+            by_role.push((step.role, n));
+            let slo_met = s
+                .slo
+                .as_ref()
+                .map(|_| step.strategy.target_rate().unwrap_or(0.0) <= 3.7);
+            let reading = Reading {
+                requests_per_s: rps,
+                output_tokens_per_s: Some(tok),
+                slo_met,
+                verdict: verdict_of(&step, rps),
+                unjudged: None,
+                slo_sure: None,
+                rate_interval: None,
+                seconds: n,
+            };
+            p.record(step, reading);
+        }
+        let sp = p.answer().expect("answer").spent.expect("spent");
+        let role = |r: SweepRole| -> f64 { by_role.iter().filter(|x| x.0 == r).map(|x| x.1).sum() };
+        assert_eq!(
+            sp.capacity_s,
+            role(SweepRole::Probe) + role(SweepRole::Ladder)
+        );
+        assert_eq!(sp.knee_s, role(SweepRole::Rate));
+        assert_eq!(sp.slo_s, slo.map(|_| role(SweepRole::Refine)));
+        assert!(
+            slo.is_none() || role(SweepRole::Refine) > 0.0,
+            "an SLO search ran"
+        );
+        assert_eq!(sp.total(), n * (n + 1.0) / 2.0);
+    }
 }
