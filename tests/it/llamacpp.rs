@@ -288,6 +288,9 @@ fn sweep_capacity_holds_against_a_long_overload_of_llama_cpp_with_32_slots() {
     let dir = common::tmp("llamacpp", "sustained");
     let (sweep_json, long_json) = (dir.join("sweep.json"), dir.join("long.json"));
     let data = "prompt_tokens=16,output_tokens=8";
+    // A drain long enough for the requests a 32-slot server holds at its capacity (each waits
+    // for up to 32 sequences' steps): a rate whose requests were all cut off completed
+    // nothing, which fails the run.
     let Ran { server, out, .. } = server.run("sustained-sweep", |addr| {
         let mut a = args(&[
             "sweep",
@@ -296,7 +299,7 @@ fn sweep_capacity_holds_against_a_long_overload_of_llama_cpp_with_32_slots() {
             "--max-seconds",
             "8",
             "--drain-timeout",
-            "8",
+            "30",
             "--sweep-size",
             "5",
             "--data",

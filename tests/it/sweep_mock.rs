@@ -370,9 +370,8 @@ fn save_records_puts_every_request_in_the_json_and_only_when_asked() {
 }
 
 /// The simulator says its batch as vLLM does (`max_num_seqs` in `/metrics`), the report states
-/// what it said (JSON and the Metadata block), and the ladder runs the batch's rungs,
-/// `concurrent@B` and `@2B`, right after synchronous: here its `max_batch` of 8, the ground
-/// truth, behind two replicas (16 at once).
+/// what it said (JSON and the Metadata block), and the ladder climbs to twice it: here its
+/// `max_batch` of 8, the ground truth, behind two replicas (16 at once), so up to `@32`.
 #[test]
 fn the_ladder_runs_the_batch_the_simulator_says() {
     let _one = common::serial();
@@ -412,9 +411,16 @@ fn the_ladder_runs_the_batch_the_simulator_says() {
         .filter_map(|b| b["label"].as_str())
         .collect();
     assert_eq!(
-        &labels[..3],
-        ["synchronous", "concurrent@16", "concurrent@32"],
+        &labels[..6],
+        [
+            "synchronous",
+            "concurrent@2",
+            "concurrent@4",
+            "concurrent@8",
+            "concurrent@16",
+            "concurrent@32"
+        ],
         "{labels:?}"
     );
-    assert!(labels[3].starts_with("constant@"), "{labels:?}");
+    assert!(labels[6].starts_with("constant@"), "{labels:?}");
 }

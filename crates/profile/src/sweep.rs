@@ -9,9 +9,9 @@
 //!    output token throughput so far by less than [`LADDER_GAIN`] (the server's batch is full),
 //!    the cap (`--max-concurrency`, default 512) is reached, or [`LADDER_MAX_RUNGS`] rungs ran.
 //!    When the server said its batch `B` ([`SweepSpec::server_batch`], docs/metrics.md, "The
-//!    server's batch"), the ladder starts with `concurrent@B` and `concurrent@2B`
-//!    ([`hinted_rungs`]), both run whatever they gain (one noisy rung does not stop it), and
-//!    doubles on past them only while a rung gains more than [`PAST_BATCH_GAIN`].
+//!    server's batch"), the ladder doubles up to `2B` ([`hinted_top`]) whatever each rung
+//!    gains (one noisy rung does not stop it short of the batch), and on past it only while a
+//!    rung gains more than [`PAST_BATCH_GAIN`].
 //!    Each rung lasts long enough to hold [`RUNG_LATENCIES`] of its predicted request latencies
 //!    ([`rung_length`]), at least a quarter of a benchmark and at most [`MAX_LENGTH`]. The
 //!    capacity is the best rung (synchronous included).
@@ -39,7 +39,7 @@ use crate::{invalid, sweep_rates, Limits, OpenLoop, ProfileError, Strategy, Swee
 /// A ladder rung must raise the best output token throughput by more than this fraction, or
 /// the ladder stops.
 pub const LADDER_GAIN: f64 = 0.05;
-/// Past the rungs of the batch the server said ([`hinted_rungs`]), a rung must raise the best
+/// Past twice the batch the server said ([`hinted_top`]), a rung must raise the best
 /// throughput by more than this fraction, or the ladder stops: a closed loop of twice the batch
 /// still gains a few percent over one of the batch (its streams finish in waves, and a queue
 /// keeps the batch full between them: 5.2% on the simulator), while a server whose batch is
@@ -187,17 +187,11 @@ pub fn rung_latency(measured: &[(u32, f64)], streams: u32) -> Option<f64> {
     Some(f64::from(streams) / (last * gain))
 }
 
-/// The ladder's rungs when the server said its batch is `batch`: `batch` (the batch full) and
-/// `2 x batch` (a queue in front of it, so that the batch stays full while requests finish),
-/// each capped at `cap`; rungs of one stream or fewer are left out (synchronous measured it).
-pub fn hinted_rungs(batch: u32, cap: u32) -> Vec<u32> {
-    let mut r: Vec<u32> = [batch, batch.saturating_mul(2)]
-        .into_iter()
-        .map(|c| c.min(cap))
-        .filter(|&c| c > 1)
-        .collect();
-    r.dedup();
-    r
+/// The rung the ladder climbs to whatever each rung gains, when the server said its batch is
+/// `batch`: twice the batch (a queue in front of it, so that the batch stays full while
+/// requests finish), at most `cap`.
+pub fn hinted_top(batch: u32, cap: u32) -> u32 {
+    batch.saturating_mul(2).min(cap)
 }
 
 /// The predicted request latency (seconds) of a rung of `streams` streams on a server whose
@@ -496,11 +490,12 @@ impl SweepPlanner {
             .map(|(_, r)| *r)
     }
 
-    /// The ladder's next concurrency and rung length, or `None` when it is done. When the
-    /// server said its batch `B` ([`SweepSpec::server_batch`]), the first rungs are
-    /// [`hinted_rungs`] (`B` and `2B`: one that fills the batch, one past it), whatever each
-    /// gains; past them the ladder doubles on while a rung gains (the batch is larger than
-    /// said). Without it: doubling from 2 while a rung gains more than [`LADDER_GAIN`].
+    /// The ladder's next concurrency and rung length, or `None` when it is done: doubling
+    /// from 2 while a rung gains more than [`LADDER_GAIN`]. When the server said its batch `B`
+    /// ([`SweepSpec::server_batch`]), it doubles up to [`hinted_top`] (`2B`: past the batch)
+    /// whatever each rung gains (one noisy rung does not stop it short of the batch), a rung
+    /// past `B` lasts as [`batch_latency`] predicts (no throughput gained past the batch), and
+    /// past `2B` it doubles on only while a rung gains more than [`PAST_BATCH_GAIN`].
     fn next_rung(&self) -> Option<(u32, f64)> {
         let rungs: Vec<(u32, &Reading)> = self
             .history
@@ -514,23 +509,17 @@ impl SweepPlanner {
         let &(last_c, last) = rungs.last()?;
         let ladder_len = rungs.len() as u32 - 1;
         let cap = self.spec.throughput_concurrency;
-        let measured: Vec<(u32, f64)> = rungs.iter().map(|(c, r)| (*c, r.requests_per_s)).collect();
-        if let Some(b) = self.spec.server_batch {
-            let hinted = hinted_rungs(b, cap);
-            if let Some(&c) = hinted.iter().find(|&&c| c > last_c) {
-                let latency = batch_latency(&measured, c, b);
-                return Some((c, rung_length(c, latency, &self.limits)));
-            }
-        }
         if ladder_len >= LADDER_MAX_RUNGS || last_c >= cap {
             return None;
         }
-        if ladder_len > 0 {
+        let batch = self.spec.server_batch;
+        let below_top = batch.is_some_and(|b| last_c < hinted_top(b, cap));
+        if ladder_len > 0 && !below_top {
             let before = rungs[..rungs.len() - 1]
                 .iter()
                 .map(|(_, r)| r.throughput())
                 .fold(0.0, f64::max);
-            let gain = match self.spec.server_batch {
+            let gain = match batch {
                 Some(_) => PAST_BATCH_GAIN,
                 None => LADDER_GAIN,
             };
@@ -539,7 +528,12 @@ impl SweepPlanner {
             }
         }
         let c = (last_c * 2).min(cap);
-        Some((c, rung_length(c, rung_latency(&measured, c), &self.limits)))
+        let measured: Vec<(u32, f64)> = rungs.iter().map(|(c, r)| (*c, r.requests_per_s)).collect();
+        let latency = match batch {
+            Some(b) if c > b => batch_latency(&measured, c, b),
+            _ => rung_latency(&measured, c),
+        };
+        Some((c, rung_length(c, latency, &self.limits)))
     }
 
     /// The benchmark with the highest throughput (the first of equals) among the probes and

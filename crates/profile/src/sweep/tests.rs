@@ -1023,10 +1023,10 @@ fn a_rate_never_judged_by_its_longest_run_never_counts_as_kept_up() {
     assert!(!a.max_is_lower_bound, "{a:?}");
 }
 
-/// The ladder with the batch the server said: `concurrent@B` and `@2B` right after
-/// synchronous, both run whatever they gain (a first rung that reads no gain over synchronous
-/// does not stop it), and the capacity is the best of them; past them it doubles on only
-/// while a rung gains over [`PAST_BATCH_GAIN`] (a server whose batch is larger than it said).
+/// The ladder with the batch the server said: it doubles up to twice the batch whatever each
+/// rung gains (a rung that reads no gain, where the plain ladder stopped, does not stop it),
+/// and the capacity is the best rung; past `2B` it doubles on only while a rung gains over
+/// [`PAST_BATCH_GAIN`] (a server whose batch is larger than it said).
 #[test]
 fn the_batch_the_server_said_chooses_the_rungs() {
     let hinted = |batch: u32| SweepSpec {
@@ -1040,57 +1040,52 @@ fn the_batch_the_server_said_chooses_the_rungs() {
             .map(|s| s.strategy.label())
             .collect()
     };
-    // A server of 16 slots that says so.
+    let ladder = |top: u32| -> Vec<String> {
+        std::iter::once("synchronous".to_string())
+            .chain(
+                (1..)
+                    .map(|k| 1u32 << k)
+                    .take_while(|&c| c <= top)
+                    .map(|c| format!("concurrent@{c}")),
+            )
+            .collect()
+    };
+    // A server of 16 slots that says so: the plain ladder's rungs, up to 32.
     let (steps, p) = drive(&hinted(16), 16, 0.0);
-    assert_eq!(
-        labels(&steps),
-        ["synchronous", "concurrent@16", "concurrent@32"]
-    );
+    assert_eq!(labels(&steps), ladder(32));
     assert_eq!(p.answer().expect("answer").max_requests_per_s, 8.0);
-    // One noisy rung: the batch's rung reads below synchronous (where the plain ladder,
-    // at @2, stopped); the ladder still passes the batch, and the rung past it measures the
-    // capacity. Its gain over the noisy rung looks like a larger batch: one rung more, which
-    // gains nothing, ends it.
+    // One noisy rung: @2 reads below synchronous. The plain ladder stops there and states
+    // synchronous; told the batch, it climbs past it and finds the capacity.
     let noisy = |s: &Strategy| match s {
-        Strategy::Concurrent { streams: 16 } => (0.4, 40.0),
+        Strategy::Concurrent { streams: 2 } => (0.4, 40.0),
         _ => server(16, 50.0)(s),
     };
+    let (steps, p) = drive_with(&spec(SweepMode::Adaptive, None), &seconds(60.0), noisy, 0.0);
+    assert_eq!(labels(&steps), ladder(2));
+    let plain = p.answer().expect("answer").max_requests_per_s;
+    assert!(
+        plain < 2.0,
+        "the plain ladder understates the 8 req/s: {plain}"
+    );
     let (steps, p) = drive_with(&hinted(16), &seconds(60.0), noisy, 0.0);
-    assert_eq!(
-        labels(&steps),
-        [
-            "synchronous",
-            "concurrent@16",
-            "concurrent@32",
-            "concurrent@64"
-        ]
-    );
-    assert_eq!(p.answer().expect("answer").max_measured_by, "concurrent@32");
-    // A server that said 4 but batches 16: @4 and @8, then on while a rung doubles.
+    assert_eq!(labels(&steps), ladder(32));
+    assert_eq!(p.answer().expect("answer").max_measured_by, "concurrent@16");
+    // A server that said 4 but batches 16: up to @8, then on while a rung doubles.
     let (steps, p) = drive(&hinted(4), 16, 0.0);
-    assert_eq!(
-        labels(&steps),
-        [
-            "synchronous",
-            "concurrent@4",
-            "concurrent@8",
-            "concurrent@16",
-            "concurrent@32"
-        ]
-    );
+    assert_eq!(labels(&steps), ladder(32));
     assert_eq!(p.answer().expect("answer").max_requests_per_s, 8.0);
-    // The cap bounds both rungs.
+    // The cap bounds it.
     let capped = SweepSpec {
         throughput_concurrency: 24,
         ..hinted(16)
     };
     let (steps, _) = drive(&capped, 16, 0.0);
     assert_eq!(
-        labels(&steps),
-        ["synchronous", "concurrent@16", "concurrent@24"]
+        labels(&steps).last().map(String::as_str),
+        Some("concurrent@24")
     );
-    assert_eq!(hinted_rungs(1, 512), vec![2]);
-    assert_eq!(hinted_rungs(600, 512), vec![512]);
+    assert_eq!(hinted_top(16, 512), 32);
+    assert_eq!(hinted_top(600, 512), 512);
 }
 
 /// A rung's predicted latency on a server of batch `B`: throughput grows with the streams up
