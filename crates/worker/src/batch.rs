@@ -3,6 +3,9 @@
 
 use bench_core::ServerBatch;
 
+/// Reads a batch from an answer's body.
+pub type Parse = fn(&[u8]) -> Option<ServerBatch>;
+
 /// The batch from a Prometheus text: the first `vllm:*_info` series with a label named
 /// `max_num_seqs` or ending in `_max_num_seqs` (vLLM's `vllm:vllm_config_info` writes
 /// `scheduler_config_max_num_seqs`), whose value is a positive integer.

@@ -458,8 +458,8 @@ impl Worker {
     /// in a `/metrics` info series, else llama.cpp's `/props` `total_slots`, else SGLang's
     /// `/get_server_info` `max_running_requests`; `None` when none of them answers with it.
     pub async fn server_batch(&self) -> Option<bench_core::ServerBatch> {
-        use crate::batch;
-        let parse: [fn(&[u8]) -> Option<bench_core::ServerBatch>; 3] = [
+        use crate::batch::{self, Parse};
+        let parse: [Parse; 3] = [
             |b| batch::from_vllm_metrics(&String::from_utf8_lossy(b)),
             batch::from_llamacpp_props,
             batch::from_sglang_info,
