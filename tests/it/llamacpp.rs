@@ -280,6 +280,140 @@ fn short_sweep_against_llama_cpp_ascends_past_the_stated_capacity() {
     }
 }
 
+/// The sweep's capacity against llama.cpp with 32 slots (issue 48's server, at smaller tokens)
+/// holds against a long open-loop run past it: every open-loop rate the answer counts as kept
+/// up (the one that measured the maximum, the knee) was judged `kept_up`, never taken as kept
+/// up for want of a judgement, and the capacity lies within 10% of what the server departs
+/// while loaded under a sustained overload (1.3x the capacity for 60 s).
+#[test]
+#[ignore = "not yet seen passing: on the shared 2-core machine a 32-slot server completed no request of concurrent@32 within its 30 s drain (issue 48, point 1); run with --ignored"]
+fn sweep_capacity_holds_against_a_long_overload_of_llama_cpp_with_32_slots() {
+    let _one = common::serial();
+    let started = std::time::Instant::now();
+    let server = Llama::start_with("sustained", &["--slots=32"]).with_timeout(60);
+    let dir = common::tmp("llamacpp", "sustained");
+    let (sweep_json, long_json) = (dir.join("sweep.json"), dir.join("long.json"));
+    let data = "prompt_tokens=16,output_tokens=8";
+    // A drain long enough for the requests a 32-slot server holds at its capacity (each waits
+    // for up to 32 sequences' steps): a rate whose requests were all cut off completed
+    // nothing, which fails the run.
+    let Ran { server, out, .. } = server.run("sustained-sweep", |addr| {
+        let mut a = args(&[
+            "sweep",
+            "--target",
+            addr,
+            "--max-seconds",
+            "8",
+            "--drain-timeout",
+            "30",
+            "--sweep-size",
+            "5",
+            "--data",
+            data,
+            "--console",
+            "guidellm",
+            "--quiet",
+            "--output",
+        ]);
+        a.push(sweep_json.display().to_string());
+        a
+    });
+    let stdout = common::text(&out.stdout);
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sweep_json).expect("report")).expect("json");
+    let cap = common::f(&run, &["capacity", "max_requests_per_s"]);
+    let benchmarks = run["benchmarks"].as_array().expect("benchmarks");
+    // The run that judges each load: its last.
+    let last = |label: &str| benchmarks.iter().rev().find(|b| b["label"] == label);
+    let verdict = |b: &serde_json::Value| {
+        b["rates"]["sustained"]["verdict"]
+            .as_str()
+            .map(str::to_string)
+    };
+    // Every open-loop rate was judged, or says why not.
+    for b in benchmarks.iter().filter(|b| b["strategy"]["rate"].is_f64()) {
+        let judged = verdict(b).is_some() || b["rates"]["unjudged"].is_object();
+        assert!(
+            judged,
+            "{} neither judged nor unjudged\n{stdout}",
+            b["label"]
+        );
+    }
+    // The maximum, when an open-loop rate measured it: kept up by its verdict, or read from
+    // the departures of a rate surely not kept up.
+    let by = run["capacity"]["max_measured_by"]
+        .as_str()
+        .expect("measured by");
+    let max_b = last(by).expect("the maximum's benchmark");
+    if max_b["strategy"]["rate"].is_f64() {
+        let v = verdict(max_b);
+        assert!(
+            matches!(v.as_deref(), Some("kept_up" | "not_kept_up")),
+            "the maximum's rate {by} was judged {v:?}\n{stdout}"
+        );
+    }
+    // The knee, a rate counted as kept up: judged so.
+    if let Some(knee) = run["capacity"]["knee_requests_per_s"].as_f64() {
+        let b = benchmarks
+            .iter()
+            .rev()
+            .find(|b| {
+                b["strategy"]["rate"]
+                    .as_f64()
+                    .is_some_and(|r| (r - knee).abs() <= 1e-9 * knee)
+            })
+            .expect("the knee's benchmark");
+        assert_eq!(
+            verdict(b).as_deref(),
+            Some("kept_up"),
+            "knee {knee}\n{stdout}"
+        );
+    }
+    // A long open-loop run past the capacity: what the server departs while loaded.
+    let rate = format!("{:.3}", 1.3 * cap);
+    let long_out = server
+        .with_timeout(90)
+        .run("sustained-long", |addr| {
+            let mut a = run_args(
+                addr,
+                &[
+                    "--rate-type",
+                    "constant",
+                    "--rate",
+                    &rate,
+                    "--max-seconds",
+                    "60",
+                    "--drain-timeout",
+                    "5",
+                    "--data",
+                    data,
+                    "--quiet",
+                    "--console",
+                    "none",
+                ],
+                &long_json,
+            );
+            a.retain(|x| !x.is_empty());
+            a
+        })
+        .out;
+    assert!(long_out.status.success());
+    let long: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&long_json).expect("report")).expect("json");
+    let s = &long["benchmarks"][0]["rates"]["sustained"];
+    let departed = common::f(s, &["departures_per_s"]);
+    eprintln!(
+        "{stdout}\ncapacity {cap:.3} req/s by {by}; constant@{rate} for 60 s: {:?}, departed {departed:.3} req/s while loaded; wall time {:.0} s",
+        s["verdict"],
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(s["verdict"], "not_kept_up", "{s}");
+    assert!(
+        (cap - departed).abs() <= 0.10 * departed,
+        "capacity {cap:.3} vs {departed:.3} departed under sustained overload\n{stdout}"
+    );
+}
+
 #[test]
 fn two_turn_sessions_against_llama_cpp() {
     // One at a time: llama.cpp is CPU-bound. Three servers at once on 2 cores slowed each

@@ -368,3 +368,59 @@ fn save_records_puts_every_request_in_the_json_and_only_when_asked() {
         }
     }
 }
+
+/// The simulator says its batch as vLLM does (`max_num_seqs` in `/metrics`), the report states
+/// what it said (JSON and the Metadata block), and the ladder climbs to twice it: here its
+/// `max_batch` of 8, the ground truth, behind two replicas (16 at once), so up to `@32`.
+#[test]
+fn the_ladder_runs_the_batch_the_simulator_says() {
+    let _one = common::serial();
+    let dir = tmp("batch");
+    let (json, cfg) = (dir.join("run.json"), dir.join("mock.yaml"));
+    std::fs::write(&cfg, "max_batch: 8\nreplicas: 2\n").expect("config");
+    let out = bench(&[
+        "sweep",
+        "--mock",
+        "--mock-config",
+        cfg.to_str().expect("utf8"),
+        "--max-seconds",
+        "1",
+        "--sweep-size",
+        "3",
+        "--data",
+        "prompt_tokens=32,output_tokens=8",
+        "--output",
+        json.to_str().expect("utf8"),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
+    assert_eq!(
+        run["environment"]["server_batch"],
+        serde_json::json!({"size": 16, "source": "vllm_max_num_seqs"})
+    );
+    assert!(
+        stdout.contains("Server batch:16 (vLLM max_num_seqs, /metrics)"),
+        "{stdout}"
+    );
+    let labels: Vec<&str> = run["benchmarks"]
+        .as_array()
+        .expect("benchmarks")
+        .iter()
+        .filter_map(|b| b["label"].as_str())
+        .collect();
+    assert_eq!(
+        &labels[..6],
+        [
+            "synchronous",
+            "concurrent@2",
+            "concurrent@4",
+            "concurrent@8",
+            "concurrent@16",
+            "concurrent@32"
+        ],
+        "{labels:?}"
+    );
+    assert!(labels[6].starts_with("constant@"), "{labels:?}");
+}

@@ -17,6 +17,7 @@
 
 mod arrivals;
 mod balance;
+mod batch;
 mod cancel;
 mod cancel_wait;
 mod image;
@@ -37,6 +38,7 @@ mod window;
 
 pub use arrivals::{TokenArrivals, SKIP_FRACTION};
 pub use balance::{affinity_index, Assigned, Balance, Balancer, UnknownBalance};
+pub use batch::ServerBatch;
 pub use cancel::Cancellation;
 pub use cancel_wait::CancelWait;
 pub use image::{image_size, ImageCounts, ImageInput};
@@ -70,7 +72,7 @@ pub use tokio_util::sync::CancellationToken;
 mod slo;
 pub use slo::{
     kept_up, metric_key, served, served_sure, Capacity, NotNarrowed, Refinement, Slo, SloBound,
-    SloBracket, SloError, SloLimit, SloMetric, SloStat, TraceCapacity,
+    SloBracket, SloError, SloLimit, SloMetric, SloStat, Spent, TraceCapacity,
 };
 
 /// Whether a count is 0 (serde's `skip_serializing_if` for counts that only some runs have,

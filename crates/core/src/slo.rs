@@ -393,6 +393,34 @@ pub struct Capacity {
     /// reached the width asked for (docs/metrics.md, "The capacity's precision").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_refinement: Option<Refinement>,
+    /// The benchmark-seconds each answer cost (docs/metrics.md, "Benchmark-seconds per
+    /// answer"); absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<Spent>,
+}
+
+/// The benchmark-seconds a sweep spent on each answer, each benchmark's from its first send to
+/// its last reply (warmup and drain included), charged by its part of the sweep: the maximum
+/// takes the probes, the ladder and the benchmarks that narrowed it (`--capacity-precision`);
+/// the knee takes the open-loop rates (their runs again longer included), which also show
+/// whether the maximum is kept up; the SLO answer takes its search and the benchmarks that
+/// narrowed it (`--slo-precision`). They add up to every benchmark of the sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    /// On the maximum sustained throughput.
+    pub capacity_s: f64,
+    /// On the knee (the open-loop rates).
+    pub knee_s: f64,
+    /// On the SLO answer (absent without `--slo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_s: Option<f64>,
+}
+
+impl Spent {
+    /// Every benchmark-second of the sweep.
+    pub fn total(&self) -> f64 {
+        self.capacity_s + self.knee_s + self.slo_s.unwrap_or(0.0)
+    }
 }
 
 /// A trace sweep's capacity answer as multiples of the trace's recorded mean request rate:
@@ -431,6 +459,7 @@ impl Capacity {
             trace: None,
             intervals: None,
             max_refinement: None,
+            spent: None,
         }
     }
 

@@ -139,6 +139,8 @@ pub(crate) struct Metrics {
     prefix_hits: AtomicU64,
     /// vLLM's speculative-decoding counters, served when `spec_tokens` > 0.
     spec: Option<SpecCounters>,
+    /// The batch served as vLLM's `max_num_seqs` (a `vllm:vllm_config_info` label).
+    max_num_seqs: Option<u32>,
 }
 
 /// `vllm:spec_decode_*` (docs/simulator.md, "Speculative decoding"): what vLLM's
@@ -180,7 +182,15 @@ impl Metrics {
             prefix_queries: AtomicU64::new(0),
             prefix_hits: AtomicU64::new(0),
             spec: None,
+            max_num_seqs: None,
         }
+    }
+
+    /// Serves `max_num_seqs` as vLLM does, a label of its config info series:
+    /// `vllm:vllm_config_info{scheduler_config_max_num_seqs="N"} 1`.
+    pub(crate) fn with_max_num_seqs(mut self, n: u32) -> Self {
+        self.max_num_seqs = Some(n);
+        self
     }
 
     /// Serves vLLM's speculative-decoding counters for `k` draft tokens a step (none when 0).
@@ -452,6 +462,14 @@ impl Metrics {
             m,
         );
         self.render_spec(&mut out);
+        if let Some(n) = self.max_num_seqs {
+            let _ = write!(
+                out,
+                "# HELP vllm:vllm_config_info Information of the LLMEngine VllmConfig.\n\
+                 # TYPE vllm:vllm_config_info gauge\n\
+                 vllm:vllm_config_info{{{m},scheduler_config_max_num_seqs=\"{n}\"}} 1\n"
+            );
+        }
         out
     }
 }

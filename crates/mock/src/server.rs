@@ -123,14 +123,17 @@ impl MockServer {
         )?;
         let served = ServedModels::from_config(&config).map(Arc::new);
         let zero_delay = config.is_zero_delay();
-        let metrics = Arc::new(
-            Metrics::new(
-                config.served_model(),
-                config.kv_cache_tokens,
-                Replicas::count(&config),
-            )
-            .with_spec(SpecModel::of(&config).map_or(0, |m| m.k)),
-        );
+        let mut metrics = Metrics::new(
+            config.served_model(),
+            config.kv_cache_tokens,
+            Replicas::count(&config),
+        )
+        .with_spec(SpecModel::of(&config).map_or(0, |m| m.k));
+        if !zero_delay {
+            // The batch of every replica behind the one listener: what runs at once.
+            metrics = metrics.with_max_num_seqs(config.max_batch * config.replicas);
+        }
+        let metrics = Arc::new(metrics);
         let (replicas, engines) = Replicas::start(&config, served.as_ref(), &metrics);
         let model_escaped = render::escape(config.served_model());
         let now = unix_secs();

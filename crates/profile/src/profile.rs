@@ -147,6 +147,11 @@ pub struct SweepSpec {
     /// the maximum's 95% interval is at most `2 x precision` of its lower end wide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_precision: Option<f64>,
+    /// The batch the server said it runs ([`bench_core::ServerBatch`]), which chooses the
+    /// adaptive ladder's rungs ([`crate::sweep`]); set by the run once it reached the server,
+    /// never read from a file (the report states it under `environment.server_batch`).
+    #[serde(skip)]
+    pub server_batch: Option<u32>,
 }
 
 /// Default relative width of the SLO search's final bracket.
@@ -338,6 +343,7 @@ fn sweep_spec(rates: &[f64], o: &BuildOptions) -> Result<SweepSpec, ProfileError
             OpenLoop::Constant
         },
         max_concurrency: o.max_concurrency,
+        server_batch: None,
     };
     // Validate the kinds it will produce with a placeholder rate.
     for s in spec.rate_strategies(1.0, 2.0)? {
@@ -519,6 +525,7 @@ mod tests {
             slo_tolerance: DEFAULT_SLO_TOLERANCE,
             slo_precision: None,
             capacity_precision: None,
+            server_batch: None,
         };
         let s = spec.rate_strategies(1.0, 3.0).expect("valid");
         assert_eq!(

@@ -194,5 +194,6 @@ fn environment(s: &Settings, model: &str, worker: &Worker) -> Environment {
         os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         extra: Default::default(),
+        server_batch: None,
     }
 }

@@ -148,7 +148,7 @@ impl Runner {
     pub async fn run(self) -> Result<Finished, Error> {
         preflight(&self.settings)?;
         let Runner {
-            settings: s,
+            settings: mut s,
             shard: dist,
             events,
             cancel,
@@ -156,8 +156,17 @@ impl Runner {
         let mut inputs = Inputs::resolve(&s, &dist)?;
         let server = target::reach_server(&s, &inputs.tokenizer, dist.shard).await?;
 
+        // What the server says its batch is: the sweep's ladder chooses its rungs by it, and
+        // the report states it (docs/metrics.md, "The server's batch").
+        let batch = server.fleet.first().server_batch().await;
+        for profile in [&mut s.load.profile, &mut inputs.profile] {
+            if let bench_profile::Profile::Sweep(spec) = profile {
+                spec.server_batch = batch.as_ref().map(|b| b.size);
+            }
+        }
         let mut run =
             inputs::new_run_report(&s, &server.model, server.fleet.first(), inputs.data_seed);
+        run.environment.server_batch = batch;
         if let Some(t) = inputs.trace.take() {
             run.environment.extra.insert("trace".into(), t);
         }

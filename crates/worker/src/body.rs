@@ -18,6 +18,9 @@ pub(crate) struct Urls {
     pub(crate) health: Uri,
     /// TGI's `<root>/info`.
     pub(crate) info: Uri,
+    /// Where servers say their batch size ([`bench_core::ServerBatch`]): `<root>/metrics`
+    /// (vLLM), `<root>/props` (llama.cpp), `<root>/get_server_info` (SGLang).
+    pub(crate) batch: [Uri; 3],
     /// The target, safe to print.
     pub(crate) display: String,
 }
@@ -137,6 +140,11 @@ impl Urls {
             models: mk(&format!("{api}/models"))?,
             health: mk(&format!("{root}/health"))?,
             info: mk(&format!("{root}/info"))?,
+            batch: [
+                mk(&format!("{root}/metrics"))?,
+                mk(&format!("{root}/props"))?,
+                mk(&format!("{root}/get_server_info"))?,
+            ],
             display: format!("{scheme}://{authority}{prefix}"),
         })
     }

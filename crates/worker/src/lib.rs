@@ -9,6 +9,7 @@
 //! work through [`bench_core::Backend`], and it never prints, exits or sets up logging. A
 //! [`Fleet`] spreads one load across several targets, a worker each.
 
+pub mod batch;
 mod body;
 mod client;
 mod excerpt;

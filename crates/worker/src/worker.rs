@@ -458,6 +458,26 @@ impl Worker {
         list.data.into_iter().find_map(|m| m.owned_by)
     }
 
+    /// What the server says its batch is ([`bench_core::ServerBatch`]): vLLM's `max_num_seqs`
+    /// in a `/metrics` info series, else llama.cpp's `/props` `total_slots`, else SGLang's
+    /// `/get_server_info` `max_running_requests`; `None` when none of them answers with it.
+    pub async fn server_batch(&self) -> Option<bench_core::ServerBatch> {
+        use crate::batch::{self, Parse};
+        let parse: [Parse; 3] = [
+            |b| batch::from_vllm_metrics(&String::from_utf8_lossy(b)),
+            batch::from_llamacpp_props,
+            batch::from_sglang_info,
+        ];
+        for (url, parse) in self.inner.urls.batch.iter().zip(parse) {
+            if let Ok((status, body)) = self.get(url).await {
+                if let Some(b) = status.is_success().then(|| parse(&body)).flatten() {
+                    return Some(b);
+                }
+            }
+        }
+        None
+    }
+
     /// Asks the server for its model (first of `/v1/models`, else TGI's `/info` `model_id`),
     /// remembers it for request bodies, and returns it. A configured model is returned as is.
     pub async fn discover_model(&self) -> Result<String, Error> {

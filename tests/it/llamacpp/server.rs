@@ -50,6 +50,8 @@ pub struct Llama {
     timeout_s: u64,
     /// Serves `/v1/embeddings` too (serve.py's `--embedding`).
     embedding: bool,
+    /// serve.py's other options (a retry's fresh server gets them too).
+    opts: Vec<String>,
 }
 
 impl Drop for Llama {
@@ -62,15 +64,20 @@ impl Drop for Llama {
 impl Llama {
     /// Starts the server (serve.py prints its address once it has answered one request).
     pub fn start(name: &str) -> Llama {
-        Self::launch(name, false)
+        Self::launch(name, false, &[])
+    }
+
+    /// [`Llama::start`] with serve.py's options `opts` (e.g. `--slots=32`).
+    pub fn start_with(name: &str, opts: &[&str]) -> Llama {
+        Self::launch(name, false, opts)
     }
 
     /// [`Llama::start`] with `/v1/embeddings` served too (llama.cpp's `--embedding`).
     pub fn start_embedding(name: &str) -> Llama {
-        Self::launch(name, true)
+        Self::launch(name, true, &[])
     }
 
-    fn launch(name: &str, embedding: bool) -> Llama {
+    fn launch(name: &str, embedding: bool, opts: &[&str]) -> Llama {
         let py = python();
         assert!(
             py.exists(),
@@ -83,6 +90,7 @@ impl Llama {
         let mut child = Command::new(py)
             .arg(script)
             .args(embedding.then_some("--embedding"))
+            .args(opts)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -95,6 +103,7 @@ impl Llama {
             log,
             timeout_s: TIMEOUT_S,
             embedding,
+            opts: opts.iter().map(|o| o.to_string()).collect(),
         };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -239,6 +248,7 @@ impl Llama {
     /// with its counters from just before the run.
     pub fn run(self, name: &str, args: impl Fn(&str) -> Vec<String>) -> Ran {
         let (timeout_s, embedding) = (self.timeout_s, self.embedding);
+        let opts = self.opts.clone();
         let try_on = |server: Llama| {
             let before = server.metrics();
             let a = args(&server.addr);
@@ -257,8 +267,11 @@ impl Llama {
                     "llama.cpp sat on a request it had received, with no slot processing (the \
                      server's fault, docs/backends.md); retrying once on a fresh server\n{state}"
                 );
-                let fresh =
-                    Llama::launch(&format!("{name}-retry"), embedding).with_timeout(timeout_s);
+                let fresh = {
+                    let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
+                    Llama::launch(&format!("{name}-retry"), embedding, &opts)
+                }
+                .with_timeout(timeout_s);
                 try_on(fresh).unwrap_or_else(|state| {
                     panic!("the server was at fault twice in a row\n{state}")
                 })

@@ -16,9 +16,11 @@ fn spec(mode: SweepMode, slo: Option<&str>) -> SweepSpec {
 
 #[test]
 fn rates_ascend_from_near_sync_to_above_capacity_denser_near_it() {
-    let r = capacity_rates(1.0, 40.0, 8);
+    let r = capacity_rates(12.0, 40.0, 8);
     assert_eq!(r.len(), 8);
-    assert!((r[0] - 1.0).abs() < 1e-9, "starts at the synchronous rate");
+    assert!((r[0] - 12.0).abs() < 1e-9, "starts at the synchronous rate");
+    // A synchronous rate below a quarter of the capacity: start at the quarter.
+    assert!((capacity_rates(1.0, 40.0, 8)[0] - 10.0).abs() < 1e-9);
     assert!((r[5] - 40.0).abs() < 1e-9, "the capacity itself");
     assert!((r[6] - 44.0).abs() < 1e-9 && (r[7] - 48.0).abs() < 1e-9);
     let gaps: Vec<f64> = r[..6].windows(2).map(|w| w[1] - w[0]).collect();
@@ -1019,4 +1021,128 @@ fn a_rate_never_judged_by_its_longest_run_never_counts_as_kept_up() {
         "an unjudged rate set the capacity: {a:?}"
     );
     assert!(!a.max_is_lower_bound, "{a:?}");
+}
+
+/// The ladder with the batch the server said: it doubles up to twice the batch whatever each
+/// rung gains (a rung that reads no gain, where the plain ladder stopped, does not stop it),
+/// and the capacity is the best rung; past `2B` it doubles on only while a rung gains over
+/// [`PAST_BATCH_GAIN`] (a server whose batch is larger than it said).
+#[test]
+fn the_batch_the_server_said_chooses_the_rungs() {
+    let hinted = |batch: u32| SweepSpec {
+        server_batch: Some(batch),
+        ..spec(SweepMode::Adaptive, None)
+    };
+    let labels = |steps: &[SweepStep]| -> Vec<String> {
+        steps
+            .iter()
+            .filter(|s| s.role != SweepRole::Rate)
+            .map(|s| s.strategy.label())
+            .collect()
+    };
+    let ladder = |top: u32| -> Vec<String> {
+        std::iter::once("synchronous".to_string())
+            .chain(
+                (1..)
+                    .map(|k| 1u32 << k)
+                    .take_while(|&c| c <= top)
+                    .map(|c| format!("concurrent@{c}")),
+            )
+            .collect()
+    };
+    // A server of 16 slots that says so: the plain ladder's rungs, up to 32.
+    let (steps, p) = drive(&hinted(16), 16, 0.0);
+    assert_eq!(labels(&steps), ladder(32));
+    assert_eq!(p.answer().expect("answer").max_requests_per_s, 8.0);
+    // One noisy rung: @2 reads below synchronous. The plain ladder stops there and states
+    // synchronous; told the batch, it climbs past it and finds the capacity.
+    let noisy = |s: &Strategy| match s {
+        Strategy::Concurrent { streams: 2 } => (0.4, 40.0),
+        _ => server(16, 50.0)(s),
+    };
+    let (steps, p) = drive_with(&spec(SweepMode::Adaptive, None), &seconds(60.0), noisy, 0.0);
+    assert_eq!(labels(&steps), ladder(2));
+    let plain = p.answer().expect("answer").max_requests_per_s;
+    assert!(
+        plain < 2.0,
+        "the plain ladder understates the 8 req/s: {plain}"
+    );
+    let (steps, p) = drive_with(&hinted(16), &seconds(60.0), noisy, 0.0);
+    assert_eq!(labels(&steps), ladder(32));
+    assert_eq!(p.answer().expect("answer").max_measured_by, "concurrent@16");
+    // A server that said 4 but batches 16: up to @8, then on while a rung doubles.
+    let (steps, p) = drive(&hinted(4), 16, 0.0);
+    assert_eq!(labels(&steps), ladder(32));
+    assert_eq!(p.answer().expect("answer").max_requests_per_s, 8.0);
+    // The cap bounds it.
+    let capped = SweepSpec {
+        throughput_concurrency: 24,
+        ..hinted(16)
+    };
+    let (steps, _) = drive(&capped, 16, 0.0);
+    assert_eq!(
+        labels(&steps).last().map(String::as_str),
+        Some("concurrent@24")
+    );
+    assert_eq!(hinted_top(16, 512), 32);
+    assert_eq!(hinted_top(600, 512), 512);
+}
+
+/// A rung's predicted latency on a server of batch `B`: throughput grows with the streams up
+/// to the batch, then stays (Little's law).
+#[test]
+fn a_rung_past_the_batch_is_predicted_to_queue() {
+    // Synchronous read 1 req/s: 64 streams on a 64 batch take as long as one request.
+    assert_eq!(batch_latency(&[(1, 1.0)], 64, 64), Some(1.0));
+    // 64 streams read 32 req/s: 128 of them queue, 4 s each.
+    assert_eq!(batch_latency(&[(1, 1.0), (64, 32.0)], 128, 64), Some(4.0));
+    assert_eq!(batch_latency(&[], 8, 4), None);
+}
+
+/// Each benchmark's seconds are charged to the answer it ran for: the probe and the rungs to
+/// the maximum, the rates to the knee, the SLO search to the SLO answer; they add up to every
+/// benchmark's. Without an SLO there is no SLO share.
+#[test]
+fn benchmark_seconds_are_charged_to_the_answer_they_ran_for() {
+    for slo in [None, Some("ttft_p99=100")] {
+        let s = spec(SweepMode::Adaptive, slo);
+        let srv = server(16, 50.0);
+        let mut p = SweepPlanner::new(&s, &seconds(60.0));
+        let mut by_role: Vec<(SweepRole, f64)> = Vec::new();
+        let mut n = 0.0;
+        while let Some(step) = p.next_step().expect("plans") {
+            let (rps, tok) = srv(&step.strategy);
+            // Seconds distinct per benchmark, so that a wrong charge shows.
+            n += 1.0;
+            by_role.push((step.role, n));
+            let slo_met = s
+                .slo
+                .as_ref()
+                .map(|_| step.strategy.target_rate().unwrap_or(0.0) <= 3.7);
+            let reading = Reading {
+                requests_per_s: rps,
+                output_tokens_per_s: Some(tok),
+                slo_met,
+                verdict: verdict_of(&step, rps),
+                unjudged: None,
+                slo_sure: None,
+                rate_interval: None,
+                seconds: n,
+            };
+            p.record(step, reading);
+        }
+        let sp = p.answer().expect("answer").spent.expect("spent");
+        let role = |r: SweepRole| -> f64 { by_role.iter().filter(|x| x.0 == r).map(|x| x.1).sum() };
+        assert_eq!(
+            sp.capacity_s,
+            role(SweepRole::Probe) + role(SweepRole::Ladder)
+        );
+        assert_eq!(sp.knee_s, role(SweepRole::Rate));
+        assert_eq!(sp.slo_s, slo.map(|_| role(SweepRole::Refine)));
+        assert!(
+            slo.is_none() || role(SweepRole::Refine) > 0.0,
+            "an SLO search ran"
+        );
+        assert_eq!(sp.total(), n * (n + 1.0) / 2.0);
+    }
 }

@@ -162,6 +162,9 @@ pub struct Environment {
     /// Anything else worth keeping (server version headers, ...).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// What the server said its batch is (docs/metrics.md, "The server's batch"), when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_batch: Option<bench_core::ServerBatch>,
 }
 
 /// Everything reported about one benchmark.

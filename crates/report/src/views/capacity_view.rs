@@ -71,7 +71,24 @@ fn lines(run: &RunReport, c: &Capacity) -> Vec<(String, String)> {
     if let Some(t) = trace_multiples_text(c) {
         out.push(("Trace multiple".to_string(), t));
     }
+    if let Some(sp) = &c.spent {
+        out.push(("Benchmark-seconds".to_string(), spent_words(sp)));
+    }
     out
+}
+
+/// The benchmark-seconds each answer cost, in words: `maximum 20.4, knee 70.1, SLO answer
+/// 30.2 (of 120.7)` (docs/metrics.md, "Benchmark-seconds per answer").
+pub(crate) fn spent_words(sp: &bench_core::Spent) -> String {
+    let slo = sp
+        .slo_s
+        .map_or(String::new(), |s| format!(", SLO answer {s:.1}"));
+    format!(
+        "maximum {:.1}, knee {:.1}{slo} (of {:.1})",
+        sp.capacity_s,
+        sp.knee_s,
+        sp.total()
+    )
 }
 
 /// The "Capacity" block after guidellm's tables.
@@ -136,6 +153,9 @@ pub fn render_capacity_vllm(run: &RunReport) -> String {
             .map_or("-".into(), |k| format!("{k:.2}"))
     );
     interval_line(&mut s, "Knee 95% interval (req/s):", knee_interval(run, c));
+    if let Some(sp) = &c.spent {
+        let _ = writeln!(s, "{:<40} {:<10}", "Benchmark-seconds:", spent_words(sp));
+    }
     if let (Some(slo), Some(b)) = (&c.slo, &c.slo_bracket) {
         let _ = writeln!(s, "{:<40} {:<10}", "SLO:", slo.to_string());
         let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));

@@ -205,6 +205,10 @@ fn metadata(run: &RunReport, width: Option<u16>) -> String {
             format!("data={data} processor={processor}")
         });
     let mut out = String::from("Benchmarks Metadata:\n");
+    let batch = env
+        .server_batch
+        .as_ref()
+        .map(|b| ("Server batch", format!("{} ({})", b.size, b.source_words())));
     for (k, v) in [
         ("Run id", run.run_id.clone()),
         ("Duration", format!("{duration:.1} seconds")),
@@ -212,7 +216,10 @@ fn metadata(run: &RunReport, width: Option<u16>) -> String {
         ("Args", args),
         ("Worker", worker),
         ("Request Loader", loader),
-    ] {
+    ]
+    .into_iter()
+    .chain(batch)
+    {
         out.push_str(&wrap(&format!("{k}:{v}"), width, 4));
     }
     out

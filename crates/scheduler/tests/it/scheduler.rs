@@ -446,6 +446,7 @@ async fn sweep_rates_follow_linspace_of_the_measured_probes() {
         slo_tolerance: DEFAULT_SLO_TOLERANCE,
         slo_precision: None,
         capacity_precision: None,
+        server_batch: None,
     });
     let limits = Limits {
         max_seconds: Some(2.05),
@@ -637,6 +638,7 @@ async fn slo_search_bisects_on_the_observers_verdicts() {
         slo_tolerance: 0.02,
         slo_precision: None,
         capacity_precision: None,
+        server_batch: None,
     });
     let limits = Limits {
         max_seconds: Some(0.5),
@@ -680,6 +682,7 @@ async fn adaptive_sweep_climbs_the_ladder_and_places_rates_around_the_capacity()
         slo_tolerance: DEFAULT_SLO_TOLERANCE,
         slo_precision: None,
         capacity_precision: None,
+        server_batch: None,
     });
     let limits = Limits {
         max_seconds: Some(4.05),

@@ -608,6 +608,41 @@ async fn health_check_and_model_discovery() {
     assert_eq!(body_json(&seen)["model"], "meta/llama");
 }
 
+/// What a server says its batch is, asked where each kind says it: vLLM's `max_num_seqs` in a
+/// `/metrics` info series first, then llama.cpp's `/props`, then SGLang's `/get_server_info`;
+/// none when no answer holds it.
+#[tokio::test]
+async fn the_server_says_its_batch() {
+    let batch = |routes: &'static [(&'static str, &'static str)]| async move {
+        let srv = common::start(move |s| {
+            match routes.iter().find(|(p, _)| *p == s.path_and_query.as_str()) {
+                Some((_, body)) => Script::status(200, body),
+                None => Script::status(404, "not found"),
+            }
+        })
+        .await;
+        let w = Worker::new(config(srv.url(), BackendKind::OpenAiCompletions))
+            .await
+            .unwrap();
+        w.server_batch().await.map(|b| (b.size, b.source))
+    };
+    const VLLM: &str = "vllm:num_requests_running{model_name=\"m\"} 3\n\
+        vllm:vllm_config_info{model_name=\"m\",scheduler_config_max_num_seqs=\"256\"} 1\n";
+    assert_eq!(
+        batch(&[("/metrics", VLLM), ("/props", r#"{"total_slots":4}"#)]).await,
+        Some((256, "vllm_max_num_seqs".to_string()))
+    );
+    assert_eq!(
+        batch(&[("/metrics", "x 1\n"), ("/props", r#"{"total_slots":32}"#)]).await,
+        Some((32, "llamacpp_total_slots".to_string()))
+    );
+    assert_eq!(
+        batch(&[("/get_server_info", r#"{"max_running_requests":48}"#)]).await,
+        Some((48, "sglang_max_running_requests".to_string()))
+    );
+    assert_eq!(batch(&[("/props", "{}")]).await, None);
+}
+
 #[tokio::test]
 async fn health_check_errors_are_clear() {
     // Refused.
