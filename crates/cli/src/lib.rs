@@ -153,7 +153,9 @@ mod tests {
 
     /// Flags the docs name that belong to other tools (cargo, criterion, the peers, curl, the
     /// benchmark scripts), each with where it comes from.
-    const NOT_OURS: [&str; 49] = [
+    const NOT_OURS: [&str; 51] = [
+        "--call-graph",                   // perf record (docs/performance.md)
+        "--parallel",                     // llama-server's slots (docs/metrics.md)
         "--repo-type",                    // huggingface-cli download (docs/data.md)
         "--revision",                     // huggingface-cli download
         "--max-num-seqs",                 // vllm serve (docs/planning.md)

@@ -26,6 +26,11 @@ use crate::{BackendKind, Error, Timeouts, WorkerConfig};
 /// Counts the tokens of generated text (the tokenizer fallback when a server sends no usage).
 pub type OutputCounter = Arc<dyn Fn(&str) -> usize + Send + Sync>;
 
+/// How long each of the server-batch endpoints may take to answer ([`Worker::server_batch`]):
+/// the batch is a hint, not worth a stall (a loopback server that held `/metrics` open held a
+/// one-request run for 90 s: tests/it/peer_flags.rs).
+const BATCH_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// After the final event, how long to wait for the body to end so the connection can be
 /// reused. A server that keeps the body open longer only loses its pooled connection.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
@@ -461,6 +466,8 @@ impl Worker {
     /// What the server says its batch is ([`bench_core::ServerBatch`]): vLLM's `max_num_seqs`
     /// in a `/metrics` info series, else llama.cpp's `/props` `total_slots`, else SGLang's
     /// `/get_server_info` `max_running_requests`; `None` when none of them answers with it.
+    /// The lookup is a hint: each endpoint gets `BATCH_LOOKUP_TIMEOUT` (2 s), so a server that
+    /// holds an unknown path open (or answers it slowly) delays the run by that at most.
     pub async fn server_batch(&self) -> Option<bench_core::ServerBatch> {
         use crate::batch::{self, Parse};
         let parse: [Parse; 3] = [
@@ -469,7 +476,8 @@ impl Worker {
             batch::from_sglang_info,
         ];
         for (url, parse) in self.inner.urls.batch.iter().zip(parse) {
-            if let Ok((status, body)) = self.get(url).await {
+            let got = tokio::time::timeout(BATCH_LOOKUP_TIMEOUT, self.get(url)).await;
+            if let Ok(Ok((status, body))) = got {
                 if let Some(b) = status.is_success().then(|| parse(&body)).flatten() {
                     return Some(b);
                 }
